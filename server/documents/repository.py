@@ -1,0 +1,195 @@
+"""SQL for documents, their blobs and chunks. Every query takes bound parameters and an owner."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+import numpy as np
+from psycopg import AsyncConnection
+from psycopg.types.json import Jsonb
+
+DOCUMENT_COLUMNS = """id, owner_id, filename, title, content_type, byte_size, sha256, status, chunks_total,
+    chunks_done, page_count, error, metadata, created_at, updated_at"""
+
+
+@dataclass(frozen=True)
+class NewDocument:
+    filename: str
+    title: str
+    content_type: str
+    sha256: str
+    data: bytes
+    metadata: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class StoredChunk:
+    chunk_index: int
+    content: str
+    page: int | None
+    section: str | None
+    token_count: int
+    content_hash: str
+    embedding: np.ndarray
+
+
+async def insert_document(conn: AsyncConnection, owner: UUID, doc: NewDocument) -> tuple[UUID, bool, str]:
+    """Insert a queued document with its bytes. Returns (id, created, status); an existing sha256 is reused."""
+    row = await (
+        await conn.execute(
+            """INSERT INTO documents (owner_id, filename, title, content_type, byte_size, sha256, metadata)
+               VALUES (%s, %s, %s, %s, %s, %s, %s)
+               ON CONFLICT (owner_id, sha256) DO NOTHING
+               RETURNING id, status""",
+            (owner, doc.filename, doc.title, doc.content_type, len(doc.data), doc.sha256, Jsonb(doc.metadata)),
+        )
+    ).fetchone()
+    if row is not None:
+        await conn.execute("INSERT INTO document_blobs (document_id, data) VALUES (%s, %s)", (row["id"], doc.data))
+        return row["id"], True, row["status"]
+    existing = await (
+        await conn.execute("SELECT id, status FROM documents WHERE owner_id = %s AND sha256 = %s", (owner, doc.sha256))
+    ).fetchone()
+    assert existing is not None
+    return existing["id"], False, existing["status"]
+
+
+async def requeue_failed(conn: AsyncConnection, owner: UUID, document_id: UUID) -> bool:
+    cur = await conn.execute(
+        """UPDATE documents SET status = 'queued', error = NULL, chunks_done = 0, updated_at = now()
+           WHERE id = %s AND owner_id = %s AND status = 'failed'""",
+        (document_id, owner),
+    )
+    return cur.rowcount == 1
+
+
+async def claim(
+    conn: AsyncConnection, *, limit: int, ids: Sequence[UUID] | None = None, stale_after_s: int = 600
+) -> list[dict[str, Any]]:
+    """Lock up to `limit` queued documents (or ones a crashed worker left processing) for this worker."""
+    rows = await (
+        await conn.execute(
+            """UPDATE documents d SET status = 'processing', locked_at = now(), attempts = attempts + 1,
+                       updated_at = now()
+                FROM (SELECT id FROM documents
+                      WHERE (status = 'queued'
+                             OR (status = 'processing' AND locked_at < now() - make_interval(secs => %s)))
+                        AND (%s::uuid[] IS NULL OR id = ANY(%s::uuid[]))
+                      ORDER BY created_at
+                      LIMIT %s FOR UPDATE SKIP LOCKED) picked
+                WHERE d.id = picked.id
+                RETURNING d.id, d.owner_id, d.filename, d.title, d.content_type, d.metadata,
+                          (SELECT data FROM document_blobs b WHERE b.document_id = d.id) AS data""",
+            (stale_after_s, list(ids) if ids is not None else None, list(ids) if ids is not None else None, limit),
+        )
+    ).fetchall()
+    return rows
+
+
+async def set_progress(conn: AsyncConnection, document_id: UUID, done: int, total: int | None) -> None:
+    await conn.execute(
+        """UPDATE documents SET chunks_done = %s, chunks_total = coalesce(%s, chunks_total), updated_at = now()
+           WHERE id = %s""",
+        (done, total, document_id),
+    )
+
+
+async def mark_failed(conn: AsyncConnection, document_id: UUID, error: str) -> None:
+    await conn.execute(
+        """UPDATE documents SET status = 'failed', error = %s, locked_at = NULL, updated_at = now()
+           WHERE id = %s""",
+        (error[:2000], document_id),
+    )
+
+
+async def cached_embeddings(
+    conn: AsyncConnection, owner: UUID, hashes: Sequence[str], model: str
+) -> dict[str, np.ndarray]:
+    """Embeddings already stored for these content hashes with this model (reused on re-ingestion)."""
+    if not hashes:
+        return {}
+    rows = await (
+        await conn.execute(
+            """SELECT DISTINCT ON (content_hash) content_hash, embedding FROM document_chunks
+               WHERE owner_id = %s AND embedding_model = %s AND content_hash = ANY(%s)
+                 AND embedding IS NOT NULL""",
+            (owner, model, list(hashes)),
+        )
+    ).fetchall()
+    return {r["content_hash"]: as_array(r["embedding"]) for r in rows}
+
+
+def as_array(value: Any) -> np.ndarray:
+    """pgvector returns `Vector` objects (or arrays, depending on version): always hand back float32 numpy."""
+    return np.asarray(value.to_numpy() if hasattr(value, "to_numpy") else value, dtype=np.float32)
+
+
+async def store_chunks(
+    conn: AsyncConnection,
+    *,
+    document_id: UUID,
+    owner: UUID,
+    title: str,
+    chunks: Sequence[StoredChunk],
+    model: str,
+    page_count: int | None,
+    metadata: dict[str, Any],
+    replaces_source: str | None,
+) -> None:
+    """Replace the document's chunks and flip it to ready, in the caller's transaction."""
+    await conn.execute("DELETE FROM document_chunks WHERE document_id = %s", (document_id,))
+    async with conn.cursor().copy(
+        """COPY document_chunks (document_id, owner_id, chunk_index, title, content, page, section,
+                                 token_count, content_hash, embedding, embedding_model) FROM STDIN"""
+    ) as copy:
+        for c in chunks:
+            await copy.write_row(
+                (
+                    document_id,
+                    owner,
+                    c.chunk_index,
+                    title,
+                    c.content,
+                    c.page,
+                    c.section,
+                    c.token_count,
+                    c.content_hash,
+                    c.embedding,
+                    model,
+                )
+            )
+    await conn.execute(
+        """UPDATE documents SET status = 'ready', error = NULL, title = %s, chunks_total = %s, chunks_done = %s,
+               page_count = %s, metadata = metadata || %s, locked_at = NULL, updated_at = now()
+           WHERE id = %s""",
+        (title, len(chunks), len(chunks), page_count, Jsonb(metadata), document_id),
+    )
+    if replaces_source:
+        await conn.execute(
+            """DELETE FROM documents WHERE owner_id = %s AND metadata->>'source_path' = %s AND id <> %s""",
+            (owner, replaces_source, document_id),
+        )
+
+
+async def list_documents(conn: AsyncConnection, owner: UUID) -> list[dict[str, Any]]:
+    return await (
+        await conn.execute(
+            f"SELECT {DOCUMENT_COLUMNS} FROM documents WHERE owner_id = %s ORDER BY created_at DESC", (owner,)
+        )
+    ).fetchall()
+
+
+async def get_document(conn: AsyncConnection, owner: UUID, document_id: UUID) -> dict[str, Any] | None:
+    return await (
+        await conn.execute(
+            f"SELECT {DOCUMENT_COLUMNS} FROM documents WHERE owner_id = %s AND id = %s", (owner, document_id)
+        )
+    ).fetchone()
+
+
+async def delete_document(conn: AsyncConnection, owner: UUID, document_id: UUID) -> bool:
+    cur = await conn.execute("DELETE FROM documents WHERE owner_id = %s AND id = %s", (owner, document_id))
+    return cur.rowcount == 1

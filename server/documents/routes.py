@@ -1,0 +1,90 @@
+"""HTTP routes for documents: upload (queued for ingestion), list with progress, get, delete."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from litestar import Controller, Request, delete, get, post
+from litestar.datastructures import UploadFile
+
+from server.documents import repository as repo
+from server.documents.ingest import register_bytes
+from server.errors import BadRequest, NotFound
+from server.services import Services
+from server.settings import LOCAL_OWNER_ID
+
+
+def document_json(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": str(row["id"]),
+        "filename": row["filename"],
+        "title": row["title"],
+        "content_type": row["content_type"],
+        "byte_size": row["byte_size"],
+        "status": row["status"],
+        "chunks_total": row["chunks_total"],
+        "chunks_done": row["chunks_done"],
+        "page_count": row["page_count"],
+        "error": row["error"],
+        "metadata": row["metadata"],
+        "created_at": row["created_at"].isoformat(),
+        "updated_at": row["updated_at"].isoformat(),
+    }
+
+
+class DocumentController(Controller):
+    path = "/api/documents"
+
+    @get("/")
+    async def list_documents(self, services: Services) -> dict[str, Any]:
+        async with services.pool.connection() as conn:
+            rows = await repo.list_documents(conn, LOCAL_OWNER_ID)
+        return {"documents": [document_json(r) for r in rows]}
+
+    @post("/", status_code=201)
+    async def upload(self, request: Request, services: Services) -> dict[str, Any]:
+        """Multipart upload, one or more `files` fields; each file is queued, a duplicate, or rejected."""
+        form = await request.form()
+        uploads = [f for f in form.getall("files") if isinstance(f, UploadFile)] if "files" in form else []
+        if not uploads:
+            raise BadRequest("no files in the upload (send multipart/form-data with one or more 'files' fields)")
+        results: list[dict[str, Any]] = []
+        for upload in uploads:
+            data = await upload.read()
+            outcomes = await register_bytes(
+                services.pool, LOCAL_OWNER_ID, upload.filename or "upload", data, services.settings
+            )
+            async with services.pool.connection() as conn:
+                for outcome in outcomes:
+                    row = (
+                        await repo.get_document(conn, LOCAL_OWNER_ID, outcome.document_id)
+                        if outcome.document_id
+                        else None
+                    )
+                    results.append(
+                        {
+                            "filename": outcome.filename,
+                            "status": outcome.status,
+                            "document": document_json(row) if row else None,
+                            "error": outcome.error,
+                        }
+                    )
+        wake = services.extras.get("wake_worker")
+        if wake is not None:
+            wake()
+        return {"results": results}
+
+    @get("/{document_id:uuid}")
+    async def get_document(self, document_id: UUID, services: Services) -> dict[str, Any]:
+        async with services.pool.connection() as conn:
+            row = await repo.get_document(conn, LOCAL_OWNER_ID, document_id)
+        if row is None:
+            raise NotFound(f"document {document_id} not found")
+        return document_json(row)
+
+    @delete("/{document_id:uuid}", status_code=204)
+    async def delete_document(self, document_id: UUID, services: Services) -> None:
+        async with services.pool.connection() as conn:
+            if not await repo.delete_document(conn, LOCAL_OWNER_ID, document_id):
+                raise NotFound(f"document {document_id} not found")

@@ -1,0 +1,37 @@
+"""Domain errors. One handler in `server.app` maps them to HTTP; the CLI prints their message."""
+
+from __future__ import annotations
+
+
+class RagchatError(Exception):
+    status_code = 500
+    code = "internal_error"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class BadRequest(RagchatError):
+    status_code = 400
+    code = "bad_request"
+
+
+class NotFound(RagchatError):
+    status_code = 404
+    code = "not_found"
+
+
+class PayloadTooLarge(RagchatError):
+    status_code = 413
+    code = "payload_too_large"
+
+
+class UnsupportedMediaType(RagchatError):
+    status_code = 415
+    code = "unsupported_media_type"
+
+
+class ServiceUnavailable(RagchatError):
+    status_code = 503
+    code = "service_unavailable"

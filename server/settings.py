@@ -1,0 +1,116 @@
+"""Every setting in one place, read once from the environment (and `.env`) and passed down."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from uuid import UUID
+
+import platformdirs
+from pydantic import Field, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+#: The built-in owner used until accounts exist (seeded by migration 0001).
+LOCAL_OWNER_ID = UUID("00000000-0000-0000-0000-000000000001")
+
+
+class SearchMode(StrEnum):
+    vector = "vector"
+    keyword = "keyword"
+    hybrid = "hybrid"
+
+
+class EmbedProvider(StrEnum):
+    sentence_transformers = "sentence-transformers"
+    ollama = "ollama"
+
+
+def _default_data_dir() -> Path:
+    return Path(platformdirs.user_data_dir("ragchat", appauthor=False))
+
+
+class Settings(BaseSettings):
+    """Environment variables (case-insensitive). `.env.example` lists them all with defaults."""
+
+    model_config = SettingsConfigDict(env_file=".env", extra="ignore", populate_by_name=True)
+
+    # --- server and storage ---
+    host: str = "127.0.0.1"
+    port: int = 8000
+    database_url: str | None = None
+    data_dir: Path = Field(default_factory=_default_data_dir, validation_alias="RAGCHAT_DATA_DIR")
+    db_pool_min: int = 1
+    db_pool_max: int = 10
+    log_level: str = "info"
+    client_dist: Path | None = None  # built web client; defaults to <repo>/client/dist
+
+    # --- documents ---
+    max_upload_mb: float = 50.0
+    chunk_tokens: int = 200
+    chunk_overlap: int = 40
+    ingest_workers: int = 1  # in-process background ingestion workers (0 = only `ragchat worker`)
+
+    # --- embeddings ---
+    embed_provider: EmbedProvider = EmbedProvider.sentence_transformers
+    embed_model: str = "all-MiniLM-L6-v2"
+    embed_dim: int = 384
+    embed_batch_size: int = 64
+
+    # --- retrieval ---
+    search_mode: SearchMode = SearchMode.hybrid
+    search_limit_max: int = 100
+    rrf_k: int = 60
+    keyword_candidates: int = 1000
+    hnsw_ef_search: int = 100
+    exact_scan_max_rows: int = 20000  # filtered vector queries over at most this many rows scan exactly
+    confidence_high: float = 0.55
+    confidence_moderate: float = 0.40
+    confidence_floor: float = 0.25
+    bm25_k1: float = 0.9
+    bm25_b: float = 0.4
+
+    # --- rerank ---
+    rerank_enabled: bool = False
+    rerank_model: str | None = None  # defaults to chat_model
+    rerank_concurrency: int = 4
+    rerank_candidates_factor: int = 3
+    rerank_timeout_s: float = 30.0
+    rerank_deadline_s: float = 120.0
+    rerank_passage_chars: int = 1000
+
+    # --- chat / LLM ---
+    ollama_host: str = "http://127.0.0.1:11434"
+    chat_model: str = "llama3.2"
+    ollama_timeout_s: float = 120.0
+    ollama_connect_timeout_s: float = 5.0
+    chat_max_tool_rounds: int = 3
+    chat_max_message_chars: int = 8000
+    chat_history_messages: int = 20
+    chat_history_chars: int = 12000
+    chat_search_limit: int = 6
+
+    @field_validator("search_mode", mode="before")
+    @classmethod
+    def _mode_lower(cls, v: object) -> object:
+        if isinstance(v, str):
+            value = v.strip().lower()
+            if value not in {m.value for m in SearchMode}:
+                raise ValueError(f"SEARCH_MODE must be one of vector, keyword, hybrid (got {v!r})")
+            return value
+        return v
+
+    @model_validator(mode="after")
+    def _check(self) -> Settings:
+        if self.chunk_overlap >= self.chunk_tokens:
+            raise ValueError("CHUNK_OVERLAP must be smaller than CHUNK_TOKENS")
+        if not 16 <= self.chunk_tokens <= 256:
+            raise ValueError("CHUNK_TOKENS must be between 16 and 256 (the model truncates at 256 word pieces)")
+        return self
+
+    @property
+    def max_upload_bytes(self) -> int:
+        return int(self.max_upload_mb * 1024 * 1024)
+
+    @property
+    def effective_rerank_model(self) -> str:
+        return self.rerank_model or self.chat_model

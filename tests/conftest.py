@@ -1,0 +1,143 @@
+"""Shared fixtures: one embedded Postgres per test run, the real embedding model, a live HTTP server."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+from server.db.migrate import ensure_vector_extension, migrate
+from server.db.pool import make_pool
+from server.settings import Settings
+
+TABLES = ["documents", "document_blobs", "document_chunks"]
+
+
+@pytest.fixture(scope="session")
+def pg_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A migrated database: TEST_DATABASE_URL when set, else a fresh pgserver for this run."""
+    server = None
+    uri = os.environ.get("TEST_DATABASE_URL")
+    if not uri:
+        import pgserver
+
+        server = pgserver.get_server(tmp_path_factory.mktemp("pg") / "pgdata", cleanup_mode="delete")
+        uri = server.get_uri()
+    ensure_vector_extension(uri)
+    migrate(uri)
+    yield uri
+    if server is not None:
+        server.cleanup()
+
+
+def truncate_all(uri: str) -> None:
+    with psycopg.connect(uri, autocommit=True) as conn:
+        tables = [
+            r[0]
+            for r in conn.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = 'public' "
+                "AND tablename NOT IN ('users', 'schema_migrations')"
+            )
+        ]
+        if tables:
+            conn.execute(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY CASCADE")
+        conn.execute("DELETE FROM users WHERE id <> '00000000-0000-0000-0000-000000000001'")
+
+
+@pytest.fixture
+def db(pg_uri: str) -> str:
+    """The database URI, emptied before the test."""
+    truncate_all(pg_uri)
+    return pg_uri
+
+
+@pytest.fixture
+def settings(db: str, tmp_path: Path) -> Settings:
+    return make_settings(db, tmp_path)
+
+
+def make_settings(uri: str, tmp_path: Path, **overrides: Any) -> Settings:
+    values: dict[str, Any] = {
+        "database_url": uri,
+        "data_dir": tmp_path / "data",
+        "ingest_workers": 0,
+        "ollama_host": "http://127.0.0.1:9",
+        "ollama_timeout_s": 5.0,
+    }
+    values.update(overrides)
+    return Settings(_env_file=None, **values)  # type: ignore[call-arg]
+
+
+@pytest.fixture
+async def pool(db: str) -> AsyncIterator[Any]:
+    p = make_pool(db, min_size=1, max_size=6)
+    await p.open(wait=True)
+    yield p
+    await p.close()
+
+
+@pytest.fixture(scope="session")
+def embedder() -> Any:
+    from server.retrieval.embedder import SentenceTransformerEmbedder
+
+    return SentenceTransformerEmbedder()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class LiveServer:
+    """uvicorn running the real app in a thread on 127.0.0.1; `url` is its base URL."""
+
+    def __init__(self, app: Any) -> None:
+        import uvicorn
+
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> LiveServer:
+        self.thread.start()
+        deadline = time.monotonic() + 60
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("live server did not start")
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=15)
+
+
+@pytest.fixture
+def live_app(settings: Settings, embedder: Any) -> Iterator[Any]:
+    """Factory: `live_app(**setting_overrides)` starts the real app and returns a LiveServer."""
+    from server.app import create_app
+
+    servers: list[LiveServer] = []
+
+    def start(llm: Any = None, **overrides: Any) -> LiveServer:
+        app_settings = settings.model_copy(update=overrides)
+        server = LiveServer(create_app(app_settings, embedder=embedder, llm=llm)).__enter__()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.__exit__()
