@@ -20,6 +20,8 @@ from server.documents.ingest import run_worker
 from server.documents.routes import DocumentController
 from server.errors import RagchatError
 from server.retrieval.embedder import Embedder, SentenceTransformerEmbedder
+from server.retrieval.rerank_factory import make_reranker
+from server.retrieval.search import Searcher
 from server.services import Services
 from server.settings import Settings
 
@@ -89,7 +91,11 @@ def create_app(
             active_pool = make_pool(database.uri, min_size=settings.db_pool_min, max_size=settings.db_pool_max)
             await active_pool.open(wait=True)
         active_embedder = embedder or await asyncio.to_thread(build_embedder, settings)
-        services = Services(settings, active_pool, active_embedder, llm if llm is not None else default_llm(settings))
+        active_llm = llm if llm is not None else default_llm(settings)
+        services = Services(settings, active_pool, active_embedder, active_llm)
+        services.extras["searcher"] = Searcher(
+            active_pool, active_embedder, settings, make_reranker(active_llm, settings)
+        )
         holder["services"] = services
         stop = asyncio.Event()
         wake = asyncio.Event()

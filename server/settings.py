@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
+from typing import Literal
 from uuid import UUID
 
 import platformdirs
@@ -60,6 +61,7 @@ class Settings(BaseSettings):
     search_mode: SearchMode = SearchMode.hybrid
     search_limit_max: int = 100
     rrf_k: int = 60
+    keyword_scorer: Literal["bm25", "ts_rank"] = "bm25"
     keyword_candidates: int = 1000
     hnsw_ef_search: int = 100
     exact_scan_max_rows: int = 20000  # filtered vector queries over at most this many rows scan exactly

@@ -20,7 +20,7 @@ from server.db.migrate import ensure_vector_extension, migrate
 from server.db.pool import make_pool
 from server.settings import Settings
 
-TABLES = ["documents", "document_blobs", "document_chunks"]
+pytest_plugins = ["tests.fakes.plugin"]
 
 
 @pytest.fixture(scope="session")

@@ -1,9 +1,47 @@
-"""Search routes (GET /api/search)."""
+"""GET /api/search: the orchestrator's result with chunks and per-document aggregation."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
+from uuid import UUID
+
+from litestar import Response, get
+from litestar.params import Parameter
+
+from server.errors import BadRequest
+from server.retrieval.models import SearchFilters
+from server.services import Services
+from server.settings import LOCAL_OWNER_ID
+
+
+def _metadata_filters(values: list[str] | None) -> dict[str, str] | None:
+    if not values:
+        return None
+    out: dict[str, str] = {}
+    for item in values:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise BadRequest(f"filter must be key=value (got {item!r})")
+        out[key] = value
+    return out
+
+
+@get("/api/search")
+async def search(
+    services: Services,
+    q: str = "",
+    limit: Annotated[int, Parameter(ge=1, le=100)] = 10,
+    mode: str | None = None,
+    rerank: bool | None = None,
+    document_ids: Annotated[list[UUID] | None, Parameter(query="document_ids")] = None,
+    filter_: Annotated[list[str] | None, Parameter(query="filter")] = None,
+) -> Response[dict[str, Any]]:
+    """Hybrid/vector/keyword search over the caller's documents."""
+    filters = SearchFilters(document_ids=document_ids or None, metadata=_metadata_filters(filter_))
+    searcher = services.extras["searcher"]
+    result = await searcher.search(q, owner=LOCAL_OWNER_ID, limit=limit, mode=mode, filters=filters, rerank=rerank)
+    return Response(result.to_api(), headers={"Cache-Control": "private, max-age=60"})
 
 
 def search_handlers() -> list[Any]:
-    return []
+    return [search]

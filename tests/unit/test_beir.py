@@ -53,9 +53,7 @@ def test_load_beir_reads_queries_and_qrels(tmp_path: Path) -> None:
 
 
 def test_load_beir_accepts_str_path_and_other_split(tmp_path: Path) -> None:
-    root = _make_dataset(
-        tmp_path / "tiny", {"test": TEST_QRELS, "dev": "query-id\tcorpus-id\tscore\nq2\td2\t1\n"}
-    )
+    root = _make_dataset(tmp_path / "tiny", {"test": TEST_QRELS, "dev": "query-id\tcorpus-id\tscore\nq2\td2\t1\n"})
     ds = load_beir(str(root), split="dev")
     assert ds.queries == {"q2": "no judgements for me"}
     assert ds.qrels == {"q2": {"d2": 1}}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from server.documents.chunking import chunk_sections, content_hash, embedding_text
@@ -19,7 +20,7 @@ def test_chunks_respect_token_budget_and_overlap(embedder: Any) -> None:
         assert chunk.token_count <= 64
         assert embedder.count_tokens([chunk.content])[0] == chunk.token_count
     # consecutive chunks share their boundary sentence(s)
-    for prev, nxt in zip(chunks, chunks[1:], strict=False):
+    for prev, nxt in itertools.pairwise(chunks):
         first_sentence = nxt.content.split(". ")[0]
         assert first_sentence in prev.content
 

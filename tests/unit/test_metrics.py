@@ -291,9 +291,7 @@ def test_ndcg_matches_trec_eval_transcription_on_random_runs() -> None:
         rels = {doc: rng.choice([0, 0, 1, 1, 2, 3]) for doc in rng.sample(docs, rng.randint(1, 12))}
         ranked = rng.sample(docs, rng.randint(0, 20))
         for k in (1, 3, 5, 10, 100):
-            assert ndcg_at_k(ranked, rels, k) == pytest.approx(
-                _trec_eval_ndcg_cut(ranked, rels, k), abs=1e-12
-            )
+            assert ndcg_at_k(ranked, rels, k) == pytest.approx(_trec_eval_ndcg_cut(ranked, rels, k), abs=1e-12)
 
 
 # --------------------------------------------------------------------------------------- percentiles

@@ -1,0 +1,143 @@
+import { describe, expect, it } from "vitest";
+import type { ChatEvent } from "../api/chatEvents";
+import { chunk, serverMessage, toolResult } from "../test/fixtures";
+import { chatReducer, fromServerMessage, initialChatState, messageSources, type ChatState } from "./state";
+
+const run = (state: ChatState, ...events: ChatEvent[]) =>
+  events.reduce((s, event) => chatReducer(s, { type: "event", event }), state);
+
+const sent = () => chatReducer(initialChatState, { type: "send", text: "What port?", userKey: "u1", assistantKey: "a1" });
+const last = (s: ChatState) => s.messages[s.messages.length - 1];
+
+describe("chatReducer", () => {
+  it("send adds the user message and a streaming assistant placeholder", () => {
+    const s = sent();
+    expect(s.sending).toBe(true);
+    expect(s.messages.map((m) => [m.role, m.status])).toEqual([
+      ["user", "complete"],
+      ["assistant", "streaming"],
+    ]);
+    expect(last(s).prompt).toBe("What port?");
+  });
+
+  it("thread sets the thread id and the assistant message id", () => {
+    const s = run(sent(), { type: "thread", thread_id: "t1", message_id: "m9" });
+    expect(s.threadId).toBe("t1");
+    expect(last(s).id).toBe("m9");
+  });
+
+  it("tool_call starts a running search; tool_result completes it", () => {
+    let s = run(sent(), { type: "tool_call", id: "call_1", name: "search_documents", arguments: { query: "port" } });
+    expect(last(s).searches).toEqual([{ id: "call_1", query: "port", status: "running", result: null }]);
+    s = run(s, { type: "tool_result", ...toolResult({ reranked: true }) });
+    const step = last(s).searches[0];
+    expect(step.status).toBe("done");
+    expect(step.result?.chunks).toHaveLength(2);
+    expect(step.result?.reranked).toBe(true);
+    expect(step.result).not.toHaveProperty("type");
+  });
+
+  it("a tool_result without a matching call still shows up", () => {
+    const s = run(sent(), { type: "tool_result", ...toolResult({ id: "orphan" }) });
+    expect(last(s).searches[0]).toMatchObject({ id: "orphan", status: "done" });
+  });
+
+  it("tokens append, done completes and stops sending", () => {
+    let s = run(sent(), { type: "token", delta: "It is " }, { type: "token", delta: "11434 [1]." });
+    expect(last(s).content).toBe("It is 11434 [1].");
+    expect(last(s).status).toBe("streaming");
+    s = run(s, { type: "done", message_id: "m2", finish_reason: "stop" });
+    expect(last(s).status).toBe("complete");
+    expect(last(s).id).toBe("m2");
+    expect(s.sending).toBe(false);
+  });
+
+  it("error marks the message as error with the server's message", () => {
+    const s = run(
+      sent(),
+      { type: "tool_call", id: "c", name: "search_documents", arguments: { query: "q" } },
+      { type: "error", code: "ollama_unreachable", message: "Start Ollama with `ollama serve`" },
+    );
+    expect(last(s).status).toBe("error");
+    expect(last(s).error).toEqual({ code: "ollama_unreachable", message: "Start Ollama with `ollama serve`" });
+    expect(last(s).searches[0].status).toBe("stopped");
+    expect(s.sending).toBe(false);
+  });
+
+  it("abort keeps the partial answer and marks it incomplete", () => {
+    let s = run(sent(), { type: "token", delta: "Partial" });
+    s = chatReducer(s, { type: "aborted" });
+    expect(last(s).status).toBe("incomplete");
+    expect(last(s).content).toBe("Partial");
+    expect(last(s).connectionLost).toBe(false);
+    expect(s.sending).toBe(false);
+  });
+
+  it("events after the message finished are ignored", () => {
+    let s = chatReducer(run(sent(), { type: "token", delta: "A" }), { type: "aborted" });
+    s = run(s, { type: "token", delta: "B" });
+    expect(last(s).content).toBe("A");
+  });
+
+  it("connection_lost marks the message incomplete and retryable", () => {
+    const s = chatReducer(run(sent(), { type: "token", delta: "x" }), { type: "connection_lost", message: "lost" });
+    expect(last(s)).toMatchObject({ status: "incomplete", connectionLost: true, error: { code: "connection_lost" } });
+  });
+
+  it("request_failed shows the HTTP error on the message", () => {
+    const s = chatReducer(sent(), { type: "request_failed", code: "http_400", message: "Message is empty" });
+    expect(last(s)).toMatchObject({ status: "error", error: { code: "http_400", message: "Message is empty" } });
+  });
+
+  it("discard removes the failed assistant message and its prompt", () => {
+    const s = chatReducer(chatReducer(sent(), { type: "connection_lost" }), { type: "discard", assistantKey: "a1" });
+    expect(s.messages).toEqual([]);
+  });
+
+  it("loaded maps history; tool results without search_mode survive", () => {
+    const s = chatReducer(initialChatState, {
+      type: "loaded",
+      thread: {
+        id: "t1",
+        title: "T",
+        created_at: "",
+        updated_at: "",
+        messages: [
+          serverMessage({ id: "u", role: "user", content: "q" }),
+          serverMessage({
+            id: "a",
+            tool_calls: [{ id: "call_1", name: "search_documents", arguments: { query: "old" } }],
+            tool_results: [{ id: "call_1", chunks: [chunk()] }],
+            status: "incomplete",
+          }),
+        ],
+      },
+    });
+    expect(s.threadId).toBe("t1");
+    expect(s.messages[1].searches[0]).toMatchObject({ query: "old", status: "done" });
+    expect(s.messages[1].searches[0].result?.search_mode).toBeUndefined();
+    expect(s.messages[1].status).toBe("incomplete");
+  });
+});
+
+describe("helpers", () => {
+  it("messageSources numbers chunks across searches in order", () => {
+    const m = fromServerMessage(
+      serverMessage({
+        tool_calls: [
+          { id: "a", name: "search_documents", arguments: { query: "1" } },
+          { id: "b", name: "search_documents", arguments: { query: "2" } },
+        ],
+        tool_results: [toolResult({ id: "a" }), toolResult({ id: "b", chunks: [chunk({ id: "c3" })] })],
+      }),
+    );
+    expect(messageSources(m).map((c) => c.id)).toEqual(["c1", "c2", "c3"]);
+  });
+
+  it("a call without a result is shown as stopped", () => {
+    const m = fromServerMessage(
+      serverMessage({ tool_calls: [{ id: "a", name: "search_documents", arguments: { query: "x" } }] }),
+    );
+    expect(m.searches[0].status).toBe("stopped");
+  });
+});

@@ -1,0 +1,98 @@
+import { useState } from "react";
+import type { Document } from "../api/types";
+import { Icon } from "../components/Icon";
+import { formatBytes, formatDate, plural } from "../lib/format";
+import { isActive } from "./useDocuments";
+
+const STATUS_TEXT = { queued: "Queued", processing: "Processing", ready: "Ready", failed: "Failed" } as const;
+
+export function DocumentRow({ doc, onDelete }: { doc: Document; onDelete: (id: string) => Promise<void> }) {
+  const [confirm, setConfirm] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const active = isActive(doc);
+  const total = doc.chunks_total;
+  const pct = total ? Math.min(100, Math.round((doc.chunks_done / total) * 100)) : null;
+
+  return (
+    <li className="doc-row" data-testid="document-row" data-status={doc.status} data-document-id={doc.id}>
+      <div className="doc-icon" aria-hidden="true">
+        <Icon name="file" size={20} />
+      </div>
+      <div className="doc-body">
+        <div className="doc-title" data-testid="document-title">
+          {doc.title || doc.filename}
+        </div>
+        <div className="doc-meta muted small">
+          {doc.title && doc.title !== doc.filename && <span>{doc.filename}</span>}
+          <span>{formatBytes(doc.byte_size)}</span>
+          {doc.page_count != null && <span data-testid="document-pages">{plural(doc.page_count, "page")}</span>}
+          {(doc.status === "ready" || total != null) && (
+            <span data-testid="document-chunks">
+              {doc.status === "ready" ? plural(total ?? doc.chunks_done, "chunk") : `${doc.chunks_done}/${total} chunks`}
+            </span>
+          )}
+          <span>{formatDate(doc.created_at)}</span>
+        </div>
+        {active && (
+          <div
+            className={`progress${pct == null ? " indeterminate" : ""}`}
+            role="progressbar"
+            aria-label={`Ingesting ${doc.filename}`}
+            aria-valuemin={0}
+            aria-valuemax={100}
+            aria-valuenow={pct ?? undefined}
+            data-testid="document-progress"
+          >
+            <span style={pct == null ? undefined : { width: `${pct}%` }} />
+          </div>
+        )}
+        {doc.status === "failed" && (
+          <p className="doc-error" data-testid="document-error">
+            {doc.error || "Ingestion failed."}
+          </p>
+        )}
+      </div>
+      <span className={`status status-${doc.status}`} data-testid="document-status">
+        {STATUS_TEXT[doc.status] ?? doc.status}
+        {active && pct != null ? ` ${pct}%` : ""}
+      </span>
+      <div className="doc-actions">
+        {confirm ? (
+          <>
+            <button
+              type="button"
+              className="btn btn-danger btn-small"
+              disabled={busy}
+              data-testid="document-delete-confirm"
+              onClick={async () => {
+                setBusy(true);
+                try {
+                  await onDelete(doc.id);
+                } finally {
+                  setBusy(false);
+                  setConfirm(false);
+                }
+              }}
+            >
+              Delete
+            </button>
+            <button type="button" className="btn btn-small" onClick={() => setConfirm(false)} autoFocus data-testid="document-delete-cancel">
+              Cancel
+            </button>
+          </>
+        ) : (
+          <button
+            type="button"
+            className="icon-button"
+            aria-label={`Delete ${doc.filename}`}
+            title="Delete"
+            onClick={() => setConfirm(true)}
+            data-testid="document-delete"
+          >
+            <Icon name="trash" />
+          </button>
+        )}
+      </div>
+    </li>
+  );
+}

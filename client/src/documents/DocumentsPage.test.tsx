@@ -1,0 +1,137 @@
+import { act, fireEvent, render, screen, waitFor } from "@testing-library/react";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import type { Document } from "../api/types";
+import { jsonResponse } from "../test/fixtures";
+import { DocumentsPage } from "./DocumentsPage";
+
+const doc = (over: Partial<Document> = {}): Document => ({
+  id: "d1",
+  filename: "guide.pdf",
+  title: "Guide",
+  content_type: "application/pdf",
+  byte_size: 2048,
+  status: "ready",
+  chunks_total: 12,
+  chunks_done: 12,
+  page_count: 4,
+  error: null,
+  metadata: {},
+  created_at: "2024-01-01T00:00:00Z",
+  updated_at: "2024-01-01T00:00:00Z",
+  ...over,
+});
+
+afterEach(() => {
+  vi.unstubAllGlobals();
+  vi.useRealTimers();
+});
+
+describe("DocumentsPage", () => {
+  it("shows the empty state", async () => {
+    vi.stubGlobal("fetch", vi.fn().mockResolvedValue(jsonResponse({ documents: [] })));
+    render(<DocumentsPage />);
+    expect(await screen.findByTestId("documents-empty")).toHaveTextContent(
+      "Upload PDF, DOCX, Markdown, HTML or text files",
+    );
+  });
+
+  it("lists documents with status, pages, chunks, progress and failure reason", async () => {
+    vi.stubGlobal(
+      "fetch",
+      vi.fn().mockResolvedValue(
+        jsonResponse({
+          documents: [
+            doc(),
+            doc({ id: "d2", status: "processing", chunks_total: 10, chunks_done: 4 }),
+            doc({ id: "d3", status: "failed", error: "Could not parse PDF", chunks_total: null, chunks_done: 0, page_count: null }),
+          ],
+        }),
+      ),
+    );
+    render(<DocumentsPage />);
+    const rows = await screen.findAllByTestId("document-row");
+    expect(rows.map((r) => r.dataset.status)).toEqual(["ready", "processing", "failed"]);
+    expect(rows[0]).toHaveTextContent("4 pages");
+    expect(rows[0]).toHaveTextContent("12 chunks");
+    expect(rows[1].querySelector("[role=progressbar]")).toHaveAttribute("aria-valuenow", "40");
+    expect(rows[2]).toHaveTextContent("Could not parse PDF");
+  });
+
+  it("polls every second while a document is processing, then stops", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    const fetchMock = vi
+      .fn()
+      .mockResolvedValueOnce(jsonResponse({ documents: [doc({ status: "queued", chunks_total: null, chunks_done: 0 })] }))
+      .mockResolvedValueOnce(jsonResponse({ documents: [doc({ status: "processing", chunks_total: 4, chunks_done: 2 })] }))
+      .mockResolvedValue(jsonResponse({ documents: [doc()] }));
+    vi.stubGlobal("fetch", fetchMock);
+    const tick = (ms: number) => act(() => vi.advanceTimersByTimeAsync(ms));
+    render(<DocumentsPage />);
+    await tick(0);
+    expect(screen.getByTestId("document-row")).toHaveAttribute("data-status", "queued");
+    await tick(999);
+    expect(fetchMock).toHaveBeenCalledTimes(1);
+    await tick(1);
+    expect(screen.getByTestId("document-row")).toHaveAttribute("data-status", "processing");
+    await tick(1000);
+    expect(screen.getByTestId("document-row")).toHaveAttribute("data-status", "ready");
+    const n = fetchMock.mock.calls.length;
+    await tick(5000);
+    expect(fetchMock.mock.calls.length).toBe(n);
+  });
+
+  it("uploads several files as multipart 'files' fields and reports duplicates", async () => {
+    const fetchMock = vi.fn(async (url: string, init?: RequestInit) => {
+      if (init?.method === "POST")
+        return jsonResponse(
+          {
+            results: [
+              { filename: "a.md", status: "queued", document: doc({ id: "n1", filename: "a.md", status: "queued" }), error: null },
+              { filename: "b.txt", status: "duplicate", document: null, error: null },
+            ],
+          },
+          201,
+        );
+      void url;
+      return jsonResponse({ documents: [] });
+    });
+    vi.stubGlobal("fetch", fetchMock);
+    render(<DocumentsPage />);
+    await screen.findByTestId("documents-empty");
+    const files = [new File(["# A"], "a.md", { type: "text/markdown" }), new File(["b"], "b.txt", { type: "text/plain" })];
+    fireEvent.change(screen.getByTestId("upload-input"), { target: { files } });
+    await waitFor(() => expect(screen.getByTestId("upload-result")).toHaveTextContent("already uploaded"));
+    const post = fetchMock.mock.calls.find(([, i]) => i?.method === "POST")!;
+    const form = post[1]!.body as FormData;
+    expect(form.getAll("files").map((f) => (f as File).name)).toEqual(["a.md", "b.txt"]);
+  });
+
+  it("shows a 413 error detail", async () => {
+    vi.stubGlobal(
+      "fetch",
+      vi.fn(async (_u: string, init?: RequestInit) =>
+        init?.method === "POST"
+          ? jsonResponse({ status_code: 413, detail: "File too large (max 50 MB)" }, 413)
+          : jsonResponse({ documents: [] }),
+      ),
+    );
+    render(<DocumentsPage />);
+    await screen.findByTestId("documents-empty");
+    fireEvent.drop(screen.getByTestId("upload-dropzone"), {
+      dataTransfer: { files: [new File(["x"], "big.pdf")], types: ["Files"] },
+    });
+    expect(await screen.findByTestId("upload-error")).toHaveTextContent("File too large (max 50 MB)");
+  });
+
+  it("deletes after confirmation", async () => {
+    const fetchMock = vi.fn(async (_u: string, init?: RequestInit) =>
+      init?.method === "DELETE" ? new Response(null, { status: 204 }) : jsonResponse({ documents: [doc()] }),
+    );
+    vi.stubGlobal("fetch", fetchMock);
+    render(<DocumentsPage />);
+    fireEvent.click(await screen.findByTestId("document-delete"));
+    fireEvent.click(screen.getByTestId("document-delete-confirm"));
+    await waitFor(() => expect(screen.queryByTestId("document-row")).toBeNull());
+    expect(fetchMock).toHaveBeenCalledWith("/api/documents/d1", expect.objectContaining({ method: "DELETE" }));
+  });
+});

@@ -1,0 +1,104 @@
+import { useState } from "react";
+import { api } from "../api/client";
+import type { UploadResult } from "../api/types";
+import { Spinner } from "../components/Spinner";
+import { DocumentRow } from "./DocumentRow";
+import { UploadZone } from "./UploadZone";
+import { useDocuments } from "./useDocuments";
+
+const errText = (e: unknown) => (e instanceof Error ? e.message : String(e));
+
+export function DocumentsPage() {
+  const { docs, setDocs, error, refresh } = useDocuments();
+  const [uploading, setUploading] = useState(false);
+  const [results, setResults] = useState<UploadResult[]>([]);
+  const [notice, setNotice] = useState<string | null>(null);
+
+  const upload = async (files: File[]) => {
+    setUploading(true);
+    setNotice(null);
+    setResults([]);
+    try {
+      const res = await api.uploadDocuments(files);
+      setResults(res.filter((r) => r.status !== "queued"));
+      const fresh = res.flatMap((r) => (r.document && r.status === "queued" ? [r.document] : []));
+      if (fresh.length) setDocs((d) => [...fresh, ...(d ?? []).filter((x) => !fresh.some((f) => f.id === x.id))]);
+    } catch (e) {
+      setNotice(`Upload failed: ${errText(e)}`);
+    } finally {
+      setUploading(false);
+      void refresh();
+    }
+  };
+
+  const remove = async (id: string) => {
+    try {
+      await api.deleteDocument(id);
+      setDocs((d) => (d ?? []).filter((x) => x.id !== id));
+    } catch (e) {
+      setNotice(`Delete failed: ${errText(e)}`);
+    }
+  };
+
+  return (
+    <div className="page">
+      <header className="page-header">
+        <h1>Documents</h1>
+        <p className="muted">Files you upload are split into chunks, embedded locally and made searchable.</p>
+      </header>
+
+      <UploadZone busy={uploading} onFiles={upload} />
+      {uploading && (
+        <p className="muted small" data-testid="upload-progress">
+          <Spinner label="Uploading" /> Uploading…
+        </p>
+      )}
+      {notice && (
+        <div className="error-box" role="alert" data-testid="upload-error">
+          <div className="error-text">{notice}</div>
+        </div>
+      )}
+      {results.length > 0 && (
+        <ul className="upload-results" data-testid="upload-results">
+          {results.map((r, i) => (
+            <li key={`${r.filename}-${i}`} data-testid="upload-result" data-status={r.status} className={`upload-result ${r.status}`}>
+              <strong>{r.filename}</strong>:{" "}
+              {r.status === "duplicate" ? "already uploaded — skipped." : r.error || "rejected."}
+            </li>
+          ))}
+        </ul>
+      )}
+
+      {error && (
+        <div className="error-box" role="alert" data-testid="error-box">
+          <div className="error-text">{error}</div>
+          <button type="button" className="btn btn-small" onClick={() => void refresh()}>
+            Retry
+          </button>
+        </div>
+      )}
+
+      {docs === null ? (
+        !error && (
+          <div className="center-state">
+            <Spinner label="Loading documents" />
+          </div>
+        )
+      ) : docs.length === 0 ? (
+        <div className="empty" data-testid="documents-empty">
+          <h2>No documents yet</h2>
+          <p className="muted">
+            Upload PDF, DOCX, Markdown, HTML or text files — drag them onto the box above or choose them from your
+            computer. Once a file shows <em>Ready</em> you can chat with it or search it.
+          </p>
+        </div>
+      ) : (
+        <ul className="doc-list" data-testid="documents-list" aria-label="Documents">
+          {docs.map((d) => (
+            <DocumentRow key={d.id} doc={d} onDelete={remove} />
+          ))}
+        </ul>
+      )}
+    </div>
+  );
+}

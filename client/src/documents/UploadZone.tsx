@@ -1,0 +1,67 @@
+import { useRef, useState, type DragEvent } from "react";
+import { Icon } from "../components/Icon";
+
+export const ACCEPT = ".pdf,.docx,.md,.markdown,.html,.htm,.txt,.text";
+
+export function UploadZone({ busy, onFiles }: { busy: boolean; onFiles: (files: File[]) => void }) {
+  const input = useRef<HTMLInputElement>(null);
+  const [over, setOver] = useState(false);
+  const depth = useRef(0);
+
+  const hasFiles = (e: DragEvent) => Array.from(e.dataTransfer?.types ?? []).includes("Files");
+
+  const onDrop = (e: DragEvent) => {
+    e.preventDefault();
+    depth.current = 0;
+    setOver(false);
+    const files = Array.from(e.dataTransfer?.files ?? []);
+    if (files.length && !busy) onFiles(files);
+  };
+
+  return (
+    <div
+      className={`dropzone${over ? " over" : ""}`}
+      data-testid="upload-dropzone"
+      onDragEnter={(e) => {
+        if (!hasFiles(e)) return;
+        e.preventDefault();
+        depth.current++;
+        setOver(true);
+      }}
+      onDragOver={(e) => {
+        if (!hasFiles(e)) return;
+        e.preventDefault();
+        e.dataTransfer.dropEffect = "copy";
+      }}
+      onDragLeave={() => {
+        depth.current = Math.max(0, depth.current - 1);
+        if (depth.current === 0) setOver(false);
+      }}
+      onDrop={onDrop}
+    >
+      <Icon name="upload" size={28} />
+      <p>
+        <strong>Drop files here</strong> or{" "}
+        <button type="button" className="link-button" onClick={() => input.current?.click()} disabled={busy} data-testid="upload-button">
+          choose files
+        </button>
+      </p>
+      <p className="muted small">PDF, DOCX, Markdown, HTML or plain text · several at once</p>
+      <input
+        ref={input}
+        type="file"
+        multiple
+        accept={ACCEPT}
+        className="sr-only"
+        tabIndex={-1}
+        aria-label="Upload documents"
+        data-testid="upload-input"
+        onChange={(e) => {
+          const files = Array.from(e.target.files ?? []);
+          e.target.value = "";
+          if (files.length) onFiles(files);
+        }}
+      />
+    </div>
+  );
+}

@@ -1,0 +1,77 @@
+import type { Chunk, Message, ToolResult } from "../api/types";
+
+export function chunk(over: Partial<Chunk> = {}): Chunk {
+  return {
+    id: "c1",
+    document_id: "d1",
+    filename: "guide.pdf",
+    title: "User Guide",
+    page: 3,
+    section: null,
+    chunk_index: 0,
+    content: "Ollama must be running on port 11434.",
+    score: 0.82,
+    trace: {
+      vector_rank: 1,
+      vector_score: 0.71,
+      keyword_rank: 2,
+      keyword_score: 3.2,
+      fused_score: 0.0325,
+      rerank_score: null,
+    },
+    ...over,
+  };
+}
+
+export function toolResult(over: Partial<ToolResult> = {}): ToolResult {
+  return {
+    id: "call_1",
+    name: "search_documents",
+    chunks: [chunk(), chunk({ id: "c2", page: 4, content: "Second passage.", score: 0.5 })],
+    search_mode: "hybrid",
+    reranked: false,
+    timings: { total_ms: 12 },
+    confidence: { label: "high", best_similarity: 0.8, insufficient_confidence: false },
+    ...over,
+  };
+}
+
+export function serverMessage(over: Partial<Message> = {}): Message {
+  return {
+    id: "m1",
+    role: "assistant",
+    content: "Hello",
+    status: "complete",
+    tool_calls: [],
+    tool_results: [],
+    error: null,
+    created_at: "2024-01-01T00:00:00Z",
+    ...over,
+  };
+}
+
+/** A fetch Response whose body streams the given string pieces. */
+export function streamResponse(pieces: string[], opts: { endWithError?: boolean; status?: number } = {}): Response {
+  const enc = new TextEncoder();
+  let i = 0;
+  const body = new ReadableStream<Uint8Array>({
+    pull(ctrl) {
+      if (i < pieces.length) ctrl.enqueue(enc.encode(pieces[i++]));
+      else if (opts.endWithError) ctrl.error(new TypeError("network error"));
+      else ctrl.close();
+    },
+  });
+  return new Response(body, {
+    status: opts.status ?? 200,
+    headers: { "Content-Type": "text/event-stream" },
+  });
+}
+
+export const sse = (event: string, data: unknown) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+
+export function jsonResponse(data: unknown, status = 200): Response {
+  return new Response(status === 204 ? null : JSON.stringify(data), {
+    status,
+    headers: { "Content-Type": "application/json" },
+  });
+}

@@ -1,0 +1,95 @@
+"""`ragchat eval`: ingest a BEIR corpus into its own owner, run every query per mode, score the runs."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+from psycopg_pool import AsyncConnectionPool
+
+from server.documents.ingest import IngestionPipeline, Progress, register_bytes
+from server.evaluation.beir import BeirDataset
+from server.evaluation.metrics import dedup_keep_first, evaluate, percentiles
+from server.retrieval.search import Searcher
+from server.settings import Settings
+
+_NAMESPACE = uuid.UUID("5b1f6f0e-6d1c-4d0e-9d55-7e3f1b8a2c10")
+
+
+def eval_owner(dataset: BeirDataset) -> UUID:
+    """A stable owner per dataset, so its corpus never mixes with the user's documents."""
+    return uuid.uuid5(_NAMESPACE, f"beir:{dataset.path.resolve().name}")
+
+
+async def ensure_corpus(
+    pool: AsyncConnectionPool,
+    embedder: Any,
+    settings: Settings,
+    dataset: BeirDataset,
+    owner: UUID,
+    on_progress: Callable[[Progress], None] | None = None,
+) -> int:
+    """Ingest the corpus for `owner` unless it is already there; returns the number of documents ingested now."""
+    async with pool.connection() as conn:
+        await conn.execute(
+            "INSERT INTO users (id, name) VALUES (%s, %s) ON CONFLICT (id) DO NOTHING",
+            (owner, f"eval:{dataset.path.name}"),
+        )
+    data = dataset.corpus_path.read_bytes()
+    registered = await register_bytes(
+        pool, owner, dataset.corpus_path.name, data, settings, check_size=False, retry_failed=True
+    )
+    queued = [r.document_id for r in registered if r.status in ("queued", "requeued") and r.document_id]
+    if not queued:
+        return 0
+    progress = await IngestionPipeline(pool, embedder, settings, on_progress=on_progress).run(queued)
+    return progress.documents_done
+
+
+@dataclass
+class ModeReport:
+    metrics: dict[str, float]
+    latency_ms: dict[str, float]
+
+    def to_json(self) -> dict[str, Any]:
+        return {**{k: round(v, 5) for k, v in self.metrics.items()}, "latency_ms": self.latency_ms}
+
+
+async def run_queries(
+    searcher: Searcher,
+    dataset: BeirDataset,
+    owner: UUID,
+    modes: Sequence[str],
+    ks: Sequence[int],
+    *,
+    rerank: bool = False,
+) -> dict[str, ModeReport]:
+    depth = max(ks)
+    reports: dict[str, ModeReport] = {}
+    for mode in modes:
+        run: dict[str, list[str]] = {}
+        latencies: list[float] = []
+        for qid, text in dataset.queries.items():
+            start = time.perf_counter()
+            result = await searcher.search(text, owner=owner, limit=depth, mode=mode, rerank=rerank)
+            latencies.append((time.perf_counter() - start) * 1000)
+            run[qid] = dedup_keep_first(str(h.metadata.get("source_id", h.document_id)) for h in result.chunks)
+        reports[mode] = ModeReport(
+            evaluate(run, dataset.qrels, ks), {k: round(v, 2) for k, v in percentiles(latencies).items()}
+        )
+    return reports
+
+
+def format_table(reports: dict[str, ModeReport], ks: Sequence[int]) -> str:
+    cols = ["ndcg@10", "mrr@10", *[f"recall@{k}" for k in ks], *[f"precision@{k}" for k in ks if k <= 10]]
+    cols = [c for c in dict.fromkeys(cols) if all(c in r.metrics for r in reports.values())]
+    head = f"{'mode':<8} " + " ".join(f"{c:>12}" for c in cols) + f" {'p50 ms':>8} {'p95 ms':>8}"
+    lines = [head, "-" * len(head)]
+    for mode, r in reports.items():
+        vals = " ".join(f"{r.metrics[c]:>12.4f}" for c in cols)
+        lines.append(f"{mode:<8} {vals} {r.latency_ms['p50']:>8.1f} {r.latency_ms['p95']:>8.1f}")
+    return "\n".join(lines)

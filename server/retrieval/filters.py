@@ -1,0 +1,25 @@
+"""SQL fragments for owner scoping and filters, shared by the vector and keyword arms."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from psycopg.types.json import Jsonb
+
+from server.retrieval.models import SearchFilters
+
+
+def filter_sql(owner: UUID, filters: SearchFilters | None) -> tuple[str, dict[str, Any]]:
+    """A WHERE clause over `c` (document_chunks) with named parameters; always scoped by owner."""
+    clauses = ["c.owner_id = %(owner)s"]
+    params: dict[str, Any] = {"owner": owner}
+    if filters and filters.document_ids:
+        clauses.append("c.document_id = ANY(%(document_ids)s)")
+        params["document_ids"] = list(filters.document_ids)
+    if filters and filters.metadata:
+        clauses.append(
+            "c.document_id IN (SELECT d.id FROM documents d WHERE d.owner_id = %(owner)s AND d.metadata @> %(meta)s)"
+        )
+        params["meta"] = Jsonb(filters.metadata)
+    return " AND ".join(clauses), params

@@ -1,0 +1,103 @@
+"""What a search returns: hits with their trace, plus mode, timings and confidence."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+from uuid import UUID
+
+from pydantic import BaseModel, Field
+
+
+class SearchFilters(BaseModel):
+    """Restrict a search to some documents and/or to documents whose metadata has these key=value pairs."""
+
+    document_ids: list[UUID] | None = None
+    metadata: dict[str, str] | None = None
+
+    @property
+    def active(self) -> bool:
+        return bool(self.document_ids) or bool(self.metadata)
+
+
+class Trace(BaseModel):
+    vector_rank: int | None = None
+    vector_score: float | None = None
+    keyword_rank: int | None = None
+    keyword_score: float | None = None
+    fused_score: float | None = None
+    rerank_score: float | None = None
+
+
+class ChunkHit(BaseModel):
+    id: int
+    document_id: UUID
+    filename: str
+    title: str
+    page: int | None = None
+    section: str | None = None
+    chunk_index: int
+    content: str
+    content_hash: str = Field(default="", exclude=True)
+    metadata: dict[str, Any] = Field(default_factory=dict, exclude=True)
+    similarity: float | None = Field(default=None, exclude=True)
+    score: float
+    trace: Trace = Field(default_factory=Trace)
+
+
+class Timings(BaseModel):
+    embed_ms: float = 0.0
+    vector_ms: float = 0.0
+    keyword_ms: float = 0.0
+    fuse_ms: float = 0.0
+    rerank_ms: float = 0.0
+    total_ms: float = 0.0
+
+
+class Confidence(BaseModel):
+    label: Literal["high", "moderate", "low"]
+    best_similarity: float | None
+    insufficient_confidence: bool
+
+
+class SearchResult(BaseModel):
+    query: str
+    mode: Literal["vector", "keyword", "hybrid"]
+    reranked: bool
+    chunks: list[ChunkHit]
+    timings: Timings
+    confidence: Confidence
+    has_embeddings: bool
+
+    def documents(self) -> list[dict[str, Any]]:
+        """Chunks aggregated by document: best chunk, matched chunk count, max score; best first."""
+        by_doc: dict[UUID, dict[str, Any]] = {}
+        for hit in self.chunks:
+            entry = by_doc.get(hit.document_id)
+            if entry is None:
+                by_doc[hit.document_id] = {
+                    "document_id": str(hit.document_id),
+                    "filename": hit.filename,
+                    "title": hit.title,
+                    "max_score": hit.score,
+                    "matched_chunks": 1,
+                    "best_chunk": hit.model_dump(mode="json"),
+                }
+            else:
+                entry["matched_chunks"] += 1
+                if hit.score > entry["max_score"]:
+                    entry["max_score"] = hit.score
+                    entry["best_chunk"] = hit.model_dump(mode="json")
+        return sorted(by_doc.values(), key=lambda d: d["max_score"], reverse=True)
+
+    def to_api(self) -> dict[str, Any]:
+        """The JSON shape shared by GET /api/search and `ragchat search --json`."""
+        return {
+            "query": self.query,
+            "mode": self.mode,
+            "reranked": self.reranked,
+            "chunks": [c.model_dump(mode="json") for c in self.chunks],
+            "documents": self.documents(),
+            "timing_ms": self.timings.model_dump(),
+            "has_embeddings": self.has_embeddings,
+            "confidence": self.confidence.model_dump(),
+        }

@@ -1,0 +1,262 @@
+"""The one search orchestrator used by the chat tool, the HTTP API, the CLI and the evaluation.
+
+vector ∥ keyword (separate connections, concurrently) → RRF → hydrate → [LLM rerank] → SearchResult.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import OrderedDict
+from typing import Any, Protocol
+from uuid import UUID
+
+import numpy as np
+from psycopg_pool import AsyncConnectionPool
+
+from server.errors import BadRequest
+from server.retrieval.embedder import Embedder
+from server.retrieval.fusion import Fused, rrf
+from server.retrieval.keyword import keyword_search
+from server.retrieval.models import ChunkHit, Confidence, SearchFilters, SearchResult, Timings, Trace
+from server.retrieval.vector import vector_search
+from server.settings import SearchMode, Settings
+
+HYBRID_ARM_DEPTH = 50  # each arm contributes at least this many ranks to the fusion
+_QUERY_CACHE_SIZE = 512
+
+
+class Reranker(Protocol):
+    async def rerank(self, query: str, hits: list[ChunkHit], limit: int) -> list[ChunkHit]:
+        """Hits sorted by `trace.rerank_score` (and `score` set to it), at most `limit`."""
+        ...
+
+
+def parse_mode(value: str | SearchMode | None, default: SearchMode) -> SearchMode:
+    if value is None or value == "":
+        return default
+    try:
+        return SearchMode(str(value).strip().lower())
+    except ValueError:
+        raise BadRequest(f"unknown search mode {value!r}: use vector, keyword or hybrid") from None
+
+
+def _ms(start: float) -> float:
+    return round((time.perf_counter() - start) * 1000, 3)
+
+
+class Searcher:
+    def __init__(
+        self, pool: AsyncConnectionPool, embedder: Embedder, settings: Settings, reranker: Reranker | None = None
+    ) -> None:
+        self.pool = pool
+        self.embedder = embedder
+        self.settings = settings
+        self.reranker = reranker
+        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+
+    async def embed_query(self, query: str) -> np.ndarray:
+        cached = self._vectors.get(query)
+        if cached is not None:
+            self._vectors.move_to_end(query)
+            return cached
+        vector = (await self.embedder.embed([query]))[0]
+        self._vectors[query] = vector
+        if len(self._vectors) > _QUERY_CACHE_SIZE:
+            self._vectors.popitem(last=False)
+        return vector
+
+    async def search(
+        self,
+        query: str,
+        *,
+        owner: UUID,
+        limit: int = 10,
+        mode: str | SearchMode | None = None,
+        filters: SearchFilters | None = None,
+        rerank: bool | None = None,
+    ) -> SearchResult:
+        started = time.perf_counter()
+        s = self.settings
+        search_mode = parse_mode(mode, s.search_mode)
+        limit = max(1, min(int(limit), s.search_limit_max))
+        want_rerank = s.rerank_enabled if rerank is None else rerank
+        do_rerank = bool(want_rerank) and self.reranker is not None
+        fetch = limit * max(1, s.rerank_candidates_factor) if do_rerank else limit
+        timings = Timings()
+        text = query.strip()
+        if not text:
+            return self._result(text, search_mode, [], timings, started, await self._has_embeddings(owner))
+
+        depth = max(fetch, HYBRID_ARM_DEPTH) if search_mode is SearchMode.hybrid else fetch
+        qvec_task = asyncio.create_task(self._timed_embed(text, timings))
+        tasks: dict[str, asyncio.Task[Any]] = {}
+        if search_mode in (SearchMode.vector, SearchMode.hybrid):
+            tasks["vector"] = asyncio.create_task(self._vector(qvec_task, owner, depth, filters, timings))
+        if search_mode in (SearchMode.keyword, SearchMode.hybrid):
+            tasks["keyword"] = asyncio.create_task(self._keyword(text, owner, depth, filters, timings))
+        try:
+            await asyncio.gather(*tasks.values())
+            qvec = await qvec_task
+        except BaseException:
+            for task in [qvec_task, *tasks.values()]:
+                task.cancel()
+            raise
+
+        fuse_start = time.perf_counter()
+        vec = tasks["vector"].result() if "vector" in tasks else []
+        kw = tasks["keyword"].result() if "keyword" in tasks else []
+        if search_mode is SearchMode.hybrid:
+            fused = rrf(vec, kw, k=s.rrf_k)[:fetch]
+        elif search_mode is SearchMode.vector:
+            fused = [Fused(i, sc, vector_rank=r, vector_score=sc) for r, (i, sc) in enumerate(vec, 1)]
+        else:
+            fused = [Fused(i, sc, keyword_rank=r, keyword_score=sc) for r, (i, sc) in enumerate(kw, 1)]
+        hits = await self._hydrate(fused, qvec, fused_scores=search_mode is SearchMode.hybrid)
+        timings.fuse_ms = _ms(fuse_start)
+
+        reranked = False
+        if do_rerank and hits:
+            assert self.reranker is not None
+            rerank_start = time.perf_counter()
+            hits = await self.reranker.rerank(text, hits, limit)
+            timings.rerank_ms = _ms(rerank_start)
+            reranked = True
+        hits = hits[:limit]
+        has_embeddings = True if hits else await self._has_embeddings(owner)
+        return self._result(text, search_mode, hits, timings, started, has_embeddings, reranked)
+
+    async def _timed_embed(self, text: str, timings: Timings) -> np.ndarray:
+        start = time.perf_counter()
+        vector = await self.embed_query(text)
+        timings.embed_ms = _ms(start)
+        return vector
+
+    async def _vector(
+        self, qvec_task: asyncio.Task[np.ndarray], owner: UUID, n: int, filters: SearchFilters | None, t: Timings
+    ) -> list[tuple[int, float]]:
+        qvec = await qvec_task
+        start = time.perf_counter()
+        async with self.pool.connection() as conn:
+            rows = await vector_search(
+                conn,
+                qvec,
+                owner=owner,
+                n=n,
+                filters=filters,
+                ef_search=self.settings.hnsw_ef_search,
+                exact_max_rows=self.settings.exact_scan_max_rows,
+            )
+        t.vector_ms = _ms(start)
+        return rows
+
+    async def _keyword(
+        self, text: str, owner: UUID, n: int, filters: SearchFilters | None, t: Timings
+    ) -> list[tuple[int, float]]:
+        start = time.perf_counter()
+        async with self.pool.connection() as conn:
+            rows = await keyword_search(
+                conn,
+                text,
+                owner=owner,
+                n=n,
+                filters=filters,
+                scorer=self.settings.keyword_scorer,
+                k1=self.settings.bm25_k1,
+                b=self.settings.bm25_b,
+                candidates=self.settings.keyword_candidates,
+            )
+        t.keyword_ms = _ms(start)
+        return rows
+
+    async def _hydrate(self, fused: list[Fused], qvec: np.ndarray, *, fused_scores: bool) -> list[ChunkHit]:
+        if not fused:
+            return []
+        async with self.pool.connection() as conn:
+            rows = await (
+                await conn.execute(
+                    """SELECT c.id, c.document_id, c.chunk_index, c.content, c.page, c.section, c.content_hash,
+                              d.filename, d.title, d.metadata, 1 - (c.embedding <=> %(q)s) AS similarity
+                       FROM document_chunks c JOIN documents d ON d.id = c.document_id
+                       WHERE c.id = ANY(%(ids)s)""",
+                    {"q": qvec, "ids": [f.id for f in fused]},
+                )
+            ).fetchall()
+        by_id = {r["id"]: r for r in rows}
+        hits: list[ChunkHit] = []
+        for f in fused:
+            r = by_id.get(f.id)
+            if r is None:  # deleted between ranking and hydration
+                continue
+            similarity = None if r["similarity"] is None else min(1.0, max(0.0, float(r["similarity"])))
+            hits.append(
+                ChunkHit(
+                    id=r["id"],
+                    document_id=r["document_id"],
+                    filename=r["filename"],
+                    title=r["title"],
+                    page=r["page"],
+                    section=r["section"],
+                    chunk_index=r["chunk_index"],
+                    content=r["content"],
+                    content_hash=r["content_hash"],
+                    metadata=r["metadata"] or {},
+                    similarity=similarity,
+                    score=similarity or 0.0,
+                    trace=Trace(
+                        vector_rank=f.vector_rank,
+                        vector_score=f.vector_score,
+                        keyword_rank=f.keyword_rank,
+                        keyword_score=f.keyword_score,
+                        fused_score=f.score if fused_scores else None,
+                    ),
+                )
+            )
+        return hits
+
+    async def _has_embeddings(self, owner: UUID) -> bool:
+        async with self.pool.connection() as conn:
+            row = await (
+                await conn.execute(
+                    "SELECT EXISTS (SELECT 1 FROM document_chunks WHERE owner_id = %s AND embedding IS NOT NULL) AS e",
+                    (owner,),
+                )
+            ).fetchone()
+        return bool(row["e"])
+
+    def confidence(self, hits: list[ChunkHit]) -> Confidence:
+        sims = [h.similarity for h in hits if h.similarity is not None]
+        best = max(sims) if sims else None
+        s = self.settings
+        if best is None or best < s.confidence_moderate:
+            label = "low"
+        elif best < s.confidence_high:
+            label = "moderate"
+        else:
+            label = "high"
+        return Confidence(
+            label=label,  # type: ignore[arg-type]
+            best_similarity=None if best is None else round(best, 4),
+            insufficient_confidence=best is None or best < s.confidence_floor,
+        )
+
+    def _result(
+        self,
+        query: str,
+        mode: SearchMode,
+        hits: list[ChunkHit],
+        timings: Timings,
+        started: float,
+        has_embeddings: bool,
+        reranked: bool = False,
+    ) -> SearchResult:
+        timings.total_ms = _ms(started)
+        return SearchResult(
+            query=query,
+            mode=mode.value,  # type: ignore[arg-type]
+            reranked=reranked,
+            chunks=hits,
+            timings=timings,
+            confidence=self.confidence(hits),
+            has_embeddings=has_embeddings,
+        )
