@@ -17,4 +17,5 @@ class Services:
     pool: AsyncConnectionPool
     embedder: Embedder
     llm: Any  # ollama.AsyncClient (or anything speaking its interface)
+    searcher: Any = None  # server.retrieval.search.Searcher
     extras: dict[str, Any] = field(default_factory=dict)

@@ -45,6 +45,7 @@ class SentenceTransformerEmbedder:
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()
+        hf_logging.set_verbosity_error()  # token-count calls on long sentences warn about the 256 limit
         from sentence_transformers import SentenceTransformer
 
         self.model_name = model_name

@@ -38,8 +38,7 @@ async def search(
 ) -> Response[dict[str, Any]]:
     """Hybrid/vector/keyword search over the caller's documents."""
     filters = SearchFilters(document_ids=document_ids or None, metadata=_metadata_filters(filter_))
-    searcher = services.extras["searcher"]
-    result = await searcher.search(q, owner=LOCAL_OWNER_ID, limit=limit, mode=mode, filters=filters, rerank=rerank)
+    result = await services.searcher.search(q, owner=LOCAL_OWNER_ID, limit=limit, mode=mode, filters=filters, rerank=rerank)
     return Response(result.to_api(), headers={"Cache-Control": "private, max-age=60"})
 
 

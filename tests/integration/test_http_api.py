@@ -1,0 +1,117 @@
+"""The real HTTP server (uvicorn on 127.0.0.1): health, document upload and listing, search."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from typing import Any
+
+import httpx
+import ollama
+
+UPLOAD_TEXT = "Glaciers carve U-shaped valleys as they slowly flow downhill under their own weight."
+
+
+async def wait_ready(client: httpx.AsyncClient, doc_id: str, timeout: float = 60) -> dict[str, Any]:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        doc = (await client.get(f"/api/documents/{doc_id}")).json()
+        if doc["status"] in ("ready", "failed"):
+            return doc
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"document stuck in {doc['status']}")
+        await asyncio.sleep(0.1)
+
+
+async def test_health_reports_database_embedder_and_ollama(
+    live_app: Any, fake_ollama: Any, closed_ollama_url: str
+) -> None:
+    up = live_app(llm=ollama.AsyncClient(host=fake_ollama.url))
+    async with httpx.AsyncClient(base_url=up.url) as client:
+        body = (await client.get("/api/health")).json()
+    assert body["status"] == "ok" and body["database"] == "ok"
+    assert body["embedder"].startswith("all-MiniLM-L6-v2")
+    assert body["ollama"] == {"reachable": True, "model": "llama3.2", "model_available": True, "message": None}
+
+    missing = live_app(llm=ollama.AsyncClient(host=fake_ollama.url), chat_model="qwen3:8b")
+    async with httpx.AsyncClient(base_url=missing.url) as client:
+        body = (await client.get("/api/health")).json()
+    assert body["ollama"]["reachable"] and not body["ollama"]["model_available"]
+    assert "ollama pull qwen3:8b" in body["ollama"]["message"]
+
+    down = live_app(llm=ollama.AsyncClient(host=closed_ollama_url))
+    async with httpx.AsyncClient(base_url=down.url) as client:
+        body = (await client.get("/api/health")).json()
+    assert body["status"] == "ok" and not body["ollama"]["reachable"]
+    assert "ollama serve" in body["ollama"]["message"]
+
+
+async def test_upload_is_ingested_in_the_background_and_searchable(live_app: Any) -> None:
+    server = live_app(ingest_workers=1)
+    async with httpx.AsyncClient(base_url=server.url, timeout=30) as client:
+        files = [
+            ("files", ("glaciers.txt", io.BytesIO(UPLOAD_TEXT.encode()), "text/plain")),
+            ("files", ("notes.md", io.BytesIO(b"# Notes\n\nBuy milk and eggs."), "text/markdown")),
+        ]
+        response = await client.post("/api/documents", files=files)
+        assert response.status_code == 201
+        results = response.json()["results"]
+        assert [r["status"] for r in results] == ["queued", "queued"]
+        doc = await wait_ready(client, results[0]["document"]["id"])
+        assert doc["status"] == "ready" and doc["chunks_total"] == doc["chunks_done"] == 1
+
+        again = await client.post("/api/documents", files=[("files", ("copy.txt", UPLOAD_TEXT.encode(), "text/plain"))])
+        assert again.json()["results"][0]["status"] == "duplicate"
+
+        listing = (await client.get("/api/documents")).json()["documents"]
+        assert {d["filename"] for d in listing} == {"glaciers.txt", "notes.md"}
+
+        search = await client.get("/api/search", params={"q": "how do glaciers shape valleys", "limit": 5})
+        assert search.status_code == 200
+        assert search.headers["cache-control"] == "private, max-age=60"
+        body = search.json()
+        assert body["mode"] == "hybrid" and body["reranked"] is False and body["has_embeddings"] is True
+        assert body["chunks"][0]["filename"] == "glaciers.txt"
+        assert body["documents"][0]["matched_chunks"] >= 1 and body["documents"][0]["best_chunk"]["id"]
+        assert set(body["timing_ms"]) >= {"embed_ms", "vector_ms", "keyword_ms", "fuse_ms", "total_ms"}
+        assert body["confidence"]["label"] in ("high", "moderate", "low")
+
+        keyword = (await client.get("/api/search", params={"q": "glaciers", "mode": "keyword"})).json()
+        assert keyword["mode"] == "keyword" and keyword["chunks"][0]["trace"]["keyword_rank"] == 1
+
+        deleted = await client.delete(f"/api/documents/{doc['id']}")
+        assert deleted.status_code == 204
+        assert (await client.get(f"/api/documents/{doc['id']}")).status_code == 404
+        after = (await client.get("/api/search", params={"q": "glaciers valleys"})).json()
+        assert all(c["filename"] != "glaciers.txt" for c in after["chunks"])
+
+
+async def test_bad_uploads_and_bad_search_parameters(live_app: Any) -> None:
+    server = live_app(max_upload_mb=0.01)
+    async with httpx.AsyncClient(base_url=server.url) as client:
+        response = await client.post(
+            "/api/documents",
+            files=[
+                ("files", ("empty.txt", b"", "text/plain")),
+                ("files", ("big.txt", b"x" * 20_000, "text/plain")),
+                ("files", ("photo.png", b"\x89PNG....", "image/png")),
+            ],
+        )
+        assert response.status_code == 201
+        results = response.json()["results"]
+        assert [r["status"] for r in results] == ["rejected"] * 3
+        assert "empty" in results[0]["error"] and "MAX_UPLOAD_MB" in results[1]["error"]
+        assert "unsupported" in results[2]["error"]
+        assert (await client.get("/api/documents")).json()["documents"] == []
+
+        nothing = await client.post("/api/documents", data={"other": "x"})
+        assert nothing.status_code == 400 and "files" in nothing.json()["detail"]
+
+        bad_mode = await client.get("/api/search", params={"q": "x", "mode": "semantic"})
+        assert bad_mode.status_code == 400 and "vector, keyword or hybrid" in bad_mode.json()["detail"]
+        too_many = await client.get("/api/search", params={"q": "x", "limit": 1000})
+        assert too_many.status_code == 400
+        empty = await client.get("/api/search", params={"q": ""})
+        assert empty.status_code == 200
+        assert empty.json()["chunks"] == [] and empty.json()["has_embeddings"] is False
+        assert (await client.get("/api/documents/00000000-0000-0000-0000-00000000beef")).status_code == 404
