@@ -93,9 +93,7 @@ def create_app(
         active_embedder = embedder or await asyncio.to_thread(build_embedder, settings)
         active_llm = llm if llm is not None else default_llm(settings)
         services = Services(settings, active_pool, active_embedder, active_llm)
-        services.searcher = Searcher(
-            active_pool, active_embedder, settings, make_reranker(active_llm, settings)
-        )
+        services.searcher = Searcher(active_pool, active_embedder, settings, make_reranker(active_llm, settings))
         holder["services"] = services
         stop = asyncio.Event()
         wake = asyncio.Event()

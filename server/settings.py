@@ -61,6 +61,8 @@ class Settings(BaseSettings):
     search_mode: SearchMode = SearchMode.hybrid
     search_limit_max: int = 100
     rrf_k: int = 60
+    fusion: Literal["rrf", "weighted_rrf", "score"] = "rrf"
+    fusion_vector_weight: float = Field(default=0.5, ge=0, le=1)
     keyword_scorer: Literal["bm25", "ts_rank"] = "bm25"
     keyword_candidates: int = 1000
     hnsw_ef_search: int = 100

@@ -38,7 +38,9 @@ async def search(
 ) -> Response[dict[str, Any]]:
     """Hybrid/vector/keyword search over the caller's documents."""
     filters = SearchFilters(document_ids=document_ids or None, metadata=_metadata_filters(filter_))
-    result = await services.searcher.search(q, owner=LOCAL_OWNER_ID, limit=limit, mode=mode, filters=filters, rerank=rerank)
+    result = await services.searcher.search(
+        q, owner=LOCAL_OWNER_ID, limit=limit, mode=mode, filters=filters, rerank=rerank
+    )
     return Response(result.to_api(), headers={"Cache-Control": "private, max-age=60"})
 
 

@@ -16,7 +16,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from server.errors import BadRequest
 from server.retrieval.embedder import Embedder
-from server.retrieval.fusion import Fused, rrf
+from server.retrieval.fusion import Fused, fuse
 from server.retrieval.keyword import keyword_search
 from server.retrieval.models import ChunkHit, Confidence, SearchFilters, SearchResult, Timings, Trace
 from server.retrieval.vector import vector_search
@@ -107,7 +107,7 @@ class Searcher:
         vec = tasks["vector"].result() if "vector" in tasks else []
         kw = tasks["keyword"].result() if "keyword" in tasks else []
         if search_mode is SearchMode.hybrid:
-            fused = rrf(vec, kw, k=s.rrf_k)[:fetch]
+            fused = fuse(vec, kw, method=s.fusion, k=s.rrf_k, vector_weight=s.fusion_vector_weight)[:fetch]
         elif search_mode is SearchMode.vector:
             fused = [Fused(i, sc, vector_rank=r, vector_score=sc) for r, (i, sc) in enumerate(vec, 1)]
         else:

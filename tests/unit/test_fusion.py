@@ -32,3 +32,20 @@ def test_empty_inputs_and_weights() -> None:
     assert rrf([], []) == []
     fused = rrf([(1, 1.0)], [(2, 1.0)], k=10, weights=(1.0, 2.0))
     assert fused[0].id == 2 and fused[0].score == pytest.approx(2 / 11)
+
+
+def test_score_fusion_normalises_each_list() -> None:
+    from server.retrieval.fusion import fuse
+
+    fused = fuse([(1, 0.9), (2, 0.5)], [(2, 30.0), (3, 10.0)], method="score", vector_weight=0.5)
+    scores = {f.id: f.score for f in fused}
+    assert scores == {1: pytest.approx(0.5), 2: pytest.approx(0.5), 3: pytest.approx(0.0)}
+    assert fused[0].keyword_rank is None or fused[0].vector_rank is not None
+
+
+def test_weighted_rrf_leans_towards_the_heavier_arm() -> None:
+    from server.retrieval.fusion import fuse
+
+    fused = fuse([(1, 0.9)], [(2, 5.0)], method="weighted_rrf", k=60, vector_weight=0.75)
+    assert [f.id for f in fused] == [1, 2]
+    assert fused[0].score == pytest.approx(1.5 / 61) and fused[1].score == pytest.approx(0.5 / 61)
