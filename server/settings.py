@@ -61,7 +61,7 @@ class Settings(BaseSettings):
     search_mode: SearchMode = SearchMode.hybrid
     search_limit_max: int = 100
     rrf_k: int = 60
-    fusion: Literal["rrf", "weighted_rrf", "score"] = "rrf"
+    fusion: Literal["rrf", "weighted_rrf", "score"] = "score"
     fusion_vector_weight: float = Field(default=0.5, ge=0, le=1)
     keyword_scorer: Literal["bm25", "ts_rank"] = "bm25"
     keyword_candidates: int = 1000

@@ -1,9 +1,144 @@
-"""Chat routes (POST /api/chat over SSE, threads)."""
+"""Chat routes: POST /api/chat (an SSE stream, see docs/SSE.md) and the threads API."""
 
 from __future__ import annotations
 
 from typing import Any
+from uuid import UUID
+
+import psycopg
+from litestar import Controller, delete, get, patch, post
+from pydantic import BaseModel
+from sse_starlette import EventSourceResponse
+
+from server.chat import repository as repo
+from server.chat.llm import describe_failure
+from server.chat.sse import server_sent_events
+from server.chat.stream import DB_TIMEOUT_S, ChatRequest, chat_events
+from server.errors import BadRequest, NotFound, ServiceUnavailable
+from server.retrieval.search import parse_mode
+from server.services import Services
+from server.settings import LOCAL_OWNER_ID, SearchMode, Settings
+
+PING_S = 15  # keep-alive comment lines, so proxies don't close a stream while the model thinks
+SEND_TIMEOUT_S = 60  # a client that stops reading for this long is treated as gone
+TITLE_MAX_CHARS = 200
+
+
+class ChatBody(BaseModel):
+    message: str
+    thread_id: UUID | None = None
+    document_ids: list[UUID] | None = None
+    search_mode: str | None = None
+    rerank: bool | None = None
+
+
+class ThreadPatch(BaseModel):
+    title: str
+
+
+def validate_chat(body: ChatBody, settings: Settings) -> ChatRequest:
+    """400s before any stream starts: empty or oversized message, unknown search mode."""
+    message = body.message.replace("\x00", "").strip()
+    if not message:
+        raise BadRequest("message is empty")
+    if len(message) > settings.chat_max_message_chars:
+        raise BadRequest(
+            f"message is too long ({len(message)} characters; the limit is {settings.chat_max_message_chars}, "
+            "set by CHAT_MAX_MESSAGE_CHARS)"
+        )
+    # resolved here, so every search of the turn runs (and reports) the same mode: the request's or SEARCH_MODE
+    mode = parse_mode(body.search_mode or str(settings.search_mode), SearchMode.hybrid).value
+    return ChatRequest(
+        message=message,
+        thread_id=body.thread_id,
+        document_ids=list(dict.fromkeys(body.document_ids)) if body.document_ids else None,
+        search_mode=mode,
+        rerank=body.rerank,
+    )
+
+
+async def _require_thread(services: Services, thread_id: UUID) -> dict[str, Any]:
+    try:
+        async with services.pool.connection(timeout=DB_TIMEOUT_S) as conn:
+            thread = await repo.get_thread(conn, LOCAL_OWNER_ID, thread_id)
+    except psycopg.Error as exc:
+        raise ServiceUnavailable(describe_failure(exc, services.settings).message) from exc
+    if thread is None:
+        raise NotFound(f"thread {thread_id} not found")
+    return thread
+
+
+@post("/api/chat", status_code=200)
+async def chat(data: ChatBody, services: Services) -> EventSourceResponse:
+    """Ask a question; the answer streams back as server-sent events (thread, tool_call, tool_result, token, done)."""
+    req = validate_chat(data, services.settings)
+    if req.thread_id is not None:
+        await _require_thread(services, req.thread_id)
+    return EventSourceResponse(server_sent_events(chat_events(services, req)), ping=PING_S, send_timeout=SEND_TIMEOUT_S)
+
+
+def thread_json(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": str(row["id"]),
+        "title": row["title"],
+        "created_at": row["created_at"].isoformat(),
+        "updated_at": row["updated_at"].isoformat(),
+    }
+
+
+def message_json(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": str(row["id"]),
+        "role": row["role"],
+        "content": row["content"],
+        "status": row["status"],
+        "tool_calls": row["tool_calls"],
+        "tool_results": row["tool_results"],
+        "error": row["error"],
+        "created_at": row["created_at"].isoformat(),
+    }
+
+
+class ThreadController(Controller):
+    path = "/api/threads"
+
+    @get("/")
+    async def list_threads(self, services: Services) -> dict[str, Any]:
+        """Threads, most recently active first."""
+        async with services.pool.connection() as conn:
+            rows = await repo.list_threads(conn, LOCAL_OWNER_ID)
+        return {"threads": [thread_json(r) for r in rows]}
+
+    @get("/{thread_id:uuid}")
+    async def get_thread(self, thread_id: UUID, services: Services) -> dict[str, Any]:
+        """A thread with its messages (assistant messages carry their tool calls and exact tool results)."""
+        async with services.pool.connection() as conn:
+            thread = await repo.get_thread(conn, LOCAL_OWNER_ID, thread_id)
+            if thread is None:
+                raise NotFound(f"thread {thread_id} not found")
+            messages = await repo.list_messages(conn, LOCAL_OWNER_ID, thread_id)
+        return {**thread_json(thread), "messages": [message_json(m) for m in messages]}
+
+    @patch("/{thread_id:uuid}")
+    async def rename_thread(self, thread_id: UUID, data: ThreadPatch, services: Services) -> dict[str, Any]:
+        title = " ".join(data.title.replace("\x00", "").split())
+        if not title:
+            raise BadRequest("title is empty")
+        if len(title) > TITLE_MAX_CHARS:
+            raise BadRequest(f"title is too long (at most {TITLE_MAX_CHARS} characters)")
+        async with services.pool.connection() as conn:
+            thread = await repo.rename_thread(conn, LOCAL_OWNER_ID, thread_id, title)
+        if thread is None:
+            raise NotFound(f"thread {thread_id} not found")
+        return thread_json(thread)
+
+    @delete("/{thread_id:uuid}", status_code=204)
+    async def delete_thread(self, thread_id: UUID, services: Services) -> None:
+        async with services.pool.connection() as conn:
+            deleted = await repo.delete_thread(conn, LOCAL_OWNER_ID, thread_id)
+        if not deleted:
+            raise NotFound(f"thread {thread_id} not found")
 
 
 def chat_handlers() -> list[Any]:
-    return []
+    return [chat, ThreadController]

@@ -106,7 +106,7 @@ WITH cand AS (
     WHERE {where} AND c.search_vector @@ %(tsq)s::tsquery
     LIMIT %(cap)s
 )
-SELECT cand.id, ts_rank(cand.search_vector, %(tsq)s::tsquery, 1) AS score
+SELECT cand.id, ts_rank(cand.search_vector, %(all_terms)s::tsquery, 1) AS score
 FROM cand ORDER BY score DESC, cand.id LIMIT %(n)s
 """
 
@@ -137,11 +137,10 @@ async def keyword_search(
         avgdl=avgdl,
         terms=[t.term for t in terms],
         idfs=[t.idf for t in terms],
+        all_terms=or_query([t.term for t in terms]),
     )
     chosen = candidate_terms(terms, candidates)
-    if scorer == "ts_rank":
-        chosen = terms
-    elif len(chosen) == 1 and chosen[0].df > candidates and len(terms) > 1:
+    if len(chosen) == 1 and chosen[0].df > candidates and len(terms) > 1:
         # Only common words: prefer chunks that contain all of the rarest few, then fill up.
         rows = await (await conn.execute(sql, {**params, "tsq": and_query([t.term for t in terms[:4]])})).fetchall()
         if len(rows) >= n:

@@ -234,7 +234,8 @@ class FakeOllama:
         """Bind (a free port the first time, then the same one) and serve from a daemon thread."""
         if self._server is not None:
             return self
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # IPPROTO_TCP explicitly: asyncio only turns on TCP_NODELAY for sockets created with it.
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((self.host, self._port))
         self._port = sock.getsockname()[1]

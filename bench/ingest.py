@@ -1,0 +1,471 @@
+"""Ingestion throughput: the real pipeline versus the raw embedding model on the same chunk texts.
+
+Run A  ingests the first N SciFact records into a fresh embedded Postgres (its own temporary data dir)
+       through `register_bytes` + `IngestionPipeline.run`, with the real model; busy time is recorded per
+       stage (claim, parse+chunk, embed, embedding-cache lookup, store) and the CPU time of the Postgres
+       backends is sampled. Then the exact chunk texts the pipeline embedded are read back from
+       `document_chunks` and encoded again with `embedder.embed_sync` in batches of EMBED_BATCH_SIZE:
+       ratio = end-to-end chunks/s ÷ raw encode chunks/s (target ≥ 0.85).
+Run B  the same documents again (tables truncated) with a replay embedder that returns run A's vectors, so
+       the model costs nothing: the pipeline's own ceiling, with the HNSW index maintained during inserts.
+Run C  like B but with the HNSW index dropped before ingestion and re-created after (CREATE INDEX timed).
+
+    python bench/ingest.py [--limit N] [--json bench/results/ingest.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import numpy as np
+import psutil
+from psycopg_pool import AsyncConnectionPool
+
+from bench.common import (
+    DATA,
+    RESULTS,
+    Stopwatch,
+    bench_settings,
+    cpu_context,
+    database,
+    load_embedder,
+    table,
+    write_json,
+)
+from server.documents import repository as repo
+from server.documents.chunking import content_hash, embedding_text
+from server.documents.ingest import IngestionPipeline, Progress, register_bytes
+from server.retrieval.embedder import SentenceTransformerEmbedder
+from server.settings import LOCAL_OWNER_ID, Settings
+
+HNSW_INDEX = "document_chunks_embedding_idx"
+
+
+class TimedEmbedder:
+    """Wraps the real embedder: records model busy time (the pipeline calls `embed`, which runs in a thread)."""
+
+    def __init__(self, inner: Any, watch: Stopwatch) -> None:
+        self.inner = inner
+        self.watch = watch
+        self.model_name = inner.model_name
+        self.dim = inner.dim
+        self.texts: list[str] = []
+
+    def embed_sync(self, texts: Sequence[str]) -> np.ndarray:
+        start = time.perf_counter()
+        out = self.inner.embed_sync(texts)
+        self.watch.add("embed (model)", time.perf_counter() - start)
+        self.texts.extend(texts)
+        return out
+
+    async def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return await asyncio.to_thread(self.embed_sync, texts)
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        return self.inner.count_tokens(texts)
+
+
+class ReplayEmbedder(TimedEmbedder):
+    """Returns vectors recorded in run A (keyed by text): the pipeline without the model's cost."""
+
+    def __init__(self, inner: Any, watch: Stopwatch, vectors: dict[str, np.ndarray]) -> None:
+        super().__init__(inner, watch)
+        self.vectors = vectors
+
+    def embed_sync(self, texts: Sequence[str]) -> np.ndarray:
+        start = time.perf_counter()
+        out = np.stack([self.vectors[t] for t in texts])
+        self.watch.add("embed (model)", time.perf_counter() - start)
+        return out
+
+
+def instrument(watch: Stopwatch) -> list[tuple[Any, str, Any]]:
+    """Time the DB calls the pipeline makes through the repository module (restored by `restore`)."""
+    saved = []
+    for name, label in [
+        ("claim", "claim (SQL)"),
+        ("cached_embeddings", "embedding-cache lookup (SQL)"),
+        ("store_chunks", "store (SQL, in txn)"),
+        ("set_progress", "set_progress (SQL)"),
+    ]:
+        original = getattr(repo, name)
+
+        def make(orig: Any, lab: str) -> Any:
+            async def timed(*args: Any, **kwargs: Any) -> Any:
+                start = time.perf_counter()
+                try:
+                    return await orig(*args, **kwargs)
+                finally:
+                    watch.add(lab, time.perf_counter() - start)
+
+            return timed
+
+        saved.append((repo, name, original))
+        setattr(repo, name, make(original, label))
+    return saved
+
+
+def restore(saved: list[tuple[Any, str, Any]]) -> None:
+    for mod, name, original in saved:
+        setattr(mod, name, original)
+
+
+class TimedPipeline(IngestionPipeline):
+    """The real pipeline; only wraps the parse+chunk step and the whole per-document store to time them."""
+
+    watch: Stopwatch
+
+    def _prepare_rows(self, rows: Sequence[dict[str, Any]]) -> list[Any]:
+        start = time.perf_counter()
+        try:
+            return super()._prepare_rows(rows)
+        finally:
+            self.watch.add("parse+chunk (thread)", time.perf_counter() - start)
+
+    async def _store(self, doc: Any) -> None:
+        start = time.perf_counter()
+        try:
+            await super()._store(doc)
+        finally:
+            self.watch.add("store (total per doc)", time.perf_counter() - start)
+
+
+def postgres_cpu(pid: int | None) -> float:
+    """CPU seconds (user+sys) used so far by the postmaster and all its children (backends, workers)."""
+    if not pid:
+        return 0.0
+    total = 0.0
+    try:
+        root = psutil.Process(pid)
+        for p in [root, *root.children(recursive=True)]:
+            try:
+                t = p.cpu_times()
+                total += t.user + t.system
+            except psutil.Error:
+                continue
+    except psutil.Error:
+        return 0.0
+    return total
+
+
+def self_cpu() -> float:
+    t = psutil.Process().cpu_times()
+    return t.user + t.system
+
+
+async def reset_tables(pool: AsyncConnectionPool) -> None:
+    async with pool.connection() as conn:
+        await conn.execute(
+            "TRUNCATE document_chunks, document_blobs, documents, bm25_terms, bm25_stats RESTART IDENTITY CASCADE"
+        )
+
+
+async def index_def(pool: AsyncConnectionPool) -> str:
+    async with pool.connection() as conn:
+        row = await (
+            await conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s", (HNSW_INDEX,))
+        ).fetchone()
+    if row is None:
+        raise SystemExit(f"{HNSW_INDEX} not found: did the migrations change?")
+    return row["indexdef"]
+
+
+async def one_run(
+    label: str,
+    pool: AsyncConnectionPool,
+    embedder: TimedEmbedder,
+    settings: Settings,
+    data: bytes,
+    pg_pid: int | None,
+    watch: Stopwatch,
+    *,
+    quiet: bool,
+) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    registered = await register_bytes(
+        pool, LOCAL_OWNER_ID, "corpus.jsonl", data, settings, source_path=str(DATA / "corpus.jsonl"), check_size=False
+    )
+    register_s = time.perf_counter() - t0
+    ids = [r.document_id for r in registered if r.status == "queued" and r.document_id]
+    last = [0.0]
+
+    def report(p: Progress) -> None:
+        now = time.perf_counter()
+        if not quiet and now - last[0] > 15:
+            last[0] = now
+            el = now - started
+            print(
+                f"  [{label}] {p.documents_done}/{len(ids)} docs, {p.chunks_done} chunks, "
+                f"{p.chunks_done / el:.1f} chunks/s",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    pipeline = TimedPipeline(pool, embedder, settings, on_progress=report)  # type: ignore[arg-type]
+    pipeline.watch = watch
+    saved = instrument(watch)
+    pg0, me0 = postgres_cpu(pg_pid), self_cpu()
+    started = time.perf_counter()
+    try:
+        progress = await pipeline.run(ids)
+    finally:
+        restore(saved)
+    wall = time.perf_counter() - started
+    pg_cpu, my_cpu = postgres_cpu(pg_pid) - pg0, self_cpu() - me0
+    if progress.documents_failed:
+        print(f"  [{label}] {progress.documents_failed} documents failed: {progress.failures[:3]}", file=sys.stderr)
+    return {
+        "documents": progress.documents_done,
+        "documents_failed": progress.documents_failed,
+        "chunks": progress.chunks_done,
+        "chunks_embedded": progress.chunks_embedded,
+        "chunks_reused": progress.chunks_reused,
+        "register_s": round(register_s, 2),
+        "pipeline_wall_s": round(wall, 2),
+        "documents_per_s": round(progress.documents_done / wall, 2),
+        "chunks_per_s": round(progress.chunks_done / wall, 2),
+        "busy_s": {k: round(v, 2) for k, v in watch.seconds.items()},
+        "calls": dict(watch.calls),
+        "cpu_s": {"postgres": round(pg_cpu, 1), "bench_process": round(my_cpu, 1)},
+    }
+
+
+async def read_back(pool: AsyncConnectionPool) -> tuple[list[str], dict[str, np.ndarray], int]:
+    """The texts the pipeline embedded (title prefix + content, as `embedding_text` builds them) and vectors."""
+    async with pool.connection() as conn:
+        rows = await (
+            await conn.execute("SELECT title, content, content_hash, embedding FROM document_chunks ORDER BY id")
+        ).fetchall()
+    texts, vectors, mismatched = [], {}, 0
+    for r in rows:
+        text = embedding_text(r["title"], r["content"])
+        if content_hash(text) != r["content_hash"]:
+            mismatched += 1
+        texts.append(text)
+        vectors[text] = repo.as_array(r["embedding"])
+    return texts, vectors, mismatched
+
+
+def raw_encode(embedder: SentenceTransformerEmbedder, texts: list[str], batch: int) -> float:
+    start = time.perf_counter()
+    for i in range(0, len(texts), batch):
+        embedder.embed_sync(texts[i : i + batch])
+    return time.perf_counter() - start
+
+
+async def main_async(args: argparse.Namespace) -> dict[str, Any]:
+    lines = (DATA / "corpus.jsonl").read_bytes().splitlines(keepends=True)
+    lines = [ln for ln in lines if ln.strip()]
+    if args.limit:
+        lines = lines[: args.limit]
+    data = b"".join(lines)
+    tmp = Path(tempfile.mkdtemp(prefix="ragchat-bench-ingest-"))
+    settings = bench_settings(tmp)
+    print(f"bench data dir: {tmp}  ({len(lines)} records)", file=sys.stderr)
+    context = cpu_context()
+    real = load_embedder(settings)
+    out: dict[str, Any] = {
+        "records": len(lines),
+        "embed_batch_size": settings.embed_batch_size,
+        "chunk_tokens": settings.chunk_tokens,
+        "chunk_overlap": settings.chunk_overlap,
+        "cpu_context_start": context,
+    }
+    async with database(settings) as (db, pool):
+        pg_pid = db.embedded.server.get_pid() if db.embedded else None
+        hnsw_sql = await index_def(pool)
+
+        # --- run A: the real pipeline with the real model
+        watch = Stopwatch()
+        emb = TimedEmbedder(real, watch)
+        run_a = await one_run("A real", pool, emb, settings, data, pg_pid, watch, quiet=args.quiet)
+        texts, vectors, mismatched = await read_back(pool)
+        run_a["hash_mismatches_on_readback"] = mismatched
+        run_a["distinct_texts_embedded"] = len(set(emb.texts))
+
+        # --- raw model.encode on the same texts, batches of EMBED_BATCH_SIZE, same process, warm model
+        print(f"  raw encode of {len(texts)} texts ...", file=sys.stderr, flush=True)
+        cpu0 = self_cpu()
+        raw_s = raw_encode(real, texts, settings.embed_batch_size)
+        raw = {
+            "texts": len(texts),
+            "seconds": round(raw_s, 2),
+            "chunks_per_s": round(len(texts) / raw_s, 2),
+            "cpu_s": round(self_cpu() - cpu0, 1),
+        }
+        model_busy = run_a["busy_s"].get("embed (model)", 0.0)
+        run_a["model_busy_share_of_wall"] = round(model_busy / run_a["pipeline_wall_s"], 3)
+        run_a["model_chunks_per_s_inside_pipeline"] = round(run_a["chunks_embedded"] / max(model_busy, 1e-9), 2)
+        ratio = run_a["chunks_per_s"] / raw["chunks_per_s"]
+        # CPU view (less sensitive to other processes on the machine): CPU-seconds per chunk, all processes
+        # of ours (bench process incl. model threads + postgres backends) vs the raw encode's own.
+        pipeline_cpu = run_a["cpu_s"]["bench_process"] + run_a["cpu_s"]["postgres"]
+        out.update(
+            run_a=run_a,
+            raw_encode=raw,
+            ratio_pipeline_to_raw=round(ratio, 3),
+            cpu_ms_per_chunk={
+                "pipeline_total": round(1000 * pipeline_cpu / max(run_a["chunks"], 1), 1),
+                "pipeline_postgres": round(1000 * run_a["cpu_s"]["postgres"] / max(run_a["chunks"], 1), 1),
+                "raw_encode": round(1000 * raw["cpu_s"] / max(raw["texts"], 1), 1),
+            },
+        )
+
+        # --- run B: replayed vectors, HNSW maintained during inserts
+        await reset_tables(pool)
+        watch_b = Stopwatch()
+        run_b = await one_run(
+            "B replay+hnsw",
+            pool,
+            ReplayEmbedder(real, watch_b, vectors),
+            settings,
+            data,
+            pg_pid,
+            watch_b,
+            quiet=args.quiet,
+        )
+        # --- run C: replayed vectors, HNSW dropped during ingestion and built after
+        await reset_tables(pool)
+        async with pool.connection() as conn:
+            await conn.execute(f"DROP INDEX {HNSW_INDEX}")
+        watch_c = Stopwatch()
+        run_c = await one_run(
+            "C replay, index after",
+            pool,
+            ReplayEmbedder(real, watch_c, vectors),
+            settings,
+            data,
+            pg_pid,
+            watch_c,
+            quiet=args.quiet,
+        )
+        async with pool.connection() as conn:
+            await conn.execute(f"SET maintenance_work_mem = '{args.maintenance_work_mem}'")
+            start = time.perf_counter()
+            await conn.execute(hnsw_sql)
+            run_c["create_index_s"] = round(time.perf_counter() - start, 2)
+            run_c["maintenance_work_mem"] = args.maintenance_work_mem
+        run_c["total_with_index_s"] = round(run_c["pipeline_wall_s"] + run_c["create_index_s"], 2)
+        out.update(run_b_replay_hnsw_live=run_b, run_c_replay_hnsw_after=run_c)
+
+        # --- the per-document replace-by-source DELETE: how it scales with the documents table
+        async with pool.connection() as conn:
+            plan = await (
+                await conn.execute(
+                    """EXPLAIN (ANALYZE, BUFFERS, FORMAT TEXT)
+                       DELETE FROM documents WHERE owner_id = %s AND metadata->>'source_path' = %s
+                       AND id <> '00000000-0000-0000-0000-000000000000'""",
+                    (LOCAL_OWNER_ID, "no-such-source"),
+                )
+            ).fetchall()
+        out["replace_by_source_delete_plan"] = [r["QUERY PLAN"] for r in plan]
+    out["cpu_context_end"] = cpu_context()
+    if args.keep:
+        out["data_dir"] = str(tmp)
+    else:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+def report(out: dict[str, Any]) -> None:
+    a, raw = out["run_a"], out["raw_encode"]
+    b, c = out["run_b_replay_hnsw_live"], out["run_c_replay_hnsw_after"]
+    print()
+    print(
+        table(
+            ["measure", "value"],
+            [
+                [
+                    "records → documents ingested",
+                    f"{out['records']} → {a['documents']} ({a['documents_failed']} failed)",
+                ],
+                ["chunks", a["chunks"]],
+                ["register_bytes (s)", a["register_s"]],
+                ["pipeline wall (s)", a["pipeline_wall_s"]],
+                ["documents/s", a["documents_per_s"]],
+                ["chunks/s end-to-end", a["chunks_per_s"]],
+                [f"raw encode chunks/s (batches of {out['embed_batch_size']})", raw["chunks_per_s"]],
+                ["ratio end-to-end / raw (target ≥ 0.85)", out["ratio_pipeline_to_raw"]],
+                ["model busy share of pipeline wall", a["model_busy_share_of_wall"]],
+                ["model chunks/s while busy inside pipeline", a["model_chunks_per_s_inside_pipeline"]],
+                ["CPU s: postgres / bench process", f"{a['cpu_s']['postgres']} / {a['cpu_s']['bench_process']}"],
+                [
+                    "CPU ms/chunk: pipeline (all) / of it postgres / raw encode",
+                    "{pipeline_total} / {pipeline_postgres} / {raw_encode}".format(**out["cpu_ms_per_chunk"]),
+                ],
+                [
+                    "load average at start / end",
+                    f"{out['cpu_context_start']['loadavg']} / {out['cpu_context_end']['loadavg']}",
+                ],
+            ],
+            title=f"Run A — real pipeline, {out['records']} SciFact records",
+        )
+    )
+    print()
+    stages = sorted(set(a["busy_s"]) | set(b["busy_s"]) | set(c["busy_s"]))
+    print(
+        table(
+            ["stage (busy s; stages overlap)", "A real", "B replay+hnsw", "C replay, no hnsw"],
+            [[s, a["busy_s"].get(s, 0.0), b["busy_s"].get(s, 0.0), c["busy_s"].get(s, 0.0)] for s in stages]
+            + [
+                ["pipeline wall", a["pipeline_wall_s"], b["pipeline_wall_s"], c["pipeline_wall_s"]],
+                ["postgres CPU s", a["cpu_s"]["postgres"], b["cpu_s"]["postgres"], c["cpu_s"]["postgres"]],
+                [
+                    "bench process CPU s",
+                    a["cpu_s"]["bench_process"],
+                    b["cpu_s"]["bench_process"],
+                    c["cpu_s"]["bench_process"],
+                ],
+            ],
+            title="Time split per stage",
+        )
+    )
+    print()
+    print(
+        table(
+            ["HNSW strategy (model replayed)", "ingest s", "CREATE INDEX s", "total s", "chunks/s"],
+            [
+                ["maintained during inserts (B)", b["pipeline_wall_s"], 0.0, b["pipeline_wall_s"], b["chunks_per_s"]],
+                [
+                    f"built after bulk load (C, mwm={c['maintenance_work_mem']})",
+                    c["pipeline_wall_s"],
+                    c["create_index_s"],
+                    c["total_with_index_s"],
+                    round(c["chunks"] / c["total_with_index_s"], 2),
+                ],
+            ],
+            title="HNSW index: live vs built after",
+        )
+    )
+    print()
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--limit", type=int, default=None, help="ingest only the first N corpus records (default: all)")
+    p.add_argument("--json", type=Path, default=RESULTS / "ingest.json", help="where to write the results")
+    p.add_argument("--maintenance-work-mem", default="1GB", help="for the CREATE INDEX of run C (default 1GB)")
+    p.add_argument("--keep", action="store_true", help="keep the temporary data dir (server stopped)")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    args = p.parse_args(argv)
+    started = time.perf_counter()
+    out = asyncio.run(main_async(args))
+    out["bench_wall_s"] = round(time.perf_counter() - started, 1)
+    report(out)
+    write_json(args.json, out)
+    print(f"wrote {args.json}  (bench wall {out['bench_wall_s']} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,203 @@
+"""Rerank parallelism bench: 30 candidates against the fake Ollama at a fixed 200 ms per call.
+
+For each concurrency c the wall time of one `LLMReranker.rerank` is compared with the ideal
+`ceil(30 / c) × 200 ms` (target ratio ≤ 1.15) and with the sequential (c = 1) time. Every run uses a fresh
+reranker (empty score cache) but the same warmed-up HTTP client, so connection setup is not measured.
+Each run is followed by a control: the same chat requests sent directly through the same client with the same
+bound (`raw client`), so the reranker's own overhead (`vs raw`) is separated from the HTTP stack's.
+
+The fake binds its listening socket with protocol 0, so asyncio does not turn on TCP_NODELAY for the accepted
+connections; the fake then writes the response head and body separately and Nagle + the client's delayed ACK
+add ~40 ms to every call (real Ollama, a Go server, sets TCP_NODELAY). The bench sets TCP_NODELAY on the
+fake's listening socket (Linux copies it to accepted sockets); `--raw` skips that to show the artifact.
+
+    .venv/bin/python bench/rerank.py [--candidates 30] [--latency 0.2] [--concurrency 1 4 8 30] [--repeats 3]
+
+Writes bench/results/rerank.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import os
+import platform
+import socket
+import statistics
+import sys
+import time
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+import ollama  # noqa: E402
+
+from server.retrieval.models import ChunkHit, Trace  # noqa: E402
+from server.retrieval.rerank import RERANK_SCHEMA, LLMReranker, build_messages  # noqa: E402
+from server.settings import Settings  # noqa: E402
+from tests.fakes.ollama_server import FakeOllama, Reply  # noqa: E402
+
+TARGET_RATIO = 1.15
+
+
+def candidates(n: int) -> list[ChunkHit]:
+    doc = uuid.uuid4()
+    return [
+        ChunkHit(
+            id=i,
+            document_id=doc,
+            filename=f"doc{i}.txt",
+            title=f"Doc {i}",
+            chunk_index=0,
+            content=f"Passage number {i} about something moderately relevant. " * 10,
+            content_hash=f"hash-{i}",
+            score=1 / (60 + i),
+            trace=Trace(vector_rank=i, fused_score=1 / (60 + i)),
+        )
+        for i in range(1, n + 1)
+    ]
+
+
+def enable_nodelay(fake: FakeOllama) -> bool:
+    """TCP_NODELAY on the fake's listening socket(s), inherited by the connections it accepts (Linux)."""
+    server = getattr(fake, "_server", None)
+    sockets = [sock for srv in getattr(server, "servers", []) for sock in srv.sockets]
+    for sock in sockets:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return bool(sockets)
+
+
+def responder(body: dict[str, Any]) -> Reply:
+    user = body["messages"][-1]["content"]
+    return Reply.json({"score": round((sum(map(ord, user)) % 100) / 100, 2)})
+
+
+QUERY = "how relevant is this?"
+
+
+async def raw_calls(client: ollama.AsyncClient, settings: Settings, hits: list[ChunkHit], c: int) -> None:
+    """The transport floor: the same chat requests through the same client and bound, without the reranker."""
+    semaphore = asyncio.Semaphore(c)
+
+    async def call(hit: ChunkHit) -> Any:
+        async with semaphore:
+            return await client.chat(
+                model=settings.effective_rerank_model,
+                messages=build_messages(QUERY, hit.content, settings.rerank_passage_chars),
+                stream=False,
+                format=RERANK_SCHEMA,
+                options={"temperature": 0},
+                think=False,
+            )
+
+    await asyncio.gather(*(call(h) for h in hits))
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    hits = candidates(args.candidates)
+    rows: list[dict[str, Any]] = []
+    with FakeOllama() as fake:
+        nodelay = False if args.raw else enable_nodelay(fake)
+
+        def fresh() -> None:
+            fake.reset()
+            fake.responder, fake.latency = responder, args.latency
+
+        async with ollama.AsyncClient(host=fake.url) as client:
+            # warm-up: open the keep-alive connections the widest run will use
+            fresh()
+            fake.latency = 0.0
+            warm = Settings(_env_file=None, rerank_concurrency=max(args.concurrency))  # type: ignore[call-arg]
+            await LLMReranker(client, warm).rerank("warm-up", hits, len(hits))
+            for c in args.concurrency:
+                settings = Settings(_env_file=None, rerank_concurrency=c)  # type: ignore[call-arg]
+                walls, floors, peaks = [], [], []
+                for _ in range(args.repeats):
+                    fresh()
+                    reranker = LLMReranker(client, settings)  # fresh cache
+                    start = time.perf_counter()
+                    result = await reranker.rerank(QUERY, hits, len(hits))
+                    walls.append(time.perf_counter() - start)
+                    assert len(result) == len(hits) and all(h.trace.rerank_score is not None for h in result)
+                    assert len(fake.chat_requests) == len(hits)
+                    peaks.append(fake.max_concurrent)
+                    fresh()
+                    start = time.perf_counter()
+                    await raw_calls(client, settings, hits, c)
+                    floors.append(time.perf_counter() - start)
+                wall, floor = statistics.median(walls), statistics.median(floors)
+                ideal = math.ceil(len(hits) / c) * args.latency
+                rows.append(
+                    {
+                        "concurrency": c,
+                        "wall_s": round(wall, 4),
+                        "wall_runs_s": [round(w, 4) for w in walls],
+                        "ideal_s": round(ideal, 4),
+                        "ratio": round(wall / ideal, 4),
+                        "raw_client_s": round(floor, 4),
+                        "ratio_vs_raw_client": round(wall / floor, 4),
+                        "max_in_flight": max(peaks),
+                    }
+                )
+    sequential = rows[0]["wall_s"] if rows[0]["concurrency"] == 1 else len(hits) * args.latency
+    for row in rows:
+        row["speedup"] = round(sequential / row["wall_s"], 2)
+        row["ok"] = row["ratio"] <= TARGET_RATIO and row["max_in_flight"] <= row["concurrency"]
+    return {
+        "bench": "rerank",
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "candidates": len(hits),
+        "latency_s": args.latency,
+        "repeats": args.repeats,
+        "fake_tcp_nodelay": nodelay,
+        "target_ratio": TARGET_RATIO,
+        "sequential_s": sequential,
+        "rows": rows,
+        "all_ok": all(r["ok"] for r in rows),
+    }
+
+
+def print_table(report: dict[str, Any]) -> None:
+    print(
+        f"rerank: {report['candidates']} candidates, {report['latency_s'] * 1000:.0f} ms per call, "
+        f"median of {report['repeats']}, TCP_NODELAY on the fake: {report['fake_tcp_nodelay']}"
+    )
+    print(
+        f"{'c':>3} {'wall ms':>8} {'ideal ms':>9} {'ratio':>6} {'speed-up':>9} {'in flight':>9} "
+        f"{'raw client ms':>13} {'vs raw':>7}  ok"
+    )
+    for r in report["rows"]:
+        print(
+            f"{r['concurrency']:>3} {r['wall_s'] * 1000:>8.0f} {r['ideal_s'] * 1000:>9.0f} {r['ratio']:>6.3f} "
+            f"{r['speedup']:>8.2f}x {r['max_in_flight']:>9} {r['raw_client_s'] * 1000:>13.0f} "
+            f"{r['ratio_vs_raw_client']:>7.3f}  {'yes' if r['ok'] else 'NO'}"
+        )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--candidates", type=int, default=30)
+    parser.add_argument("--latency", type=float, default=0.2)
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 8, 30])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--raw", action="store_true", help="leave the fake's sockets without TCP_NODELAY")
+    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "rerank.json")
+    args = parser.parse_args()
+    report = asyncio.run(run(args))
+    print_table(report)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"wrote {args.out.relative_to(REPO) if args.out.is_relative_to(REPO) else args.out}")
+    return 0 if report["all_ok"] else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,903 @@
+"""Search latency at 10k and 100k chunks, per mode, plus HNSW recall@10 against exact search.
+
+Corpus: the SciFact abstracts ingested once through the real pipeline (real embeddings) into a persistent
+bench database (`bench/.data/`, reused across runs), kept aside in a `bench_real_chunks` table. For each
+size the chunks table is rebuilt from scratch: the real chunks (the first `size` of them when the corpus
+is bigger), then synthetic chunks up to `size` — each a neighbour of a random real vector (gaussian noise,
+renormalised) with content made of recombined real sentences — bulk-loaded with indexes dropped, then the
+GIN and HNSW indexes are built (timed). Per size and mode: 200 SciFact queries after 20 warm-up ones,
+latency of `Searcher.search()` including the query embedding (the searcher's query cache is cleared
+before every call), a common-words keyword query, HNSW recall@10 vs exact search, and DB-only latencies
+for a few `hnsw_ef_search` / `keyword_candidates` values.
+
+    python bench/search.py [--sizes 10000,100000] [--json bench/results/search.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import random
+import re
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import numpy as np
+import psycopg
+from pgvector.psycopg import register_vector_async
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+from psycopg_pool import AsyncConnectionPool
+
+from bench.common import (
+    DATA,
+    RESULTS,
+    ROOT,
+    bench_settings,
+    cpu_context,
+    database,
+    load_embedder,
+    pct,
+    read_jsonl,
+    table,
+    write_json,
+)
+from server.documents.chunking import content_hash, embedding_text
+from server.documents.ingest import IngestionPipeline, register_bytes
+from server.documents.repository import as_array
+from server.retrieval import keyword as kw
+from server.retrieval.keyword import keyword_search
+from server.retrieval.search import HYBRID_ARM_DEPTH, Searcher
+from server.retrieval.vector import vector_search
+from server.settings import Settings
+
+BENCH_OWNER = uuid.UUID("00000000-0000-0000-0000-0000000be9c4")
+SYNTH_NS = uuid.UUID("5b3f1c2e-8d4a-4e0b-9c71-2f6a1d0e9b33")
+HNSW_INDEX = "document_chunks_embedding_idx"
+GIN_INDEX = "document_chunks_search_idx"
+MODES = ("vector", "keyword", "hybrid")
+TARGETS_P95 = {"vector": 15.0, "keyword": 20.0, "hybrid": 30.0, "keyword_common": 20.0}
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
+
+
+class OneThreadEmbedder:
+    """The same model, but each query encode runs with one torch thread (restored after): an exploration of
+    how much of the query-embedding latency is thread oversubscription on this 2-core, busy machine."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.model_name = inner.model_name
+        self.dim = inner.dim
+
+    def embed_sync(self, texts: Any) -> np.ndarray:
+        import torch
+
+        before = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            return self.inner.embed_sync(texts)
+        finally:
+            torch.set_num_threads(before)
+
+    async def embed(self, texts: Any) -> np.ndarray:
+        return await asyncio.to_thread(self.embed_sync, texts)
+
+    def count_tokens(self, texts: Any) -> list[int]:
+        return self.inner.count_tokens(texts)
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+async def admin(uri: str) -> psycopg.AsyncConnection:
+    conn = await psycopg.AsyncConnection.connect(uri, autocommit=True, row_factory=dict_row)
+    await register_vector_async(conn)
+    return conn
+
+
+async def fetch(conn: psycopg.AsyncConnection, sql: str, params: Any = None) -> list[dict[str, Any]]:
+    return await (await conn.execute(sql, params)).fetchall()
+
+
+# ------------------------------------------------------------------------------------------ the real corpus
+
+
+async def meta_get(conn: psycopg.AsyncConnection, key: str) -> Any:
+    rows = await fetch(conn, "SELECT value FROM bench_meta WHERE key = %s", (key,))
+    return rows[0]["value"] if rows else None
+
+
+async def ensure_corpus(
+    conn: psycopg.AsyncConnection, pool: AsyncConnectionPool, settings: Settings, embedder: Any, limit: int | None
+) -> dict[str, Any]:
+    """Ingest SciFact through the real pipeline once; later runs reuse `bench_real_chunks`."""
+    await conn.execute("CREATE TABLE IF NOT EXISTS bench_meta (key text PRIMARY KEY, value jsonb NOT NULL)")
+    corpus = await meta_get(conn, "corpus")
+    if corpus is not None and corpus.get("limit") == limit:
+        log(f"reusing the ingested corpus: {corpus['documents']} documents, {corpus['chunks']} chunks")
+        return corpus
+    log("ingesting the SciFact corpus through the pipeline (once; several minutes) ...")
+    indexdefs = {
+        r["indexname"]: r["indexdef"]
+        for r in await fetch(
+            conn, "SELECT indexname, indexdef FROM pg_indexes WHERE indexname = ANY(%s)", ([HNSW_INDEX, GIN_INDEX],)
+        )
+    }
+    if len(indexdefs) != 2:
+        raise SystemExit(f"expected indexes {HNSW_INDEX} and {GIN_INDEX} on a fresh database, found {indexdefs}")
+    await conn.execute(
+        "TRUNCATE document_chunks, document_blobs, documents, bm25_terms, bm25_stats RESTART IDENTITY CASCADE"
+    )
+    await conn.execute("DROP TABLE IF EXISTS bench_real_chunks")
+    await conn.execute("INSERT INTO users (id, name) VALUES (%s, 'bench') ON CONFLICT (id) DO NOTHING", (BENCH_OWNER,))
+    path = DATA / "corpus.jsonl"
+    lines = [ln for ln in path.read_bytes().splitlines(keepends=True) if ln.strip()]
+    data = b"".join(lines[:limit] if limit else lines)
+    started = time.perf_counter()
+    registered = await register_bytes(
+        pool, BENCH_OWNER, path.name, data, settings, source_path=str(path), check_size=False
+    )
+    ids = [r.document_id for r in registered if r.document_id]
+    last = [time.perf_counter()]
+
+    def report(p: Any) -> None:
+        if time.perf_counter() - last[0] > 30:
+            last[0] = time.perf_counter()
+            el = last[0] - started
+            log(f"  {p.documents_done}/{len(ids)} documents, {p.chunks_done} chunks, {p.chunks_done / el:.1f}/s")
+
+    progress = await IngestionPipeline(pool, embedder, settings, on_progress=report).run(ids)
+    elapsed = time.perf_counter() - started
+    await conn.execute(
+        """CREATE TABLE bench_real_chunks AS
+           SELECT id AS src_id, document_id, chunk_index, title, content, page, section, token_count,
+                  content_hash, embedding, embedding_model
+           FROM document_chunks ORDER BY id"""
+    )
+    corpus = {
+        "documents": progress.documents_done,
+        "failed": progress.documents_failed,
+        "chunks": progress.chunks_done,
+        "ingest_s": round(elapsed, 1),
+        "chunks_per_s": round(progress.chunks_done / elapsed, 2),
+        "indexdefs": indexdefs,
+        "limit": limit,
+    }
+    await conn.execute(
+        """INSERT INTO bench_meta (key, value) VALUES ('corpus', %s)
+           ON CONFLICT (key) DO UPDATE SET value = excluded.value""",
+        (Jsonb(corpus),),
+    )
+    log(f"ingested {corpus['chunks']} chunks in {elapsed:.0f}s ({corpus['chunks_per_s']} chunks/s)")
+    return corpus
+
+
+# ------------------------------------------------------------------------------------------ synthetic chunks
+
+
+class Synthesizer:
+    """Synthetic chunks: neighbours of real vectors, content recombined from real sentences."""
+
+    def __init__(self, real: list[dict[str, Any]], noise: float, seed: int) -> None:
+        self.titles = [r["title"] for r in real]
+        self.vectors = np.stack([as_array(r["embedding"]) for r in real])
+        self.lengths = [len(r["content"]) for r in real]
+        self.sentences = [s.strip() for r in real for s in _SENTENCE_END.split(r["content"]) if len(s.strip()) > 20]
+        self.noise = noise
+        self.seed = seed
+
+    def rows(self, count: int) -> list[tuple[Any, ...]]:
+        rng = np.random.default_rng(self.seed)
+        pick = random.Random(self.seed)
+        sources = rng.integers(0, len(self.titles), size=count)
+        vecs = self.vectors[sources] + rng.normal(0.0, self.noise, size=(count, self.vectors.shape[1])).astype(
+            np.float32
+        )
+        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+        out = []
+        for j in range(count):
+            src = int(sources[j])
+            target = self.lengths[pick.randrange(len(self.lengths))]
+            parts: list[str] = []
+            size = 0
+            while size < target:
+                s = self.sentences[pick.randrange(len(self.sentences))]
+                parts.append(s)
+                size += len(s) + 1
+            content = " ".join(parts)
+            title = self.titles[src]
+            doc = uuid.uuid5(SYNTH_NS, f"doc-{j // 2}")
+            out.append(
+                (
+                    doc,
+                    BENCH_OWNER,
+                    j % 2,
+                    title,
+                    content,
+                    None,
+                    None,
+                    int(len(content.split()) * 1.3),
+                    content_hash(embedding_text(title, content)),
+                    vecs[j],
+                )
+            )
+        return out
+
+
+async def ensure_synthetic_documents(conn: psycopg.AsyncConnection, n_docs: int) -> None:
+    have = (await fetch(conn, "SELECT count(*) AS n FROM documents WHERE filename LIKE 'synthetic/%%'"))[0]["n"]
+    if have >= n_docs:
+        return
+    async with conn.cursor().copy(
+        """COPY documents (id, owner_id, filename, title, content_type, byte_size, sha256, status,
+                           chunks_total, chunks_done) FROM STDIN"""
+    ) as copy:
+        for k in range(have, n_docs):
+            name = f"synthetic/{k:07d}"
+            await copy.write_row(
+                (
+                    uuid.uuid5(SYNTH_NS, f"doc-{k}"),
+                    BENCH_OWNER,
+                    name,
+                    name,
+                    "text/plain",
+                    1000,
+                    hashlib.sha256(name.encode()).hexdigest(),
+                    "ready",
+                    2,
+                    2,
+                )
+            )
+
+
+async def build_size(
+    conn: psycopg.AsyncConnection, size: int, corpus: dict[str, Any], synth: Synthesizer, model: str, mwm: str
+) -> dict[str, Any]:
+    """Rebuild document_chunks with exactly `size` chunks for the bench owner; time each step."""
+    real_n = min(size, corpus["chunks"])
+    synth_n = size - real_n
+    t: dict[str, Any] = {"real_chunks": real_n, "synthetic_chunks": synth_n}
+    await conn.execute("TRUNCATE document_chunks, bm25_terms, bm25_stats RESTART IDENTITY CASCADE")
+    await conn.execute(f"DROP INDEX IF EXISTS {HNSW_INDEX}")
+    await conn.execute(f"DROP INDEX IF EXISTS {GIN_INDEX}")
+    start = time.perf_counter()
+    await conn.execute(
+        """INSERT INTO document_chunks (document_id, owner_id, chunk_index, title, content, page, section,
+                                        token_count, content_hash, embedding, embedding_model)
+           SELECT document_id, %s, chunk_index, title, content, page, section, token_count, content_hash,
+                  embedding, embedding_model
+           FROM bench_real_chunks ORDER BY src_id LIMIT %s""",
+        (BENCH_OWNER, real_n),
+    )
+    t["load_real_s"] = round(time.perf_counter() - start, 2)
+    if synth_n:
+        start = time.perf_counter()
+        rows = synth.rows(synth_n)
+        t["generate_synthetic_s"] = round(time.perf_counter() - start, 2)
+        await ensure_synthetic_documents(conn, (synth_n + 1) // 2)
+        start = time.perf_counter()
+        await copy_chunks(conn, rows, model)
+        t["copy_synthetic_s"] = round(time.perf_counter() - start, 2)
+        t["copy_synthetic_ms_per_row"] = round(1000 * t["copy_synthetic_s"] / synth_n, 3)
+    start = time.perf_counter()
+    await conn.execute(corpus["indexdefs"][GIN_INDEX])
+    t["create_gin_s"] = round(time.perf_counter() - start, 2)
+    await conn.execute(f"SET maintenance_work_mem = '{mwm}'")
+    start = time.perf_counter()
+    await conn.execute(corpus["indexdefs"][HNSW_INDEX])
+    t["create_hnsw_s"] = round(time.perf_counter() - start, 2)
+    t["maintenance_work_mem"] = mwm
+    await conn.execute("RESET maintenance_work_mem")
+    start = time.perf_counter()
+    await conn.execute("VACUUM ANALYZE document_chunks")
+    await conn.execute("VACUUM ANALYZE bm25_terms")
+    t["vacuum_analyze_s"] = round(time.perf_counter() - start, 2)
+    sizes = await fetch(
+        conn,
+        """SELECT pg_size_pretty(pg_total_relation_size('document_chunks')) AS table_total,
+                  pg_size_pretty(pg_relation_size(%s::regclass)) AS hnsw,
+                  pg_size_pretty(pg_relation_size(%s::regclass)) AS gin,
+                  (SELECT count(*) FROM document_chunks WHERE owner_id = %s) AS n""",
+        (HNSW_INDEX, GIN_INDEX, BENCH_OWNER),
+    )
+    t.update(sizes[0])
+    return t
+
+
+async def copy_chunks(conn: psycopg.AsyncConnection, rows: list[tuple[Any, ...]], model: str) -> None:
+    async with conn.cursor().copy(
+        """COPY document_chunks (document_id, owner_id, chunk_index, title, content, page, section,
+                                 token_count, content_hash, embedding, embedding_model) FROM STDIN"""
+    ) as copy:
+        for r in rows:
+            await copy.write_row((*r, model))
+
+
+async def live_insert_sample(conn: psycopg.AsyncConnection, synth: Synthesizer, model: str, n: int) -> dict[str, Any]:
+    """COPY `n` more synthetic rows with the HNSW and GIN indexes live: the cost of not bulk-building."""
+    live = Synthesizer.__new__(Synthesizer)
+    live.__dict__.update(synth.__dict__, seed=synth.seed + 1)
+    rows = [(uuid.uuid5(SYNTH_NS, f"live-{i // 2}"), *r[1:]) for i, r in enumerate(live.rows(n))]
+    await drop_live_documents(conn)
+    await ensure_live_documents(conn, (n + 1) // 2)
+    start = time.perf_counter()
+    await copy_chunks(conn, rows, model)
+    seconds = time.perf_counter() - start
+    return {"rows": n, "seconds": round(seconds, 2), "ms_per_row": round(1000 * seconds / n, 3)}
+
+
+async def ensure_live_documents(conn: psycopg.AsyncConnection, n_docs: int) -> None:
+    async with conn.cursor().copy(
+        """COPY documents (id, owner_id, filename, title, content_type, byte_size, sha256, status) FROM STDIN"""
+    ) as copy:
+        for k in range(n_docs):
+            name = f"live/{k:07d}"
+            doc = uuid.uuid5(SYNTH_NS, f"live-{k}")
+            await copy.write_row(
+                (doc, BENCH_OWNER, name, name, "text/plain", 1000, hashlib.sha256(name.encode()).hexdigest(), "ready")
+            )
+
+
+async def drop_live_documents(conn: psycopg.AsyncConnection) -> None:
+    await conn.execute("DELETE FROM documents WHERE owner_id = %s AND filename LIKE 'live/%%'", (BENCH_OWNER,))
+
+
+# ------------------------------------------------------------------------------------------ measurements
+
+
+async def time_searcher(
+    searcher: Searcher, queries: list[str], warmup: list[str], mode: str, limit: int = 10
+) -> tuple[list[float], dict[str, dict[str, float]]]:
+    for q in warmup:
+        searcher._vectors.clear()
+        await searcher.search(q, owner=BENCH_OWNER, limit=limit, mode=mode)
+    lat: list[float] = []
+    parts: dict[str, list[float]] = {"embed_ms": [], "vector_ms": [], "keyword_ms": [], "fuse_ms": []}
+    for q in queries:
+        searcher._vectors.clear()  # the query embedding is part of what we measure
+        start = time.perf_counter()
+        result = await searcher.search(q, owner=BENCH_OWNER, limit=limit, mode=mode)
+        lat.append((time.perf_counter() - start) * 1000)
+        for k in parts:
+            parts[k].append(getattr(result.timings, k))
+    return lat, {k: pct(v) for k, v in parts.items() if any(v)}
+
+
+async def exact_ids(conn: psycopg.AsyncConnection, qvec: np.ndarray, n: int) -> list[int]:
+    rows = await fetch(
+        conn,
+        """SELECT id FROM document_chunks c WHERE c.owner_id = %s AND c.embedding IS NOT NULL
+           ORDER BY (c.embedding <=> %s) + 0 LIMIT %s""",
+        (BENCH_OWNER, qvec, n),
+    )
+    return [r["id"] for r in rows]
+
+
+async def recall_and_latency(
+    pool: AsyncConnectionPool, conn: psycopg.AsyncConnection, qvecs: list[np.ndarray], ef_values: list[int]
+) -> dict[str, Any]:
+    """recall@10 of `vector_search` vs exact, and its DB-only latency (n=10 and n=50), per ef_search."""
+    truth = [await exact_ids(conn, q, 10) for q in qvecs]
+    exact_lat = []
+    for q in qvecs[:30]:
+        start = time.perf_counter()
+        await exact_ids(conn, q, 10)
+        exact_lat.append((time.perf_counter() - start) * 1000)
+    out: dict[str, Any] = {"exact_scan_db": pct(exact_lat)}
+    async with pool.connection() as pc:
+        for ef in ef_values:
+            hits, lat10, lat50, short = 0, [], [], 0
+            for q, t in zip(qvecs, truth, strict=True):
+                start = time.perf_counter()
+                got = await vector_search(pc, q, owner=BENCH_OWNER, n=10, ef_search=ef)
+                lat10.append((time.perf_counter() - start) * 1000)
+                hits += len({i for i, _ in got} & set(t))
+                start = time.perf_counter()
+                got50 = await vector_search(pc, q, owner=BENCH_OWNER, n=HYBRID_ARM_DEPTH, ef_search=ef)
+                lat50.append((time.perf_counter() - start) * 1000)
+                short += len(got50) < HYBRID_ARM_DEPTH
+            out[str(ef)] = {
+                "recall_at_10": round(hits / (10 * len(qvecs)), 4),
+                "db_n10": pct(lat10),
+                "db_n50": pct(lat50),
+            }
+    return out
+
+
+async def keyword_db(
+    pool: AsyncConnectionPool, queries: list[str], settings: Settings, candidates: int, n: int = HYBRID_ARM_DEPTH
+) -> dict[str, float]:
+    lat = []
+    async with pool.connection() as conn:
+        for q in queries:
+            start = time.perf_counter()
+            await keyword_search(
+                conn,
+                q,
+                owner=BENCH_OWNER,
+                n=n,
+                scorer=settings.keyword_scorer,
+                k1=settings.bm25_k1,
+                b=settings.bm25_b,
+                candidates=candidates,
+            )
+            lat.append((time.perf_counter() - start) * 1000)
+    return pct(lat)
+
+
+# The same BM25 statement with one change (a proposed fix, measured here, not applied to the server): each
+# candidate's tsvector is first reduced, in C, to the query's lexemes — setweight(…, 'A', terms) marks them and
+# ts_filter(…, '{a}') keeps only them (stored vectors carry the default weight D) — so unnest() yields ~3 rows
+# per candidate instead of ~85 and the hash join shrinks accordingly. Scores are identical.
+BM25_SQL_FILTERED = """
+WITH cand AS (
+    SELECT c.id, c.search_vector, c.doc_len FROM document_chunks c
+    WHERE {where} AND c.search_vector @@ %(tsq)s::tsquery
+    LIMIT %(cap)s
+)
+SELECT cand.id,
+       sum(w.idf * t.tf * (%(k1)s + 1) / (t.tf + %(k1)s * (1 - %(b)s + %(b)s * cand.doc_len / %(avgdl)s))) AS score
+FROM cand
+CROSS JOIN LATERAL (
+    SELECT v.lexeme, coalesce(array_length(v.positions, 1), 1)::float8 AS tf
+    FROM unnest(ts_filter(setweight(cand.search_vector, 'A', %(terms)s::text[]), '{{a}}')) v
+) t
+JOIN unnest(%(terms)s::text[], %(idfs)s::float8[]) AS w(term, idf) ON w.term = t.lexeme
+GROUP BY cand.id
+ORDER BY score DESC, cand.id
+LIMIT %(n)s
+"""
+
+
+async def keyword_variant(
+    conn: psycopg.AsyncConnection, query: str, settings: Settings, template: str, n: int
+) -> list[tuple[int, float]]:
+    """`keyword_search`'s logic (rarest-terms candidates, AND-first for common-only queries), SQL swappable."""
+    terms, _n, avgdl = await kw.query_terms(conn, query, BENCH_OWNER)
+    if not terms:
+        return []
+    sql = template.format(where="c.owner_id = %(owner)s")
+    params = {
+        "owner": BENCH_OWNER,
+        "n": n,
+        "cap": max(settings.keyword_candidates, n),
+        "k1": settings.bm25_k1,
+        "b": settings.bm25_b,
+        "avgdl": avgdl,
+        "terms": [t.term for t in terms],
+        "idfs": [t.idf for t in terms],
+    }
+    chosen = kw.candidate_terms(terms, settings.keyword_candidates)
+    if len(chosen) == 1 and chosen[0].df > settings.keyword_candidates and len(terms) > 1:
+        rows = await fetch(conn, sql, {**params, "tsq": kw.and_query([t.term for t in terms[:4]])})
+        if len(rows) >= n:
+            return [(int(r["id"]), float(r["score"])) for r in rows]
+    rows = await fetch(conn, sql, {**params, "tsq": kw.or_query([t.term for t in chosen])})
+    return [(int(r["id"]), float(r["score"])) for r in rows]
+
+
+async def explore_keyword_sql(
+    conn: psycopg.AsyncConnection, queries: list[str], common: str, settings: Settings
+) -> dict[str, Any]:
+    """DB latency of the current BM25 SQL vs the ts_filter variant on the same queries; result agreement."""
+    out: dict[str, Any] = {}
+    try:
+        results: dict[str, list[list[tuple[int, float]]]] = {}
+        for label, template in (("current", kw._BM25_SQL), ("ts_filter", BM25_SQL_FILTERED)):
+            for qset_label, qset in (("queries", queries), ("common", [common] * 20)):
+                lat, res = [], []
+                for q in qset:
+                    start = time.perf_counter()
+                    res.append(await keyword_variant(conn, q, settings, template, HYBRID_ARM_DEPTH))
+                    lat.append((time.perf_counter() - start) * 1000)
+                out[f"{label}_{qset_label}_db_n50"] = pct(lat)
+                results[f"{label}_{qset_label}"] = res
+        same = sum(
+            [i for i, _ in a] == [i for i, _ in b]
+            and all(abs(x - y) < 1e-9 for (_, x), (_, y) in zip(a, b, strict=True))
+            for a, b in zip(results["current_queries"], results["ts_filter_queries"], strict=True)
+        )
+        out["identical_rankings_and_scores"] = f"{same}/{len(queries)}"
+    except Exception as exc:  # keyword internals changed: report and carry on
+        out["error"] = f"{type(exc).__name__}: {exc}"
+    return out
+
+
+async def common_words(conn: psycopg.AsyncConnection, k: int) -> tuple[str, list[dict[str, Any]]]:
+    """A query made of the corpus's k highest-df lexemes that survive `to_tsvector` unchanged."""
+    rows = await fetch(
+        conn, "SELECT term, df FROM bm25_terms WHERE owner_id = %s ORDER BY df DESC LIMIT 50", (BENCH_OWNER,)
+    )
+    chosen = []
+    for r in rows:
+        back = await fetch(conn, "SELECT array_agg(lexeme) AS l FROM unnest(to_tsvector('english', %s))", (r["term"],))
+        if back[0]["l"] == [r["term"]]:
+            chosen.append(r)
+        if len(chosen) == k:
+            break
+    return " ".join(r["term"] for r in chosen), chosen
+
+
+async def explain_keyword(conn: psycopg.AsyncConnection, query: str, settings: Settings, n: int) -> list[str]:
+    """EXPLAIN ANALYZE of the keyword arm's main BM25 statement, rebuilt the way `keyword_search` builds it."""
+    try:
+        terms, _n, avgdl = await kw.query_terms(conn, query, BENCH_OWNER)
+        chosen = kw.candidate_terms(terms, settings.keyword_candidates)
+        plans = []
+        tsqs = []
+        if len(chosen) == 1 and chosen[0].df > settings.keyword_candidates and len(terms) > 1:
+            tsqs.append(("and-of-rarest", kw.and_query([t.term for t in terms[:4]])))
+        tsqs.append(("or-of-chosen", kw.or_query([t.term for t in chosen])))
+        for label, tsq in tsqs:
+            sql = "EXPLAIN (ANALYZE, BUFFERS) " + kw._BM25_SQL.format(where="c.owner_id = %(owner)s")
+            params = {
+                "owner": BENCH_OWNER,
+                "tsq": tsq,
+                "n": n,
+                "cap": max(settings.keyword_candidates, n),
+                "k1": settings.bm25_k1,
+                "b": settings.bm25_b,
+                "avgdl": avgdl,
+                "terms": [t.term for t in terms],
+                "idfs": [t.idf for t in terms],
+            }
+            rows = await fetch(conn, sql, params)
+            plans.append(f"-- {label}: {tsq[:120]} (terms df: {[t.df for t in terms]})")
+            plans.extend(r["QUERY PLAN"] for r in rows)
+        return plans
+    except Exception as exc:  # the keyword module's internals changed: the latency numbers still stand
+        return [f"could not rebuild the keyword SQL: {type(exc).__name__}: {exc}"]
+
+
+async def explain_vector(conn: psycopg.AsyncConnection, qvec: np.ndarray, ef: int, n: int) -> list[str]:
+    async with conn.transaction():
+        await conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
+        rows = await fetch(
+            conn,
+            """EXPLAIN (ANALYZE, BUFFERS) SELECT c.id, c.embedding <=> %(q)s AS distance FROM document_chunks c
+               WHERE c.owner_id = %(owner)s AND c.embedding IS NOT NULL
+               ORDER BY c.embedding <=> %(q)s LIMIT %(n)s""",
+            {"q": qvec, "owner": BENCH_OWNER, "n": n},
+        )
+    # the query vector literal is 5 kB of digits: keep the plan readable
+    return [re.sub(r"'\[[-0-9.e,]{40,}\]'", "'[…]'", r["QUERY PLAN"]) for r in rows]
+
+
+async def measure_size(
+    size: int,
+    pool: AsyncConnectionPool,
+    conn: psycopg.AsyncConnection,
+    embedder: Any,
+    settings: Settings,
+    queries: list[str],
+    warmup: list[str],
+    args: argparse.Namespace,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    summary: dict[str, Any] = {}
+    detail: dict[str, Any] = {}
+    searcher = Searcher(pool, embedder, settings)
+    for mode in MODES:
+        log(f"  {size}: {mode} x{len(queries)}")
+        lat, parts = await time_searcher(searcher, queries, warmup, mode)
+        summary[mode] = pct(lat)
+        detail[f"{mode}_timings"] = parts
+
+    common, terms = await common_words(conn, args.common_terms)
+    detail["common_query"] = {"query": common, "terms": terms}
+    reps = [common] * args.common_reps
+    lat, parts = await time_searcher(searcher, reps, [common] * 3, "keyword")
+    summary["keyword_common"] = pct(lat)
+    detail["keyword_common_timings"] = parts
+    lat, parts = await time_searcher(searcher, reps, [common] * 3, "hybrid")
+    detail["hybrid_common"] = pct(lat)
+    detail["hybrid_common_timings"] = parts
+
+    # embedding alone (the floor under every mode: Searcher embeds the query in all three), as the
+    # Searcher runs it (asyncio.to_thread, default torch threads) and with one torch thread
+    for label, emb_impl in (("embed_only", embedder), ("embed_only_1_thread", OneThreadEmbedder(embedder))):
+        emb = []
+        for q in queries[:100]:
+            start = time.perf_counter()
+            await emb_impl.embed([q])
+            emb.append((time.perf_counter() - start) * 1000)
+        detail[label] = pct(emb)
+    one = Searcher(pool, OneThreadEmbedder(embedder), settings)  # type: ignore[arg-type]
+    detail["explore_1_thread_query_embedding"] = {}
+    for mode in MODES:
+        lat, _parts = await time_searcher(one, queries, warmup, mode)
+        detail["explore_1_thread_query_embedding"][mode] = pct(lat)
+
+    qvecs = list(embedder.embed_sync(queries[: args.recall_queries]))
+    ef_values = sorted({settings.hnsw_ef_search, *args.explore_ef})
+    rl = await recall_and_latency(pool, conn, qvecs, ef_values)
+    detail["vector_db"] = rl
+    detail["recall_at_10"] = rl[str(settings.hnsw_ef_search)]["recall_at_10"]
+
+    kwd: dict[str, Any] = {}
+    for cands in sorted({settings.keyword_candidates, *args.explore_candidates}):
+        kwd[str(cands)] = {
+            "queries_db_n50": await keyword_db(pool, queries, settings, cands),
+            "common_db_n50": await keyword_db(pool, [common] * 20, settings, cands),
+        }
+    detail["keyword_db"] = kwd
+    detail["explore_keyword_sql"] = await explore_keyword_sql(conn, queries, common, settings)
+    detail["explain"] = {
+        "keyword_common": await explain_keyword(conn, common, settings, HYBRID_ARM_DEPTH),
+        "keyword_typical": await explain_keyword(conn, queries[0], settings, HYBRID_ARM_DEPTH),
+        "vector_n50": await explain_vector(conn, qvecs[0], settings.hnsw_ef_search, HYBRID_ARM_DEPTH),
+    }
+    return summary, detail
+
+
+async def pg_settings(conn: psycopg.AsyncConnection) -> dict[str, str]:
+    names = [
+        "server_version",
+        "shared_buffers",
+        "work_mem",
+        "effective_cache_size",
+        "jit",
+        "max_parallel_workers_per_gather",
+        "max_parallel_maintenance_workers",
+        "random_page_cost",
+    ]
+    rows = await fetch(conn, "SELECT name, setting, unit FROM pg_settings WHERE name = ANY(%s)", (names,))
+    out = {r["name"]: f"{r['setting']}{(' ' + r['unit']) if r['unit'] else ''}" for r in rows}
+    ext = await fetch(conn, "SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+    out["pgvector"] = ext[0]["extversion"] if ext else "?"
+    return out
+
+
+async def main_async(args: argparse.Namespace) -> dict[str, Any]:
+    settings = bench_settings(args.data_dir, db_pool_min=4)
+    if args.ef_search is not None:
+        settings = settings.model_copy(update={"hnsw_ef_search": args.ef_search})
+    if args.keyword_candidates is not None:
+        settings = settings.model_copy(update={"keyword_candidates": args.keyword_candidates})
+    log(f"bench data dir: {args.data_dir}")
+    embedder = load_embedder(settings)
+    records = read_jsonl(DATA / "queries.jsonl")
+    texts = [r["text"] for r in records]
+    random.Random(7).shuffle(texts)
+    warmup, queries = texts[: args.warmup], texts[args.warmup : args.warmup + args.queries]
+    out: dict[str, Any] = {"cpu_context_start": cpu_context()}
+    details: dict[str, Any] = {}
+    builds: dict[str, Any] = {}
+    async with database(settings) as (db, pool):
+        conn = await admin(db.uri)
+        try:
+            corpus = await ensure_corpus(conn, pool, settings, embedder, args.corpus_limit)
+            if args.prepare_only:
+                return {"corpus": {k: v for k, v in corpus.items() if k != "indexdefs"}}
+            real = await fetch(conn, "SELECT title, content, embedding FROM bench_real_chunks ORDER BY src_id")
+            synth = Synthesizer(real, args.noise, args.seed)
+            for i, size in enumerate(sorted(args.sizes)):
+                log(f"building {size} chunks ...")
+                builds[str(size)] = await build_size(
+                    conn, size, corpus, synth, embedder.model_name, args.maintenance_work_mem
+                )
+                log(f"  {builds[str(size)]}")
+                summary, detail = await measure_size(size, pool, conn, embedder, settings, queries, warmup, args)
+                out[str(size)] = summary
+                details[str(size)] = detail
+                if i == 0 and args.live_sample:
+                    log(f"  live-index insert sample: {args.live_sample} rows into the {size}-chunk table ...")
+                    builds[str(size)]["live_index_insert"] = await live_insert_sample(
+                        conn, synth, embedder.model_name, args.live_sample
+                    )
+                    await conn.execute("TRUNCATE document_chunks, bm25_terms, bm25_stats RESTART IDENTITY CASCADE")
+                    await drop_live_documents(conn)
+            largest = str(max(args.sizes))
+            out["hnsw_recall_at_10"] = details[largest]["recall_at_10"]
+            out["hnsw_ef_search"] = settings.hnsw_ef_search
+            out["keyword_candidates"] = settings.keyword_candidates
+            out["recall_at_10_by_size"] = {s: d["recall_at_10"] for s, d in details.items()}
+            out["build"] = builds
+            out["corpus"] = {k: v for k, v in corpus.items() if k != "indexdefs"}
+            out["postgres"] = await pg_settings(conn)
+        finally:
+            await conn.close()
+    out["details"] = details
+    out["queries"] = {"measured": len(queries), "warmup": len(warmup), "recall": args.recall_queries}
+    out["synthetic"] = {"noise_sigma": args.noise, "seed": args.seed}
+    return out
+
+
+def report(out: dict[str, Any], sizes: list[int]) -> None:
+    for size in sizes:
+        s, d = out[str(size)], out["details"][str(size)]
+        b = out["build"][str(size)]
+        rows = []
+        for mode in (*MODES, "keyword_common"):
+            m = s[mode]
+            parts = d.get(f"{mode}_timings", {})
+            tgt = TARGETS_P95.get(mode)
+            rows.append(
+                [
+                    mode,
+                    m["p50_ms"],
+                    m["p95_ms"],
+                    m["p99_ms"],
+                    parts.get("embed_ms", {}).get("p50_ms", "-"),
+                    parts.get("vector_ms", {}).get("p50_ms", "-"),
+                    parts.get("keyword_ms", {}).get("p50_ms", "-"),
+                    parts.get("fuse_ms", {}).get("p50_ms", "-"),
+                    f"≤{tgt:g}" + (" ok" if m["p95_ms"] <= tgt else " MISS"),
+                ]
+            )
+        print()
+        print(
+            table(
+                ["mode", "p50", "p95", "p99", "embed p50", "vector p50", "keyword p50", "hydrate p50", "p95 target"],
+                rows,
+                title=f"{size:,} chunks ({b['real_chunks']} real + {b['synthetic_chunks']} synthetic) — "
+                f"Searcher.search() ms, embedding included; recall@10 = {d['recall_at_10']} "
+                f"(ef_search {out['hnsw_ef_search']}); embed alone p50/p95 "
+                f"{d['embed_only']['p50_ms']}/{d['embed_only']['p95_ms']}",
+            )
+        )
+        print(f"common-word query: {d['common_query']['query']!r}")
+        one = d["explore_1_thread_query_embedding"]
+        print(
+            "with 1 torch thread for the query embedding (exploration): "
+            + ", ".join(f"{m} p50/p95 {one[m]['p50_ms']}/{one[m]['p95_ms']}" for m in MODES)
+            + f"; embed alone p50/p95 {d['embed_only_1_thread']['p50_ms']}/{d['embed_only_1_thread']['p95_ms']}"
+        )
+        vd = d["vector_db"]
+        print(
+            table(
+                ["ef_search", "recall@10", "db p50 n=10", "db p95 n=10", "db p50 n=50", "db p95 n=50"],
+                [
+                    [
+                        ef,
+                        v["recall_at_10"],
+                        v["db_n10"]["p50_ms"],
+                        v["db_n10"]["p95_ms"],
+                        v["db_n50"]["p50_ms"],
+                        v["db_n50"]["p95_ms"],
+                    ]
+                    for ef, v in vd.items()
+                    if ef != "exact_scan_db"
+                ]
+                + [["exact scan", 1.0, vd["exact_scan_db"]["p50_ms"], vd["exact_scan_db"]["p95_ms"], "-", "-"]],
+                title="vector arm, DB only (vector_search)",
+            )
+        )
+        print(
+            table(
+                ["keyword_candidates", "queries p50", "queries p95", "common p50", "common p95"],
+                [
+                    [
+                        c,
+                        v["queries_db_n50"]["p50_ms"],
+                        v["queries_db_n50"]["p95_ms"],
+                        v["common_db_n50"]["p50_ms"],
+                        v["common_db_n50"]["p95_ms"],
+                    ]
+                    for c, v in d["keyword_db"].items()
+                ],
+                title="keyword arm, DB only (keyword_search, n=50)",
+            )
+        )
+        ks = d["explore_keyword_sql"]
+        if "error" not in ks:
+            print(
+                table(
+                    ["BM25 SQL", "queries p50", "queries p95", "common p50", "common p95"],
+                    [
+                        [
+                            v,
+                            ks[f"{v}_queries_db_n50"]["p50_ms"],
+                            ks[f"{v}_queries_db_n50"]["p95_ms"],
+                            ks[f"{v}_common_db_n50"]["p50_ms"],
+                            ks[f"{v}_common_db_n50"]["p95_ms"],
+                        ]
+                        for v in ("current", "ts_filter")
+                    ],
+                    title="keyword SQL exploration, DB only, n=50 (identical rankings and scores: "
+                    f"{ks['identical_rankings_and_scores']})",
+                )
+            )
+        build_keys = [
+            "load_real_s",
+            "generate_synthetic_s",
+            "copy_synthetic_s",
+            "create_gin_s",
+            "create_hnsw_s",
+            "vacuum_analyze_s",
+        ]
+        print(
+            "build: "
+            + ", ".join(f"{k}={b[k]}" for k in build_keys if k in b)
+            + f", hnsw {b['hnsw']}, gin {b['gin']}, table {b['table_total']}"
+        )
+        if "live_index_insert" in b:
+            li = b["live_index_insert"]
+            print(f"live-index insert: {li['rows']} rows in {li['seconds']} s = {li['ms_per_row']} ms/row")
+    big = out["details"][str(max(sizes))]["explain"]
+    for name, plan in big.items():
+        print(f"\nEXPLAIN ANALYZE at {max(sizes):,} chunks — {name}:")
+        print("\n".join("  " + line for line in plan))
+    if len(sizes) >= 2:
+        lo, hi = str(min(sizes)), str(max(sizes))
+        rows = []
+        for mode in (*MODES, "keyword_common"):
+            a, b = out[lo][mode], out[hi][mode]
+            rows.append(
+                [
+                    mode,
+                    a["p50_ms"],
+                    b["p50_ms"],
+                    round(b["p50_ms"] / a["p50_ms"], 2),
+                    a["p95_ms"],
+                    b["p95_ms"],
+                    round(b["p95_ms"] / a["p95_ms"], 2),
+                ]
+            )
+        print()
+        print(
+            table(
+                ["mode", f"p50 {lo}", f"p50 {hi}", "×", f"p95 {lo}", f"p95 {hi}", "×"],
+                rows,
+                title=f"slope {lo} → {hi} chunks",
+            )
+        )
+        bl, bh = out["build"][lo], out["build"][hi]
+        li = bl.get("live_index_insert")
+        if li:
+            n = bh["synthetic_chunks"]
+            print(
+                f"HNSW for {hi}: bulk COPY {bh.get('copy_synthetic_s', 0)} s + CREATE INDEX {bh['create_hnsw_s']} s "
+                f"(+ GIN {bh['create_gin_s']} s) vs live-index inserts ≈ {li['ms_per_row']} ms/row × {n} rows "
+                f"≈ {li['ms_per_row'] * n / 1000:.0f} s (measured on a {lo}-row graph: a lower bound)"
+            )
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--sizes", default="10000,100000", help="comma-separated chunk counts (default 10000,100000)")
+    p.add_argument("--json", type=Path, default=RESULTS / "search.json", help="where to write the results")
+    p.add_argument("--data-dir", type=Path, default=ROOT / "bench" / ".data", help="persistent bench data dir")
+    p.add_argument("--queries", type=int, default=200, help="measured queries per mode (default 200)")
+    p.add_argument("--warmup", type=int, default=20, help="warm-up queries per mode (default 20)")
+    p.add_argument("--recall-queries", type=int, default=100, help="queries for recall@10 (default 100)")
+    p.add_argument("--common-terms", type=int, default=5, help="top-df terms in the common-word query")
+    p.add_argument("--common-reps", type=int, default=50, help="timed repetitions of the common-word query")
+    p.add_argument("--ef-search", type=int, default=None, help="override HNSW_EF_SEARCH for the Searcher")
+    p.add_argument("--keyword-candidates", type=int, default=None, help="override KEYWORD_CANDIDATES")
+    p.add_argument("--explore-ef", default="40,64,200,400", help="extra ef_search values for the DB-only vector table")
+    p.add_argument("--explore-candidates", default="250,4000", help="extra keyword_candidates for the DB-only table")
+    p.add_argument("--noise", type=float, default=0.03, help="per-dimension sigma of the synthetic vectors' noise")
+    p.add_argument("--seed", type=int, default=13)
+    p.add_argument("--prepare-only", action="store_true", help="only ingest the corpus into the bench data dir")
+    p.add_argument("--corpus-limit", type=int, default=None, help="ingest only N records (smoke tests; re-ingests)")
+    p.add_argument("--maintenance-work-mem", default="1GB", help="for CREATE INDEX (default 1GB)")
+    p.add_argument("--live-sample", type=int, default=3000, help="rows COPYed with live indexes (0 = skip)")
+    args = p.parse_args(argv)
+    args.sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    args.explore_ef = [int(s) for s in args.explore_ef.split(",") if s.strip()]
+    args.explore_candidates = [int(s) for s in args.explore_candidates.split(",") if s.strip()]
+    if args.warmup + args.queries > 809:
+        p.error("SciFact has 809 queries: warmup + queries must not exceed that")
+    args.data_dir.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    out = asyncio.run(main_async(args))
+    if args.prepare_only:
+        print(out)
+        return 0
+    out["cpu_context_end"] = cpu_context()
+    out["bench_wall_s"] = round(time.perf_counter() - started, 1)
+    report(out, sorted(args.sizes))
+    write_json(args.json, out)
+    print(f"\nwrote {args.json}  (bench wall {out['bench_wall_s']} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,238 @@
+"""The tool loop as an async generator of events, independent of HTTP and of the database.
+
+history + question ──> Ollama (stream, tools=[search_documents]) ──tokens──> `token` events
+                          │ tool calls (at most `chat_max_tool_rounds` rounds, then one call without tools)
+                          v
+                 search ──> `tool_call` / `tool_result` events, numbered passages back to the model
+
+Models that reject tools get retrieve-then-answer: one search with the question, the same events, and the
+passages in the prompt. Every event also updates the `Turn`, so a caller can save whatever was produced.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+from uuid import UUID
+
+from ollama import ResponseError
+
+from server.chat.llm import is_no_tools_error, is_think_rejected
+from server.chat.prompts import FALLBACK_SYSTEM_PROMPT, SYSTEM_PROMPT, fallback_user_message, tool_message
+from server.chat.tools import (
+    SEARCH_TOOL,
+    TOOL_NAME,
+    ToolArgumentError,
+    parse_search_args,
+    run_search,
+    tool_result_payload,
+)
+from server.retrieval.models import SearchResult
+from server.settings import Settings
+
+log = logging.getLogger(__name__)
+MAX_CALLS_PER_ROUND = 4
+_THINK_REJECTED: set[str] = set()  # models this process's Ollama rejected `think` for (0.12.4-0.12.5)
+
+
+class ChatEvent(NamedTuple):
+    """One SSE event: its name and its JSON object."""
+
+    event: str
+    data: dict[str, Any]
+
+
+@dataclass
+class Turn:
+    """What the assistant produced so far: saved as the assistant message, whatever happens."""
+
+    parts: list[str] = field(default_factory=list)
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    tool_results: list[dict[str, Any]] = field(default_factory=list)
+    usage: dict[str, Any] = field(
+        default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0, "llm_calls": 0, "tool_rounds": 0}
+    )
+    finish_reason: str | None = None
+    passages: int = 0  # passages numbered so far (the next search continues at passages + 1)
+    _calls: int = 0
+
+    @property
+    def content(self) -> str:
+        return "".join(self.parts)
+
+    def next_call_id(self) -> str:
+        self._calls += 1
+        return f"call_{self._calls}"
+
+    def count(self, part: Any) -> None:
+        self.usage["prompt_tokens"] += int(getattr(part, "prompt_eval_count", None) or 0)
+        self.usage["completion_tokens"] += int(getattr(part, "eval_count", None) or 0)
+        self.finish_reason = getattr(part, "done_reason", None) or "stop"
+
+
+@dataclass
+class ChatContext:
+    """The clients and per-request choices the loop needs."""
+
+    llm: Any  # ollama.AsyncClient
+    searcher: Any  # server.retrieval.search.Searcher
+    settings: Settings
+    document_ids: list[UUID] | None = None
+    search_mode: str | None = None
+    rerank: bool | None = None
+
+
+def initial_messages(history: list[dict[str, str]], question: str) -> list[dict[str, Any]]:
+    return [{"role": "system", "content": SYSTEM_PROMPT}, *history, {"role": "user", "content": question}]
+
+
+async def run_loop(
+    ctx: ChatContext, messages: list[dict[str, Any]], question: str, turn: Turn
+) -> AsyncIterator[ChatEvent]:
+    """Stream one assistant turn. Raises what the LLM or the search raise; `turn` keeps the partial state."""
+    rounds = 0
+    tools_supported = True
+    while True:
+        offer_tools = tools_supported and rounds < ctx.settings.chat_max_tool_rounds
+        round_parts: list[str] = []
+        calls: list[Any] = []
+        try:
+            async with aclosing(_stream_reply(ctx, messages, offer_tools, turn, round_parts, calls)) as replies:
+                async for event in replies:
+                    yield event
+        except Exception as exc:
+            if not (offer_tools and is_no_tools_error(exc) and not round_parts and not calls):
+                raise
+            tools_supported = False
+        if not tools_supported and not turn.tool_calls:
+            log.info("model %s does not support tools: retrieve-then-answer", ctx.settings.chat_model)
+            async with aclosing(_retrieve_then_answer(ctx, messages, question, turn)) as events:
+                async for event in events:
+                    yield event
+            continue
+        if not (offer_tools and calls):
+            return  # a final answer (tool calls made on a call without tools are ignored)
+        rounds += 1
+        turn.usage["tool_rounds"] = rounds
+        messages.append(
+            {
+                "role": "assistant",
+                "content": "".join(round_parts),
+                "tool_calls": [
+                    {"function": {"name": c.function.name, "arguments": c.function.arguments}} for c in calls
+                ],
+            }
+        )
+        for index, call in enumerate(calls):
+            async with aclosing(_run_tool(ctx, call, index, messages, turn)) as events:
+                async for event in events:
+                    yield event
+
+
+async def _stream_reply(
+    ctx: ChatContext,
+    messages: list[dict[str, Any]],
+    offer_tools: bool,
+    turn: Turn,
+    round_parts: list[str],
+    calls: list[Any],
+) -> AsyncIterator[ChatEvent]:
+    """One streamed model call. `think=False` is sent explicitly, unless this Ollama rejected it for the model."""
+    turn.usage["llm_calls"] += 1
+    model = ctx.settings.chat_model
+    tools = [SEARCH_TOOL] if offer_tools else None
+    while True:
+        think = model not in _THINK_REJECTED
+        stream = await ctx.llm.chat(
+            model=model, messages=messages, tools=tools, stream=True, **({"think": False} if think else {})
+        )
+        started = False
+        async with aclosing(stream):
+            try:
+                async for part in stream:
+                    started = True
+                    message = part.message
+                    if message.content:
+                        round_parts.append(message.content)
+                        turn.parts.append(message.content)
+                        yield ChatEvent("token", {"delta": message.content})
+                    if message.tool_calls:
+                        calls.extend(message.tool_calls)
+                    if part.done:
+                        turn.count(part)
+                return
+            except ResponseError as exc:
+                if started or not think or not is_think_rejected(exc):
+                    raise
+        log.info("Ollama rejects `think` for %s: sending it no more", model)
+        _THINK_REJECTED.add(model)
+
+
+async def _search_events(
+    ctx: ChatContext,
+    arguments: dict[str, Any],
+    query: str,
+    document_ids: list[UUID] | None,
+    turn: Turn,
+    on_result: Callable[[SearchResult, int], None],
+) -> AsyncIterator[ChatEvent]:
+    """`tool_call`, run the search, `tool_result`; `on_result(result, first passage number)` feeds the model."""
+    call_id = turn.next_call_id()
+    call = {"id": call_id, "name": TOOL_NAME, "arguments": arguments}
+    turn.tool_calls.append(call)
+    yield ChatEvent("tool_call", call)
+    result = await run_search(
+        ctx.searcher,
+        query,
+        limit=ctx.settings.chat_search_limit,
+        document_ids=document_ids,
+        mode=ctx.search_mode,
+        rerank=ctx.rerank,
+    )
+    payload = tool_result_payload(call_id, result)
+    turn.tool_results.append(payload)
+    start = turn.passages + 1
+    turn.passages += len(result.chunks)
+    on_result(result, start)
+    yield ChatEvent("tool_result", payload)
+
+
+async def _run_tool(
+    ctx: ChatContext, call: Any, index: int, messages: list[dict[str, Any]], turn: Turn
+) -> AsyncIterator[ChatEvent]:
+    name = str(call.function.name)
+    arguments = dict(call.function.arguments or {})
+    try:
+        if index >= MAX_CALLS_PER_ROUND:
+            raise ToolArgumentError(f"at most {MAX_CALLS_PER_ROUND} searches at once; wait for these results")
+        args = parse_search_args(name, arguments, ctx.document_ids)
+    except ToolArgumentError as exc:
+        log.info("rejected tool call %s(%r): %s", name, arguments, exc)
+        messages.append({"role": "tool", "tool_name": name, "content": f"Error: {exc}"})
+        return
+
+    def feed(result: SearchResult, start: int) -> None:
+        messages.append({"role": "tool", "tool_name": TOOL_NAME, "content": tool_message(result, start)})
+
+    async with aclosing(_search_events(ctx, arguments, args.query, args.document_ids, turn, feed)) as events:
+        async for event in events:
+            yield event
+
+
+async def _retrieve_then_answer(
+    ctx: ChatContext, messages: list[dict[str, Any]], question: str, turn: Turn
+) -> AsyncIterator[ChatEvent]:
+    """For models without tools: search with the question, then put the passages in the prompt."""
+
+    def feed(result: SearchResult, start: int) -> None:
+        messages[0] = {"role": "system", "content": FALLBACK_SYSTEM_PROMPT}
+        last_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
+        messages[last_user] = {"role": "user", "content": fallback_user_message(question, result, start)}
+
+    arguments = {"query": question}
+    async with aclosing(_search_events(ctx, arguments, question, ctx.document_ids, turn, feed)) as events:
+        async for event in events:
+            yield event

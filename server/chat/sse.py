@@ -1,0 +1,73 @@
+"""Chat events to server-sent events, with token coalescing for busy servers and slow clients.
+
+The turn's events are produced by their own task into a queue, so reading from Ollama never waits for the
+client's socket. When several `token` events are ready together (the client or the server fell behind),
+they go out as one event whose `delta` is their concatenation, which the protocol allows: clients
+concatenate deltas. With a client that keeps up, every token is sent as soon as it arrives.
+
+If the response is cancelled (the client went away), the producer task is cancelled and awaited, so the
+turn saves its partial answer before the response finishes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from typing import Any
+
+import anyio
+from sse_starlette import JSONServerSentEvent
+
+from server.chat.loop import ChatEvent
+
+_END = object()
+
+
+async def coalesce_tokens(events: AsyncIterator[ChatEvent]) -> AsyncIterator[ChatEvent]:
+    """`events`, run in a task of their own; consecutive `token` events already waiting are merged."""
+    queue: asyncio.Queue[Any] = asyncio.Queue()
+
+    async def produce() -> None:
+        try:
+            async with aclosing(events) as stream:
+                async for event in stream:
+                    queue.put_nowait(event)
+        except Exception as exc:  # a bug in the producer: surface it in the response task
+            queue.put_nowait(exc)
+        finally:
+            queue.put_nowait(_END)
+
+    producer = asyncio.create_task(produce())
+    try:
+        while True:
+            batch = [await queue.get()]
+            while not queue.empty():
+                batch.append(queue.get_nowait())
+            deltas: list[str] = []
+            for item in batch:
+                if isinstance(item, ChatEvent) and item.event == "token":
+                    deltas.append(item.data["delta"])
+                    continue
+                if deltas:
+                    yield ChatEvent("token", {"delta": "".join(deltas)})
+                    deltas = []
+                if item is _END:
+                    return
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+            if deltas:
+                yield ChatEvent("token", {"delta": "".join(deltas)})
+    finally:
+        if not producer.done():
+            producer.cancel()
+        with anyio.CancelScope(shield=True):  # let the turn save what it has before the response ends
+            await asyncio.wait([producer])
+
+
+async def server_sent_events(events: AsyncIterator[ChatEvent]) -> AsyncIterator[JSONServerSentEvent]:
+    """What EventSourceResponse sends: `event: <name>` and one `data:` line of compact JSON."""
+    async with aclosing(coalesce_tokens(events)) as stream:
+        async for item in stream:
+            yield JSONServerSentEvent(data=item.data, event=item.event)

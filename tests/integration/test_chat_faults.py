@@ -1,0 +1,255 @@
+"""POST /api/chat when things go wrong: Ollama down/missing model/broken/slow, client gone, database gone, bad input."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+from httpx_sse import aconnect_sse
+from psycopg.conninfo import make_conninfo
+
+from tests.fakes.ollama_server import FakeOllama, Reply
+from tests.integration.test_chat_helpers import chat, first, get_thread, names, text_of
+
+QUESTION = "What does the handbook say about holidays?"
+
+
+@pytest.fixture
+def start(live_app: Callable[..., Any], fake_ollama: FakeOllama) -> Callable[..., Any]:
+    def _start(**overrides: Any) -> Any:
+        overrides.setdefault("ollama_host", fake_ollama.url)
+        return live_app(**overrides)
+
+    return _start
+
+
+async def saved_turn(base_url: str, thread_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    saved = await get_thread(base_url, thread_id)
+    user, assistant = saved["messages"]
+    assert user["role"] == "user" and user["content"] == QUESTION and user["status"] == "complete"
+    return user, assistant
+
+
+@pytest.mark.parametrize(
+    ("reply", "code", "advice", "partial"),
+    [
+        (
+            Reply.error(404, 'model "llama3.2" not found, try pulling it first'),
+            "model_not_found",
+            "ollama pull llama3.2",
+            "",
+        ),
+        (Reply.error(500, "llama runner process has terminated"), "ollama_error", "ollama serve", ""),
+        (Reply.garbage_mid_stream(("Hol", "idays")), "ollama_bad_response", "OLLAMA_HOST", "Holidays"),
+        (Reply.error_mid_stream(("Twenty",), "unexpected EOF"), "ollama_error", "unexpected EOF", "Twenty"),
+    ],
+    ids=["model-missing", "http-500", "garbage-mid-stream", "error-mid-stream"],
+)
+async def test_ollama_failures_end_with_an_error_event_and_save_the_partial_answer(
+    start: Callable[..., Any], fake_ollama: FakeOllama, reply: Reply, code: str, advice: str, partial: str
+) -> None:
+    server = start()
+    fake_ollama.enqueue(reply)
+    events = await chat(server.url, {"message": QUESTION})
+    assert names(events) == (["thread", "token", "error"] if partial else ["thread", "error"])
+    assert text_of(events) == partial
+    error = first(events, "error")
+    assert error["code"] == code and advice in error["message"]
+    _, assistant = await saved_turn(server.url, first(events, "thread")["thread_id"])
+    assert assistant["status"] == "error" and assistant["content"] == partial
+    assert assistant["error"] == error
+
+
+async def test_ollama_unreachable(start: Callable[..., Any], closed_ollama_url: str) -> None:
+    server = start(ollama_host=closed_ollama_url)
+    events = await chat(server.url, {"message": QUESTION})
+    assert names(events) == ["thread", "error"]
+    error = first(events, "error")
+    assert error["code"] == "ollama_unreachable"
+    assert "ollama serve" in error["message"] and closed_ollama_url in error["message"]
+    _, assistant = await saved_turn(server.url, first(events, "thread")["thread_id"])
+    assert assistant["status"] == "error" and assistant["error"]["code"] == "ollama_unreachable"
+
+
+async def test_ollama_slower_than_the_timeout(start: Callable[..., Any], fake_ollama: FakeOllama) -> None:
+    server = start(ollama_timeout_s=0.5)
+    fake_ollama.enqueue(Reply.hang(5, then=Reply.text("too late")))
+    began = time.monotonic()
+    events = await chat(server.url, {"message": QUESTION})
+    assert time.monotonic() - began < 4
+    assert names(events) == ["thread", "error"]
+    error = first(events, "error")
+    assert error["code"] == "ollama_timeout" and "OLLAMA_TIMEOUT_S" in error["message"]
+    assert "0.5 s" in error["message"]
+    _, assistant = await saved_turn(server.url, first(events, "thread")["thread_id"])
+    assert assistant["status"] == "error"
+
+
+async def test_a_stall_between_tokens_also_times_out(start: Callable[..., Any], fake_ollama: FakeOllama) -> None:
+    server = start(ollama_timeout_s=0.5)
+    fake_ollama.enqueue(Reply.tokens(["Twenty", " five", " days"], token_delay=2.0))
+    events = await chat(server.url, {"message": QUESTION})
+    assert names(events) == ["thread", "token", "error"] and first(events, "error")["code"] == "ollama_timeout"
+    _, assistant = await saved_turn(server.url, first(events, "thread")["thread_id"])
+    assert assistant["content"] == "Twenty" and assistant["status"] == "error"
+
+
+async def test_client_disconnect_cancels_ollama_and_saves_the_partial_answer(
+    start: Callable[..., Any], fake_ollama: FakeOllama
+) -> None:
+    server = start()
+    fake_ollama.enqueue(Reply.tokens([f" w{i}" for i in range(200)], token_delay=0.05))
+    received: list[str] = []
+    thread_id = ""
+    async with (
+        httpx.AsyncClient(base_url=server.url, timeout=10) as client,
+        aconnect_sse(client, "POST", "/api/chat", json={"message": QUESTION}) as source,
+    ):
+        async for event in source.aiter_sse():
+            if event.event == "thread":
+                thread_id = json.loads(event.data)["thread_id"]
+            elif event.event == "token":
+                received.append(json.loads(event.data)["delta"])
+                if len(received) == 3:
+                    break
+    closed_at = time.monotonic()
+    record = await fake_ollama.await_disconnect(timeout=1.0)
+    assert record is not None, "the Ollama request was not cancelled within a second"
+    assert record.path == "/api/chat" and record.finished_at is not None
+    assert record.finished_at - closed_at < 1.0
+    assert record.tokens_sent < 20
+
+    deadline = time.monotonic() + 5
+    while True:
+        saved = await get_thread(server.url, thread_id)
+        if len(saved["messages"]) == 2 or time.monotonic() > deadline:
+            break
+        await asyncio.sleep(0.05)
+    user, assistant = saved["messages"]
+    assert user["content"] == QUESTION
+    assert assistant["status"] == "incomplete" and assistant["error"] is None
+    assert assistant["content"].startswith("".join(received))
+    assert len(assistant["content"].split()) < 20
+
+
+@pytest.mark.parametrize(
+    ("body", "detail"),
+    [
+        ({"message": ""}, "message is empty"),
+        ({"message": " \n\t "}, "message is empty"),
+        ({"message": "x" * 101}, "message is too long (101 characters; the limit is 100"),
+        ({"message": "hi", "search_mode": "semantic"}, "unknown search mode"),
+    ],
+)
+async def test_bad_requests_are_rejected_before_any_stream(
+    start: Callable[..., Any], fake_ollama: FakeOllama, body: dict[str, Any], detail: str
+) -> None:
+    server = start(chat_max_message_chars=100)
+    async with httpx.AsyncClient(base_url=server.url) as client:
+        response = await client.post("/api/chat", json=body)
+        assert response.status_code == 400
+        assert response.headers["content-type"].startswith("application/json")
+        assert response.json()["code"] == "bad_request" and detail in response.json()["detail"]
+        assert (await client.get("/api/threads")).json() == {"threads": []}
+    assert fake_ollama.chat_requests == []
+
+
+async def test_malformed_bodies_are_400(start: Callable[..., Any]) -> None:
+    server = start()
+    async with httpx.AsyncClient(base_url=server.url) as client:
+        for body in (
+            {},
+            {"message": 42},
+            {"message": "hi", "thread_id": "nope"},
+            {"message": "hi", "document_ids": "x"},
+        ):
+            assert (await client.post("/api/chat", json=body)).status_code == 400, body
+        assert (await client.post("/api/chat", content=b"{not json")).status_code == 400
+
+
+async def test_unknown_thread_is_404(start: Callable[..., Any], fake_ollama: FakeOllama) -> None:
+    server = start()
+    async with httpx.AsyncClient(base_url=server.url) as client:
+        response = await client.post("/api/chat", json={"message": "hi", "thread_id": str(uuid.uuid4())})
+    assert response.status_code == 404 and response.json()["code"] == "not_found"
+    assert fake_ollama.chat_requests == []
+
+
+# ---- the database going away -------------------------------------------------------------------------
+
+
+@pytest.fixture
+def scratch_db(pg_uri: str) -> Iterator[tuple[str, str]]:
+    """A database of its own (the app migrates it), so it can be cut off without touching other tests."""
+    name = f"chat_fault_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(pg_uri, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    yield name, make_conninfo(pg_uri, dbname=name)
+    with psycopg.connect(pg_uri, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def set_reachable(pg_uri: str, name: str, reachable: bool) -> None:
+    """Refuse new connections to `name` and kill the existing ones (or allow connections again)."""
+    with psycopg.connect(pg_uri, autocommit=True) as conn:
+        conn.execute(f"ALTER DATABASE {name} WITH ALLOW_CONNECTIONS {'true' if reachable else 'false'}")
+        if not reachable:
+            conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (name,))
+
+
+def table_counts(uri: str) -> tuple[int, list[tuple[str, str]]]:
+    with psycopg.connect(uri) as conn:
+        threads = conn.execute("SELECT count(*) FROM threads").fetchone()
+        messages = conn.execute("SELECT role, status FROM messages ORDER BY created_at").fetchall()
+    return (threads[0] if threads else 0), [(r[0], r[1]) for r in messages]
+
+
+async def test_database_lost_mid_answer(
+    start: Callable[..., Any], fake_ollama: FakeOllama, pg_uri: str, scratch_db: tuple[str, str]
+) -> None:
+    name, uri = scratch_db
+    server = start(database_url=uri)
+    fake_ollama.enqueue(Reply.tokens(["Twenty", " five", " days", "."], token_delay=0.3))
+    events: list[tuple[str, dict[str, Any]]] = []
+    try:
+        async with (
+            httpx.AsyncClient(base_url=server.url, timeout=30) as client,
+            aconnect_sse(client, "POST", "/api/chat", json={"message": QUESTION}) as source,
+        ):
+            async for event in source.aiter_sse():
+                if not event.data:
+                    continue
+                events.append((event.event, json.loads(event.data)))
+                if event.event == "token" and len(events) == 2:
+                    await asyncio.to_thread(set_reachable, pg_uri, name, False)
+    finally:
+        await asyncio.to_thread(set_reachable, pg_uri, name, True)
+    assert names(events) == ["thread", "token", "error"]
+    assert text_of(events) == "Twenty five days."
+    error = first(events, "error")
+    assert error["code"] == "database_unavailable" and "Postgres" in error["message"]
+    # the turn's first transaction is there; the failed one left nothing behind
+    assert table_counts(uri) == (1, [("user", "complete")])
+
+
+async def test_database_down_before_the_turn(
+    start: Callable[..., Any], fake_ollama: FakeOllama, pg_uri: str, scratch_db: tuple[str, str]
+) -> None:
+    name, uri = scratch_db
+    server = start(database_url=uri)
+    fake_ollama.enqueue("never asked")
+    await asyncio.to_thread(set_reachable, pg_uri, name, False)
+    try:
+        events = await chat(server.url, {"message": QUESTION})
+    finally:
+        await asyncio.to_thread(set_reachable, pg_uri, name, True)
+    assert names(events) == ["error"] and first(events, "error")["code"] == "database_unavailable"
+    assert fake_ollama.chat_requests == []
+    assert table_counts(uri) == (0, [])

@@ -1,0 +1,124 @@
+"""Reranked search on the real Postgres and embedding model, with the fake Ollama as the scoring LLM."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import ollama
+import pytest
+
+from server.documents.ingest import IngestionPipeline, register_bytes
+from server.retrieval.rerank import LLMReranker
+from server.retrieval.search import Searcher
+from server.settings import LOCAL_OWNER_ID, Settings
+from tests.fakes.ollama_server import FakeOllama, Reply
+
+DOCS = {
+    "volcano.txt": "Volcanic eruptions eject magma, ash and gases. Lava flows from the crater of a volcano.",
+    "bread.txt": "Sourdough bread rises because wild yeast and lactobacilli ferment the flour and water.",
+    "tides.txt": "Ocean tides are caused by the gravitational pull of the moon and the sun on the oceans.",
+    "python.md": "# Python\n\nPython lists are mutable sequences; tuples are immutable.",
+    "baking.txt": "Baking powder makes quick breads and cakes rise without yeast.",
+}
+#: what the fake "LLM" thinks of each document for any query: a word of the passage → score
+JUDGEMENT = {"Baking powder": 0.95, "Volcanic": 0.7, "Sourdough": 0.4, "tides": 0.2}
+_PASSAGE = re.compile(r'Passage:\n"""\n(.*)\n"""', re.S)
+
+
+def judge(body: dict[str, Any]) -> Reply:
+    match = _PASSAGE.search(body["messages"][-1]["content"])
+    passage = match.group(1) if match else ""
+    score = next((s for word, s in JUDGEMENT.items() if word in passage), 0.05)
+    return Reply.json(f'```json\n{{"score": {score}}}\n```')
+
+
+@pytest.fixture
+async def corpus(pool: Any, embedder: Any, settings: Settings) -> None:
+    for name, text in DOCS.items():
+        await register_bytes(pool, LOCAL_OWNER_ID, name, text.encode(), settings)
+    await IngestionPipeline(pool, embedder, settings).run()
+
+
+@pytest.fixture
+async def client(fake_ollama: FakeOllama) -> AsyncIterator[ollama.AsyncClient]:
+    fake_ollama.responder = judge
+    async with ollama.AsyncClient(host=fake_ollama.url) as c:
+        yield c
+
+
+async def test_searcher_reranks_by_the_llm_scores(
+    corpus: None, pool: Any, embedder: Any, settings: Settings, fake_ollama: FakeOllama, client: ollama.AsyncClient
+) -> None:
+    searcher = Searcher(
+        pool, embedder, settings.model_copy(update={"rerank_enabled": True}), LLMReranker(client, settings)
+    )
+    query = "what makes sourdough bread rise?"
+    plain = await searcher.search(query, owner=LOCAL_OWNER_ID, limit=3, rerank=False)
+    assert not plain.reranked and plain.timings.rerank_ms == 0
+    assert plain.chunks[0].filename == "bread.txt" and plain.chunks[0].trace.rerank_score is None
+    assert fake_ollama.chat_requests == []
+
+    result = await searcher.search(query, owner=LOCAL_OWNER_ID, limit=3)
+    assert result.reranked and result.timings.rerank_ms > 0
+    assert [c.filename for c in result.chunks] == ["baking.txt", "volcano.txt", "bread.txt"]
+    assert [c.score for c in result.chunks] == [0.95, 0.7, 0.4]
+    for chunk in result.chunks:
+        assert chunk.score == chunk.trace.rerank_score
+        assert chunk.trace.vector_rank is not None and chunk.trace.fused_score is not None
+    bread = next(c for c in result.chunks if c.filename == "bread.txt")
+    assert bread.trace.keyword_rank == 1 and bread.trace.vector_rank == 1  # retrieval trace kept
+    # limit × rerank_candidates_factor = 9 candidates asked for; the corpus has 5 chunks
+    assert len(fake_ollama.chat_requests) == len(DOCS)
+    assert all(r.body["format"]["properties"]["score"]["maximum"] == 1 for r in fake_ollama.chat_requests)
+
+    again = await searcher.search(query, owner=LOCAL_OWNER_ID, limit=3)  # cached: no new LLM calls
+    assert [c.id for c in again.chunks] == [c.id for c in result.chunks]
+    assert len(fake_ollama.chat_requests) == len(DOCS)
+
+
+async def test_candidates_are_limit_times_factor(
+    corpus: None, pool: Any, embedder: Any, settings: Settings, fake_ollama: FakeOllama, client: ollama.AsyncClient
+) -> None:
+    tuned = settings.model_copy(update={"rerank_enabled": True, "rerank_candidates_factor": 2})
+    searcher = Searcher(pool, embedder, tuned, LLMReranker(client, tuned))
+    result = await searcher.search("bread", owner=LOCAL_OWNER_ID, limit=1, mode="vector")
+    assert result.reranked and len(result.chunks) == 1
+    assert len(fake_ollama.chat_requests) == 2
+    assert result.chunks[0].score == result.chunks[0].trace.rerank_score
+
+
+async def test_llm_down_keeps_retrieval_order_with_zero_scores(
+    corpus: None, pool: Any, embedder: Any, settings: Settings, closed_ollama_url: str
+) -> None:
+    async with ollama.AsyncClient(host=closed_ollama_url) as down:
+        on = settings.model_copy(update={"rerank_enabled": True})
+        searcher = Searcher(pool, embedder, on, LLMReranker(down, on))
+        plain = await searcher.search("ocean tides moon", owner=LOCAL_OWNER_ID, limit=3, rerank=False)
+        result = await searcher.search("ocean tides moon", owner=LOCAL_OWNER_ID, limit=3)
+    assert result.reranked
+    assert [c.id for c in result.chunks] == [c.id for c in plain.chunks]
+    assert all(c.score == 0.0 for c in result.chunks)
+
+
+async def test_http_search_reports_rerank(corpus: None, live_app: Any, fake_ollama: FakeOllama) -> None:
+    fake_ollama.responder = judge
+    server = live_app(llm=ollama.AsyncClient(host=fake_ollama.url), rerank_enabled=True)
+    async with httpx.AsyncClient(base_url=server.url, timeout=30) as http:
+        response = await http.get("/api/search", params={"q": "what makes bread rise?", "limit": 2})
+        assert response.status_code == 200, response.text
+        body = response.json()
+        assert body["reranked"] is True
+        assert body["timing_ms"]["rerank_ms"] > 0
+        assert [c["filename"] for c in body["chunks"]] == ["baking.txt", "volcano.txt"]
+        assert [c["score"] for c in body["chunks"]] == [0.95, 0.7]
+        assert body["chunks"][0]["trace"]["rerank_score"] == 0.95
+        assert body["chunks"][0]["trace"]["vector_rank"] is not None
+        assert len(fake_ollama.chat_requests) == len(DOCS)
+
+        plain = (await http.get("/api/search", params={"q": "what makes bread rise?", "rerank": "false"})).json()
+        assert plain["reranked"] is False and plain["timing_ms"]["rerank_ms"] == 0
+        assert all(c["trace"]["rerank_score"] is None for c in plain["chunks"])
+        assert len(fake_ollama.chat_requests) == len(DOCS)

@@ -1,0 +1,187 @@
+"""Pure parts of the chat: titles, history bounds, passage formatting, tool-argument checks, fault messages."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+from ollama import ResponseError
+from pydantic import BaseModel
+
+from server.chat.llm import describe_failure, is_no_tools_error
+from server.chat.prompts import fallback_user_message, history_messages, thread_title, tool_message
+from server.chat.tools import SEARCH_TOOL, ToolArgumentError, parse_search_args, tool_result_payload
+from server.retrieval.models import ChunkHit, Confidence, SearchResult, Timings
+from server.settings import Settings
+from tests.fakes.ollama_server import no_tools_message
+
+SETTINGS = Settings(_env_file=None, chat_model="llama3.2", ollama_host="http://ollama:11434")  # type: ignore[call-arg]
+
+
+def hit(n: int, **kw: Any) -> ChunkHit:
+    values: dict[str, Any] = {
+        "id": n,
+        "document_id": uuid.uuid4(),
+        "filename": f"doc{n}.pdf",
+        "title": f"doc{n}",
+        "page": n,
+        "chunk_index": 0,
+        "content": f"passage {n}",
+        "score": 0.5,
+        "similarity": 0.5,
+    }
+    values.update(kw)
+    return ChunkHit(**values)
+
+
+def result(hits: list[ChunkHit], *, insufficient: bool = False, has_embeddings: bool = True) -> SearchResult:
+    return SearchResult(
+        query="holidays",
+        mode="hybrid",
+        reranked=False,
+        chunks=hits,
+        timings=Timings(total_ms=3.0),
+        confidence=Confidence(
+            label="low" if insufficient else "high", best_similarity=0.1, insufficient_confidence=insufficient
+        ),
+        has_embeddings=has_embeddings,
+    )
+
+
+@pytest.mark.parametrize(
+    ("message", "title"),
+    [
+        ("  How many\n holidays?  ", "How many holidays?"),
+        ("word " * 30, "word " * 11 + "word…"),
+        ("x" * 100, "x" * 59 + "…"),
+        (
+            "Exactly sixty characters long title for the thread list ok!",
+            "Exactly sixty characters long title for the thread list ok!",
+        ),
+        (
+            "What does the employee handbook say about carrying unused, holiday days",
+            "What does the employee handbook say about carrying unused…",
+        ),
+    ],
+)
+def test_thread_title(message: str, title: str) -> None:
+    assert thread_title(message) == title
+    assert len(thread_title(message)) <= 60
+
+
+def test_history_keeps_the_most_recent_within_both_bounds() -> None:
+    rows = [
+        {"role": "user", "content": "q1"},
+        {"role": "assistant", "content": "a1 " * 10},
+        {"role": "user", "content": "q2"},
+        {"role": "assistant", "content": "", "status": "error"},  # nothing said: skipped
+        {"role": "user", "content": "q3"},
+        {"role": "assistant", "content": "a3"},
+    ]
+    assert history_messages(rows, 3, 1000) == [
+        {"role": "user", "content": "q2"},
+        {"role": "user", "content": "q3"},
+        {"role": "assistant", "content": "a3"},
+    ]
+    assert [m["content"] for m in history_messages(rows, 10, 10)] == ["q2", "q3", "a3"]
+    assert history_messages(rows, 0, 1000) == [] and history_messages(rows, 10, 1) == []
+
+
+def test_tool_message_numbers_passages_with_document_and_page() -> None:
+    text = tool_message(result([hit(1), hit(2, title="Staff Handbook", section="Leave")]), start=4)
+    assert text.startswith('Results for "holidays" (hybrid search): passages [4] to [5]. confidence: high.')
+    assert "\n\n[4] doc1.pdf, page 1\npassage 1" in text
+    assert "\n\n[5] Staff Handbook (doc2.pdf), page 2, section: Leave\npassage 2" in text
+
+
+def test_tool_message_flags_insufficient_confidence_and_empty_results() -> None:
+    assert "insufficient_confidence: true" in tool_message(result([hit(1)], insufficient=True), 1)
+    assert "documents don't say" in tool_message(result([], insufficient=True), 1)
+    assert "upload documents" in tool_message(result([], has_embeddings=False), 1)
+    prompt = fallback_user_message("How many holidays?", result([hit(1)]), 1)
+    assert "[1] doc1.pdf, page 1" in prompt and prompt.index("[1]") < prompt.index("Question: How many holidays?")
+
+
+def test_tool_schema_is_what_ollama_expects() -> None:
+    fn = SEARCH_TOOL["function"]
+    assert SEARCH_TOOL["type"] == "function" and fn["name"] == "search_documents"
+    assert fn["parameters"]["required"] == ["query"]
+    assert set(fn["parameters"]["properties"]) == {"query", "document_ids"}
+    json.dumps(SEARCH_TOOL)
+
+
+def test_parse_search_args() -> None:
+    a, b, c = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    assert parse_search_args("search_documents", {"query": " x "}, None).query == "x"
+    assert parse_search_args("search_documents", {"query": "x", "document_ids": []}, None).document_ids is None
+    assert parse_search_args("search_documents", {"query": "x"}, [a, b]).document_ids == [a, b]
+    assert parse_search_args(
+        "search_documents", {"query": "x", "document_ids": [str(b), str(c)]}, [a, b]
+    ).document_ids == [b]
+    assert parse_search_args("search_documents", {"query": "x", "document_ids": [str(c)]}, None).document_ids == [c]
+    assert len(parse_search_args("search_documents", {"query": "q" * 5000}, None).query) == 1000
+    bad: list[tuple[str, Any, str]] = [
+        ("lookup", {"query": "x"}, "no tool named 'lookup'"),
+        ("search_documents", {}, '"query"'),
+        ("search_documents", {"query": 3}, '"query"'),
+        ("search_documents", {"query": "  "}, '"query"'),
+        ("search_documents", "query", "JSON object"),
+        ("search_documents", {"query": "x", "document_ids": "abc"}, "array"),
+        ("search_documents", {"query": "x", "document_ids": ["abc"]}, "'abc' is not a document id"),
+        ("search_documents", {"query": "x", "document_ids": [str(c)]}, "selected"),
+    ]
+    for name, args, message in bad:
+        with pytest.raises(ToolArgumentError, match=message.replace("(", r"\(")):
+            parse_search_args(name, args, [a] if message == "selected" else None)
+
+
+def test_tool_result_payload_is_the_protocol_shape() -> None:
+    payload = tool_result_payload("call_1", result([hit(1)]))
+    assert set(payload) == {"id", "name", "chunks", "search_mode", "reranked", "timings", "confidence"}
+    assert payload["chunks"][0]["page"] == 1 and "similarity" not in payload["chunks"][0]
+    json.dumps(payload)
+
+
+class _Model(BaseModel):
+    x: int
+
+
+def _validation_error() -> Exception:
+    try:
+        _Model.model_validate({"x": "no"})
+    except Exception as exc:
+        return exc
+    raise AssertionError
+
+
+@pytest.mark.parametrize(
+    ("exc", "code", "advice"),
+    [
+        (httpx.ConnectError("refused"), "ollama_unreachable", "ollama serve"),
+        (ConnectionError("Failed to connect to Ollama"), "ollama_unreachable", "http://ollama:11434"),
+        (httpx.ConnectTimeout("slow"), "ollama_unreachable", "OLLAMA_HOST"),
+        (httpx.ReadTimeout("slow"), "ollama_timeout", "OLLAMA_TIMEOUT_S"),
+        (ResponseError('{"error":"model \\"llama3.2\\" not found"}', 404), "model_not_found", "ollama pull llama3.2"),
+        (ResponseError("boom", 500), "ollama_error", "ollama serve"),
+        (ResponseError("unexpected EOF"), "ollama_error", "unexpected EOF"),
+        (json.JSONDecodeError("Expecting value", "<html>", 0), "ollama_bad_response", "OLLAMA_HOST"),
+        (_validation_error(), "ollama_bad_response", "OLLAMA_HOST"),
+        (httpx.RemoteProtocolError("peer closed"), "ollama_bad_response", "ollama serve"),
+        (psycopg.OperationalError("connection refused"), "database_unavailable", "DATABASE_URL"),
+        (RuntimeError("odd"), "internal_error", "odd"),
+    ],
+)
+def test_describe_failure(exc: Exception, code: str, advice: str) -> None:
+    fault = describe_failure(exc, SETTINGS)
+    assert fault.code == code and advice in fault.message
+    assert fault.to_json() == {"code": code, "message": fault.message}
+
+
+def test_no_tools_error_is_recognised() -> None:
+    assert is_no_tools_error(ResponseError(json.dumps({"error": no_tools_message("gemma2")}), 400))
+    assert not is_no_tools_error(ResponseError("model not found", 404))
+    assert not is_no_tools_error(RuntimeError("does not support tools"))
