@@ -120,20 +120,20 @@ def create_app(
 
     dist = _client_dist(settings)
 
-    @get("/{path:path}", include_in_schema=False)
-    async def client_app(path: str) -> File:
+    @get(["/", "/{path:path}"], include_in_schema=False)
+    async def client_app(path: str = "/") -> File:
         """The built web client; unknown paths get index.html so client-side routes work on reload."""
         if path.startswith("/api"):
             raise NotFoundException(f"no API route {path}")
         candidate = (dist / path.lstrip("/")).resolve()
         if candidate.is_file() and dist.resolve() in candidate.parents:
-            return File(candidate)
+            return File(candidate, filename=candidate.name, content_disposition_type="inline")
         index = dist / "index.html"
         if not index.is_file():
             raise HTTPException(
                 status_code=404, detail="the web client is not built: run `make client` (or `make run`)"
             )
-        return File(index, content_disposition_type="inline")
+        return File(index, filename="index.html", content_disposition_type="inline")
 
     from server.chat.routes import chat_handlers
     from server.retrieval.routes import search_handlers

@@ -68,7 +68,7 @@ async def _require_thread(services: Services, thread_id: UUID) -> dict[str, Any]
     return thread
 
 
-@post("/api/chat", status_code=200)
+@post("/api/chat", status_code=200, media_type="text/event-stream")
 async def chat(data: ChatBody, services: Services) -> EventSourceResponse:
     """Ask a question; the answer streams back as server-sent events (thread, tool_call, tool_result, token, done)."""
     req = validate_chat(data, services.settings)

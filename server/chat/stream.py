@@ -29,8 +29,9 @@ from server.services import Services
 from server.settings import LOCAL_OWNER_ID, Settings
 
 log = logging.getLogger(__name__)
-DB_TIMEOUT_S = 5.0  # waiting for a pooled connection
-SAVE_TIMEOUT_S = 10.0  # a shielded save never holds a cancelled stream longer than this
+DB_TIMEOUT_S = 10.0  # waiting for a pooled connection before the model runs (the pool's own default)
+SAVE_WAIT_S = 30.0  # the answer has been streamed already: under a burst, wait longer rather than lose it
+SAVE_TIMEOUT_S = 40.0  # a shielded save never holds a cancelled stream longer than this
 
 
 @dataclass(frozen=True)
@@ -67,10 +68,10 @@ async def begin_turn(pool: AsyncConnectionPool, settings: Settings, req: ChatReq
             if thread is None:
                 raise NotFound(f"thread {req.thread_id} not found")
             rows = await repo.recent_messages(conn, thread["id"], settings.chat_history_messages)
+            await repo.touch_thread(conn, thread["id"])
         await repo.insert_message(
             conn, message_id=uuid4(), thread_id=thread["id"], owner=LOCAL_OWNER_ID, role="user", content=req.message
         )
-        await repo.touch_thread(conn, thread["id"])
     history = history_messages(rows, settings.chat_history_messages, settings.chat_history_chars)
     return thread["id"], history
 
@@ -79,7 +80,7 @@ async def save_answer(
     pool: AsyncConnectionPool, thread_id: UUID, message_id: UUID, turn: Turn, status: str, error: ChatFault | None
 ) -> None:
     """One transaction: the assistant message (text, tool calls, exact tool results) and the thread's timestamp."""
-    async with pool.connection(timeout=DB_TIMEOUT_S) as conn:
+    async with pool.connection(timeout=SAVE_WAIT_S) as conn:
         await repo.relax_commit(conn)
         await repo.insert_message(
             conn,
