@@ -34,7 +34,9 @@ def default_llm(settings: Settings) -> Any:
     import ollama
 
     timeout = httpx.Timeout(settings.ollama_timeout_s, connect=settings.ollama_connect_timeout_s)
-    return ollama.AsyncClient(host=settings.ollama_host, timeout=timeout)
+    # httpx allows 100 connections by default: more open chats than that would queue inside the client.
+    limits = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
+    return ollama.AsyncClient(host=settings.ollama_host, timeout=timeout, limits=limits)
 
 
 def build_embedder(settings: Settings) -> Embedder:

@@ -12,8 +12,8 @@ import ollama
 UPLOAD_TEXT = "Glaciers carve U-shaped valleys as they slowly flow downhill under their own weight."
 
 
-async def wait_ready(client: httpx.AsyncClient, doc_id: str, timeout: float = 60) -> dict[str, Any]:
-    deadline = asyncio.get_running_loop().time() + timeout
+async def wait_ready(client: httpx.AsyncClient, doc_id: str, within_s: float = 60) -> dict[str, Any]:
+    deadline = asyncio.get_running_loop().time() + within_s
     while True:
         doc = (await client.get(f"/api/documents/{doc_id}")).json()
         if doc["status"] in ("ready", "failed"):
