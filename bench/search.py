@@ -510,6 +510,39 @@ async def explore_keyword_sql(
     return out
 
 
+async def explore_searcher(
+    pool: AsyncConnectionPool,
+    embedder: Any,
+    settings: Settings,
+    queries: list[str],
+    warmup: list[str],
+    common: str,
+    args: argparse.Namespace,
+) -> dict[str, Any]:
+    """End-to-end Searcher latency with the proposed keyword changes, patched into this process only."""
+    out: dict[str, Any] = {}
+    original = kw._BM25_SQL
+    configs = [("ts_filter SQL", settings.keyword_candidates)] + [
+        (f"ts_filter SQL + candidates {c}", c) for c in args.explore_searcher_candidates
+    ]
+    try:
+        kw._BM25_SQL = BM25_SQL_FILTERED  # type: ignore[attr-defined]
+        for label, cands in configs:
+            searcher = Searcher(pool, embedder, settings.model_copy(update={"keyword_candidates": cands}))
+            res: dict[str, Any] = {}
+            for mode in ("keyword", "hybrid"):
+                lat, _ = await time_searcher(searcher, queries, warmup, mode)
+                res[mode] = pct(lat)
+            lat, _ = await time_searcher(searcher, [common] * args.common_reps, [common] * 3, "keyword")
+            res["keyword_common"] = pct(lat)
+            out[label] = res
+    except Exception as exc:
+        out["error"] = f"{type(exc).__name__}: {exc}"
+    finally:
+        kw._BM25_SQL = original  # type: ignore[attr-defined]
+    return out
+
+
 async def common_words(conn: psycopg.AsyncConnection, k: int) -> tuple[str, list[dict[str, Any]]]:
     """A query made of the corpus's k highest-df lexemes that survive `to_tsvector` unchanged."""
     rows = await fetch(
@@ -628,6 +661,7 @@ async def measure_size(
         }
     detail["keyword_db"] = kwd
     detail["explore_keyword_sql"] = await explore_keyword_sql(conn, queries, common, settings)
+    detail["explore_searcher"] = await explore_searcher(pool, embedder, settings, queries, warmup, common, args)
     detail["explain"] = {
         "keyword_common": await explain_keyword(conn, common, settings, HYBRID_ARM_DEPTH),
         "keyword_typical": await explain_keyword(conn, queries[0], settings, HYBRID_ARM_DEPTH),
@@ -651,6 +685,7 @@ async def pg_settings(conn: psycopg.AsyncConnection) -> dict[str, str]:
     out = {r["name"]: f"{r['setting']}{(' ' + r['unit']) if r['unit'] else ''}" for r in rows}
     ext = await fetch(conn, "SELECT extversion FROM pg_extension WHERE extname = 'vector'")
     out["pgvector"] = ext[0]["extversion"] if ext else "?"
+    out["jit_available"] = str((await fetch(conn, "SELECT pg_jit_available() AS j"))[0]["j"])
     return out
 
 
@@ -804,6 +839,28 @@ def report(out: dict[str, Any], sizes: list[int]) -> None:
                     f"{ks['identical_rankings_and_scores']})",
                 )
             )
+        ex = d.get("explore_searcher", {})
+        if ex and "error" not in ex:
+            print(
+                table(
+                    ["Searcher.search() with", "keyword p50", "keyword p95", "hybrid p50", "hybrid p95", "common p95"],
+                    [
+                        [
+                            label,
+                            v["keyword"]["p50_ms"],
+                            v["keyword"]["p95_ms"],
+                            v["hybrid"]["p50_ms"],
+                            v["hybrid"]["p95_ms"],
+                            v["keyword_common"]["p95_ms"],
+                        ]
+                        for label, v in [
+                            ("current (as above)", {**s, "keyword_common": s["keyword_common"]}),
+                            *ex.items(),
+                        ]
+                    ],
+                    title="end-to-end exploration (BM25 SQL patched in this process only)",
+                )
+            )
         build_keys = [
             "load_real_s",
             "generate_synthetic_s",
@@ -872,7 +929,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--ef-search", type=int, default=None, help="override HNSW_EF_SEARCH for the Searcher")
     p.add_argument("--keyword-candidates", type=int, default=None, help="override KEYWORD_CANDIDATES")
     p.add_argument("--explore-ef", default="40,64,200,400", help="extra ef_search values for the DB-only vector table")
-    p.add_argument("--explore-candidates", default="250,4000", help="extra keyword_candidates for the DB-only table")
+    p.add_argument(
+        "--explore-candidates", default="250,500,4000", help="extra keyword_candidates for the DB-only table"
+    )
+    p.add_argument(
+        "--explore-searcher-candidates", default="500", help="keyword_candidates for the end-to-end exploration"
+    )
     p.add_argument("--noise", type=float, default=0.03, help="per-dimension sigma of the synthetic vectors' noise")
     p.add_argument("--seed", type=int, default=13)
     p.add_argument("--prepare-only", action="store_true", help="only ingest the corpus into the bench data dir")
@@ -883,6 +945,7 @@ def main(argv: list[str] | None = None) -> int:
     args.sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     args.explore_ef = [int(s) for s in args.explore_ef.split(",") if s.strip()]
     args.explore_candidates = [int(s) for s in args.explore_candidates.split(",") if s.strip()]
+    args.explore_searcher_candidates = [int(s) for s in args.explore_searcher_candidates.split(",") if s.strip()]
     if args.warmup + args.queries > 809:
         p.error("SciFact has 809 queries: warmup + queries must not exceed that")
     args.data_dir.mkdir(parents=True, exist_ok=True)

@@ -159,8 +159,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.command in ("serve", "worker"):
         logging.getLogger("server").setLevel(settings.log_level.upper())
+    from server.errors import RagchatError
+
     try:
         return int(args.func(settings, args) or 0)
+    except RagchatError as exc:
+        print(f"ragchat: {exc.message}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130
 

@@ -12,18 +12,6 @@ from typing import Any
 from server.settings import LOCAL_OWNER_ID, Settings
 
 
-def parse_key_values(items: list[str] | None) -> dict[str, str] | None:
-    if not items:
-        return None
-    out: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise SystemExit(f"--filter takes key=value (got {item!r})")
-        out[key] = value
-    return out
-
-
 def build_searcher(rt: Any, settings: Settings) -> Any:
     from server.app import default_llm
     from server.retrieval.rerank_factory import make_reranker
@@ -34,9 +22,10 @@ def build_searcher(rt: Any, settings: Settings) -> Any:
 
 async def _search(settings: Settings, args: argparse.Namespace) -> int:
     from server.cli import open_runtime
+    from server.retrieval.filters import parse_metadata_filters
     from server.retrieval.models import SearchFilters
 
-    filters = SearchFilters(document_ids=args.document or None, metadata=parse_key_values(args.filter))
+    filters = SearchFilters(document_ids=args.document or None, metadata=parse_metadata_filters(args.filter))
     async with open_runtime(settings) as rt:
         searcher = build_searcher(rt, settings)
         result = await searcher.search(

@@ -7,6 +7,7 @@ from uuid import UUID
 
 from psycopg.types.json import Jsonb
 
+from server.errors import BadRequest
 from server.retrieval.models import SearchFilters
 
 
@@ -23,3 +24,16 @@ def filter_sql(owner: UUID, filters: SearchFilters | None) -> tuple[str, dict[st
         )
         params["meta"] = Jsonb(filters.metadata)
     return " AND ".join(clauses), params
+
+
+def parse_metadata_filters(items: list[str] | None) -> dict[str, str] | None:
+    """`["team=geo", "year=2024"]` → `{"team": "geo", "year": "2024"}` (CLI `--filter`, API `filter=`)."""
+    if not items:
+        return None
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise BadRequest(f"filter must be key=value (got {item!r})")
+        out[key] = value
+    return out

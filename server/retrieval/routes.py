@@ -8,22 +8,10 @@ from uuid import UUID
 from litestar import Response, get
 from litestar.params import Parameter
 
-from server.errors import BadRequest
+from server.retrieval.filters import parse_metadata_filters
 from server.retrieval.models import SearchFilters
 from server.services import Services
 from server.settings import LOCAL_OWNER_ID
-
-
-def _metadata_filters(values: list[str] | None) -> dict[str, str] | None:
-    if not values:
-        return None
-    out: dict[str, str] = {}
-    for item in values:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise BadRequest(f"filter must be key=value (got {item!r})")
-        out[key] = value
-    return out
 
 
 @get("/api/search")
@@ -37,7 +25,7 @@ async def search(
     filter_: Annotated[list[str] | None, Parameter(query="filter")] = None,
 ) -> Response[dict[str, Any]]:
     """Hybrid/vector/keyword search over the caller's documents."""
-    filters = SearchFilters(document_ids=document_ids or None, metadata=_metadata_filters(filter_))
+    filters = SearchFilters(document_ids=document_ids or None, metadata=parse_metadata_filters(filter_))
     result = await services.searcher.search(
         q, owner=LOCAL_OWNER_ID, limit=limit, mode=mode, filters=filters, rerank=rerank
     )
