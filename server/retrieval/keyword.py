@@ -92,7 +92,9 @@ SELECT cand.id,
        sum(w.idf * t.tf * (%(k1)s + 1) / (t.tf + %(k1)s * (1 - %(b)s + %(b)s * cand.doc_len / %(avgdl)s))) AS score
 FROM cand
 CROSS JOIN LATERAL (
-    SELECT v.lexeme, coalesce(array_length(v.positions, 1), 1)::float8 AS tf FROM unnest(cand.search_vector) v
+    -- only the query's lexemes: setweight marks them 'A', ts_filter drops the rest before unnest
+    SELECT v.lexeme, coalesce(array_length(v.positions, 1), 1)::float8 AS tf
+    FROM unnest(ts_filter(setweight(cand.search_vector, 'A', %(terms)s::text[]), '{{a}}')) v
 ) t
 JOIN unnest(%(terms)s::text[], %(idfs)s::float8[]) AS w(term, idf) ON w.term = t.lexeme
 GROUP BY cand.id
