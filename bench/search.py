@@ -432,84 +432,6 @@ async def keyword_db(
     return pct(lat)
 
 
-# The same BM25 statement with one change (a proposed fix, measured here, not applied to the server): each
-# candidate's tsvector is first reduced, in C, to the query's lexemes — setweight(…, 'A', terms) marks them and
-# ts_filter(…, '{a}') keeps only them (stored vectors carry the default weight D) — so unnest() yields ~3 rows
-# per candidate instead of ~85 and the hash join shrinks accordingly. Scores are identical.
-BM25_SQL_FILTERED = """
-WITH cand AS (
-    SELECT c.id, c.search_vector, c.doc_len FROM document_chunks c
-    WHERE {where} AND c.search_vector @@ %(tsq)s::tsquery
-    LIMIT %(cap)s
-)
-SELECT cand.id,
-       sum(w.idf * t.tf * (%(k1)s + 1) / (t.tf + %(k1)s * (1 - %(b)s + %(b)s * cand.doc_len / %(avgdl)s))) AS score
-FROM cand
-CROSS JOIN LATERAL (
-    SELECT v.lexeme, coalesce(array_length(v.positions, 1), 1)::float8 AS tf
-    FROM unnest(ts_filter(setweight(cand.search_vector, 'A', %(terms)s::text[]), '{{a}}')) v
-) t
-JOIN unnest(%(terms)s::text[], %(idfs)s::float8[]) AS w(term, idf) ON w.term = t.lexeme
-GROUP BY cand.id
-ORDER BY score DESC, cand.id
-LIMIT %(n)s
-"""
-
-
-async def keyword_variant(
-    conn: psycopg.AsyncConnection, query: str, settings: Settings, template: str, n: int
-) -> list[tuple[int, float]]:
-    """`keyword_search`'s logic (rarest-terms candidates, AND-first for common-only queries), SQL swappable."""
-    terms, _n, avgdl = await kw.query_terms(conn, query, BENCH_OWNER)
-    if not terms:
-        return []
-    sql = template.format(where="c.owner_id = %(owner)s")
-    params = {
-        "owner": BENCH_OWNER,
-        "n": n,
-        "cap": max(settings.keyword_candidates, n),
-        "k1": settings.bm25_k1,
-        "b": settings.bm25_b,
-        "avgdl": avgdl,
-        "terms": [t.term for t in terms],
-        "idfs": [t.idf for t in terms],
-    }
-    chosen = kw.candidate_terms(terms, settings.keyword_candidates)
-    if len(chosen) == 1 and chosen[0].df > settings.keyword_candidates and len(terms) > 1:
-        rows = await fetch(conn, sql, {**params, "tsq": kw.and_query([t.term for t in terms[:4]])})
-        if len(rows) >= n:
-            return [(int(r["id"]), float(r["score"])) for r in rows]
-    rows = await fetch(conn, sql, {**params, "tsq": kw.or_query([t.term for t in chosen])})
-    return [(int(r["id"]), float(r["score"])) for r in rows]
-
-
-async def explore_keyword_sql(
-    conn: psycopg.AsyncConnection, queries: list[str], common: str, settings: Settings
-) -> dict[str, Any]:
-    """DB latency of the current BM25 SQL vs the ts_filter variant on the same queries; result agreement."""
-    out: dict[str, Any] = {}
-    try:
-        results: dict[str, list[list[tuple[int, float]]]] = {}
-        for label, template in (("current", kw._BM25_SQL), ("ts_filter", BM25_SQL_FILTERED)):
-            for qset_label, qset in (("queries", queries), ("common", [common] * 20)):
-                lat, res = [], []
-                for q in qset:
-                    start = time.perf_counter()
-                    res.append(await keyword_variant(conn, q, settings, template, HYBRID_ARM_DEPTH))
-                    lat.append((time.perf_counter() - start) * 1000)
-                out[f"{label}_{qset_label}_db_n50"] = pct(lat)
-                results[f"{label}_{qset_label}"] = res
-        same = sum(
-            [i for i, _ in a] == [i for i, _ in b]
-            and all(abs(x - y) < 1e-9 for (_, x), (_, y) in zip(a, b, strict=True))
-            for a, b in zip(results["current_queries"], results["ts_filter_queries"], strict=True)
-        )
-        out["identical_rankings_and_scores"] = f"{same}/{len(queries)}"
-    except Exception as exc:  # keyword internals changed: report and carry on
-        out["error"] = f"{type(exc).__name__}: {exc}"
-    return out
-
-
 async def explore_searcher(
     pool: AsyncConnectionPool,
     embedder: Any,
@@ -519,27 +441,17 @@ async def explore_searcher(
     common: str,
     args: argparse.Namespace,
 ) -> dict[str, Any]:
-    """End-to-end Searcher latency with the proposed keyword changes, patched into this process only."""
+    """End-to-end Searcher latency with other KEYWORD_CANDIDATES values (the real code, other settings)."""
     out: dict[str, Any] = {}
-    original = kw._BM25_SQL
-    configs = [("ts_filter SQL", settings.keyword_candidates)] + [
-        (f"ts_filter SQL + candidates {c}", c) for c in args.explore_searcher_candidates
-    ]
-    try:
-        kw._BM25_SQL = BM25_SQL_FILTERED  # type: ignore[attr-defined]
-        for label, cands in configs:
-            searcher = Searcher(pool, embedder, settings.model_copy(update={"keyword_candidates": cands}))
-            res: dict[str, Any] = {}
-            for mode in ("keyword", "hybrid"):
-                lat, _ = await time_searcher(searcher, queries, warmup, mode)
-                res[mode] = pct(lat)
-            lat, _ = await time_searcher(searcher, [common] * args.common_reps, [common] * 3, "keyword")
-            res["keyword_common"] = pct(lat)
-            out[label] = res
-    except Exception as exc:
-        out["error"] = f"{type(exc).__name__}: {exc}"
-    finally:
-        kw._BM25_SQL = original  # type: ignore[attr-defined]
+    for cands in args.explore_searcher_candidates:
+        searcher = Searcher(pool, embedder, settings.model_copy(update={"keyword_candidates": cands}))
+        res: dict[str, Any] = {}
+        for mode in ("keyword", "hybrid"):
+            lat, _ = await time_searcher(searcher, queries, warmup, mode)
+            res[mode] = pct(lat)
+        lat, _ = await time_searcher(searcher, [common] * args.common_reps, [common] * 3, "keyword")
+        res["keyword_common"] = pct(lat)
+        out[f"candidates {cands}"] = res
     return out
 
 
@@ -660,7 +572,6 @@ async def measure_size(
             "common_db_n50": await keyword_db(pool, [common] * 20, settings, cands),
         }
     detail["keyword_db"] = kwd
-    detail["explore_keyword_sql"] = await explore_keyword_sql(conn, queries, common, settings)
     detail["explore_searcher"] = await explore_searcher(pool, embedder, settings, queries, warmup, common, args)
     detail["explain"] = {
         "keyword_common": await explain_keyword(conn, common, settings, HYBRID_ARM_DEPTH),
@@ -820,25 +731,6 @@ def report(out: dict[str, Any], sizes: list[int]) -> None:
                 title="keyword arm, DB only (keyword_search, n=50)",
             )
         )
-        ks = d["explore_keyword_sql"]
-        if "error" not in ks:
-            print(
-                table(
-                    ["BM25 SQL", "queries p50", "queries p95", "common p50", "common p95"],
-                    [
-                        [
-                            v,
-                            ks[f"{v}_queries_db_n50"]["p50_ms"],
-                            ks[f"{v}_queries_db_n50"]["p95_ms"],
-                            ks[f"{v}_common_db_n50"]["p50_ms"],
-                            ks[f"{v}_common_db_n50"]["p95_ms"],
-                        ]
-                        for v in ("current", "ts_filter")
-                    ],
-                    title="keyword SQL exploration, DB only, n=50 (identical rankings and scores: "
-                    f"{ks['identical_rankings_and_scores']})",
-                )
-            )
         ex = d.get("explore_searcher", {})
         if ex and "error" not in ex:
             print(
