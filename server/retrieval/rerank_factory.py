@@ -4,12 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from server.retrieval.rerank import LLMReranker
 from server.settings import Settings
 
 
-def make_reranker(llm: Any, settings: Settings) -> Any:
-    try:
-        from server.retrieval.rerank import LLMReranker
-    except ImportError:  # the reranker module is not part of this build yet
-        return None
+def make_reranker(llm: Any, settings: Settings) -> LLMReranker:
     return LLMReranker(llm, settings)
