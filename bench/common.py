@@ -52,7 +52,9 @@ async def database(settings: Settings) -> AsyncIterator[tuple[Database, AsyncCon
 
 
 def load_embedder(settings: Settings) -> SentenceTransformerEmbedder:
-    embedder = SentenceTransformerEmbedder(settings.embed_model, batch_size=settings.embed_batch_size)
+    embedder = SentenceTransformerEmbedder(
+        settings.embed_model, batch_size=settings.embed_batch_size, query_precision=settings.query_embed_precision
+    )
     embedder.embed_sync(["warm up the model"])  # first call pays lazy initialisation
     return embedder
 

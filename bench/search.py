@@ -66,27 +66,20 @@ TARGETS_P95 = {"vector": 15.0, "keyword": 20.0, "hybrid": 30.0, "keyword_common"
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
 
 
-class OneThreadEmbedder:
-    """The same model, but each query encode runs with one torch thread (restored after): an exploration of
-    how much of the query-embedding latency is thread oversubscription on this 2-core, busy machine."""
+class Fp32QueryEmbedder:
+    """The same model with queries embedded in float32, one at a time, as before the bf16 + batching path:
+    the comparison row for `QUERY_EMBED_PRECISION=fp32`."""
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
         self.model_name = inner.model_name
         self.dim = inner.dim
 
-    def embed_sync(self, texts: Any) -> np.ndarray:
-        import torch
-
-        before = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
-            return self.inner.embed_sync(texts)
-        finally:
-            torch.set_num_threads(before)
-
     async def embed(self, texts: Any) -> np.ndarray:
-        return await asyncio.to_thread(self.embed_sync, texts)
+        return await self.inner.embed(texts)
+
+    async def embed_queries(self, texts: Any) -> np.ndarray:
+        return await self.inner.embed(texts)
 
     def count_tokens(self, texts: Any) -> list[int]:
         return self.inner.count_tokens(texts)
@@ -545,19 +538,21 @@ async def measure_size(
     detail["hybrid_common_timings"] = parts
 
     # embedding alone (the floor under every mode: Searcher embeds the query in all three), as the
-    # Searcher runs it (asyncio.to_thread, default torch threads) and with one torch thread
-    for label, emb_impl in (("embed_only", embedder), ("embed_only_1_thread", OneThreadEmbedder(embedder))):
+    # Searcher runs it (embed_queries: bf16 where native) and in float32 (QUERY_EMBED_PRECISION=fp32)
+    fp32 = Fp32QueryEmbedder(embedder)
+    for label, emb_impl in (("embed_only", embedder), ("embed_only_fp32", fp32)):
         emb = []
         for q in queries[:100]:
             start = time.perf_counter()
-            await emb_impl.embed([q])
+            await emb_impl.embed_queries([q])
             emb.append((time.perf_counter() - start) * 1000)
         detail[label] = pct(emb)
-    one = Searcher(pool, OneThreadEmbedder(embedder), settings)  # type: ignore[arg-type]
-    detail["explore_1_thread_query_embedding"] = {}
+    detail["query_precision"] = getattr(embedder, "query_precision", "fp32")
+    one = Searcher(pool, fp32, settings)  # type: ignore[arg-type]
+    detail["explore_fp32_query_embedding"] = {}
     for mode in MODES:
         lat, _parts = await time_searcher(one, queries, warmup, mode)
-        detail["explore_1_thread_query_embedding"][mode] = pct(lat)
+        detail["explore_fp32_query_embedding"][mode] = pct(lat)
 
     qvecs = list(embedder.embed_sync(queries[: args.recall_queries]))
     ef_values = sorted({settings.hnsw_ef_search, *args.explore_ef})
@@ -689,11 +684,11 @@ def report(out: dict[str, Any], sizes: list[int]) -> None:
             )
         )
         print(f"common-word query: {d['common_query']['query']!r}")
-        one = d["explore_1_thread_query_embedding"]
+        one = d["explore_fp32_query_embedding"]
         print(
-            "with 1 torch thread for the query embedding (exploration): "
+            f"query embedding in {d['query_precision']}; the same searches with float32 query embeddings: "
             + ", ".join(f"{m} p50/p95 {one[m]['p50_ms']}/{one[m]['p95_ms']}" for m in MODES)
-            + f"; embed alone p50/p95 {d['embed_only_1_thread']['p50_ms']}/{d['embed_only_1_thread']['p95_ms']}"
+            + f"; embed alone p50/p95 {d['embed_only_fp32']['p50_ms']}/{d['embed_only_fp32']['p95_ms']}"
         )
         vd = d["vector_db"]
         print(

@@ -40,7 +40,9 @@ def default_llm(settings: Settings) -> Any:
 
 
 def build_embedder(settings: Settings) -> Embedder:
-    return SentenceTransformerEmbedder(settings.embed_model, batch_size=settings.embed_batch_size)
+    return SentenceTransformerEmbedder(
+        settings.embed_model, batch_size=settings.embed_batch_size, query_precision=settings.query_embed_precision
+    )
 
 
 def error_handler(_: Request, exc: RagchatError) -> Response[dict[str, Any]]:

