@@ -1,10 +1,16 @@
 """Rerank parallelism bench: 30 candidates against the fake Ollama at a fixed 200 ms per call.
 
 For each concurrency c the wall time of one `LLMReranker.rerank` is compared with the ideal
-`ceil(30 / c) × 200 ms` (target ratio ≤ 1.15) and with the sequential (c = 1) time. Every run uses a fresh
+`ceil(30 / c) × 200 ms` (target ratio ≤ 1.15) and with the sequential (c = 1) time.
+
+The fake Ollama runs in its own process (`--fake process`, the default), as Ollama does: in the bench's
+own process (`--fake thread`) its HTTP parsing competes with the client for one GIL; measured, that makes
+little difference here. `--fake both` prints both. Every run uses a fresh
 reranker (empty score cache) but the same warmed-up HTTP client, so connection setup is not measured.
-Each run is followed by a control: the same chat requests sent directly through the same client with the same
-bound (`raw client`), so the reranker's own overhead (`vs raw`) is separated from the HTTP stack's.
+The reranker talks through the client the app builds for it (`OllamaShards`, RERANK_CLIENT_SHARDS small
+connection pools, see server/chat/clients.py). Each run is followed by a control: the same chat requests
+sent straight through one `ollama.AsyncClient` with the same bound (`one client`), which is what the
+reranker used before and shows what the shards save.
 
 The fake binds its listening socket with protocol 0, so asyncio does not turn on TCP_NODELAY for the accepted
 connections; the fake then writes the response head and body separately and Nagle + the client's delayed ACK
@@ -26,18 +32,20 @@ import os
 import platform
 import socket
 import statistics
+import subprocess
 import sys
 import time
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 import ollama  # noqa: E402
 
+from server.chat.clients import rerank_client  # noqa: E402
 from server.retrieval.models import ChunkHit, Trace  # noqa: E402
 from server.retrieval.rerank import RERANK_SCHEMA, LLMReranker, build_messages  # noqa: E402
 from server.settings import Settings  # noqa: E402
@@ -99,56 +107,145 @@ async def raw_calls(client: ollama.AsyncClient, settings: Settings, hits: list[C
     await asyncio.gather(*(call(h) for h in hits))
 
 
-async def run(args: argparse.Namespace) -> dict[str, Any]:
-    hits = candidates(args.candidates)
+class FakeHandle(Protocol):
+    url: str
+
+    def fresh(self, latency: float) -> None:
+        """Clear the fake's records, then answer every chat after `latency` seconds with `responder`."""
+
+    def stats(self) -> tuple[int, int]:
+        """(chat requests, most requests in flight at once) since the last `fresh`."""
+
+
+class ThreadFake:
+    """The fake on a thread of this process (shares the GIL with the client)."""
+
+    def __init__(self, raw: bool) -> None:
+        self.fake = FakeOllama().start()
+        self.nodelay = False if raw else enable_nodelay(self.fake)
+        self.url = self.fake.url
+
+    def fresh(self, latency: float) -> None:
+        self.fake.reset()
+        self.fake.responder, self.fake.latency = responder, latency
+
+    def stats(self) -> tuple[int, int]:
+        return len(self.fake.chat_requests), self.fake.max_concurrent
+
+    def close(self) -> None:
+        self.fake.stop()
+
+
+class ProcessFake:
+    """The fake in a child process (`--role fake`), driven over its stdin/stdout, one command per line."""
+
+    def __init__(self, raw: bool) -> None:
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--role", "fake"] + (["--raw"] if raw else [])
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.url, nodelay = self._read().split()
+        self.nodelay = nodelay == "True"
+
+    def _read(self) -> str:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError("the fake Ollama process exited")
+        return line.strip()
+
+    def _ask(self, command: str) -> str:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(command + "\n")
+        self.proc.stdin.flush()
+        return self._read()
+
+    def fresh(self, latency: float) -> None:
+        self._ask(f"fresh {latency}")
+
+    def stats(self) -> tuple[int, int]:
+        requests, peak = self._ask("stats").split()
+        return int(requests), int(peak)
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(10)
+
+
+def serve_fake(raw: bool) -> None:
+    """`--role fake`: serve until stdin closes; `fresh <latency>` and `stats` commands, one per line."""
+    fake = ThreadFake(raw)
+    print(fake.url, fake.nodelay, flush=True)
+    for line in sys.stdin:
+        command, *rest = line.split()
+        if command == "fresh":
+            fake.fresh(float(rest[0]))
+            print("ok", flush=True)
+        elif command == "stats":
+            print(*fake.stats(), flush=True)
+    fake.close()
+
+
+async def measure(fake: FakeHandle, hits: list[ChunkHit], args: argparse.Namespace) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
-    with FakeOllama() as fake:
-        nodelay = False if args.raw else enable_nodelay(fake)
-
-        def fresh() -> None:
-            fake.reset()
-            fake.responder, fake.latency = responder, args.latency
-
-        async with ollama.AsyncClient(host=fake.url) as client:
-            # warm-up: open the keep-alive connections the widest run will use
-            fresh()
-            fake.latency = 0.0
-            warm = Settings(_env_file=None, rerank_concurrency=max(args.concurrency))  # type: ignore[call-arg]
-            await LLMReranker(client, warm).rerank("warm-up", hits, len(hits))
-            for c in args.concurrency:
-                settings = Settings(_env_file=None, rerank_concurrency=c)  # type: ignore[call-arg]
-                walls, floors, peaks = [], [], []
-                for _ in range(args.repeats):
-                    fresh()
-                    reranker = LLMReranker(client, settings)  # fresh cache
-                    start = time.perf_counter()
-                    result = await reranker.rerank(QUERY, hits, len(hits))
-                    walls.append(time.perf_counter() - start)
-                    assert len(result) == len(hits) and all(h.trace.rerank_score is not None for h in result)
-                    assert len(fake.chat_requests) == len(hits)
-                    peaks.append(fake.max_concurrent)
-                    fresh()
-                    start = time.perf_counter()
-                    await raw_calls(client, settings, hits, c)
-                    floors.append(time.perf_counter() - start)
-                wall, floor = statistics.median(walls), statistics.median(floors)
-                ideal = math.ceil(len(hits) / c) * args.latency
-                rows.append(
-                    {
-                        "concurrency": c,
-                        "wall_s": round(wall, 4),
-                        "wall_runs_s": [round(w, 4) for w in walls],
-                        "ideal_s": round(ideal, 4),
-                        "ratio": round(wall / ideal, 4),
-                        "raw_client_s": round(floor, 4),
-                        "ratio_vs_raw_client": round(wall / floor, 4),
-                        "max_in_flight": max(peaks),
-                    }
-                )
+    base = {"ollama_host": fake.url, "rerank_client_shards": args.shards}
+    shards = rerank_client(Settings(_env_file=None, **base))  # type: ignore[call-arg]  # what the app builds
+    async with ollama.AsyncClient(host=fake.url) as client:
+        # warm-up: open the keep-alive connections the widest run will use
+        fake.fresh(0.0)
+        warm = Settings(_env_file=None, rerank_concurrency=max(args.concurrency), **base)  # type: ignore[call-arg]
+        await LLMReranker(shards, warm).rerank("warm-up", hits, len(hits))
+        await raw_calls(client, warm, hits, max(args.concurrency))
+        for c in args.concurrency:
+            settings = Settings(_env_file=None, rerank_concurrency=c, **base)  # type: ignore[call-arg]
+            walls, floors, peaks = [], [], []
+            for _ in range(args.repeats):
+                fake.fresh(args.latency)
+                reranker = LLMReranker(shards, settings)  # fresh cache
+                start = time.perf_counter()
+                result = await reranker.rerank(QUERY, hits, len(hits))
+                walls.append(time.perf_counter() - start)
+                assert len(result) == len(hits) and all(h.trace.rerank_score is not None for h in result)
+                requests, peak = fake.stats()
+                assert requests == len(hits)
+                peaks.append(peak)
+                fake.fresh(args.latency)
+                start = time.perf_counter()
+                await raw_calls(client, settings, hits, c)
+                floors.append(time.perf_counter() - start)
+            wall, floor = statistics.median(walls), statistics.median(floors)
+            ideal = math.ceil(len(hits) / c) * args.latency
+            rows.append(
+                {
+                    "concurrency": c,
+                    "wall_s": round(wall, 4),
+                    "wall_runs_s": [round(w, 4) for w in walls],
+                    "ideal_s": round(ideal, 4),
+                    "ratio": round(wall / ideal, 4),
+                    "one_client_s": round(floor, 4),
+                    "ratio_vs_one_client": round(wall / floor, 4),
+                    "max_in_flight": max(peaks),
+                }
+            )
+    await shards.close()
     sequential = rows[0]["wall_s"] if rows[0]["concurrency"] == 1 else len(hits) * args.latency
     for row in rows:
         row["speedup"] = round(sequential / row["wall_s"], 2)
         row["ok"] = row["ratio"] <= TARGET_RATIO and row["max_in_flight"] <= row["concurrency"]
+    return rows
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    hits = candidates(args.candidates)
+    kinds = ["process", "thread"] if args.fake == "both" else [args.fake]
+    by_fake: dict[str, Any] = {}
+    for kind in kinds:
+        fake = ProcessFake(args.raw) if kind == "process" else ThreadFake(args.raw)
+        try:
+            rows = await measure(fake, hits, args)
+        finally:
+            fake.close()
+        by_fake[kind] = {"fake_tcp_nodelay": fake.nodelay, "rows": rows}
+    main = by_fake[kinds[0]]
     return {
         "bench": "rerank",
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -157,29 +254,33 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "candidates": len(hits),
         "latency_s": args.latency,
         "repeats": args.repeats,
-        "fake_tcp_nodelay": nodelay,
+        "fake": kinds[0],
+        "fake_tcp_nodelay": main["fake_tcp_nodelay"],
+        "client_shards": args.shards,
         "target_ratio": TARGET_RATIO,
-        "sequential_s": sequential,
-        "rows": rows,
-        "all_ok": all(r["ok"] for r in rows),
+        "sequential_s": main["rows"][0]["wall_s"],
+        "rows": main["rows"],
+        "all_ok": all(r["ok"] for r in main["rows"]),
+        "by_fake": by_fake,
     }
 
 
 def print_table(report: dict[str, Any]) -> None:
-    print(
-        f"rerank: {report['candidates']} candidates, {report['latency_s'] * 1000:.0f} ms per call, "
-        f"median of {report['repeats']}, TCP_NODELAY on the fake: {report['fake_tcp_nodelay']}"
-    )
-    print(
-        f"{'c':>3} {'wall ms':>8} {'ideal ms':>9} {'ratio':>6} {'speed-up':>9} {'in flight':>9} "
-        f"{'raw client ms':>13} {'vs raw':>7}  ok"
-    )
-    for r in report["rows"]:
+    print(f"rerank: {report['candidates']} candidates, {report['latency_s'] * 1000:.0f} ms per call, "
+          f"median of {report['repeats']}")  # fmt: skip
+    for kind, result in report["by_fake"].items():
+        print(f"fake Ollama in its own {kind} (TCP_NODELAY {result['fake_tcp_nodelay']})"
+              + ("  <- the target" if kind == report["fake"] else ""))  # fmt: skip
         print(
-            f"{r['concurrency']:>3} {r['wall_s'] * 1000:>8.0f} {r['ideal_s'] * 1000:>9.0f} {r['ratio']:>6.3f} "
-            f"{r['speedup']:>8.2f}x {r['max_in_flight']:>9} {r['raw_client_s'] * 1000:>13.0f} "
-            f"{r['ratio_vs_raw_client']:>7.3f}  {'yes' if r['ok'] else 'NO'}"
+            f"{'c':>3} {'wall ms':>8} {'ideal ms':>9} {'ratio':>6} {'speed-up':>9} {'in flight':>9} "
+            f"{'one client ms':>13} {'vs one':>7}  ok"
         )
+        for r in result["rows"]:
+            print(
+                f"{r['concurrency']:>3} {r['wall_s'] * 1000:>8.0f} {r['ideal_s'] * 1000:>9.0f} {r['ratio']:>6.3f} "
+                f"{r['speedup']:>8.2f}x {r['max_in_flight']:>9} {r['one_client_s'] * 1000:>13.0f} "
+                f"{r['ratio_vs_one_client']:>7.3f}  {'yes' if r['ok'] else 'NO'}"
+            )
 
 
 def main() -> int:
@@ -189,8 +290,19 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 8, 30])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--raw", action="store_true", help="leave the fake's sockets without TCP_NODELAY")
+    parser.add_argument(
+        "--fake",
+        choices=["process", "thread", "both"],
+        default="process",
+        help="where the fake Ollama runs; with both, the process one is the target",
+    )
+    parser.add_argument("--shards", type=int, default=Settings.model_fields["rerank_client_shards"].default)
+    parser.add_argument("--role", choices=["bench", "fake"], default="bench", help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "rerank.json")
     args = parser.parse_args()
+    if args.role == "fake":
+        serve_fake(args.raw)
+        return 0
     report = asyncio.run(run(args))
     print_table(report)
     args.out.parent.mkdir(parents=True, exist_ok=True)

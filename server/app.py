@@ -15,6 +15,7 @@ from litestar.exceptions import HTTPException, NotFoundException
 from litestar.response import File
 from psycopg_pool import AsyncConnectionPool
 
+from server.chat.clients import chat_client, rerank_client
 from server.db.pool import make_pool, prepare_database
 from server.documents.ingest import run_worker
 from server.documents.routes import DocumentController
@@ -27,16 +28,6 @@ from server.settings import Settings
 
 log = logging.getLogger(__name__)
 REPO_ROOT = Path(__file__).resolve().parents[1]
-
-
-def default_llm(settings: Settings) -> Any:
-    import httpx
-    import ollama
-
-    timeout = httpx.Timeout(settings.ollama_timeout_s, connect=settings.ollama_connect_timeout_s)
-    # httpx allows 100 connections by default: more open chats than that would queue inside the client.
-    limits = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
-    return ollama.AsyncClient(host=settings.ollama_host, timeout=timeout, limits=limits)
 
 
 def build_embedder(settings: Settings) -> Embedder:
@@ -79,10 +70,14 @@ def create_app(
     *,
     pool: AsyncConnectionPool | None = None,
     llm: Any = None,
+    rerank_llm: Any = None,
     embedder: Embedder | None = None,
     extra_handlers: list[Any] | None = None,
 ) -> Litestar:
-    """Build the app. Clients passed in are used as they are (and not closed); missing ones are built."""
+    """Build the app. Clients passed in are used as they are (and not closed); missing ones are built.
+
+    The reranker gets `rerank_llm`; when it is missing, `llm` if that was passed, else its own sharded client.
+    """
     holder: dict[str, Services] = {}
 
     @asynccontextmanager
@@ -95,9 +90,16 @@ def create_app(
             active_pool = make_pool(database.uri, min_size=settings.db_pool_min, max_size=settings.db_pool_max)
             await active_pool.open(wait=True)
         active_embedder = embedder or await asyncio.to_thread(build_embedder, settings)
-        active_llm = llm if llm is not None else default_llm(settings)
+        owned: list[Any] = []  # clients built here, closed at shutdown
+        active_llm = llm if llm is not None else chat_client(settings)
+        active_rerank_llm = rerank_llm if rerank_llm is not None else llm
+        if active_rerank_llm is None:
+            active_rerank_llm = rerank_client(settings)
+            owned.append(active_rerank_llm)
+        if llm is None:
+            owned.append(active_llm)
         services = Services(settings, active_pool, active_embedder, active_llm)
-        services.searcher = Searcher(active_pool, active_embedder, settings, make_reranker(active_llm, settings))
+        services.searcher = Searcher(active_pool, active_embedder, settings, make_reranker(active_rerank_llm, settings))
         holder["services"] = services
         stop = asyncio.Event()
         wake = asyncio.Event()
@@ -114,6 +116,9 @@ def create_app(
                 task.cancel()
                 with suppress(asyncio.CancelledError, Exception):
                     await task
+            for client in owned:
+                with suppress(Exception):
+                    await client.close()
             if own_pool:
                 await active_pool.close()
             if database is not None:

@@ -83,6 +83,7 @@ class Settings(BaseSettings):
     rerank_timeout_s: float = 30.0
     rerank_deadline_s: float = 120.0
     rerank_passage_chars: int = 1000
+    rerank_client_shards: int = 8  # small HTTP connection pools the parallel rerank calls are spread over
 
     # --- chat / LLM ---
     ollama_host: str = "http://127.0.0.1:11434"

@@ -13,11 +13,11 @@ from server.settings import LOCAL_OWNER_ID, Settings
 
 
 def build_searcher(rt: Any, settings: Settings) -> Any:
-    from server.app import default_llm
+    from server.chat.clients import rerank_client
     from server.retrieval.rerank_factory import make_reranker
     from server.retrieval.search import Searcher
 
-    return Searcher(rt.pool, rt.embedder, settings, make_reranker(default_llm(settings), settings))
+    return Searcher(rt.pool, rt.embedder, settings, make_reranker(rerank_client(settings), settings))
 
 
 async def _search(settings: Settings, args: argparse.Namespace) -> int:

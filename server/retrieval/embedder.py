@@ -24,6 +24,7 @@ log = logging.getLogger(__name__)
 
 Precision = Literal["auto", "fp32", "bf16"]
 BF16_MIN_COSINE = 0.999
+PREPARED_QUERY_WORDS = 64  # query lengths (in word pieces) whose bf16 kernels are built at load
 _CALIBRATION = (
     "How many days of paid holiday do employees get?",
     "Mutations in the BRCA1 gene increase the risk of breast cancer.",
@@ -84,6 +85,8 @@ class SentenceTransformerEmbedder:
         self.max_tokens = int(self.model.max_seq_length)
         self.query_model, self.query_precision = self._query_model(query_precision)
         self._queries = QueryBatcher(self._encode_queries, max_batch=batch_size)
+        if self.query_precision == "bf16":
+            self._prepare_query_shapes()
 
     @cached_property
     def tokenizer(self) -> Any:
@@ -139,6 +142,12 @@ class SentenceTransformerEmbedder:
             log.warning("bfloat16 query embeddings disagree with float32 (cosine %.4f): using float32", cosine)
             return self.model, "fp32"
         return candidate, "bf16"
+
+    def _prepare_query_shapes(self, max_words: int = PREPARED_QUERY_WORDS) -> None:
+        """oneDNN builds its bf16 kernels per input shape (~6 ms the first time): build them for the usual
+        query lengths now (about half a second), not during the first searches."""
+        for n in range(1, max_words + 1):
+            self._encode_queries([" ".join(["word"] * n)])
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         if not texts:

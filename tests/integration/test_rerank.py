@@ -122,3 +122,14 @@ async def test_http_search_reports_rerank(corpus: None, live_app: Any, fake_olla
         assert plain["reranked"] is False and plain["timing_ms"]["rerank_ms"] == 0
         assert all(c["trace"]["rerank_score"] is None for c in plain["chunks"])
         assert len(fake_ollama.chat_requests) == len(DOCS)
+
+
+async def test_app_reranks_through_its_own_sharded_client(corpus: None, live_app: Any, fake_ollama: FakeOllama) -> None:
+    """No client handed in: the app builds the chat client and the rerank shards from OLLAMA_HOST."""
+    fake_ollama.responder = judge
+    server = live_app(ollama_host=fake_ollama.url, rerank_enabled=True)
+    async with httpx.AsyncClient(base_url=server.url, timeout=30) as http:
+        body = (await http.get("/api/search", params={"q": "what makes bread rise?", "limit": 2})).json()
+    assert body["reranked"] is True
+    assert [c["filename"] for c in body["chunks"]] == ["baking.txt", "volcano.txt"]
+    assert len(fake_ollama.chat_requests) == len(DOCS)
