@@ -70,23 +70,36 @@ async def claim(
     conn: AsyncConnection, *, limit: int, ids: Sequence[UUID] | None = None, stale_after_s: int = 600
 ) -> list[dict[str, Any]]:
     """Lock up to `limit` queued documents (or ones a crashed worker left processing) for this worker."""
+    # Two statements, so each can use its index: the primary key for an explicit id list (the CLI's own
+    # documents), the partial queued index otherwise. A generic `ids IS NULL OR id = ANY(ids)` uses neither
+    # and rescans the whole list for every queued row.
+    if ids is None:
+        where, params = "status = 'queued'", []
+    else:
+        where, params = "id = ANY(%s::uuid[]) AND status = 'queued'", [list(ids)]
+    stale_where = "status = 'processing' AND locked_at < now() - make_interval(secs => %s)"
+    stale_params: list[Any] = [stale_after_s]
+    if ids is not None:
+        stale_where += " AND id = ANY(%s::uuid[])"
+        stale_params.append(list(ids))
     rows = await (
         await conn.execute(
-            """UPDATE documents d SET status = 'processing', locked_at = now(), attempts = attempts + 1,
+            f"""WITH fresh AS (SELECT id, created_at FROM documents WHERE {where}
+                               ORDER BY created_at LIMIT %s FOR UPDATE SKIP LOCKED),
+                     stale AS (SELECT id, created_at FROM documents WHERE {stale_where}
+                               ORDER BY created_at LIMIT %s FOR UPDATE SKIP LOCKED),
+                     picked AS (SELECT id FROM (SELECT * FROM fresh UNION ALL SELECT * FROM stale) both_kinds
+                                ORDER BY created_at LIMIT %s)
+                UPDATE documents d SET status = 'processing', locked_at = now(), attempts = attempts + 1,
                        updated_at = now()
-                FROM (SELECT id FROM documents
-                      WHERE (status = 'queued'
-                             OR (status = 'processing' AND locked_at < now() - make_interval(secs => %s)))
-                        AND (%s::uuid[] IS NULL OR id = ANY(%s::uuid[]))
-                      ORDER BY created_at
-                      LIMIT %s FOR UPDATE SKIP LOCKED) picked
+                FROM picked
                 WHERE d.id = picked.id
-                RETURNING d.id, d.owner_id, d.filename, d.title, d.content_type, d.metadata,
+                RETURNING d.id, d.owner_id, d.filename, d.title, d.content_type, d.metadata, d.created_at,
                           (SELECT data FROM document_blobs b WHERE b.document_id = d.id) AS data""",
-            (stale_after_s, list(ids) if ids is not None else None, list(ids) if ids is not None else None, limit),
+            (*params, limit, *stale_params, limit, limit),
         )
     ).fetchall()
-    return rows
+    return sorted(rows, key=lambda r: r["created_at"])  # RETURNING has no order of its own
 
 
 async def set_progress(conn: AsyncConnection, document_id: UUID, done: int, total: int | None) -> None:

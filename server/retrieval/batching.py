@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import weakref
 from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
 
 import numpy as np
 
@@ -23,11 +24,13 @@ class _LoopState:
 
 
 class QueryBatcher:
-    """`await embed(texts)` → one row per text; `encode` runs in a thread, one batch at a time per loop."""
+    """`await embed(texts)` → one row per text; `encode` runs on `executor` (default: asyncio's), one batch
+    at a time per event loop."""
 
-    def __init__(self, encode: Encode, max_batch: int = 64) -> None:
+    def __init__(self, encode: Encode, max_batch: int = 64, executor: Executor | None = None) -> None:
         self._encode = encode
         self.max_batch = max(1, max_batch)
+        self.executor = executor
         self._states: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = weakref.WeakKeyDictionary()
         self.batches = 0  # forward passes run (for tests and benches)
 
@@ -53,7 +56,8 @@ class QueryBatcher:
                     continue
                 self.batches += 1
                 try:
-                    vectors = await asyncio.to_thread(self._encode, [text for text, _ in batch])
+                    texts = [text for text, _ in batch]
+                    vectors = await asyncio.get_running_loop().run_in_executor(self.executor, self._encode, texts)
                 except Exception as exc:  # every caller in this batch gets the error; the next batch runs
                     _fail(batch, exc)
                     continue

@@ -5,6 +5,10 @@ are batched into one forward pass (`QueryBatcher`), and on CPUs with native bflo
 (AVX512-BF16 / AMX, as reported by oneDNN) they run on a bfloat16 copy of the model, about twice as fast.
 That copy is only used after it agrees with the float32 model on calibration sentences (cosine ≥
 `BF16_MIN_COSINE`); `QUERY_EMBED_PRECISION=fp32` turns it off.
+
+Query batches run on one dedicated thread with one torch thread at a lower OS priority (nice +5): the
+event loop, which relays every streamed token, always wins the CPU over a batch of query embeddings, and
+ingestion's document batches keep torch's default thread count.
 """
 
 from __future__ import annotations
@@ -12,7 +16,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property
 from typing import Any, Literal, Protocol
 
@@ -24,6 +30,7 @@ log = logging.getLogger(__name__)
 
 Precision = Literal["auto", "fp32", "bf16"]
 BF16_MIN_COSINE = 0.999
+QUERY_THREAD_NICE = 5  # added to the query thread's nice value (lower priority than the event loop)
 PREPARED_QUERY_WORDS = 64  # query lengths (in word pieces) whose bf16 kernels are built at load
 _CALIBRATION = (
     "How many days of paid holiday do employees get?",
@@ -83,10 +90,14 @@ class SentenceTransformerEmbedder:
         self.model = SentenceTransformer(path or bundled_model_path(), device="cpu")
         self.dim = int(self.model.get_embedding_dimension())
         self.max_tokens = int(self.model.max_seq_length)
+        import torch
+
+        self._doc_threads = torch.get_num_threads()
+        self._query_thread = ThreadPoolExecutor(1, thread_name_prefix="query-embed", initializer=_query_thread_setup)
         self.query_model, self.query_precision = self._query_model(query_precision)
-        self._queries = QueryBatcher(self._encode_queries, max_batch=batch_size)
-        if self.query_precision == "bf16":
-            self._prepare_query_shapes()
+        self._queries = QueryBatcher(self._encode_queries, max_batch=batch_size, executor=self._query_thread)
+        if self.query_precision == "bf16":  # oneDNN kernels depend on the thread count: build them there
+            self._query_thread.submit(self._prepare_query_shapes).result()
 
     @cached_property
     def tokenizer(self) -> Any:
@@ -95,6 +106,11 @@ class SentenceTransformerEmbedder:
     def embed_sync(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        if threading.current_thread().name.startswith("query-embed"):
+            raise RuntimeError("document embedding must not run on the query thread")
+        import torch
+
+        torch.set_num_threads(self._doc_threads)  # per OS thread: a new thread starts from the last value set
         vectors = self.model.encode(
             list(texts),
             batch_size=self.batch_size,
@@ -113,8 +129,8 @@ class SentenceTransformerEmbedder:
         return await self._queries.embed(texts)
 
     def embed_queries_sync(self, texts: Sequence[str]) -> np.ndarray:
-        """The query path without batching (benches, and the CLI's one-off searches)."""
-        return self._encode_queries(list(texts))
+        """The query path without batching (benches and tests), on the query thread."""
+        return self._query_thread.submit(self._encode_queries, list(texts)).result()
 
     def _encode_queries(self, texts: list[str]) -> np.ndarray:
         import torch
@@ -154,6 +170,19 @@ class SentenceTransformerEmbedder:
             return []
         encoded = self.tokenizer(list(texts), add_special_tokens=False, truncation=False)["input_ids"]
         return [len(ids) for ids in encoded]
+
+
+def _query_thread_setup() -> None:
+    """Runs once on the query thread: one torch thread, and a lower priority than the event loop's thread."""
+    import torch
+
+    torch.set_num_threads(1)
+    try:
+        os.setpriority(
+            os.PRIO_PROCESS, threading.get_native_id(), os.getpriority(os.PRIO_PROCESS, 0) + QUERY_THREAD_NICE
+        )
+    except (AttributeError, OSError):  # not Linux, or not allowed: the thread count alone still helps
+        pass
 
 
 def _native_bf16() -> bool:

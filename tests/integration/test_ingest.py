@@ -265,3 +265,24 @@ async def test_two_workers_share_the_queue_without_double_processing(
     )
     assert a.documents_done + b.documents_done == 20
     assert counts(db)["document_chunks"] == 20
+
+
+async def test_claim_takes_queued_and_stale_documents_in_order(pool: Any, settings: Settings) -> None:
+    """Queued documents and ones a crashed worker left `processing` are claimed; live locks are not."""
+    ids = []
+    for name in ("a.txt", "b.txt", "c.txt", "d.txt"):
+        [reg] = await register_bytes(pool, LOCAL_OWNER_ID, name, f"text of {name}".encode(), settings)
+        ids.append(reg.document_id)
+    a, b, c, d = ids
+    async with pool.connection() as conn:
+        await conn.execute(
+            "UPDATE documents SET status = 'processing', locked_at = now() - interval '1 hour' WHERE id = %s", (a,)
+        )
+        await conn.execute("UPDATE documents SET status = 'processing', locked_at = now() WHERE id = %s", (b,))
+        only = await repo.claim(conn, limit=10, ids=[b, d])  # an explicit list: b is live, d is queued
+        assert [r["id"] for r in only] == [d]
+        rest = await repo.claim(conn, limit=10, stale_after_s=600)
+        assert [r["id"] for r in rest] == [a, c]  # the stale one and the queued one, oldest first
+        assert await repo.claim(conn, limit=10) == []
+        statuses = await (await conn.execute("SELECT status, attempts FROM documents WHERE id = %s", (a,))).fetchone()
+    assert statuses["status"] == "processing" and statuses["attempts"] >= 1
