@@ -12,11 +12,6 @@ connection pools, see server/chat/clients.py). Each run is followed by a control
 sent straight through one `ollama.AsyncClient` with the same bound (`one client`), which is what the
 reranker used before and shows what the shards save.
 
-The fake binds its listening socket with protocol 0, so asyncio does not turn on TCP_NODELAY for the accepted
-connections; the fake then writes the response head and body separately and Nagle + the client's delayed ACK
-add ~40 ms to every call (real Ollama, a Go server, sets TCP_NODELAY). The bench sets TCP_NODELAY on the
-fake's listening socket (Linux copies it to accepted sockets); `--raw` skips that to show the artifact.
-
     .venv/bin/python bench/rerank.py [--candidates 30] [--latency 0.2] [--concurrency 1 4 8 30] [--repeats 3]
 
 Writes bench/results/rerank.json.
@@ -30,7 +25,6 @@ import json
 import math
 import os
 import platform
-import socket
 import statistics
 import subprocess
 import sys
@@ -72,15 +66,6 @@ def candidates(n: int) -> list[ChunkHit]:
     ]
 
 
-def enable_nodelay(fake: FakeOllama) -> bool:
-    """TCP_NODELAY on the fake's listening socket(s), inherited by the connections it accepts (Linux)."""
-    server = getattr(fake, "_server", None)
-    sockets = [sock for srv in getattr(server, "servers", []) for sock in srv.sockets]
-    for sock in sockets:
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    return bool(sockets)
-
-
 def responder(body: dict[str, Any]) -> Reply:
     user = body["messages"][-1]["content"]
     return Reply.json({"score": round((sum(map(ord, user)) % 100) / 100, 2)})
@@ -120,9 +105,8 @@ class FakeHandle(Protocol):
 class ThreadFake:
     """The fake on a thread of this process (shares the GIL with the client)."""
 
-    def __init__(self, raw: bool) -> None:
+    def __init__(self) -> None:
         self.fake = FakeOllama().start()
-        self.nodelay = False if raw else enable_nodelay(self.fake)
         self.url = self.fake.url
 
     def fresh(self, latency: float) -> None:
@@ -139,11 +123,10 @@ class ThreadFake:
 class ProcessFake:
     """The fake in a child process (`--role fake`), driven over its stdin/stdout, one command per line."""
 
-    def __init__(self, raw: bool) -> None:
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--role", "fake"] + (["--raw"] if raw else [])
+    def __init__(self) -> None:
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--role", "fake"]
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        self.url, nodelay = self._read().split()
-        self.nodelay = nodelay == "True"
+        self.url = self._read()
 
     def _read(self) -> str:
         assert self.proc.stdout is not None
@@ -171,10 +154,10 @@ class ProcessFake:
         self.proc.wait(10)
 
 
-def serve_fake(raw: bool) -> None:
+def serve_fake() -> None:
     """`--role fake`: serve until stdin closes; `fresh <latency>` and `stats` commands, one per line."""
-    fake = ThreadFake(raw)
-    print(fake.url, fake.nodelay, flush=True)
+    fake = ThreadFake()
+    print(fake.url, flush=True)
     for line in sys.stdin:
         command, *rest = line.split()
         if command == "fresh":
@@ -239,12 +222,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     kinds = ["process", "thread"] if args.fake == "both" else [args.fake]
     by_fake: dict[str, Any] = {}
     for kind in kinds:
-        fake = ProcessFake(args.raw) if kind == "process" else ThreadFake(args.raw)
+        fake = ProcessFake() if kind == "process" else ThreadFake()
         try:
             rows = await measure(fake, hits, args)
         finally:
             fake.close()
-        by_fake[kind] = {"fake_tcp_nodelay": fake.nodelay, "rows": rows}
+        by_fake[kind] = {"rows": rows}
     main = by_fake[kinds[0]]
     return {
         "bench": "rerank",
@@ -255,7 +238,6 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "latency_s": args.latency,
         "repeats": args.repeats,
         "fake": kinds[0],
-        "fake_tcp_nodelay": main["fake_tcp_nodelay"],
         "client_shards": args.shards,
         "target_ratio": TARGET_RATIO,
         "sequential_s": main["rows"][0]["wall_s"],
@@ -269,7 +251,7 @@ def print_table(report: dict[str, Any]) -> None:
     print(f"rerank: {report['candidates']} candidates, {report['latency_s'] * 1000:.0f} ms per call, "
           f"median of {report['repeats']}")  # fmt: skip
     for kind, result in report["by_fake"].items():
-        print(f"fake Ollama in its own {kind} (TCP_NODELAY {result['fake_tcp_nodelay']})"
+        print(f"fake Ollama in its own {kind}"
               + ("  <- the target" if kind == report["fake"] else ""))  # fmt: skip
         print(
             f"{'c':>3} {'wall ms':>8} {'ideal ms':>9} {'ratio':>6} {'speed-up':>9} {'in flight':>9} "
@@ -289,7 +271,6 @@ def main() -> int:
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 8, 30])
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--raw", action="store_true", help="leave the fake's sockets without TCP_NODELAY")
     parser.add_argument(
         "--fake",
         choices=["process", "thread", "both"],
@@ -301,7 +282,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "rerank.json")
     args = parser.parse_args()
     if args.role == "fake":
-        serve_fake(args.raw)
+        serve_fake()
         return 0
     report = asyncio.run(run(args))
     print_table(report)
