@@ -91,13 +91,14 @@ def create_app(
             await active_pool.open(wait=True)
         active_embedder = embedder or await asyncio.to_thread(build_embedder, settings)
         owned: list[Any] = []  # clients built here, closed at shutdown
-        active_llm = llm if llm is not None else chat_client(settings)
+        active_llm = llm
+        if active_llm is None:
+            active_llm = chat_client(settings)
+            owned.append(active_llm)
         active_rerank_llm = rerank_llm if rerank_llm is not None else llm
         if active_rerank_llm is None:
             active_rerank_llm = rerank_client(settings)
             owned.append(active_rerank_llm)
-        if llm is None:
-            owned.append(active_llm)
         services = Services(settings, active_pool, active_embedder, active_llm)
         services.searcher = Searcher(active_pool, active_embedder, settings, make_reranker(active_rerank_llm, settings))
         holder["services"] = services

@@ -106,8 +106,6 @@ class SentenceTransformerEmbedder:
     def embed_sync(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        if threading.current_thread().name.startswith("query-embed"):
-            raise RuntimeError("document embedding must not run on the query thread")
         import torch
 
         torch.set_num_threads(self._doc_threads)  # per OS thread: a new thread starts from the last value set
@@ -133,14 +131,7 @@ class SentenceTransformerEmbedder:
         return self._query_thread.submit(self._encode_queries, list(texts)).result()
 
     def _encode_queries(self, texts: list[str]) -> np.ndarray:
-        import torch
-
-        model = self.query_model
-        with torch.inference_mode():
-            features = model.preprocess(texts)
-            vectors = model(features)["sentence_embedding"].float()
-            vectors = torch.nn.functional.normalize(vectors, p=2, dim=1)
-        return vectors.numpy().astype(np.float32, copy=False)
+        return _encode_with(self.query_model, texts)
 
     def _query_model(self, precision: Precision) -> tuple[Any, str]:
         """The model queries run on: a verified bfloat16 copy when asked for or (auto) natively supported."""
@@ -152,8 +143,7 @@ class SentenceTransformerEmbedder:
             return self.model, "fp32"
         candidate = copy.deepcopy(self.model).to(torch.bfloat16)
         reference = self.embed_sync(_CALIBRATION)
-        self.query_model = candidate
-        cosine = float((self._encode_queries(list(_CALIBRATION)) * reference).sum(axis=1).min())
+        cosine = float((_encode_with(candidate, list(_CALIBRATION)) * reference).sum(axis=1).min())
         if cosine < BF16_MIN_COSINE:
             log.warning("bfloat16 query embeddings disagree with float32 (cosine %.4f): using float32", cosine)
             return self.model, "fp32"
@@ -170,6 +160,17 @@ class SentenceTransformerEmbedder:
             return []
         encoded = self.tokenizer(list(texts), add_special_tokens=False, truncation=False)["input_ids"]
         return [len(ids) for ids in encoded]
+
+
+def _encode_with(model: Any, texts: list[str]) -> np.ndarray:
+    """L2-normalised float32 sentence embeddings (pooled as the model defines), from a model of any precision."""
+    import torch
+
+    with torch.inference_mode():
+        features = model.preprocess(texts)
+        vectors = model(features)["sentence_embedding"].float()
+        vectors = torch.nn.functional.normalize(vectors, p=2, dim=1)
+    return vectors.numpy().astype(np.float32, copy=False)
 
 
 def _query_thread_setup() -> None:
