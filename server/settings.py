@@ -5,14 +5,10 @@ from __future__ import annotations
 from enum import StrEnum
 from pathlib import Path
 from typing import Literal
-from uuid import UUID
 
 import platformdirs
-from pydantic import Field, field_validator, model_validator
+from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
-
-#: The built-in owner used until accounts exist (seeded by migration 0001).
-LOCAL_OWNER_ID = UUID("00000000-0000-0000-0000-000000000001")
 
 
 class SearchMode(StrEnum):
@@ -24,6 +20,12 @@ class SearchMode(StrEnum):
 class EmbedProvider(StrEnum):
     sentence_transformers = "sentence-transformers"
     ollama = "ollama"
+    openai = "openai"
+
+
+class LLMProviderName(StrEnum):
+    ollama = "ollama"
+    openai = "openai"
 
 
 def _default_data_dir() -> Path:
@@ -54,8 +56,11 @@ class Settings(BaseSettings):
     # --- embeddings ---
     embed_provider: EmbedProvider = EmbedProvider.sentence_transformers
     embed_model: str = "all-MiniLM-L6-v2"
-    embed_dim: int = 384
+    embed_dim: int | None = None  # remote models: asked of the model when unset
     embed_batch_size: int = 64
+    embed_timeout_s: float = 60.0  # one remote embedding request
+    reembed_grace_s: float = 5.0  # after a switch, old vectors stay this long for searches already under way
+    spaces_refresh_s: float = 2.0  # how often a process re-reads which embedding space is active
     # queries on a bfloat16 copy of the model: auto = when the CPU has native bf16 matmuls (and it agrees)
     query_embed_precision: Literal["auto", "fp32", "bf16"] = "auto"
 
@@ -86,10 +91,13 @@ class Settings(BaseSettings):
     rerank_client_shards: int = 8  # small HTTP connection pools the parallel rerank calls are spread over
 
     # --- chat / LLM ---
+    llm_provider: LLMProviderName = LLMProviderName.ollama
     ollama_host: str = "http://127.0.0.1:11434"
+    openai_base_url: str = "http://127.0.0.1:8080/v1"
+    openai_api_key: SecretStr | None = None
     chat_model: str = "llama3.2"
-    ollama_timeout_s: float = 120.0
-    ollama_connect_timeout_s: float = 5.0
+    llm_timeout_s: float = Field(default=120.0, validation_alias=AliasChoices("llm_timeout_s", "ollama_timeout_s"))
+    llm_connect_timeout_s: float = 5.0
     chat_max_tool_rounds: int = 3
     chat_max_message_chars: int = 8000
     chat_history_messages: int = 20

@@ -1,6 +1,6 @@
 """The tool loop as an async generator of events, independent of HTTP and of the database.
 
-history + question ──> Ollama (stream, tools=[search_documents]) ──tokens──> `token` events
+history + question ──> LLM provider (stream, tools=[search_documents]) ──tokens──> `token` events
                           │ tool calls (at most `chat_max_tool_rounds` rounds, then one call without tools)
                           v
                  search ──> `tool_call` / `tool_result` events, numbered passages back to the model
@@ -18,9 +18,6 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 from uuid import UUID
 
-from ollama import ResponseError
-
-from server.chat.llm import is_no_tools_error, is_think_rejected
 from server.chat.prompts import FALLBACK_SYSTEM_PROMPT, SYSTEM_PROMPT, fallback_user_message, tool_message
 from server.chat.tools import (
     SEARCH_TOOL,
@@ -30,12 +27,13 @@ from server.chat.tools import (
     run_search,
     tool_result_payload,
 )
-from server.retrieval.models import SearchResult
+from server.core.principal import Principal
+from server.core.search import SearchResult, SearchService
+from server.providers.llm.base import ChatChunk, LLMProvider, ToolCall, ToolsUnsupported
 from server.settings import Settings
 
 log = logging.getLogger(__name__)
 MAX_CALLS_PER_ROUND = 4
-_THINK_REJECTED: set[str] = set()  # models this process's Ollama rejected `think` for (0.12.4-0.12.5)
 
 
 class ChatEvent(NamedTuple):
@@ -67,19 +65,20 @@ class Turn:
         self._calls += 1
         return f"call_{self._calls}"
 
-    def count(self, part: Any) -> None:
-        self.usage["prompt_tokens"] += int(getattr(part, "prompt_eval_count", None) or 0)
-        self.usage["completion_tokens"] += int(getattr(part, "eval_count", None) or 0)
-        self.finish_reason = getattr(part, "done_reason", None) or "stop"
+    def count(self, chunk: ChatChunk) -> None:
+        self.usage["prompt_tokens"] += chunk.prompt_tokens
+        self.usage["completion_tokens"] += chunk.completion_tokens
+        self.finish_reason = chunk.finish_reason or "stop"
 
 
 @dataclass
 class ChatContext:
     """The clients and per-request choices the loop needs."""
 
-    llm: Any  # ollama.AsyncClient
-    searcher: Any  # server.retrieval.search.Searcher
+    llm: LLMProvider
+    search: SearchService
     settings: Settings
+    principal: Principal
     document_ids: list[UUID] | None = None
     search_mode: str | None = None
     rerank: bool | None = None
@@ -98,13 +97,13 @@ async def run_loop(
     while True:
         offer_tools = tools_supported and rounds < ctx.settings.chat_max_tool_rounds
         round_parts: list[str] = []
-        calls: list[Any] = []
+        calls: list[ToolCall] = []
         try:
             async with aclosing(_stream_reply(ctx, messages, offer_tools, turn, round_parts, calls)) as replies:
                 async for event in replies:
                     yield event
-        except Exception as exc:
-            if not (offer_tools and is_no_tools_error(exc) and not round_parts and not calls):
+        except ToolsUnsupported:
+            if not (offer_tools and not round_parts and not calls):
                 raise
             tools_supported = False
         if not tools_supported and not turn.tool_calls:
@@ -117,15 +116,7 @@ async def run_loop(
             return  # a final answer (tool calls made on a call without tools are ignored)
         rounds += 1
         turn.usage["tool_rounds"] = rounds
-        messages.append(
-            {
-                "role": "assistant",
-                "content": "".join(round_parts),
-                "tool_calls": [
-                    {"function": {"name": c.function.name, "arguments": c.function.arguments}} for c in calls
-                ],
-            }
-        )
+        messages.append({"role": "assistant", "content": "".join(round_parts), "tool_calls": list(calls)})
         for index, call in enumerate(calls):
             async with aclosing(_run_tool(ctx, call, index, messages, turn)) as events:
                 async for event in events:
@@ -138,37 +129,21 @@ async def _stream_reply(
     offer_tools: bool,
     turn: Turn,
     round_parts: list[str],
-    calls: list[Any],
+    calls: list[ToolCall],
 ) -> AsyncIterator[ChatEvent]:
-    """One streamed model call. `think=False` is sent explicitly, unless this Ollama rejected it for the model."""
+    """One streamed model call: text becomes `token` events, tool calls are collected into `calls`."""
     turn.usage["llm_calls"] += 1
-    model = ctx.settings.chat_model
     tools = [SEARCH_TOOL] if offer_tools else None
-    while True:
-        think = model not in _THINK_REJECTED
-        stream = await ctx.llm.chat(
-            model=model, messages=messages, tools=tools, stream=True, **({"think": False} if think else {})
-        )
-        started = False
-        async with aclosing(stream):
-            try:
-                async for part in stream:
-                    started = True
-                    message = part.message
-                    if message.content:
-                        round_parts.append(message.content)
-                        turn.parts.append(message.content)
-                        yield ChatEvent("token", {"delta": message.content})
-                    if message.tool_calls:
-                        calls.extend(message.tool_calls)
-                    if part.done:
-                        turn.count(part)
-                return
-            except ResponseError as exc:
-                if started or not think or not is_think_rejected(exc):
-                    raise
-        log.info("Ollama rejects `think` for %s: sending it no more", model)
-        _THINK_REJECTED.add(model)
+    stream = ctx.llm.stream_chat(model=ctx.settings.chat_model, messages=messages, tools=tools)
+    async with aclosing(stream):  # type: ignore[type-var]
+        async for chunk in stream:
+            if chunk.content:
+                round_parts.append(chunk.content)
+                turn.parts.append(chunk.content)
+                yield ChatEvent("token", {"delta": chunk.content})
+            calls.extend(chunk.tool_calls)
+            if chunk.done:
+                turn.count(chunk)
 
 
 async def _search_events(
@@ -185,7 +160,8 @@ async def _search_events(
     turn.tool_calls.append(call)
     yield ChatEvent("tool_call", call)
     result = await run_search(
-        ctx.searcher,
+        ctx.search,
+        ctx.principal,
         query,
         limit=ctx.settings.chat_search_limit,
         document_ids=document_ids,
@@ -201,23 +177,27 @@ async def _search_events(
 
 
 async def _run_tool(
-    ctx: ChatContext, call: Any, index: int, messages: list[dict[str, Any]], turn: Turn
+    ctx: ChatContext, call: ToolCall, index: int, messages: list[dict[str, Any]], turn: Turn
 ) -> AsyncIterator[ChatEvent]:
-    name = str(call.function.name)
-    arguments = dict(call.function.arguments or {})
+    name = call.name
+    arguments = call.arguments
     try:
         if index >= MAX_CALLS_PER_ROUND:
             raise ToolArgumentError(f"at most {MAX_CALLS_PER_ROUND} searches at once; wait for these results")
+        if not isinstance(arguments, dict):
+            raise ToolArgumentError(f'the arguments were not valid JSON; call {TOOL_NAME} with {{"query": "..."}}')
         args = parse_search_args(name, arguments, ctx.document_ids)
     except ToolArgumentError as exc:
         log.info("rejected tool call %s(%r): %s", name, arguments, exc)
-        messages.append({"role": "tool", "tool_name": name, "content": f"Error: {exc}"})
+        messages.append({"role": "tool", "tool_call_id": call.id, "name": name, "content": f"Error: {exc}"})
         return
 
     def feed(result: SearchResult, start: int) -> None:
-        messages.append({"role": "tool", "tool_name": TOOL_NAME, "content": tool_message(result, start)})
+        messages.append(
+            {"role": "tool", "tool_call_id": call.id, "name": TOOL_NAME, "content": tool_message(result, start)}
+        )
 
-    async with aclosing(_search_events(ctx, arguments, args.query, args.document_ids, turn, feed)) as events:
+    async with aclosing(_search_events(ctx, dict(arguments), args.query, args.document_ids, turn, feed)) as events:
         async for event in events:
             yield event
 

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from server.retrieval.models import ChunkHit, SearchResult
+from server.core.search import ChunkHit, SearchResult
 
 TITLE_MAX_CHARS = 60
 SOURCE_TITLE_CHARS = 80  # document titles in passage headers

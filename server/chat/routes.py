@@ -10,14 +10,13 @@ from litestar import Controller, delete, get, patch, post
 from pydantic import BaseModel
 from sse_starlette import EventSourceResponse
 
-from server.chat import repository as repo
-from server.chat.llm import describe_failure
+from server.chat.faults import describe_failure
+from server.chat.service import ChatRequest, ChatService
 from server.chat.sse import server_sent_events
-from server.chat.stream import DB_TIMEOUT_S, ChatRequest, chat_events
-from server.errors import BadRequest, NotFound, ServiceUnavailable
-from server.retrieval.search import parse_mode
-from server.services import Services
-from server.settings import LOCAL_OWNER_ID, SearchMode, Settings
+from server.core.errors import BadRequest, ServiceUnavailable
+from server.core.principal import Principal
+from server.core.search import parse_mode
+from server.settings import SearchMode, Settings
 
 PING_S = 15  # keep-alive comment lines, so proxies don't close a stream while the model thinks
 SEND_TIMEOUT_S = 60  # a client that stops reading for this long is treated as gone
@@ -57,24 +56,18 @@ def validate_chat(body: ChatBody, settings: Settings) -> ChatRequest:
     )
 
 
-async def _require_thread(services: Services, thread_id: UUID) -> dict[str, Any]:
-    try:
-        async with services.pool.connection(timeout=DB_TIMEOUT_S) as conn:
-            thread = await repo.get_thread(conn, LOCAL_OWNER_ID, thread_id)
-    except psycopg.Error as exc:
-        raise ServiceUnavailable(describe_failure(exc, services.settings).message) from exc
-    if thread is None:
-        raise NotFound(f"thread {thread_id} not found")
-    return thread
-
-
 @post("/api/chat", status_code=200, media_type="text/event-stream")
-async def chat(data: ChatBody, services: Services) -> EventSourceResponse:
+async def chat(data: ChatBody, chat: ChatService, principal: Principal) -> EventSourceResponse:
     """Ask a question; the answer streams back as server-sent events (thread, tool_call, tool_result, token, done)."""
-    req = validate_chat(data, services.settings)
+    req = validate_chat(data, chat.settings)
     if req.thread_id is not None:
-        await _require_thread(services, req.thread_id)
-    return EventSourceResponse(server_sent_events(chat_events(services, req)), ping=PING_S, send_timeout=SEND_TIMEOUT_S)
+        try:
+            await chat.get_thread(principal, req.thread_id)
+        except psycopg.Error as exc:
+            raise ServiceUnavailable(describe_failure(exc).message) from exc
+    return EventSourceResponse(
+        server_sent_events(chat.events(principal, req)), ping=PING_S, send_timeout=SEND_TIMEOUT_S
+    )
 
 
 def thread_json(row: dict[str, Any]) -> dict[str, Any]:
@@ -103,41 +96,30 @@ class ThreadController(Controller):
     path = "/api/threads"
 
     @get("/")
-    async def list_threads(self, services: Services) -> dict[str, Any]:
+    async def list_threads(self, chat: ChatService, principal: Principal) -> dict[str, Any]:
         """Threads, most recently active first."""
-        async with services.pool.connection() as conn:
-            rows = await repo.list_threads(conn, LOCAL_OWNER_ID)
-        return {"threads": [thread_json(r) for r in rows]}
+        return {"threads": [thread_json(r) for r in await chat.list_threads(principal)]}
 
     @get("/{thread_id:uuid}")
-    async def get_thread(self, thread_id: UUID, services: Services) -> dict[str, Any]:
+    async def get_thread(self, thread_id: UUID, chat: ChatService, principal: Principal) -> dict[str, Any]:
         """A thread with its messages (assistant messages carry their tool calls and exact tool results)."""
-        async with services.pool.connection() as conn:
-            thread = await repo.get_thread(conn, LOCAL_OWNER_ID, thread_id)
-            if thread is None:
-                raise NotFound(f"thread {thread_id} not found")
-            messages = await repo.list_messages(conn, LOCAL_OWNER_ID, thread_id)
+        thread, messages = await chat.get_thread(principal, thread_id, with_messages=True)
         return {**thread_json(thread), "messages": [message_json(m) for m in messages]}
 
     @patch("/{thread_id:uuid}")
-    async def rename_thread(self, thread_id: UUID, data: ThreadPatch, services: Services) -> dict[str, Any]:
+    async def rename_thread(
+        self, thread_id: UUID, data: ThreadPatch, chat: ChatService, principal: Principal
+    ) -> dict[str, Any]:
         title = " ".join(data.title.replace("\x00", "").split())
         if not title:
             raise BadRequest("title is empty")
         if len(title) > TITLE_MAX_CHARS:
             raise BadRequest(f"title is too long (at most {TITLE_MAX_CHARS} characters)")
-        async with services.pool.connection() as conn:
-            thread = await repo.rename_thread(conn, LOCAL_OWNER_ID, thread_id, title)
-        if thread is None:
-            raise NotFound(f"thread {thread_id} not found")
-        return thread_json(thread)
+        return thread_json(await chat.rename_thread(principal, thread_id, title))
 
     @delete("/{thread_id:uuid}", status_code=204)
-    async def delete_thread(self, thread_id: UUID, services: Services) -> None:
-        async with services.pool.connection() as conn:
-            deleted = await repo.delete_thread(conn, LOCAL_OWNER_ID, thread_id)
-        if not deleted:
-            raise NotFound(f"thread {thread_id} not found")
+    async def delete_thread(self, thread_id: UUID, chat: ChatService, principal: Principal) -> None:
+        await chat.delete_thread(principal, thread_id)
 
 
 def chat_handlers() -> list[Any]:

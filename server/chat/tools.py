@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from server.retrieval.models import SearchFilters, SearchResult
-from server.settings import LOCAL_OWNER_ID
+from server.core.principal import Principal
+from server.core.search import SearchFilters, SearchResult, SearchService
 
 TOOL_NAME = "search_documents"
 MAX_QUERY_CHARS = 1000
@@ -90,10 +90,17 @@ def parse_search_args(name: str, arguments: Any, allowed: list[UUID] | None) -> 
 
 
 async def run_search(
-    searcher: Any, query: str, *, limit: int, document_ids: list[UUID] | None, mode: str | None, rerank: bool | None
+    search: SearchService,
+    principal: Principal,
+    query: str,
+    *,
+    limit: int,
+    document_ids: list[UUID] | None,
+    mode: str | None,
+    rerank: bool | None,
 ) -> SearchResult:
     filters = SearchFilters(document_ids=document_ids) if document_ids else None
-    return await searcher.search(query, owner=LOCAL_OWNER_ID, limit=limit, mode=mode, filters=filters, rerank=rerank)
+    return await search.search(query, principal=principal, limit=limit, mode=mode, filters=filters, rerank=rerank)
 
 
 def tool_result_payload(call_id: str, result: SearchResult) -> dict[str, Any]:

@@ -7,15 +7,16 @@ a section (page or heading), never cuts a word, and empty text yields no chunk.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from server.documents.parsers import Section
+from server.vectors.store import content_hash, embedding_text
+
+__all__ = ["Chunk", "chunk_sections", "content_hash", "embedding_text"]
 
 _SENTENCE_END = re.compile(r"(?<=[.!?。])\s+(?=[\"'(\[“‘]?[A-Z0-9À-ÖØ-Þ])")
-_TITLE_CHARS = 200  # cap on the title prefixed to each chunk's embedding text
 
 TokenCounter = Callable[[Sequence[str]], list[int]]
 
@@ -33,16 +34,6 @@ class _Unit:
     text: str
     tokens: int
     paragraph_start: bool
-
-
-def embedding_text(title: str, content: str) -> str:
-    """What gets embedded: the (capped) document title, then the chunk text."""
-    title = title.strip()[:_TITLE_CHARS]
-    return f"{title}\n{content}" if title else content
-
-
-def content_hash(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _sentences(paragraph: str) -> list[str]:

@@ -11,6 +11,8 @@ import numpy as np
 from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
 
+from server.vectors.store import Space, VectorRow, insert_vectors
+
 DOCUMENT_COLUMNS = """id, owner_id, filename, title, content_type, byte_size, sha256, status, chunks_total,
     chunks_done, page_count, error, metadata, created_at, updated_at"""
 
@@ -34,6 +36,10 @@ class StoredChunk:
     token_count: int
     content_hash: str
     embedding: np.ndarray
+
+
+class SpaceChanged(Exception):
+    """The embedding space switched while this document was being embedded: embed it again."""
 
 
 async def insert_document(conn: AsyncConnection, owner: UUID, doc: NewDocument) -> tuple[UUID, bool, str]:
@@ -118,28 +124,6 @@ async def mark_failed(conn: AsyncConnection, document_id: UUID, error: str) -> N
     )
 
 
-async def cached_embeddings(
-    conn: AsyncConnection, owner: UUID, hashes: Sequence[str], model: str
-) -> dict[str, np.ndarray]:
-    """Embeddings already stored for these content hashes with this model (reused on re-ingestion)."""
-    if not hashes:
-        return {}
-    rows = await (
-        await conn.execute(
-            """SELECT DISTINCT ON (content_hash) content_hash, embedding FROM document_chunks
-               WHERE owner_id = %s AND embedding_model = %s AND content_hash = ANY(%s)
-                 AND embedding IS NOT NULL""",
-            (owner, model, list(hashes)),
-        )
-    ).fetchall()
-    return {r["content_hash"]: as_array(r["embedding"]) for r in rows}
-
-
-def as_array(value: Any) -> np.ndarray:
-    """pgvector returns `Vector` objects (or arrays, depending on version): always hand back float32 numpy."""
-    return np.asarray(value.to_numpy() if hasattr(value, "to_numpy") else value, dtype=np.float32)
-
-
 async def store_chunks(
     conn: AsyncConnection,
     *,
@@ -147,16 +131,22 @@ async def store_chunks(
     owner: UUID,
     title: str,
     chunks: Sequence[StoredChunk],
-    model: str,
+    space: Space,
     page_count: int | None,
     metadata: dict[str, Any],
     replaces_source: str | None,
 ) -> None:
-    """Replace the document's chunks and flip it to ready, in the caller's transaction."""
+    """Replace the document's chunks and their vectors (in `space`, which must still be the active one) and
+    flip it to ready, in the caller's transaction."""
+    state = await (
+        await conn.execute("SELECT state FROM embedding_spaces WHERE id = %s FOR SHARE", (space.id,))
+    ).fetchone()
+    if state is None or state["state"] != "active":
+        raise SpaceChanged(f"embedding space {space.id} is no longer active")
     await conn.execute("DELETE FROM document_chunks WHERE document_id = %s", (document_id,))
     async with conn.cursor().copy(
         """COPY document_chunks (document_id, owner_id, chunk_index, title, content, page, section,
-                                 token_count, content_hash, embedding, embedding_model) FROM STDIN"""
+                                 token_count, content_hash) FROM STDIN"""
     ) as copy:
         for c in chunks:
             await copy.write_row(
@@ -170,10 +160,17 @@ async def store_chunks(
                     c.section,
                     c.token_count,
                     c.content_hash,
-                    c.embedding,
-                    model,
                 )
             )
+    ids = await (
+        await conn.execute("SELECT id, chunk_index FROM document_chunks WHERE document_id = %s", (document_id,))
+    ).fetchall()
+    by_index = {r["chunk_index"]: r["id"] for r in ids}
+    await insert_vectors(
+        conn,
+        space,
+        [VectorRow(by_index[c.chunk_index], document_id, owner, c.content_hash, c.embedding) for c in chunks],
+    )
     await conn.execute(
         """UPDATE documents SET status = 'ready', error = NULL, title = %s, chunks_total = %s, chunks_done = %s,
                page_count = %s, metadata = metadata || %s, locked_at = NULL, updated_at = now()

@@ -8,11 +8,9 @@ from uuid import UUID
 from litestar import Controller, Request, delete, get, post
 from litestar.datastructures import UploadFile
 
-from server.documents import repository as repo
-from server.documents.ingest import register_bytes
-from server.errors import BadRequest, NotFound
-from server.services import Services
-from server.settings import LOCAL_OWNER_ID
+from server.core.errors import BadRequest, NotFound
+from server.core.principal import Principal
+from server.documents.service import DocumentService
 
 
 def document_json(row: dict[str, Any]) -> dict[str, Any]:
@@ -37,13 +35,11 @@ class DocumentController(Controller):
     path = "/api/documents"
 
     @get("/")
-    async def list_documents(self, services: Services) -> dict[str, Any]:
-        async with services.pool.connection() as conn:
-            rows = await repo.list_documents(conn, LOCAL_OWNER_ID)
-        return {"documents": [document_json(r) for r in rows]}
+    async def list_documents(self, documents: DocumentService, principal: Principal) -> dict[str, Any]:
+        return {"documents": [document_json(r) for r in await documents.list(principal)]}
 
     @post("/", status_code=201)
-    async def upload(self, request: Request, services: Services) -> dict[str, Any]:
+    async def upload(self, request: Request, documents: DocumentService, principal: Principal) -> dict[str, Any]:
         """Multipart upload, one or more `files` fields; each file is queued, a duplicate, or rejected."""
         form = await request.form()
         uploads = [f for f in form.getall("files") if isinstance(f, UploadFile)] if "files" in form else []
@@ -52,39 +48,26 @@ class DocumentController(Controller):
         results: list[dict[str, Any]] = []
         for upload in uploads:
             data = await upload.read()
-            outcomes = await register_bytes(
-                services.pool, LOCAL_OWNER_ID, upload.filename or "upload", data, services.settings
-            )
-            async with services.pool.connection() as conn:
-                for outcome in outcomes:
-                    row = (
-                        await repo.get_document(conn, LOCAL_OWNER_ID, outcome.document_id)
-                        if outcome.document_id
-                        else None
-                    )
-                    results.append(
-                        {
-                            "filename": outcome.filename,
-                            "status": outcome.status,
-                            "document": document_json(row) if row else None,
-                            "error": outcome.error,
-                        }
-                    )
-        wake = services.extras.get("wake_worker")
-        if wake is not None:
-            wake()
+            for outcome in await documents.register_upload(principal, upload.filename or "upload", data):
+                row = await documents.get(principal, outcome.document_id) if outcome.document_id else None
+                results.append(
+                    {
+                        "filename": outcome.filename,
+                        "status": outcome.status,
+                        "document": document_json(row) if row else None,
+                        "error": outcome.error,
+                    }
+                )
         return {"results": results}
 
     @get("/{document_id:uuid}")
-    async def get_document(self, document_id: UUID, services: Services) -> dict[str, Any]:
-        async with services.pool.connection() as conn:
-            row = await repo.get_document(conn, LOCAL_OWNER_ID, document_id)
+    async def get_document(self, document_id: UUID, documents: DocumentService, principal: Principal) -> dict[str, Any]:
+        row = await documents.get(principal, document_id)
         if row is None:
             raise NotFound(f"document {document_id} not found")
         return document_json(row)
 
     @delete("/{document_id:uuid}", status_code=204)
-    async def delete_document(self, document_id: UUID, services: Services) -> None:
-        async with services.pool.connection() as conn:
-            if not await repo.delete_document(conn, LOCAL_OWNER_ID, document_id):
-                raise NotFound(f"document {document_id} not found")
+    async def delete_document(self, document_id: UUID, documents: DocumentService, principal: Principal) -> None:
+        if not await documents.delete(principal, document_id):
+            raise NotFound(f"document {document_id} not found")

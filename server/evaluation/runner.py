@@ -6,16 +6,26 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 from uuid import UUID
 
 from psycopg_pool import AsyncConnectionPool
 
-from server.documents.ingest import IngestionPipeline, Progress, register_bytes
+from server.core.principal import Principal
+from server.core.search import SearchService
 from server.evaluation.beir import BeirDataset
 from server.evaluation.metrics import dedup_keep_first, evaluate, percentiles
-from server.retrieval.search import Searcher
-from server.settings import Settings
+
+
+class CorpusLoader(Protocol):
+    """What the evaluation needs from the documents domain (its `DocumentService` fits)."""
+
+    async def register_bulk(self, principal: Principal, filename: str, data: bytes) -> Sequence[Any]: ...
+
+    async def ingest(
+        self, ids: Sequence[UUID] | None = None, on_progress: Callable[[Any], None] | None = None
+    ) -> Any: ...
+
 
 _NAMESPACE = uuid.UUID("5b1f6f0e-6d1c-4d0e-9d55-7e3f1b8a2c10")
 
@@ -27,11 +37,10 @@ def eval_owner(dataset: BeirDataset) -> UUID:
 
 async def ensure_corpus(
     pool: AsyncConnectionPool,
-    embedder: Any,
-    settings: Settings,
+    loader: CorpusLoader,
     dataset: BeirDataset,
     owner: UUID,
-    on_progress: Callable[[Progress], None] | None = None,
+    on_progress: Callable[[Any], None] | None = None,
 ) -> int:
     """Ingest the corpus for `owner` unless it is already there; returns the number of documents ingested now."""
     async with pool.connection() as conn:
@@ -40,14 +49,12 @@ async def ensure_corpus(
             (owner, f"eval:{dataset.path.name}"),
         )
     data = dataset.corpus_path.read_bytes()
-    registered = await register_bytes(
-        pool, owner, dataset.corpus_path.name, data, settings, check_size=False, retry_failed=True
-    )
+    registered = await loader.register_bulk(Principal(owner, "eval", False), dataset.corpus_path.name, data)
     queued = [r.document_id for r in registered if r.status in ("queued", "requeued") and r.document_id]
     if not queued:
         return 0
-    progress = await IngestionPipeline(pool, embedder, settings, on_progress=on_progress).run(queued)
-    return progress.documents_done
+    progress = await loader.ingest(queued, on_progress)
+    return int(progress.documents_done)
 
 
 @dataclass
@@ -60,7 +67,7 @@ class ModeReport:
 
 
 async def run_queries(
-    searcher: Searcher,
+    searcher: SearchService,
     dataset: BeirDataset,
     owner: UUID,
     modes: Sequence[str],
@@ -69,13 +76,14 @@ async def run_queries(
     rerank: bool = False,
 ) -> dict[str, ModeReport]:
     depth = max(ks)
+    principal = Principal(owner, "eval", False)
     reports: dict[str, ModeReport] = {}
     for mode in modes:
         run: dict[str, list[str]] = {}
         latencies: list[float] = []
         for qid, text in dataset.queries.items():
             start = time.perf_counter()
-            result = await searcher.search(text, owner=owner, limit=depth, mode=mode, rerank=rerank)
+            result = await searcher.search(text, principal=principal, limit=depth, mode=mode, rerank=rerank)
             latencies.append((time.perf_counter() - start) * 1000)
             run[qid] = dedup_keep_first(str(h.metadata.get("source_id", h.document_id)) for h in result.chunks)
         reports[mode] = ModeReport(

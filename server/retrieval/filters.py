@@ -7,20 +7,24 @@ from uuid import UUID
 
 from psycopg.types.json import Jsonb
 
-from server.errors import BadRequest
-from server.retrieval.models import SearchFilters
+from server.core.errors import BadRequest
+from server.core.search import SearchFilters
 
 
-def filter_sql(owner: UUID, filters: SearchFilters | None) -> tuple[str, dict[str, Any]]:
-    """A WHERE clause over `c` (document_chunks) with named parameters; always scoped by owner."""
-    clauses = ["c.owner_id = %(owner)s"]
+def filter_sql(owner: UUID, filters: SearchFilters | None, alias: str = "c") -> tuple[str, dict[str, Any]]:
+    """A WHERE clause over `alias` (document_chunks `c`, or chunk_embeddings `e`: both carry owner_id and
+    document_id) with named parameters; always scoped by owner."""
+    if alias not in ("c", "e"):
+        raise ValueError(f"unknown alias {alias!r}")
+    clauses = [f"{alias}.owner_id = %(owner)s"]
     params: dict[str, Any] = {"owner": owner}
     if filters and filters.document_ids:
-        clauses.append("c.document_id = ANY(%(document_ids)s)")
+        clauses.append(f"{alias}.document_id = ANY(%(document_ids)s)")
         params["document_ids"] = list(filters.document_ids)
     if filters and filters.metadata:
         clauses.append(
-            "c.document_id IN (SELECT d.id FROM documents d WHERE d.owner_id = %(owner)s AND d.metadata @> %(meta)s)"
+            f"{alias}.document_id IN (SELECT d.id FROM documents d WHERE d.owner_id = %(owner)s "
+            "AND d.metadata @> %(meta)s)"
         )
         params["meta"] = Jsonb(filters.metadata)
     return " AND ".join(clauses), params

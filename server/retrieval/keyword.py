@@ -18,8 +18,8 @@ from uuid import UUID
 
 from psycopg import AsyncConnection
 
+from server.core.search import SearchFilters
 from server.retrieval.filters import filter_sql
-from server.retrieval.models import SearchFilters
 
 Scorer = Literal["bm25", "ts_rank"]
 MAX_QUERY_TERMS = 32

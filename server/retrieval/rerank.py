@@ -1,4 +1,4 @@
-"""LLM reranker: pointwise relevance scoring of each candidate with Ollama, in parallel, Pydantic-validated.
+"""LLM reranker: pointwise relevance scoring of each candidate with the LLM provider, in parallel, validated.
 
 `LLMReranker.rerank(query, candidates, limit)` asks the model, once per candidate, how relevant the passage
 is to the query (0.0..1.0), then sorts by that score and slices to `limit`. The Searcher calls it when
@@ -6,14 +6,11 @@ is to the query (0.0..1.0), then sorts by that score and slices to `limit`. The 
 candidates.
 
 One call per candidate
-    `chat(model=RERANK_MODEL or CHAT_MODEL, stream=False, think=False, options={"temperature": 0},
-    format=RerankScore.model_json_schema())` with the query and the passage, each capped at
-    `RERANK_PASSAGE_CHARS` (1000) characters. `think` is always sent explicitly (`format` and thinking interact
-    badly on some models). Some Ollama releases reject even `think: false` for models without thinking support
-    (HTTP 400 "... does not support thinking"; relaxed again by ollama/ollama#12555): the call is then retried
-    once without it, and `think` is no longer sent for that model. The reply is cleaned (`<think>` blocks, code
-    fences, prose around the JSON object) and always validated with `RerankScore` (a number in 0..1;
-    out-of-range, non-numeric or missing → invalid).
+    `LLMProvider.complete_json(model=RERANK_MODEL or CHAT_MODEL, schema=RerankScore.model_json_schema())`
+    at temperature 0 (Ollama `format`, OpenAI-compatible `response_format`; the provider handles what its
+    server rejects, such as `think`), with the query and the passage, each capped at `RERANK_PASSAGE_CHARS`
+    (1000) characters. The reply is cleaned (`<think>` blocks, code fences, prose around the JSON object)
+    and always validated with `RerankScore` (a number in 0..1; out-of-range, non-numeric or missing → invalid).
 
 Concurrency
     Calls run in parallel, bounded by one `asyncio.Semaphore(RERANK_CONCURRENCY)` per reranker (so the bound
@@ -53,7 +50,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from server.retrieval.models import ChunkHit
+from server.core.search import ChunkHit
+from server.providers.llm.base import LLMProvider
 from server.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -139,21 +137,14 @@ def _content_key(hit: ChunkHit) -> str:
     return hit.content_hash or hashlib.sha256(hit.content.encode()).hexdigest()
 
 
-def _is_think_unsupported(exc: Exception) -> bool:
-    status = getattr(exc, "status_code", None)
-    message = str(getattr(exc, "error", "") or exc).lower()
-    return status == 400 and "thinking" in message
-
-
 class LLMReranker:
-    """Reranks search hits with an Ollama chat model (`llm` is an `ollama.AsyncClient` or compatible)."""
+    """Reranks search hits with a chat model through any `LLMProvider`."""
 
-    def __init__(self, llm: Any, settings: Settings, *, cache_size: int = DEFAULT_CACHE_SIZE) -> None:
+    def __init__(self, llm: LLMProvider, settings: Settings, *, cache_size: int = DEFAULT_CACHE_SIZE) -> None:
         self.llm = llm
         self.settings = settings
         self.cache_size = max(0, cache_size)
         self._cache: OrderedDict[CacheKey, float] = OrderedDict()
-        self._no_think: set[str] = set()  # models whose server rejected `think`
         self._semaphore: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
 
     # ---- public ----------------------------------------------------------------------------------
@@ -182,9 +173,6 @@ class LLMReranker:
         ]
         out.extend(hit for k, hit in zip(keys, candidates, strict=True) if k not in scores)
         return out[:limit]
-
-    def clear_cache(self) -> None:
-        self._cache.clear()
 
     # ---- scoring ---------------------------------------------------------------------------------
     async def _score_all(self, model: str, query: str, todo: dict[CacheKey, str]) -> dict[CacheKey, float]:
@@ -230,38 +218,22 @@ class LLMReranker:
     async def _score_one(self, model: str, query: str, passage: str) -> float | None:
         """One candidate's score, or None when the call fails, times out or answers invalid JSON."""
         messages = build_messages(query, passage, self.settings.rerank_passage_chars)
+        timeout = self.settings.rerank_timeout_s
         try:
-            response = await asyncio.wait_for(self._chat(model, messages), self.settings.rerank_timeout_s)
+            content = await asyncio.wait_for(
+                self.llm.complete_json(model=model, messages=messages, schema=RERANK_SCHEMA, timeout_s=timeout),
+                timeout,
+            )
         except TimeoutError:
-            log.debug("rerank call timed out after %.1f s", self.settings.rerank_timeout_s)
+            log.debug("rerank call timed out after %.1f s", timeout)
             return None
         except Exception as exc:  # any client/server/transport error scores 0
             log.debug("rerank call failed: %r", exc)
             return None
-        message = getattr(response, "message", None)
-        content = getattr(message, "content", None)
         score = parse_score(content)
         if score is None:
             log.debug("rerank reply rejected: %r", (content or "")[:200])
         return score
-
-    async def _chat(self, model: str, messages: list[dict[str, str]]) -> Any:
-        kwargs: dict[str, Any] = {
-            "model": model,
-            "messages": messages,
-            "stream": False,
-            "format": RERANK_SCHEMA,
-            "options": {"temperature": 0},
-        }
-        if model not in self._no_think:
-            try:
-                return await self.llm.chat(**kwargs, think=False)
-            except Exception as exc:
-                if not _is_think_unsupported(exc):
-                    raise
-                log.info("%s rejects the think option; rerank calls will omit it", model)
-                self._no_think.add(model)
-        return await self.llm.chat(**kwargs)
 
     # ---- helpers ---------------------------------------------------------------------------------
     def _get_semaphore(self) -> asyncio.Semaphore:

@@ -8,15 +8,16 @@ from uuid import UUID
 from litestar import Response, get
 from litestar.params import Parameter
 
+from server.core.principal import Principal
+from server.core.search import SearchFilters
 from server.retrieval.filters import parse_metadata_filters
-from server.retrieval.models import SearchFilters
-from server.services import Services
-from server.settings import LOCAL_OWNER_ID
+from server.retrieval.search import Searcher
 
 
 @get("/api/search")
 async def search(
-    services: Services,
+    searcher: Searcher,
+    principal: Principal,
     q: str = "",
     limit: Annotated[int, Parameter(ge=1, le=100)] = 10,
     mode: str | None = None,
@@ -26,9 +27,7 @@ async def search(
 ) -> Response[dict[str, Any]]:
     """Hybrid/vector/keyword search over the caller's documents."""
     filters = SearchFilters(document_ids=document_ids or None, metadata=parse_metadata_filters(filter_))
-    result = await services.searcher.search(
-        q, owner=LOCAL_OWNER_ID, limit=limit, mode=mode, filters=filters, rerank=rerank
-    )
+    result = await searcher.search(q, principal=principal, limit=limit, mode=mode, filters=filters, rerank=rerank)
     return Response(result.to_api(), headers={"Cache-Control": "private, max-age=60"})
 
 

@@ -1,6 +1,8 @@
 """The one search orchestrator used by the chat tool, the HTTP API, the CLI and the evaluation.
 
-vector ∥ keyword (separate connections, concurrently) → RRF → hydrate → [LLM rerank] → SearchResult.
+vector ∥ keyword (separate connections, concurrently) → fusion (`FUSION`: score, rrf or weighted_rrf)
+→ hydrate → [LLM rerank] → SearchResult. The vector arm searches the active embedding space with that
+space's own model, whatever EMBED_MODEL says (see server/vectors).
 """
 
 from __future__ import annotations
@@ -12,15 +14,18 @@ from typing import Any, Protocol
 from uuid import UUID
 
 import numpy as np
+from psycopg import sql
 from psycopg_pool import AsyncConnectionPool
 
-from server.errors import BadRequest
-from server.retrieval.embedder import Embedder
+from server.core.principal import Principal
+from server.core.search import ChunkHit, Confidence, SearchFilters, SearchResult, Timings, Trace, parse_mode
+from server.providers.embeddings.base import EmbeddingError
 from server.retrieval.fusion import Fused, fuse
 from server.retrieval.keyword import keyword_search
-from server.retrieval.models import ChunkHit, Confidence, SearchFilters, SearchResult, Timings, Trace
 from server.retrieval.vector import vector_search
 from server.settings import SearchMode, Settings
+from server.vectors.registry import ActiveSpace, SpaceRegistry
+from server.vectors.store import Space
 
 HYBRID_ARM_DEPTH = 50  # each arm contributes at least this many ranks to the fusion
 _QUERY_CACHE_SIZE = 512
@@ -32,36 +37,35 @@ class Reranker(Protocol):
         ...
 
 
-def parse_mode(value: str | SearchMode | None, default: SearchMode) -> SearchMode:
-    if value is None or value == "":
-        return default
-    try:
-        return SearchMode(str(value).strip().lower())
-    except ValueError:
-        raise BadRequest(f"unknown search mode {value!r}: use vector, keyword or hybrid") from None
-
-
 def _ms(start: float) -> float:
     return round((time.perf_counter() - start) * 1000, 3)
 
 
 class Searcher:
+    """Implements `server.core.search.SearchService`."""
+
     def __init__(
-        self, pool: AsyncConnectionPool, embedder: Embedder, settings: Settings, reranker: Reranker | None = None
+        self, pool: AsyncConnectionPool, spaces: SpaceRegistry, settings: Settings, reranker: Reranker | None = None
     ) -> None:
         self.pool = pool
-        self.embedder = embedder
+        self.spaces = spaces
         self.settings = settings
         self.reranker = reranker
-        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._vectors: OrderedDict[tuple[int, str], np.ndarray] = OrderedDict()
 
-    async def embed_query(self, query: str) -> np.ndarray:
-        cached = self._vectors.get(query)
+    async def embed_query(self, active: ActiveSpace, query: str) -> np.ndarray:
+        key = (active.space.id, query)
+        cached = self._vectors.get(key)
         if cached is not None:
-            self._vectors.move_to_end(query)
+            self._vectors.move_to_end(key)
             return cached
-        vector = (await self.embedder.embed_queries([query]))[0]
-        self._vectors[query] = vector
+        vector = (await active.embedder.embed_queries([query]))[0]
+        if vector.shape[0] != active.space.dim:
+            raise EmbeddingError(
+                f"{active.embedder.model_name} returned {vector.shape[0]}-dimension vectors but the stored ones "
+                f"({active.space.label}) have {active.space.dim}: run `ragchat reembed` to rebuild them."
+            )
+        self._vectors[key] = vector
         if len(self._vectors) > _QUERY_CACHE_SIZE:
             self._vectors.popitem(last=False)
         return vector
@@ -70,12 +74,13 @@ class Searcher:
         self,
         query: str,
         *,
-        owner: UUID,
+        principal: Principal,
         limit: int = 10,
         mode: str | SearchMode | None = None,
         filters: SearchFilters | None = None,
         rerank: bool | None = None,
     ) -> SearchResult:
+        owner = principal.user_id
         started = time.perf_counter()
         s = self.settings
         search_mode = parse_mode(mode, s.search_mode)
@@ -85,19 +90,25 @@ class Searcher:
         fetch = limit * max(1, s.rerank_candidates_factor) if do_rerank else limit
         timings = Timings()
         text = query.strip()
+        active = await self.spaces.active()
         if not text:
-            return self._result(text, search_mode, [], timings, started, await self._has_embeddings(owner))
+            return self._result(text, search_mode, [], timings, started, await self._has_embeddings(active, owner))
 
         depth = max(fetch, HYBRID_ARM_DEPTH) if search_mode is SearchMode.hybrid else fetch
-        qvec_task = asyncio.create_task(self._timed_embed(text, timings))
+        qvec_task = asyncio.create_task(self._timed_embed(active, text, timings))
         tasks: dict[str, asyncio.Task[Any]] = {}
-        if search_mode in (SearchMode.vector, SearchMode.hybrid):
-            tasks["vector"] = asyncio.create_task(self._vector(qvec_task, owner, depth, filters, timings))
+        if search_mode in (SearchMode.vector, SearchMode.hybrid) and active is not None:
+            tasks["vector"] = asyncio.create_task(self._vector(active.space, qvec_task, owner, depth, filters, timings))
         if search_mode in (SearchMode.keyword, SearchMode.hybrid):
             tasks["keyword"] = asyncio.create_task(self._keyword(text, owner, depth, filters, timings))
         try:
             await asyncio.gather(*tasks.values())
-            qvec = await qvec_task
+            try:
+                qvec = await qvec_task
+            except EmbeddingError:
+                if search_mode is not SearchMode.keyword:
+                    raise
+                qvec = None  # keyword mode only shows the similarity: answer without it
         except BaseException:
             for task in [qvec_task, *tasks.values()]:
                 task.cancel()
@@ -112,7 +123,7 @@ class Searcher:
             fused = [Fused(i, sc, vector_rank=r, vector_score=sc) for r, (i, sc) in enumerate(vec, 1)]
         else:
             fused = [Fused(i, sc, keyword_rank=r, keyword_score=sc) for r, (i, sc) in enumerate(kw, 1)]
-        hits = await self._hydrate(fused, qvec, fused_scores=search_mode is SearchMode.hybrid)
+        hits = await self._hydrate(active, fused, qvec, fused_scores=search_mode is SearchMode.hybrid)
         timings.fuse_ms = _ms(fuse_start)
 
         reranked = False
@@ -123,23 +134,34 @@ class Searcher:
             timings.rerank_ms = _ms(rerank_start)
             reranked = True
         hits = hits[:limit]
-        has_embeddings = True if hits else await self._has_embeddings(owner)
+        has_embeddings = True if hits else await self._has_embeddings(active, owner)
         return self._result(text, search_mode, hits, timings, started, has_embeddings, reranked)
 
-    async def _timed_embed(self, text: str, timings: Timings) -> np.ndarray:
+    async def _timed_embed(self, active: ActiveSpace | None, text: str, timings: Timings) -> np.ndarray | None:
+        if active is None:
+            return None
         start = time.perf_counter()
-        vector = await self.embed_query(text)
+        vector = await self.embed_query(active, text)
         timings.embed_ms = _ms(start)
         return vector
 
     async def _vector(
-        self, qvec_task: asyncio.Task[np.ndarray], owner: UUID, n: int, filters: SearchFilters | None, t: Timings
+        self,
+        space: Space,
+        qvec_task: asyncio.Task[np.ndarray | None],
+        owner: UUID,
+        n: int,
+        filters: SearchFilters | None,
+        t: Timings,
     ) -> list[tuple[int, float]]:
         qvec = await qvec_task
+        if qvec is None:
+            return []
         start = time.perf_counter()
         async with self.pool.connection() as conn:
             rows = await vector_search(
                 conn,
+                space,
                 qvec,
                 owner=owner,
                 n=n,
@@ -169,19 +191,27 @@ class Searcher:
         t.keyword_ms = _ms(start)
         return rows
 
-    async def _hydrate(self, fused: list[Fused], qvec: np.ndarray, *, fused_scores: bool) -> list[ChunkHit]:
+    async def _hydrate(
+        self, active: ActiveSpace | None, fused: list[Fused], qvec: np.ndarray | None, *, fused_scores: bool
+    ) -> list[ChunkHit]:
         if not fused:
             return []
+        if active is None or qvec is None:
+            similarity: sql.Composable = sql.SQL("NULL::float8")
+            join: sql.Composable = sql.SQL("")
+        else:
+            similarity = sql.SQL("1 - ({} <=> %(q)s)").format(active.space.vector_expr("e"))
+            join = sql.SQL("LEFT JOIN chunk_embeddings e ON e.space_id = {} AND e.chunk_id = c.id").format(
+                sql.Literal(active.space.id)
+            )
+        query = sql.SQL(
+            """SELECT c.id, c.document_id, c.chunk_index, c.content, c.page, c.section, c.content_hash,
+                      d.filename, d.title, d.metadata, {} AS similarity
+               FROM document_chunks c JOIN documents d ON d.id = c.document_id {}
+               WHERE c.id = ANY(%(ids)s)"""
+        ).format(similarity, join)
         async with self.pool.connection() as conn:
-            rows = await (
-                await conn.execute(
-                    """SELECT c.id, c.document_id, c.chunk_index, c.content, c.page, c.section, c.content_hash,
-                              d.filename, d.title, d.metadata, 1 - (c.embedding <=> %(q)s) AS similarity
-                       FROM document_chunks c JOIN documents d ON d.id = c.document_id
-                       WHERE c.id = ANY(%(ids)s)""",
-                    {"q": qvec, "ids": [f.id for f in fused]},
-                )
-            ).fetchall()
+            rows = await (await conn.execute(query, {"q": qvec, "ids": [f.id for f in fused]})).fetchall()
         by_id = {r["id"]: r for r in rows}
         hits: list[ChunkHit] = []
         for f in fused:
@@ -214,15 +244,17 @@ class Searcher:
             )
         return hits
 
-    async def _has_embeddings(self, owner: UUID) -> bool:
+    async def _has_embeddings(self, active: ActiveSpace | None, owner: UUID) -> bool:
+        if active is None:
+            return False
         async with self.pool.connection() as conn:
             row = await (
                 await conn.execute(
-                    "SELECT EXISTS (SELECT 1 FROM document_chunks WHERE owner_id = %s AND embedding IS NOT NULL) AS e",
-                    (owner,),
+                    "SELECT EXISTS (SELECT 1 FROM chunk_embeddings WHERE space_id = %s AND owner_id = %s) AS e",
+                    (active.space.id, owner),
                 )
             ).fetchone()
-        return bool(row["e"])
+        return bool(row and row["e"])
 
     def confidence(self, hits: list[ChunkHit]) -> Confidence:
         sims = [h.similarity for h in hits if h.similarity is not None]

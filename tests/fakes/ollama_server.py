@@ -8,354 +8,77 @@ from a uvicorn thread, so the application talks to it through the official `olla
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import json
-import math
-import random
 import re
-import socket
-import threading
 import time
-from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-import uvicorn
+from tests.fakes.script import (
+    DEFAULT_EMBED_DIM,
+    JSON_TYPE,
+    Message,
+    Receive,
+    Reply,
+    RequestRecord,
+    ScriptedServer,
+    Send,
+    ToolSpec,
+    closed_port_url,
+    fake_embedding,
+    full_model_name,
+    no_tools_message,
+    split_tokens,
+)
 
-Message = dict[str, Any]
-Send = Callable[[Message], Awaitable[None]]
-Receive = Callable[[], Awaitable[Message]]
-ToolSpec = tuple[str, Mapping[str, Any] | None]
+__all__ = [
+    "DEFAULT_EMBED_DIM",
+    "DEFAULT_MODELS",
+    "NO_SCRIPT_ERROR",
+    "FakeOllama",
+    "Message",
+    "Receive",
+    "Reply",
+    "RequestRecord",
+    "Send",
+    "ToolSpec",
+    "closed_port_url",
+    "fake_embedding",
+    "full_model_name",
+    "no_tools_message",
+    "split_tokens",
+]
 
 DEFAULT_MODELS: tuple[str, ...] = ("llama3.2:latest",)
-DEFAULT_EMBED_DIM = 384
 NO_SCRIPT_ERROR = "fake ollama: no scripted reply"
-_TOKEN_RE = re.compile(r"\s*\S+|\s+$")
-_JSON = (b"content-type", b"application/json; charset=utf-8")
+_JSON = JSON_TYPE
 _NDJSON = (b"content-type", b"application/x-ndjson")
 _TEXT = (b"content-type", b"text/plain; charset=utf-8")
 _MODIFIED = "2025-01-01T12:00:00.000000Z"
-
-
-def split_tokens(text: str) -> list[str]:
-    """Split text into word-sized deltas (leading whitespace kept); they concatenate back to `text`."""
-    return _TOKEN_RE.findall(text)
-
-
-def fake_embedding(text: str, dim: int = DEFAULT_EMBED_DIM) -> list[float]:
-    """Deterministic, L2-normalised pseudo-embedding seeded by a hash of `text`."""
-    rng = random.Random(int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big"))
-    vec = [rng.gauss(0.0, 1.0) for _ in range(dim)]
-    norm = math.sqrt(sum(x * x for x in vec)) or 1.0
-    return [x / norm for x in vec]
-
-
-def full_model_name(model: str) -> str:
-    """`llama3.2` -> `llama3.2:latest` (the tag defaults to latest)."""
-    return model if ":" in model.rsplit("/", 1)[-1] else f"{model}:latest"
-
-
-def no_tools_message(model: str) -> str:
-    """The exact error text Ollama returns (HTTP 400) when a model has no tool support."""
-    name = full_model_name(model)
-    return f"registry.ollama.ai/{name if '/' in name else 'library/' + name} does not support tools"
-
-
-def closed_port_url() -> str:
-    """URL of a local port where nothing listens (connection refused)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-@dataclass(frozen=True)
-class Reply:
-    """One scripted answer; build it with the classmethods."""
-
-    deltas: tuple[str, ...] = ()  # content deltas, streamed in order
-    calls: tuple[dict[str, Any], ...] = ()  # tool calls, one chunk after the content deltas
-    token_delay: float | None = None  # None -> FakeOllama.token_delay
-    done_reason: str = "stop"
-    status: int = 200  # >= 400 -> HTTP error `{"error": error_message}` instead of a stream
-    error_message: str | None = None
-    error_for_model: bool = False  # no-tools error text derived from the request's model
-    delay: float = 0.0  # extra wait before the first byte (hang)
-    trailer: str | None = None  # raw line sent instead of the final done chunk
-
-    @property
-    def content(self) -> str:
-        """Full assistant content."""
-        return "".join(self.deltas)
-
-    @classmethod
-    def text(cls, text: str, token_delay: float | None = None, done_reason: str = "stop") -> Reply:
-        """Stream `text` split into word-sized deltas."""
-        return cls.tokens(split_tokens(text), token_delay, done_reason)
-
-    @classmethod
-    def tokens(cls, tokens: Iterable[str], token_delay: float | None = None, done_reason: str = "stop") -> Reply:
-        """Stream exactly these deltas."""
-        return cls(deltas=tuple(tokens), token_delay=token_delay, done_reason=done_reason)
-
-    @classmethod
-    def tool_call(
-        cls,
-        name: str | Iterable[ToolSpec],
-        arguments: Mapping[str, Any] | None = None,
-        content_before: str = "",
-        token_delay: float | None = None,
-    ) -> Reply:
-        """One tool call, or several if `name` is a list of (name, arguments); optional content first."""
-        specs = [(name, arguments)] if isinstance(name, str) else list(name)
-        calls = tuple({"function": {"name": n, "arguments": dict(a or {})}} for n, a in specs)
-        return cls(deltas=tuple(split_tokens(content_before)), calls=calls, token_delay=token_delay)
-
-    @classmethod
-    def tool_calls(cls, calls: Iterable[ToolSpec], content_before: str = "") -> Reply:
-        """Several tool calls in one chunk: `Reply.tool_calls([("a", {...}), ("b", {...})])`."""
-        return cls.tool_call(calls, content_before=content_before)
-
-    @classmethod
-    def error(cls, status: int = 500, message: str = "fake ollama: scripted error") -> Reply:
-        """HTTP error with body `{"error": message}`; the client raises `ResponseError` with that status."""
-        return cls(status=status, error_message=message)
-
-    @classmethod
-    def no_tools(cls, model: str | None = None) -> Reply:
-        """400 "registry.ollama.ai/library/<model>:latest does not support tools" (default: request model)."""
-        msg = None if model is None else no_tools_message(model)
-        return cls(status=400, error_for_model=model is None, error_message=msg)
-
-    @classmethod
-    def garbage_mid_stream(
-        cls,
-        tokens: Iterable[str] = ("Hel", "lo"),
-        line: str = "<html>502 Bad Gateway</html>",
-        error: str | None = None,
-        token_delay: float | None = None,
-    ) -> Reply:
-        """Stream valid tokens, then the non-JSON `line` (or `{"error": error}` if `error` is given)."""
-        trailer = json.dumps({"error": error}) if error is not None else line
-        return cls(deltas=tuple(tokens), token_delay=token_delay, trailer=trailer)
-
-    @classmethod
-    def error_mid_stream(
-        cls,
-        tokens: Iterable[str] = ("Hel", "lo"),
-        message: str = "an error was encountered while running the model: unexpected EOF",
-    ) -> Reply:
-        """Stream valid tokens, then `{"error": message}` as Ollama does when the runner fails."""
-        return cls.garbage_mid_stream(tokens, error=message)
-
-    @classmethod
-    def hang(cls, seconds: float, then: Reply | None = None) -> Reply:
-        """Wait `seconds` before the first byte, then answer with `then` (default: empty text)."""
-        return replace(then or cls(), delay=seconds)
-
-    @classmethod
-    def json(cls, obj: Any, token_delay: float | None = None) -> Reply:
-        """Content for `format=` requests: a string verbatim (garbage, fences, <think>...), else json.dumps."""
-        return cls.text(obj if isinstance(obj, str) else json.dumps(obj), token_delay)
-
-
-@dataclass
-class RequestRecord:
-    """What the fake saw for one HTTP request; times are `time.monotonic()` seconds."""
-
-    method: str
-    path: str
-    body: Any = None  # parsed JSON body ({} when empty)
-    started_at: float = 0.0
-    first_byte_at: float | None = None  # chat/generate: when the latency/hang wait ended
-    finished_at: float | None = None
-    status: int | None = None
-    disconnected: bool = False  # the client went away before the response finished
-    tokens_sent: int = 0  # streamed delta chunks (content deltas and the tool-call chunk)
-    reply: Reply | None = None
-
-    @property
-    def model(self) -> str | None:
-        """The `model` field of the body."""
-        return self.body.get("model") if isinstance(self.body, dict) else None
-
-    @property
-    def messages(self) -> list[dict[str, Any]]:
-        """The chat `messages` of the body."""
-        return list(self.body.get("messages") or []) if isinstance(self.body, dict) else []
-
-
-class FakeOllama:
+class FakeOllama(ScriptedServer):
     """Ollama-protocol HTTP server on a background thread; `start()`/`stop()` or a context manager."""
 
+    label = "fake ollama"
+    chat_paths = ("/api/chat",)
+    embed_paths = ("/api/embed",)
+
     def __init__(self, host: str = "127.0.0.1", port: int = 0, embed_dim: int = DEFAULT_EMBED_DIM) -> None:
-        self.host, self._port, self._default_dim = host, port, embed_dim
         self.version = "0.12.6"
-        self._lock = threading.Lock()
-        self._queue: deque[Reply] = deque()
-        self._records: list[RequestRecord] = []
-        self._in_flight = self._max_concurrent = self._generation = 0
-        self._aborts: dict[asyncio.Event, int] = {}  # abort event -> generation of its request
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._set_defaults()
+        super().__init__(host, port, embed_dim)
 
     def _set_defaults(self) -> None:
-        self.latency: float = 0.0  # seconds before the first byte of every chat/generate answer
-        self.token_delay: float = 0.0  # default pause between streamed chunks
+        super()._set_defaults()
         self.models: list[str] = list(DEFAULT_MODELS)  # /api/tags and /api/show
         self.capabilities: dict[str, list[str]] = {}  # full model name -> /api/show capabilities
-        self.embed_dim: int = self._default_dim
-        self.responder: Callable[[dict[str, Any]], Reply | str] | None = None
-
-    # ---- lifecycle -------------------------------------------------------------------------------
-    @property
-    def url(self) -> str:
-        """Base URL, e.g. `http://127.0.0.1:43123`."""
-        return f"http://{self.host}:{self._port}"
-
-    @property
-    def available(self) -> bool:
-        """Listening? Set False to refuse connections (same as stop()), True to listen again on the same port."""
-        return self._server is not None
-
-    @available.setter
-    def available(self, value: bool) -> None:
-        self.start() if value else self.stop()
-
-    def start(self) -> FakeOllama:
-        """Bind (a free port the first time, then the same one) and serve from a daemon thread."""
-        if self._server is not None:
-            return self
-        # IPPROTO_TCP explicitly: asyncio only turns on TCP_NODELAY for sockets created with it.
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((self.host, self._port))
-        self._port = sock.getsockname()[1]
-        config = uvicorn.Config(
-            self._app, interface="asgi3", lifespan="off", log_level="error", access_log=False,
-            loop="asyncio", http="h11", backlog=4096, timeout_graceful_shutdown=1,
-        )  # fmt: skip
-        server = self._server = uvicorn.Server(config)
-        thread = self._thread = threading.Thread(target=self._serve, args=(server, sock), daemon=True)
-        thread.start()
-        deadline = time.monotonic() + 5
-        while not server.started:
-            if not thread.is_alive() or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError("fake ollama failed to start")
-            time.sleep(0.002)
-        return self
-
-    def _serve(self, server: uvicorn.Server, sock: socket.socket) -> None:
-        async def main() -> None:
-            self._loop = asyncio.get_running_loop()
-            await server.serve(sockets=[sock])
-
-        asyncio.run(main())
-
-    def stop(self) -> None:
-        """Abort in-flight answers and stop listening (the port then refuses connections)."""
-        server, thread = self._server, self._thread
-        if server is None or thread is None:
-            return
-        self.abort_in_flight()
-        server.should_exit = True
-        thread.join(3)
-        server.force_exit = True
-        thread.join(3)
-        self._server = self._thread = self._loop = None
-
-    def reset(self) -> None:
-        """Clear script, records and counters, restore default knobs, abort leftovers, ensure listening."""
-        self.abort_in_flight()
-        with self._lock:
-            self._queue.clear()
-            self._records.clear()
-            self._in_flight = self._max_concurrent = 0
-            self._generation += 1
-        self._set_defaults()
-        self.start()
-
-    def abort_in_flight(self) -> None:
-        """End every chat/generate answer in flight now (hangs and streams); later requests are unaffected."""
-        loop, gen = self._loop, self._generation
-        with contextlib.suppress(RuntimeError):  # loop already closed
-            if loop is not None:
-                loop.call_soon_threadsafe(lambda: [e.set() for e, g in list(self._aborts.items()) if g <= gen])
-
-    def __enter__(self) -> FakeOllama:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    # ---- scripting & inspection ------------------------------------------------------------------
-    def enqueue(self, *replies: Reply | str) -> FakeOllama:
-        """Queue replies (a str means `Reply.text(str)`) for the next chat/generate calls, FIFO."""
-        with self._lock:
-            self._queue.extend(Reply.text(r) if isinstance(r, str) else r for r in replies)
-        return self
-
-    @property
-    def pending_replies(self) -> int:
-        """Scripted replies not consumed yet."""
-        with self._lock:
-            return len(self._queue)
-
-    @property
-    def requests(self) -> list[RequestRecord]:
-        """Snapshot of all request records, in arrival order."""
-        with self._lock:
-            return list(self._records)
-
-    @property
-    def chat_requests(self) -> list[RequestRecord]:
-        """Records of `/api/chat` calls."""
-        return [r for r in self.requests if r.path == "/api/chat"]
-
-    @property
-    def in_flight(self) -> int:
-        """Chat/generate requests being answered right now."""
-        with self._lock:
-            return self._in_flight
-
-    @property
-    def max_concurrent(self) -> int:
-        """Peak simultaneous chat/generate requests since the last reset."""
-        with self._lock:
-            return self._max_concurrent
-
-    def _first_disconnect(self) -> RequestRecord | None:
-        return next((r for r in self.requests if r.disconnected and r.finished_at is not None), None)
-
-    def wait_for_disconnect(self, timeout: float = 1.0) -> RequestRecord | None:
-        """Block until a request was abandoned by its client and its handler stopped; return its record."""
-        deadline = time.monotonic() + timeout
-        while (rec := self._first_disconnect()) is None and time.monotonic() < deadline:
-            time.sleep(0.005)
-        return rec
-
-    async def await_until(self, predicate: Callable[[], bool], timeout: float = 1.0) -> bool:  # noqa: ASYNC109
-        """Poll `predicate` without blocking the caller's event loop; False on timeout."""
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            if time.monotonic() >= deadline:
-                return False
-            await asyncio.sleep(0.005)
-        return True
-
-    async def await_disconnect(self, timeout: float = 1.0) -> RequestRecord | None:  # noqa: ASYNC109
-        """Async `wait_for_disconnect`."""
-        await self.await_until(lambda: self._first_disconnect() is not None, timeout)
-        return self._first_disconnect()
+        # /api/embed models: None serves any name; a list answers others with 404 "... try pulling it first"
+        self.embed_models: list[str] | None = None
 
     # ---- ASGI ------------------------------------------------------------------------------------
     async def _app(self, scope: Message, receive: Receive, send: Send) -> None:

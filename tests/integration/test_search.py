@@ -12,7 +12,7 @@ import pytest
 
 from server.documents.ingest import IngestionPipeline, register_bytes
 from server.retrieval.keyword import keyword_search
-from server.retrieval.models import SearchFilters
+from server.core.search import SearchFilters
 from server.retrieval.search import Searcher
 from server.retrieval.vector import vector_search
 from server.settings import LOCAL_OWNER_ID, Settings
@@ -127,7 +127,7 @@ async def test_empty_query_and_empty_corpus(pool: Any, embedder: Any, settings: 
 
 
 async def test_bad_mode_is_a_clear_error(corpus: Searcher) -> None:
-    from server.errors import BadRequest
+    from server.core.errors import BadRequest
 
     with pytest.raises(BadRequest, match="vector, keyword or hybrid"):
         await corpus.search("x", owner=LOCAL_OWNER_ID, mode="semantic")

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from server.chat.llm import describe_failure, is_no_tools_error
 from server.chat.prompts import fallback_user_message, history_messages, thread_title, tool_message
 from server.chat.tools import SEARCH_TOOL, ToolArgumentError, parse_search_args, tool_result_payload
-from server.retrieval.models import ChunkHit, Confidence, SearchResult, Timings
+from server.core.search import ChunkHit, Confidence, SearchResult, Timings
 from server.settings import Settings
 from tests.fakes.ollama_server import no_tools_message
 

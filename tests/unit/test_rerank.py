@@ -13,7 +13,7 @@ from typing import Any
 import ollama
 import pytest
 
-from server.retrieval.models import ChunkHit, Trace
+from server.core.search import ChunkHit, Trace
 from server.retrieval.rerank import RERANK_SCHEMA, LLMReranker, RerankScore, cap_text, clean_reply, parse_score
 from server.settings import Settings
 from tests.fakes.ollama_server import FakeOllama, Reply

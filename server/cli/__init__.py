@@ -1,0 +1,62 @@
+"""The `ragchat` command: serve, worker, ingest, search, eval, reembed."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from pydantic import ValidationError
+
+from server.cli import documents, search, vectors
+from server.core.errors import RagchatError
+from server.settings import Settings
+
+log = logging.getLogger("ragchat")
+
+
+def serve(settings: Settings, args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from server.app import create_app
+
+    host = args.host or settings.host
+    port = args.port or settings.port
+    print(f"ragchat: serving on http://{host}:{port}", flush=True)
+    uvicorn.run(create_app(settings), host=host, port=port, log_level=settings.log_level, timeout_graceful_shutdown=5)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ragchat", description="Chat with your documents.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("serve", help="run the HTTP server")
+    s.add_argument("--host", help="default: HOST (127.0.0.1)")
+    s.add_argument("--port", type=int, help="default: PORT (8000)")
+    s.set_defaults(func=serve)
+    documents.add_commands(sub)
+    search.add_commands(sub)
+    vectors.add_commands(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    args = build_parser().parse_args(argv)
+    try:
+        settings = Settings()
+    except ValidationError as exc:
+        print(f"ragchat: configuration error:\n{exc}", file=sys.stderr)
+        return 2
+    if args.command in ("serve", "worker", "reembed"):
+        logging.getLogger("server").setLevel(settings.log_level.upper())
+    try:
+        return int(args.func(settings, args) or 0)
+    except RagchatError as exc:
+        print(f"ragchat: {exc.message}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+__all__ = ["main"]

@@ -1,0 +1,100 @@
+"""`ragchat search` and `ragchat eval`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from server.cli.common import run_async
+from server.core.principal import local_principal
+from server.core.search import SearchFilters
+from server.retrieval.filters import parse_metadata_filters
+from server.runtime import open_runtime
+from server.settings import Settings
+
+
+async def search(settings: Settings, args: argparse.Namespace) -> int:
+    filters = SearchFilters(document_ids=args.document or None, metadata=parse_metadata_filters(args.filter))
+    async with open_runtime(settings) as rt:
+        result = await rt.searcher.search(
+            args.query,
+            principal=local_principal(),
+            limit=args.top_k,
+            mode=args.mode,
+            filters=filters,
+            rerank=args.rerank,
+        )
+    if args.json:
+        print(json.dumps(result.to_api(), indent=2))
+        return 0
+    print(
+        f"{len(result.chunks)} results · {result.mode}{' + reranked' if result.reranked else ''} · "
+        f"{result.timings.total_ms:.1f} ms · confidence {result.confidence.label}"
+    )
+    for rank, hit in enumerate(result.chunks, 1):
+        snippet = textwrap.shorten(hit.content.replace("\n", " "), width=90, placeholder="…")
+        page = f"p.{hit.page}" if hit.page else ""
+        print(f"{rank:>3}  {hit.score:5.3f}  {hit.filename[:32]:<32} {page:<6} {snippet}")
+    if not result.chunks:
+        print("no results" if result.has_embeddings else "no documents yet: run `ragchat ingest PATH`")
+    return 0
+
+
+async def evaluate(settings: Settings, args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from server.evaluation.beir import load_beir
+    from server.evaluation.runner import ensure_corpus, eval_owner, format_table, run_queries
+
+    dataset = load_beir(args.dataset, args.split)
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    ks = sorted({int(k) for k in args.k.split(",")} | {10})
+    owner = eval_owner(dataset)
+    async with open_runtime(settings) as rt:
+        bar = tqdm(desc="ingesting corpus", unit="doc", disable=args.quiet)
+
+        def report(p: Any) -> None:
+            bar.n = p.documents_done + p.documents_failed
+            bar.refresh()
+
+        ingested = await ensure_corpus(rt.pool, rt.documents, dataset, owner, report)
+        bar.close()
+        if ingested:
+            print(f"ingested {ingested} corpus documents", file=sys.stderr)
+        reports = await run_queries(rt.searcher, dataset, owner, modes, ks, rerank=args.rerank)
+    print(f"{dataset.path.name} · split {args.split} · {len(dataset.queries)} queries")
+    print(format_table(reports, ks))
+    if args.json:
+        write_json(Path(args.json), {m: r.to_json() for m, r in reports.items()})
+    return 0
+
+
+def write_json(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2))
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    s = sub.add_parser("search", help="search your documents")
+    s.add_argument("query")
+    s.add_argument("--mode", choices=["vector", "keyword", "hybrid"], help="default: SEARCH_MODE")
+    s.add_argument("--top-k", type=int, default=10, help="how many chunks (default 10)")
+    s.add_argument("--rerank", action=argparse.BooleanOptionalAction, default=None, help="LLM rerank the results")
+    s.add_argument("--filter", action="append", metavar="KEY=VALUE", help="document metadata filter")
+    s.add_argument("--document", action="append", metavar="ID", help="only this document (repeatable)")
+    s.add_argument("--json", action="store_true", help="print the same JSON as GET /api/search")
+    s.set_defaults(func=run_async(search))
+
+    ev = sub.add_parser("eval", help="evaluate retrieval on a BEIR-format dataset")
+    ev.add_argument("--dataset", required=True, help="folder with corpus.jsonl, queries.jsonl, qrels/")
+    ev.add_argument("--split", default="test", help="qrels split (default test)")
+    ev.add_argument("--modes", default="vector,keyword,hybrid", help="comma-separated modes")
+    ev.add_argument("--k", default="1,3,5,10,100", help="cut-offs for recall and precision")
+    ev.add_argument("--rerank", action="store_true", help="LLM rerank every query")
+    ev.add_argument("--json", metavar="FILE", help="also write the metrics as JSON")
+    ev.add_argument("--quiet", action="store_true", help="no progress bar")
+    ev.set_defaults(func=run_async(evaluate))

@@ -1,0 +1,67 @@
+"""The documents domain as one object: register uploads and paths, ingest, list, get, delete, run workers."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+from psycopg_pool import AsyncConnectionPool
+
+from server.core.principal import Principal
+from server.documents import repository as repo
+from server.documents.pipeline import IngestionPipeline, Progress, run_worker
+from server.documents.registration import Registered, register_bytes, register_paths
+from server.settings import Settings
+from server.vectors.registry import SpaceRegistry
+
+
+class DocumentService:
+    def __init__(self, pool: AsyncConnectionPool, spaces: SpaceRegistry, settings: Settings) -> None:
+        self.pool = pool
+        self.spaces = spaces
+        self.settings = settings
+        self._wake = asyncio.Event()
+
+    # ---- registration -------------------------------------------------------------------------------------
+    async def register_upload(self, principal: Principal, filename: str, data: bytes) -> list[Registered]:
+        """Queue one uploaded file; the in-process worker starts on it at once."""
+        out = await register_bytes(self.pool, principal.user_id, filename, data, self.settings)
+        self._wake.set()
+        return out
+
+    async def register_bulk(self, principal: Principal, filename: str, data: bytes) -> list[Registered]:
+        """Queue a corpus (e.g. a BEIR `.jsonl`) without the upload size limit, retrying earlier failures."""
+        return await register_bytes(
+            self.pool, principal.user_id, filename, data, self.settings, check_size=False, retry_failed=True
+        )
+
+    async def register_paths(
+        self, principal: Principal, paths: Sequence[Path], *, retry_failed: bool = False
+    ) -> list[Registered]:
+        return await register_paths(self.pool, principal.user_id, paths, self.settings, retry_failed=retry_failed)
+
+    # ---- processing ---------------------------------------------------------------------------------------
+    async def ingest(
+        self, ids: Sequence[UUID] | None = None, on_progress: Callable[[Progress], None] | None = None
+    ) -> Progress:
+        """Process queued documents (only `ids` when given) in this process until none is left."""
+        return await IngestionPipeline(self.pool, self.spaces, self.settings, on_progress=on_progress).run(ids)
+
+    async def run_worker(self, stop: asyncio.Event, poll_s: float = 2.0) -> None:
+        await run_worker(self.pool, self.spaces, self.settings, stop, self._wake, poll_s)
+
+    # ---- reading ------------------------------------------------------------------------------------------
+    async def list(self, principal: Principal) -> list[dict[str, Any]]:
+        async with self.pool.connection() as conn:
+            return await repo.list_documents(conn, principal.user_id)
+
+    async def get(self, principal: Principal, document_id: UUID) -> dict[str, Any] | None:
+        async with self.pool.connection() as conn:
+            return await repo.get_document(conn, principal.user_id, document_id)
+
+    async def delete(self, principal: Principal, document_id: UUID) -> bool:
+        async with self.pool.connection() as conn:
+            return await repo.delete_document(conn, principal.user_id, document_id)

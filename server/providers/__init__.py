@@ -1,0 +1,1 @@
+"""Providers below the domains: LLMs (Ollama, OpenAI-compatible) and embedding models."""

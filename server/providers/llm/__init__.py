@@ -1,0 +1,28 @@
+"""LLM providers behind one interface (`LLMProvider`), built from settings by `build_llm`."""
+
+from __future__ import annotations
+
+from server.providers.llm.base import LLMProvider
+from server.settings import LLMProviderName, Settings
+
+
+def build_llm(settings: Settings) -> LLMProvider:
+    """The chat model's provider: `LLM_PROVIDER=ollama` (native API) or `openai` (any compatible server)."""
+    if settings.llm_provider is LLMProviderName.openai:
+        from server.providers.llm.openai import OpenAIProvider
+
+        key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
+        return OpenAIProvider(
+            settings.openai_base_url,
+            key,
+            timeout_s=settings.llm_timeout_s,
+            connect_timeout_s=settings.llm_connect_timeout_s,
+        )
+    from server.providers.llm.ollama import OllamaProvider
+
+    return OllamaProvider(
+        settings.ollama_host,
+        timeout_s=settings.llm_timeout_s,
+        connect_timeout_s=settings.llm_connect_timeout_s,
+        json_shards=settings.rerank_client_shards,
+    )

@@ -1,0 +1,130 @@
+"""The LLM provider interface used by the chat loop, the reranker and everything later.
+
+Messages are provider-neutral dicts:
+  {"role": "system" | "user", "content": str}
+  {"role": "assistant", "content": str, "tool_calls": [ToolCall, ...]}
+  {"role": "tool", "content": str, "tool_call_id": str, "name": str}
+Tools are OpenAI-style function schemas (`{"type": "function", "function": {...}}`), which Ollama accepts too.
+Each provider converts both to its wire format and maps its client's exceptions to `LLMError` subclasses,
+whose `message` tells the user what to do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+Message = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One function call the model asked for. `arguments` is a dict when the model wrote valid JSON, else
+    the raw text (the chat loop answers the model with an error)."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any] | str
+
+
+@dataclass
+class ChatChunk:
+    """A piece of a streamed reply: text, complete tool calls, or the end with usage."""
+
+    content: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    done: bool = False
+    finish_reason: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class LLMStatus:
+    """`/api/health`'s view of the chat model."""
+
+    provider: str
+    reachable: bool
+    model: str
+    model_available: bool
+    message: str | None
+    context_length: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "provider": self.provider,
+            "reachable": self.reachable,
+            "model": self.model,
+            "model_available": self.model_available,
+            "message": self.message,
+            "context_length": self.context_length,
+        }
+
+
+class LLMError(Exception):
+    """A provider failure with a stable code and a message naming the fix."""
+
+    code = "llm_error"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class LLMUnreachable(LLMError):
+    code = "llm_unreachable"
+
+
+class LLMModelMissing(LLMError):
+    code = "model_not_found"
+
+
+class LLMAuthError(LLMError):
+    code = "llm_auth"
+
+
+class LLMRateLimited(LLMError):
+    code = "llm_rate_limited"
+
+
+class LLMTimeout(LLMError):
+    code = "llm_timeout"
+
+
+class LLMBadResponse(LLMError):
+    code = "llm_bad_response"
+
+
+class LLMContextOverflow(LLMError):
+    code = "context_overflow"
+
+
+class ToolsUnsupported(LLMError):
+    """The model (or server) rejects `tools`: the chat loop falls back to retrieve-then-answer."""
+
+    code = "tools_unsupported"
+
+
+class LLMProvider(Protocol):
+    """What the domains need from a chat model server."""
+
+    name: str  # "ollama" | "openai"
+
+    def stream_chat(
+        self, *, model: str, messages: list[Message], tools: list[dict[str, Any]] | None = None
+    ) -> AsyncIterator[ChatChunk]:
+        """Stream one reply. Tool calls come complete (never as fragments). Raises `LLMError`."""
+        ...
+
+    async def complete_json(
+        self, *, model: str, messages: list[Message], schema: dict[str, Any], timeout_s: float
+    ) -> str:
+        """One non-streamed reply constrained to a JSON schema, at temperature 0; the raw text (validate it)."""
+        ...
+
+    async def status(self, model: str) -> LLMStatus: ...
+
+    async def list_models(self) -> list[str]: ...
+
+    async def close(self) -> None: ...
