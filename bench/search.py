@@ -49,13 +49,13 @@ from bench.common import (
     write_json,
 )
 from server.documents.chunking import content_hash, embedding_text
-from server.documents.ingest import IngestionPipeline, register_bytes
-from server.documents.repository import as_array
+from server.documents.registration import register_bytes
 from server.retrieval import keyword as kw
 from server.retrieval.keyword import keyword_search
 from server.retrieval.search import HYBRID_ARM_DEPTH, Searcher
 from server.retrieval.vector import vector_search
 from server.settings import Settings
+from server.vectors.store import as_array
 
 BENCH_OWNER = uuid.UUID("00000000-0000-0000-0000-0000000be9c4")
 SYNTH_NS = uuid.UUID("5b3f1c2e-8d4a-4e0b-9c71-2f6a1d0e9b33")
@@ -146,7 +146,7 @@ async def ensure_corpus(
             el = last[0] - started
             log(f"  {p.documents_done}/{len(ids)} documents, {p.chunks_done} chunks, {p.chunks_done / el:.1f}/s")
 
-    progress = await IngestionPipeline(pool, embedder, settings, on_progress=report).run(ids)
+    progress = await make_pipeline(pool, embedder, settings, on_progress=report).run(ids)
     elapsed = time.perf_counter() - started
     await conn.execute(
         """CREATE TABLE bench_real_chunks AS
@@ -350,13 +350,13 @@ async def time_searcher(
 ) -> tuple[list[float], dict[str, dict[str, float]]]:
     for q in warmup:
         searcher._vectors.clear()
-        await searcher.search(q, owner=BENCH_OWNER, limit=limit, mode=mode)
+        await searcher.search(q, principal=Principal(BENCH_OWNER), limit=limit, mode=mode)
     lat: list[float] = []
     parts: dict[str, list[float]] = {"embed_ms": [], "vector_ms": [], "keyword_ms": [], "fuse_ms": []}
     for q in queries:
         searcher._vectors.clear()  # the query embedding is part of what we measure
         start = time.perf_counter()
-        result = await searcher.search(q, owner=BENCH_OWNER, limit=limit, mode=mode)
+        result = await searcher.search(q, principal=Principal(BENCH_OWNER), limit=limit, mode=mode)
         lat.append((time.perf_counter() - start) * 1000)
         for k in parts:
             parts[k].append(getattr(result.timings, k))
@@ -520,7 +520,7 @@ async def measure_size(
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     summary: dict[str, Any] = {}
     detail: dict[str, Any] = {}
-    searcher = Searcher(pool, embedder, settings)
+    searcher = make_searcher(pool, embedder, settings)
     for mode in MODES:
         log(f"  {size}: {mode} x{len(queries)}")
         lat, parts = await time_searcher(searcher, queries, warmup, mode)
@@ -548,7 +548,7 @@ async def measure_size(
             emb.append((time.perf_counter() - start) * 1000)
         detail[label] = pct(emb)
     detail["query_precision"] = getattr(embedder, "query_precision", "fp32")
-    one = Searcher(pool, fp32, settings)  # type: ignore[arg-type]
+    one = make_searcher(pool, fp32, settings)  # type: ignore[arg-type]
     detail["explore_fp32_query_embedding"] = {}
     for mode in MODES:
         lat, _parts = await time_searcher(one, queries, warmup, mode)

@@ -90,7 +90,7 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
         pool = given.pool
         if pool is None:
             database = await asyncio.to_thread(prepare_database, settings)
-            stack.push_callback(database.close)
+            stack.callback(database.close)
             pool = make_pool(database.uri, min_size=settings.db_pool_min, max_size=settings.db_pool_max)
             await pool.open(wait=True)
             stack.push_async_callback(pool.close)

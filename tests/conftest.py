@@ -12,6 +12,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from psycopg import sql
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -42,6 +43,10 @@ def pg_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 def truncate_all(uri: str) -> None:
     with psycopg.connect(uri, autocommit=True) as conn:
+        for (index,) in conn.execute(
+            "SELECT indexname FROM pg_indexes WHERE schemaname = 'public' AND indexname LIKE 'chunk_embeddings_hnsw_%'"
+        ).fetchall():
+            conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(index)))
         tables = [
             r[0]
             for r in conn.execute(
@@ -72,7 +77,10 @@ def make_settings(uri: str, tmp_path: Path, **overrides: Any) -> Settings:
         "data_dir": tmp_path / "data",
         "ingest_workers": 0,
         "ollama_host": "http://127.0.0.1:9",
-        "ollama_timeout_s": 5.0,
+        "openai_base_url": "http://127.0.0.1:9/v1",
+        "llm_timeout_s": 5.0,
+        "reembed_grace_s": 0.2,
+        "spaces_refresh_s": 0.0,
     }
     values.update(overrides)
     return Settings(_env_file=None, **values)  # type: ignore[call-arg]
@@ -88,9 +96,18 @@ async def pool(db: str) -> AsyncIterator[Any]:
 
 @pytest.fixture(scope="session")
 def embedder() -> Any:
-    from server.retrieval.embedder import SentenceTransformerEmbedder
+    from server.providers.embeddings.sentence_transformers import SentenceTransformerEmbedder
 
     return SentenceTransformerEmbedder()
+
+
+@pytest.fixture
+async def runtime(settings: Settings, pool: Any, embedder: Any) -> AsyncIterator[Any]:
+    """The composition root over the test database, the session's MiniLM and the LLM that `settings` name."""
+    from server.runtime import Overrides, open_runtime
+
+    async with open_runtime(settings, Overrides(pool=pool, embedder=embedder)) as rt:
+        yield rt
 
 
 def free_port() -> int:
@@ -127,14 +144,17 @@ class LiveServer:
 
 @pytest.fixture
 def live_app(settings: Settings, embedder: Any) -> Iterator[Any]:
-    """Factory: `live_app(**setting_overrides)` starts the real app and returns a LiveServer."""
+    """Factory: `live_app(**setting_overrides)` starts the real app and returns a LiveServer. The LLM is what
+    the settings name (e.g. `ollama_host=fake_ollama.url`), or `llm=` an `LLMProvider`."""
     from server.app import create_app
+    from server.runtime import Overrides
 
     servers: list[LiveServer] = []
 
     def start(llm: Any = None, **overrides: Any) -> LiveServer:
         app_settings = settings.model_copy(update=overrides)
-        server = LiveServer(create_app(app_settings, embedder=embedder, llm=llm)).__enter__()
+        app = create_app(app_settings, overrides=Overrides(embedder=embedder, llm=llm))
+        server = LiveServer(app).__enter__()
         servers.append(server)
         return server
 

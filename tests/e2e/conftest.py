@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import ollama
 import pytest
 
 from tests.fakes.ollama_server import FakeOllama
@@ -95,12 +94,8 @@ def page(pages: Pages) -> Any:
 
 @pytest.fixture
 def fake_llm(fake_ollama: FakeOllama) -> Callable[[], Any]:
-    """Factory of Ollama clients pointed at the fake: call it once per live server.
-
-    An `ollama.AsyncClient` (httpx) must not be shared between two servers: each runs its own event loop in its
-    own thread, and a pooled connection opened on one loop fails on the other.
-    """
-    return lambda: ollama.AsyncClient(host=fake_ollama.url)
+    """The fake's URL, for `live_app(ollama_host=fake_llm())`: each live server builds its own provider."""
+    return lambda: fake_ollama.url
 
 
 def screenshot(page: Any, name: str, **options: Any) -> Path:

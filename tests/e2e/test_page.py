@@ -9,7 +9,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
-import ollama
 import pytest
 from playwright.sync_api import expect
 
@@ -194,7 +193,7 @@ def test_server_serves_the_client(live_app: Any) -> None:
 
 
 def test_upload_document_becomes_ready(live_app: Any, fake_llm: Any, page: Any) -> None:
-    server = live_app(llm=fake_llm(), ingest_workers=1)
+    server = live_app(ollama_host=fake_llm(), ingest_workers=1)
     page.goto(f"{server.url}/documents")
     expect(page.get_by_test_id("nav-documents")).to_have_attribute("aria-current", "page")
     expect(page.get_by_test_id("documents-empty")).to_be_visible()
@@ -243,7 +242,7 @@ def test_upload_document_becomes_ready(live_app: Any, fake_llm: Any, page: Any) 
 def test_chat_streams_answer_with_sources_and_citations(
     live_app: Any, fake_ollama: FakeOllama, fake_llm: Any, pages: Pages, page: Any
 ) -> None:
-    server = live_app(llm=fake_llm(), ingest_workers=1)
+    server = live_app(ollama_host=fake_llm(), ingest_workers=1)
     upload(server.url, {"handbook.md": HANDBOOK})
     wait_ready(server.url, 1)
     fake_ollama.enqueue(
@@ -395,7 +394,7 @@ def rerank_responder(body: dict[str, Any]) -> Reply:
 def test_search_mode_badge_vector_and_reranked(
     live_app: Any, fake_ollama: FakeOllama, fake_llm: Any, page: Any
 ) -> None:
-    vector = live_app(llm=fake_llm(), ingest_workers=1, search_mode="vector")
+    vector = live_app(ollama_host=fake_llm(), ingest_workers=1, search_mode="vector")
     upload(vector.url, {"handbook.md": HANDBOOK})
     wait_ready(vector.url, 1)
 
@@ -411,7 +410,7 @@ def test_search_mode_badge_vector_and_reranked(
     assert set(labels.all_inner_texts()) == {"Similarity"}
 
     # Same database, a server with reranking on (and the default hybrid mode).
-    reranked = live_app(llm=fake_llm(), rerank_enabled=True)
+    reranked = live_app(ollama_host=fake_llm(), rerank_enabled=True)
     fake_ollama.responder = rerank_responder
     open_app(page, reranked.url)
     ask(page, QUESTION)
@@ -446,7 +445,7 @@ def test_search_mode_badge_vector_and_reranked(
 
 
 def test_stop_keeps_partial_answer(live_app: Any, fake_ollama: FakeOllama, fake_llm: Any, page: Any) -> None:
-    server = live_app(llm=fake_llm(), ingest_workers=1)
+    server = live_app(ollama_host=fake_llm(), ingest_workers=1)
     upload(server.url, {"handbook.md": HANDBOOK})
     wait_ready(server.url, 1)
     slow = [f" word{i}" for i in range(80)]
@@ -499,7 +498,7 @@ def test_stop_keeps_partial_answer(live_app: Any, fake_ollama: FakeOllama, fake_
 
 
 def test_ollama_down_shows_error_and_banner(live_app: Any, closed_ollama_url: str, page: Any) -> None:
-    server = live_app(llm=ollama.AsyncClient(host=closed_ollama_url), ollama_host=closed_ollama_url)
+    server = live_app(ollama_host=closed_ollama_url)
     health = open_app(page, server.url, healthy=False)
     assert health["ollama"]["reachable"] is False
     banner = page.get_by_test_id("health-banner")
@@ -511,7 +510,7 @@ def test_ollama_down_shows_error_and_banner(live_app: Any, closed_ollama_url: st
     msg = assistant(page)
     expect(msg).to_have_attribute("data-status", "error")
     box = msg.get_by_test_id("error-box")
-    expect(box).to_have_attribute("data-code", "ollama_unreachable")
+    expect(box).to_have_attribute("data-code", "llm_unreachable")
     expect(box).to_contain_text("ollama serve")
     expect(box.locator("code").filter(has_text="ollama serve")).to_have_count(1)
     expect(msg.get_by_test_id("retry-button")).to_have_count(0)
@@ -524,7 +523,7 @@ def test_ollama_down_shows_error_and_banner(live_app: Any, closed_ollama_url: st
 
 
 def test_search_page_and_sanitizer(live_app: Any, fake_ollama: FakeOllama, fake_llm: Any, page: Any) -> None:
-    server = live_app(llm=fake_llm(), ingest_workers=1)
+    server = live_app(ollama_host=fake_llm(), ingest_workers=1)
     upload(server.url, {"handbook.md": HANDBOOK, "security-note.txt": XSS_NOTE})
     wait_ready(server.url, 2)
 
@@ -611,7 +610,7 @@ def test_search_page_and_sanitizer(live_app: Any, fake_ollama: FakeOllama, fake_
 def test_mobile_chat_has_no_horizontal_overflow(
     live_app: Any, fake_ollama: FakeOllama, fake_llm: Any, pages: Pages
 ) -> None:
-    server = live_app(llm=fake_llm(), ingest_workers=1)
+    server = live_app(ollama_host=fake_llm(), ingest_workers=1)
     upload(server.url, {"handbook.md": HANDBOOK})
     wait_ready(server.url, 1)
     fake_ollama.enqueue(Reply.tool_call("search_documents", SEARCH_ARGS), Reply.tokens(ANSWER_TOKENS), "Glad to help.")

@@ -3,6 +3,7 @@
 `FakeOllama` serves Ollama's wire format (NDJSON streams, tool calls, `{"error": ...}` bodies) on 127.0.0.1
 from a uvicorn thread, so the application talks to it through the official `ollama` client. Answers to
 `/api/chat` and `/api/generate` are scripted with `Reply` objects: a FIFO queue, then `responder`.
+The server plumbing and `Reply` live in script.py (shared with the OpenAI fake); every name is re-exported here.
 """
 
 from __future__ import annotations
@@ -81,53 +82,26 @@ class FakeOllama(ScriptedServer):
         self.embed_models: list[str] | None = None
 
     # ---- ASGI ------------------------------------------------------------------------------------
-    async def _app(self, scope: Message, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            return
-        method, path, raw = scope["method"], scope["path"], bytearray()
-        while True:
-            msg = await receive()
-            raw += msg.get("body", b"")
-            if msg["type"] == "http.disconnect" or not msg.get("more_body"):
-                break
-        rec = RequestRecord(method, path, started_at=time.monotonic())
-        with self._lock:
-            self._records.append(rec)
-            generation = self._generation
-        try:
-            rec.body = json.loads(raw) if raw.strip() else {}
-        except ValueError:
-            rec.body = raw.decode(errors="replace")
+    async def _route(self, send: Send, receive: Receive, rec: RequestRecord, gen: int) -> None:
+        method, path = rec.method, rec.path
         body: dict[str, Any] = rec.body if isinstance(rec.body, dict) else {}
-        try:
-            if not isinstance(rec.body, dict):
-                await self._send_json(send, rec, 400, {"error": "invalid JSON request body"})
-            elif path == "/" and method in ("GET", "HEAD"):
-                await self._send(send, rec, 200, b"Ollama is running", _TEXT)
-            elif path == "/api/version" and method == "GET":
-                await self._send_json(send, rec, 200, {"version": self.version})
-            elif path == "/api/tags" and method == "GET":
-                await self._send_json(send, rec, 200, {"models": [self._model_entry(m) for m in self.models]})
-            elif path == "/api/show" and method == "POST":
-                await self._show(send, rec, str(body.get("model") or body.get("name") or ""))
-            elif path == "/api/embed" and method == "POST":
-                await self._embed(send, rec, body)
-            elif path in ("/api/chat", "/api/generate") and method == "POST":
-                await self._generate(send, receive, rec, body, generation, chat=path == "/api/chat")
-            else:
-                await self._send(send, rec, 404, b"404 page not found", _TEXT)
-        finally:
-            rec.finished_at = time.monotonic()
-
-    @staticmethod
-    async def _send(send: Send, rec: RequestRecord, status: int, data: bytes, ctype: Any) -> None:
-        rec.status = status
-        headers = [ctype, (b"content-length", str(len(data)).encode())]
-        await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": data, "more_body": False})
-
-    async def _send_json(self, send: Send, rec: RequestRecord, status: int, obj: Any) -> None:
-        await self._send(send, rec, status, json.dumps(obj).encode(), _JSON)
+        if not isinstance(rec.body, dict):
+            await self._send_json(send, rec, 400, {"error": "invalid JSON request body"})
+        elif path == "/" and method in ("GET", "HEAD"):
+            await self._send(send, rec, 200, b"Ollama is running", _TEXT)
+        elif path == "/api/version" and method == "GET":
+            await self._send_json(send, rec, 200, {"version": self.version})
+        elif path == "/api/tags" and method == "GET":
+            await self._send_json(send, rec, 200, {"models": [self._model_entry(m) for m in self.models]})
+        elif path == "/api/show" and method == "POST":
+            await self._show(send, rec, str(body.get("model") or body.get("name") or ""))
+        elif path == "/api/embed" and method == "POST":
+            await self._guarded(send, receive, rec, gen, lambda s, abort: self._embed(s, rec, body, abort), count=False)
+        elif path in ("/api/chat", "/api/generate") and method == "POST":
+            chat = path == "/api/chat"
+            await self._guarded(send, receive, rec, gen, lambda s, abort: self._answer(s, rec, body, abort, chat))
+        else:
+            await self._send(send, rec, 404, b"404 page not found", _TEXT)
 
     @staticmethod
     def _details(name: str) -> dict[str, Any]:
@@ -154,66 +128,25 @@ class FakeOllama(ScriptedServer):
             "capabilities": self.capabilities.get(full, ["completion", "tools"]), "modified_at": _MODIFIED,
         })  # fmt: skip
 
-    async def _embed(self, send: Send, rec: RequestRecord, body: dict[str, Any]) -> None:
+    async def _embed(self, send: Send, rec: RequestRecord, body: dict[str, Any], abort: asyncio.Event) -> None:
+        model = str(body.get("model") or "")
+        if not model:
+            return await self._send_json(send, rec, 400, {"error": "model is required"})
+        if self.embed_models is not None and full_model_name(model) not in map(full_model_name, self.embed_models):
+            return await self._send_json(send, rec, 404, {"error": f'model "{model}" not found, try pulling it first'})
+        reply = rec.reply = self._next_embed_reply()
+        if reply is not None and await self._sleep(reply.delay, abort):
+            return await self._send_json(send, rec, 503, {"error": "fake ollama: aborted"})
+        rec.first_byte_at = time.monotonic()
+        if reply is not None and reply.status >= 400:
+            return await self._send_json(send, rec, reply.status, {"error": reply.error_message})
         dim = int(body.get("dimensions") or self.embed_dim)
-        raw = body.get("input", [])
-        texts = [raw] if isinstance(raw, str) else [str(t) for t in raw]
+        texts = rec.inputs
         await self._send_json(send, rec, 200, {
-            "model": body.get("model"), "embeddings": [fake_embedding(t, dim) for t in texts],
+            "model": model, "embeddings": [fake_embedding(t, dim) for t in texts],
             "total_duration": 14143917, "load_duration": 1019500,
             "prompt_eval_count": sum(len(split_tokens(t)) for t in texts),
         })  # fmt: skip
-
-    def _next_reply(self, body: dict[str, Any]) -> Reply | None:
-        with self._lock:
-            if self._queue:
-                return self._queue.popleft()
-        if (responder := self.responder) is None:
-            return None
-        reply = responder(body)
-        return Reply.text(reply) if isinstance(reply, str) else reply
-
-    @staticmethod
-    async def _sleep(seconds: float, abort: asyncio.Event) -> bool:
-        """Sleep unless aborted first; True if aborted."""
-        if seconds <= 0:
-            await asyncio.sleep(0)
-            return abort.is_set()
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(abort.wait(), seconds)
-        return abort.is_set()
-
-    async def _generate(
-        self, send: Send, receive: Receive, rec: RequestRecord, body: dict[str, Any], gen: int, chat: bool
-    ) -> None:
-        abort, finishing = asyncio.Event(), False
-
-        async def watched_send(msg: Message) -> None:
-            nonlocal finishing
-            finishing = finishing or (msg["type"] == "http.response.body" and not msg.get("more_body"))
-            await send(msg)
-
-        async def watch() -> None:  # a disconnect before our last body chunk means the client went away
-            while (await receive())["type"] != "http.disconnect":
-                pass
-            if not finishing:
-                rec.disconnected = True
-                abort.set()
-
-        watcher = asyncio.create_task(watch())
-        self._aborts[abort] = gen
-        with self._lock:
-            if gen == self._generation:
-                self._in_flight += 1
-                self._max_concurrent = max(self._max_concurrent, self._in_flight)
-        try:
-            await self._answer(watched_send, rec, body, abort, chat)
-        finally:
-            watcher.cancel()
-            self._aborts.pop(abort, None)
-            with self._lock:
-                if gen == self._generation:
-                    self._in_flight -= 1
 
     async def _answer(
         self, send: Send, rec: RequestRecord, body: dict[str, Any], abort: asyncio.Event, chat: bool
@@ -235,6 +168,7 @@ class FakeOllama(ScriptedServer):
             message = no_tools_message(model) if reply.error_for_model else reply.error_message
             return await self._send_json(send, rec, reply.status, {"error": message})
         delay = self.token_delay if reply.token_delay is None else reply.token_delay
+        trailer = reply.trailer if reply.stream_error is None else json.dumps({"error": reply.stream_error})
 
         def chunk(content: str, **extra: Any) -> dict[str, Any]:
             if chat:
@@ -253,9 +187,9 @@ class FakeOllama(ScriptedServer):
         if not body.get("stream", True):
             if await self._sleep(delay * len(reply.deltas), abort):
                 return await self._send_json(send, rec, 503, {"error": "fake ollama: aborted"})
-            if reply.trailer is not None:  # `{"error": ...}` -> HTTP 500; garbage -> 200 with a non-JSON body
-                status = 500 if reply.trailer.lstrip().startswith("{") else 200
-                return await self._send(send, rec, status, reply.trailer.encode(), _JSON)
+            if trailer is not None:  # `{"error": ...}` -> HTTP 500; garbage -> 200 with a non-JSON body
+                status = 500 if trailer.lstrip().startswith("{") else 200
+                return await self._send(send, rec, status, trailer.encode(), _JSON)
             extra = {"tool_calls": list(reply.calls)} if reply.calls and chat else {}
             return await self._send_json(send, rec, 200, final(reply.content, **extra))
 
@@ -273,5 +207,5 @@ class FakeOllama(ScriptedServer):
             rec.tokens_sent += 1
         else:
             if not (parts and await self._sleep(delay, abort)):
-                last = (reply.trailer if reply.trailer is not None else json.dumps(final())).encode() + b"\n"
+                last = (trailer if trailer is not None else json.dumps(final())).encode() + b"\n"
         await send({"type": "http.response.body", "body": last, "more_body": False})

@@ -224,7 +224,9 @@ class RequestRecord:
                 continue
             for call in m.get("tool_calls") or []:
                 fn = call.get("function") or {}
-                out.append({"id": call.get("id"), "name": fn.get("name"), "arguments": _parse_arguments(fn.get("arguments"))})
+                out.append(
+                    {"id": call.get("id"), "name": fn.get("name"), "arguments": _parse_arguments(fn.get("arguments"))}
+                )
         return out
 
     @property
@@ -233,7 +235,11 @@ class RequestRecord:
         raw = self.body.get("input") if isinstance(self.body, dict) else None
         if raw is None:
             return []
-        return [raw] if isinstance(raw, str) else [t if isinstance(t, str) else json.dumps(t) for t in raw]
+        if isinstance(raw, str):
+            return [raw]
+        if raw and all(isinstance(t, int) for t in raw):  # one input given as token ids
+            return [json.dumps(raw)]
+        return [t if isinstance(t, str) else json.dumps(t) for t in raw]
 
 
 class ScriptedServer:
@@ -467,7 +473,9 @@ class ScriptedServer:
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": data, "more_body": False})
 
-    async def _send_json(self, send: Send, rec: RequestRecord, status: int, obj: Any, extra: Iterable[Any] = ()) -> None:
+    async def _send_json(
+        self, send: Send, rec: RequestRecord, status: int, obj: Any, extra: Iterable[Any] = ()
+    ) -> None:
         await self._send(send, rec, status, json.dumps(obj).encode(), JSON_TYPE, extra)
 
     def _next_reply(self, body: dict[str, Any]) -> Reply | None:

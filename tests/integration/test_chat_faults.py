@@ -46,9 +46,9 @@ async def saved_turn(base_url: str, thread_id: str) -> tuple[dict[str, Any], dic
             "ollama pull llama3.2",
             "",
         ),
-        (Reply.error(500, "llama runner process has terminated"), "ollama_error", "ollama serve", ""),
-        (Reply.garbage_mid_stream(("Hol", "idays")), "ollama_bad_response", "OLLAMA_HOST", "Holidays"),
-        (Reply.error_mid_stream(("Twenty",), "unexpected EOF"), "ollama_error", "unexpected EOF", "Twenty"),
+        (Reply.error(500, "llama runner process has terminated"), "llm_error", "ollama serve", ""),
+        (Reply.garbage_mid_stream(("Hol", "idays")), "llm_bad_response", "OLLAMA_HOST", "Holidays"),
+        (Reply.error_mid_stream(("Twenty",), "unexpected EOF"), "llm_error", "unexpected EOF", "Twenty"),
     ],
     ids=["model-missing", "http-500", "garbage-mid-stream", "error-mid-stream"],
 )
@@ -67,36 +67,36 @@ async def test_ollama_failures_end_with_an_error_event_and_save_the_partial_answ
     assert assistant["error"] == error
 
 
-async def test_ollama_unreachable(start: Callable[..., Any], closed_ollama_url: str) -> None:
+async def test_llm_unreachable(start: Callable[..., Any], closed_ollama_url: str) -> None:
     server = start(ollama_host=closed_ollama_url)
     events = await chat(server.url, {"message": QUESTION})
     assert names(events) == ["thread", "error"]
     error = first(events, "error")
-    assert error["code"] == "ollama_unreachable"
+    assert error["code"] == "llm_unreachable"
     assert "ollama serve" in error["message"] and closed_ollama_url in error["message"]
     _, assistant = await saved_turn(server.url, first(events, "thread")["thread_id"])
-    assert assistant["status"] == "error" and assistant["error"]["code"] == "ollama_unreachable"
+    assert assistant["status"] == "error" and assistant["error"]["code"] == "llm_unreachable"
 
 
 async def test_ollama_slower_than_the_timeout(start: Callable[..., Any], fake_ollama: FakeOllama) -> None:
-    server = start(ollama_timeout_s=0.5)
+    server = start(llm_timeout_s=0.5)
     fake_ollama.enqueue(Reply.hang(5, then=Reply.text("too late")))
     began = time.monotonic()
     events = await chat(server.url, {"message": QUESTION})
     assert time.monotonic() - began < 4
     assert names(events) == ["thread", "error"]
     error = first(events, "error")
-    assert error["code"] == "ollama_timeout" and "OLLAMA_TIMEOUT_S" in error["message"]
+    assert error["code"] == "llm_timeout" and "LLM_TIMEOUT_S" in error["message"]
     assert "0.5 s" in error["message"]
     _, assistant = await saved_turn(server.url, first(events, "thread")["thread_id"])
     assert assistant["status"] == "error"
 
 
 async def test_a_stall_between_tokens_also_times_out(start: Callable[..., Any], fake_ollama: FakeOllama) -> None:
-    server = start(ollama_timeout_s=0.5)
+    server = start(llm_timeout_s=0.5)
     fake_ollama.enqueue(Reply.tokens(["Twenty", " five", " days"], token_delay=2.0))
     events = await chat(server.url, {"message": QUESTION})
-    assert names(events) == ["thread", "token", "error"] and first(events, "error")["code"] == "ollama_timeout"
+    assert names(events) == ["thread", "token", "error"] and first(events, "error")["code"] == "llm_timeout"
     _, assistant = await saved_turn(server.url, first(events, "thread")["thread_id"])
     assert assistant["content"] == "Twenty" and assistant["status"] == "error"
 

@@ -10,8 +10,9 @@ from uuid import UUID
 import httpx
 from httpx_sse import aconnect_sse
 
-from server.documents.ingest import IngestionPipeline, register_bytes
-from server.settings import LOCAL_OWNER_ID, Settings
+from server.documents.registration import register_bytes
+from server.settings import Settings
+from tests.support import LOCAL_OWNER_ID, make_pipeline
 
 HOLIDAY_PAGE = "Paid holidays: every employee gets 25 days of paid holiday per calendar year."
 OFFICE_PAGE = "The office is open from 8 am to 6 pm. Visitors sign in at the front desk."
@@ -43,7 +44,7 @@ async def ingest_corpus(pool: Any, embedder: Any, settings: Settings) -> dict[st
     }
     for name, data in files.items():
         await register_bytes(pool, LOCAL_OWNER_ID, name, data, settings)
-    await IngestionPipeline(pool, embedder, settings).run()
+    await make_pipeline(pool, embedder, settings).run()
     async with pool.connection() as conn:
         rows = await (await conn.execute("SELECT id, filename, status FROM documents")).fetchall()
     assert {r["status"] for r in rows} == {"ready"}

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from server.retrieval.embedder import BF16_MIN_COSINE, SentenceTransformerEmbedder, _native_bf16
+from server.providers.embeddings.sentence_transformers import BF16_MIN_COSINE, SentenceTransformerEmbedder, _native_bf16
 
 QUERIES = [
     "What causes ocean tides?",

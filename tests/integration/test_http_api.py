@@ -7,7 +7,6 @@ import io
 from typing import Any
 
 import httpx
-import ollama
 
 UPLOAD_TEXT = "Glaciers carve U-shaped valleys as they slowly flow downhill under their own weight."
 
@@ -26,24 +25,27 @@ async def wait_ready(client: httpx.AsyncClient, doc_id: str, within_s: float = 6
 async def test_health_reports_database_embedder_and_ollama(
     live_app: Any, fake_ollama: Any, closed_ollama_url: str
 ) -> None:
-    up = live_app(llm=ollama.AsyncClient(host=fake_ollama.url))
+    up = live_app(ollama_host=fake_ollama.url)
     async with httpx.AsyncClient(base_url=up.url) as client:
         body = (await client.get("/api/health")).json()
     assert body["status"] == "ok" and body["database"] == "ok"
     assert body["embedder"].startswith("all-MiniLM-L6-v2")
-    assert body["ollama"] == {"reachable": True, "model": "llama3.2", "model_available": True, "message": None}
+    llm = body["llm"]
+    assert llm["provider"] == "ollama" and llm["reachable"] and llm["model_available"] and llm["message"] is None
+    assert llm["model"] == "llama3.2"
+    assert body["embeddings"]["status"] == "ok" and body["embeddings"]["stored"] is None
 
-    missing = live_app(llm=ollama.AsyncClient(host=fake_ollama.url), chat_model="qwen3:8b")
+    missing = live_app(ollama_host=fake_ollama.url, chat_model="qwen3:8b")
     async with httpx.AsyncClient(base_url=missing.url) as client:
         body = (await client.get("/api/health")).json()
-    assert body["ollama"]["reachable"] and not body["ollama"]["model_available"]
-    assert "ollama pull qwen3:8b" in body["ollama"]["message"]
+    assert body["llm"]["reachable"] and not body["llm"]["model_available"]
+    assert "ollama pull qwen3:8b" in body["llm"]["message"]
 
-    down = live_app(llm=ollama.AsyncClient(host=closed_ollama_url))
+    down = live_app(ollama_host=closed_ollama_url)
     async with httpx.AsyncClient(base_url=down.url) as client:
         body = (await client.get("/api/health")).json()
-    assert body["status"] == "ok" and not body["ollama"]["reachable"]
-    assert "ollama serve" in body["ollama"]["message"]
+    assert body["status"] == "ok" and not body["llm"]["reachable"]
+    assert "ollama serve" in body["llm"]["message"]
 
 
 async def test_upload_is_ingested_in_the_background_and_searchable(live_app: Any) -> None:

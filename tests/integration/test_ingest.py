@@ -14,8 +14,10 @@ from pgvector.psycopg import register_vector
 from psycopg.rows import dict_row
 
 from server.documents import repository as repo
-from server.documents.ingest import IngestionPipeline, register_bytes, register_paths
-from server.settings import LOCAL_OWNER_ID, Settings
+from server.documents.registration import register_bytes, register_paths
+from server.settings import Settings
+from server.vectors.store import create_space
+from tests.support import LOCAL_OWNER_ID, make_pipeline
 
 
 def make_pdf(pages: list[str]) -> bytes:
@@ -86,7 +88,7 @@ def counts(uri: str) -> dict[str, int]:
 async def ingest(pool: Any, embedder: Any, settings: Settings, paths: list[Path], **kw: Any) -> tuple[list[Any], Any]:
     registered = await register_paths(pool, LOCAL_OWNER_ID, paths, settings, **kw)
     ids = [r.document_id for r in registered if r.status in ("queued", "requeued")]
-    progress = await IngestionPipeline(pool, embedder, settings).run(ids)
+    progress = await make_pipeline(pool, embedder, settings).run(ids)
     return registered, progress
 
 
@@ -112,8 +114,11 @@ async def test_every_format_becomes_ready_with_pages_and_headings(
     assert docs["page.html"]["title"] == "Cats"
     chunks = rows(
         db,
-        "SELECT d.filename, c.page, c.section, c.content, c.embedding, c.embedding_model, c.token_count "
-        "FROM document_chunks c JOIN documents d ON d.id = c.document_id ORDER BY d.filename, c.chunk_index",
+        "SELECT d.filename, c.page, c.section, c.content, e.embedding, s.model AS embedding_model, s.dim, "
+        "c.token_count "
+        "FROM document_chunks c JOIN documents d ON d.id = c.document_id "
+        "JOIN chunk_embeddings e ON e.chunk_id = c.id JOIN embedding_spaces s ON s.id = e.space_id "
+        "WHERE s.state = 'active' ORDER BY d.filename, c.chunk_index",
     )
     pdf_pages = [(c["page"], c["content"]) for c in chunks if c["filename"] == "paper.pdf"]
     assert pdf_pages == [(1, "Page one is about glaciers."), (2, "Page two is about volcanoes.")]
@@ -122,7 +127,7 @@ async def test_every_format_becomes_ready_with_pages_and_headings(
     assert not any("alert" in c["content"] for c in chunks)
     for c in chunks:
         vec = c["embedding"].to_numpy()
-        assert vec.shape == (384,) and abs(np.linalg.norm(vec) - 1) < 1e-3
+        assert vec.shape == (384,) and c["dim"] == 384 and abs(np.linalg.norm(vec) - 1) < 1e-3
         assert c["embedding_model"] == "all-MiniLM-L6-v2" and 0 < c["token_count"] <= settings.chunk_tokens
 
 
@@ -225,7 +230,7 @@ async def test_beir_jsonl_becomes_one_document_per_record(
     lines = [json.dumps({"_id": f"d{i}", "title": f"Title {i}", "text": f"Abstract number {i}."}) for i in range(5)]
     registered = await register_bytes(pool, LOCAL_OWNER_ID, "corpus.jsonl", "\n".join(lines).encode(), settings)
     assert [r.status for r in registered] == ["queued"] * 5
-    await IngestionPipeline(pool, embedder, settings).run()
+    await make_pipeline(pool, embedder, settings).run()
     docs = rows(db, "SELECT title, metadata->>'source_id' AS sid, status FROM documents ORDER BY title")
     assert [(d["title"], d["sid"], d["status"]) for d in docs] == [(f"Title {i}", f"d{i}", "ready") for i in range(5)]
 
@@ -236,7 +241,9 @@ async def test_store_is_atomic(pool: Any, db: str) -> None:
     doc_id = registered[0].document_id
     good = repo.StoredChunk(0, "ok", None, None, 1, "h0", np.ones(384, dtype=np.float32) / np.sqrt(384))
     bad = repo.StoredChunk(1, "bad", None, None, 1, "h1", np.ones(10, dtype=np.float32))
-    with pytest.raises(psycopg.Error):
+    async with pool.connection() as conn, conn.transaction():
+        space = await create_space(conn, "sentence-transformers", "all-MiniLM-L6-v2", 384, "active")
+    with pytest.raises(ValueError, match="10-dimension"):
         async with pool.connection() as conn, conn.transaction():
             await repo.store_chunks(
                 conn,
@@ -244,12 +251,12 @@ async def test_store_is_atomic(pool: Any, db: str) -> None:
                 owner=LOCAL_OWNER_ID,
                 title="a",
                 chunks=[good, bad],
-                model="m",
+                space=space,
                 page_count=None,
                 metadata={},
                 replaces_source=None,
             )
-    assert counts(db)["document_chunks"] == 0
+    assert counts(db)["document_chunks"] == 0 and rows(db, "SELECT count(*) AS n FROM chunk_embeddings")[0]["n"] == 0
     assert rows(db, "SELECT status FROM documents")[0]["status"] == "queued"
 
 
@@ -261,7 +268,7 @@ async def test_two_workers_share_the_queue_without_double_processing(
     for i in range(20):
         await register_bytes(pool, LOCAL_OWNER_ID, f"n{i}.txt", f"Shared queue note {i}.".encode(), settings)
     a, b = await asyncio.gather(
-        IngestionPipeline(pool, embedder, settings).run(), IngestionPipeline(pool, embedder, settings).run()
+        make_pipeline(pool, embedder, settings).run(), make_pipeline(pool, embedder, settings).run()
     )
     assert a.documents_done + b.documents_done == 20
     assert counts(db)["document_chunks"] == 20

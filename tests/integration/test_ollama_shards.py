@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from ollama import ResponseError
 
-from server.chat.clients import OllamaShards, rerank_client
+from server.providers.llm import build_llm
+from server.providers.llm.ollama import OllamaProvider, OllamaShards
 from server.retrieval.rerank import LLMReranker
 from server.settings import Settings
 from tests.fakes.ollama_server import FakeOllama, Reply
@@ -24,11 +25,13 @@ async def test_parallel_rerank_is_spread_over_the_shards(
     fake_ollama.responder, fake_ollama.latency = by_number, 0.05
     settings = Settings(_env_file=None, ollama_host=fake_ollama.url, rerank_concurrency=concurrency,  # type: ignore[call-arg]
                         rerank_client_shards=shards)  # fmt: skip
-    client = rerank_client(settings)
+    provider = build_llm(settings)
+    assert isinstance(provider, OllamaProvider)
+    client = provider.json_client
     try:
-        out = await LLMReranker(client, settings).rerank("q", hits(*(f"passage {i}" for i in range(1, 31))), 30)
+        out = await LLMReranker(provider, settings).rerank("q", hits(*(f"passage {i}" for i in range(1, 31))), 30)
     finally:
-        await client.close()
+        await provider.close()
     assert [h.id for h in out] == list(range(30, 0, -1))  # ordered by the fake's scores
     assert len(fake_ollama.chat_requests) == 30
     assert fake_ollama.max_concurrent <= concurrency

@@ -7,14 +7,14 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
-import ollama
 import pytest
 
-from server.documents.ingest import IngestionPipeline, register_bytes
+from server.documents.registration import register_bytes
+from server.providers.llm.ollama import OllamaProvider
 from server.retrieval.rerank import LLMReranker
-from server.retrieval.search import Searcher
-from server.settings import LOCAL_OWNER_ID, Settings
+from server.settings import Settings
 from tests.fakes.ollama_server import FakeOllama, Reply
+from tests.support import LOCAL, LOCAL_OWNER_ID, make_pipeline, make_searcher
 
 DOCS = {
     "volcano.txt": "Volcanic eruptions eject magma, ash and gases. Lava flows from the crater of a volcano.",
@@ -39,29 +39,30 @@ def judge(body: dict[str, Any]) -> Reply:
 async def corpus(pool: Any, embedder: Any, settings: Settings) -> None:
     for name, text in DOCS.items():
         await register_bytes(pool, LOCAL_OWNER_ID, name, text.encode(), settings)
-    await IngestionPipeline(pool, embedder, settings).run()
+    await make_pipeline(pool, embedder, settings).run()
 
 
 @pytest.fixture
-async def client(fake_ollama: FakeOllama) -> AsyncIterator[ollama.AsyncClient]:
+async def client(fake_ollama: FakeOllama) -> AsyncIterator[OllamaProvider]:
     fake_ollama.responder = judge
-    async with ollama.AsyncClient(host=fake_ollama.url) as c:
-        yield c
+    provider = OllamaProvider(fake_ollama.url)
+    yield provider
+    await provider.close()
 
 
 async def test_searcher_reranks_by_the_llm_scores(
-    corpus: None, pool: Any, embedder: Any, settings: Settings, fake_ollama: FakeOllama, client: ollama.AsyncClient
+    corpus: None, pool: Any, embedder: Any, settings: Settings, fake_ollama: FakeOllama, client: OllamaProvider
 ) -> None:
-    searcher = Searcher(
+    searcher = make_searcher(
         pool, embedder, settings.model_copy(update={"rerank_enabled": True}), LLMReranker(client, settings)
     )
     query = "what makes sourdough bread rise?"
-    plain = await searcher.search(query, owner=LOCAL_OWNER_ID, limit=3, rerank=False)
+    plain = await searcher.search(query, principal=LOCAL, limit=3, rerank=False)
     assert not plain.reranked and plain.timings.rerank_ms == 0
     assert plain.chunks[0].filename == "bread.txt" and plain.chunks[0].trace.rerank_score is None
     assert fake_ollama.chat_requests == []
 
-    result = await searcher.search(query, owner=LOCAL_OWNER_ID, limit=3)
+    result = await searcher.search(query, principal=LOCAL, limit=3)
     assert result.reranked and result.timings.rerank_ms > 0
     assert [c.filename for c in result.chunks] == ["baking.txt", "volcano.txt", "bread.txt"]
     assert [c.score for c in result.chunks] == [0.95, 0.7, 0.4]
@@ -74,17 +75,17 @@ async def test_searcher_reranks_by_the_llm_scores(
     assert len(fake_ollama.chat_requests) == len(DOCS)
     assert all(r.body["format"]["properties"]["score"]["maximum"] == 1 for r in fake_ollama.chat_requests)
 
-    again = await searcher.search(query, owner=LOCAL_OWNER_ID, limit=3)  # cached: no new LLM calls
+    again = await searcher.search(query, principal=LOCAL, limit=3)  # cached: no new LLM calls
     assert [c.id for c in again.chunks] == [c.id for c in result.chunks]
     assert len(fake_ollama.chat_requests) == len(DOCS)
 
 
 async def test_candidates_are_limit_times_factor(
-    corpus: None, pool: Any, embedder: Any, settings: Settings, fake_ollama: FakeOllama, client: ollama.AsyncClient
+    corpus: None, pool: Any, embedder: Any, settings: Settings, fake_ollama: FakeOllama, client: OllamaProvider
 ) -> None:
     tuned = settings.model_copy(update={"rerank_enabled": True, "rerank_candidates_factor": 2})
-    searcher = Searcher(pool, embedder, tuned, LLMReranker(client, tuned))
-    result = await searcher.search("bread", owner=LOCAL_OWNER_ID, limit=1, mode="vector")
+    searcher = make_searcher(pool, embedder, tuned, LLMReranker(client, tuned))
+    result = await searcher.search("bread", principal=LOCAL, limit=1, mode="vector")
     assert result.reranked and len(result.chunks) == 1
     assert len(fake_ollama.chat_requests) == 2
     assert result.chunks[0].score == result.chunks[0].trace.rerank_score
@@ -93,11 +94,12 @@ async def test_candidates_are_limit_times_factor(
 async def test_llm_down_keeps_retrieval_order_with_zero_scores(
     corpus: None, pool: Any, embedder: Any, settings: Settings, closed_ollama_url: str
 ) -> None:
-    async with ollama.AsyncClient(host=closed_ollama_url) as down:
-        on = settings.model_copy(update={"rerank_enabled": True})
-        searcher = Searcher(pool, embedder, on, LLMReranker(down, on))
-        plain = await searcher.search("ocean tides moon", owner=LOCAL_OWNER_ID, limit=3, rerank=False)
-        result = await searcher.search("ocean tides moon", owner=LOCAL_OWNER_ID, limit=3)
+    down = OllamaProvider(closed_ollama_url)
+    on = settings.model_copy(update={"rerank_enabled": True})
+    searcher = make_searcher(pool, embedder, on, LLMReranker(down, on))
+    plain = await searcher.search("ocean tides moon", principal=LOCAL, limit=3, rerank=False)
+    result = await searcher.search("ocean tides moon", principal=LOCAL, limit=3)
+    await down.close()
     assert result.reranked
     assert [c.id for c in result.chunks] == [c.id for c in plain.chunks]
     assert all(c.score == 0.0 for c in result.chunks)
@@ -105,7 +107,7 @@ async def test_llm_down_keeps_retrieval_order_with_zero_scores(
 
 async def test_http_search_reports_rerank(corpus: None, live_app: Any, fake_ollama: FakeOllama) -> None:
     fake_ollama.responder = judge
-    server = live_app(llm=ollama.AsyncClient(host=fake_ollama.url), rerank_enabled=True)
+    server = live_app(ollama_host=fake_ollama.url, rerank_enabled=True)
     async with httpx.AsyncClient(base_url=server.url, timeout=30) as http:
         response = await http.get("/api/search", params={"q": "what makes bread rise?", "limit": 2})
         assert response.status_code == 200, response.text

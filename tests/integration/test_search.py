@@ -10,12 +10,14 @@ import numpy as np
 import psycopg
 import pytest
 
-from server.documents.ingest import IngestionPipeline, register_bytes
-from server.retrieval.keyword import keyword_search
 from server.core.search import SearchFilters
+from server.documents.registration import register_bytes
+from server.retrieval.keyword import keyword_search
 from server.retrieval.search import Searcher
 from server.retrieval.vector import vector_search
-from server.settings import LOCAL_OWNER_ID, Settings
+from server.settings import Settings
+from server.vectors.store import Space, VectorRow, create_space, insert_vectors, space_in_state
+from tests.support import LOCAL, LOCAL_OWNER_ID, Principal, make_pipeline, make_searcher
 
 DOCS = {
     "volcano.txt": "Volcanic eruptions eject magma, ash and gases. Lava flows from the crater of a volcano.",
@@ -28,18 +30,18 @@ DOCS = {
 async def add_docs(pool: Any, embedder: Any, settings: Settings, docs: dict[str, str], owner: uuid.UUID) -> None:
     for name, text in docs.items():
         await register_bytes(pool, owner, name, text.encode(), settings)
-    await IngestionPipeline(pool, embedder, settings).run()
+    await make_pipeline(pool, embedder, settings).run()
 
 
 @pytest.fixture
 async def corpus(pool: Any, embedder: Any, settings: Settings) -> Searcher:
     await add_docs(pool, embedder, settings, DOCS, LOCAL_OWNER_ID)
-    return Searcher(pool, embedder, settings)
+    return make_searcher(pool, embedder, settings)
 
 
 @pytest.mark.parametrize("mode", ["vector", "keyword", "hybrid"])
 async def test_each_mode_finds_the_right_document(corpus: Searcher, mode: str) -> None:
-    result = await corpus.search("what makes sourdough bread rise?", owner=LOCAL_OWNER_ID, limit=3, mode=mode)
+    result = await corpus.search("what makes sourdough bread rise?", principal=LOCAL, limit=3, mode=mode)
     assert result.mode == mode and not result.reranked
     assert result.chunks[0].filename == "bread.txt"
     trace = result.chunks[0].trace
@@ -53,7 +55,7 @@ async def test_each_mode_finds_the_right_document(corpus: Searcher, mode: str) -
 @pytest.mark.parametrize(("fusion", "top_score"), [("score", 1.0), ("rrf", 2 / 61)])
 async def test_hybrid_fuses_both_arms(corpus: Searcher, fusion: str, top_score: float) -> None:
     corpus.settings = corpus.settings.model_copy(update={"fusion": fusion})
-    result = await corpus.search("moon gravity ocean tides", owner=LOCAL_OWNER_ID, limit=4, mode="hybrid")
+    result = await corpus.search("moon gravity ocean tides", principal=LOCAL, limit=4, mode="hybrid")
     top = result.chunks[0]
     assert top.filename == "tides.txt"
     assert top.trace.vector_rank == 1 and top.trace.keyword_rank == 1
@@ -62,8 +64,8 @@ async def test_hybrid_fuses_both_arms(corpus: Searcher, fusion: str, top_score: 
 
 
 async def test_confidence_reflects_similarity(corpus: Searcher) -> None:
-    good = await corpus.search("volcano lava magma eruption", owner=LOCAL_OWNER_ID)
-    bad = await corpus.search("quarterly revenue of the semiconductor division", owner=LOCAL_OWNER_ID)
+    good = await corpus.search("volcano lava magma eruption", principal=LOCAL)
+    bad = await corpus.search("quarterly revenue of the semiconductor division", principal=LOCAL)
     assert good.confidence.label in ("high", "moderate") and not good.confidence.insufficient_confidence
     assert bad.confidence.best_similarity < good.confidence.best_similarity
     assert bad.confidence.insufficient_confidence
@@ -75,19 +77,19 @@ async def test_owner_scoping_and_filters(pool: Any, embedder: Any, settings: Set
         conn.execute("INSERT INTO users (id, name) VALUES (%s, 'other')", (other,))
     await add_docs(pool, embedder, settings, {"secret.txt": "Sourdough secrets of the other user."}, other)
     for mode in ("vector", "keyword", "hybrid"):
-        mine = await corpus.search("sourdough", owner=LOCAL_OWNER_ID, mode=mode)
+        mine = await corpus.search("sourdough", principal=LOCAL, mode=mode)
         assert "secret.txt" not in {c.filename for c in mine.chunks}
-        theirs = await corpus.search("sourdough", owner=other, mode=mode)
+        theirs = await corpus.search("sourdough", principal=Principal(other), mode=mode)
         assert {c.filename for c in theirs.chunks} == {"secret.txt"}
 
-    bread = (await corpus.search("bread", owner=LOCAL_OWNER_ID, limit=1)).chunks[0].document_id
-    only = await corpus.search("ocean tides", owner=LOCAL_OWNER_ID, filters=SearchFilters(document_ids=[bread]))
+    bread = (await corpus.search("bread", principal=LOCAL, limit=1)).chunks[0].document_id
+    only = await corpus.search("ocean tides", principal=LOCAL, filters=SearchFilters(document_ids=[bread]))
     assert {c.document_id for c in only.chunks} == {bread}
     async with pool.connection() as conn:
         await conn.execute(
             "UPDATE documents SET metadata = metadata || '{\"team\": \"geo\"}' WHERE filename = 'tides.txt'"
         )
-    geo = await corpus.search("bread", owner=LOCAL_OWNER_ID, filters=SearchFilters(metadata={"team": "geo"}))
+    geo = await corpus.search("bread", principal=LOCAL, filters=SearchFilters(metadata={"team": "geo"}))
     assert {c.filename for c in geo.chunks} == {"tides.txt"}
 
 
@@ -111,18 +113,18 @@ async def test_owner_scoping_and_filters(pool: Any, embedder: Any, settings: Set
 )
 async def test_hostile_and_odd_queries_never_raise(corpus: Searcher, query: str) -> None:
     for mode in ("vector", "keyword", "hybrid"):
-        result = await corpus.search(query, owner=LOCAL_OWNER_ID, mode=mode)
+        result = await corpus.search(query, principal=LOCAL, mode=mode)
         assert result.mode == mode
-    stop_words = await corpus.search("the and of a", owner=LOCAL_OWNER_ID, mode="keyword")
+    stop_words = await corpus.search("the and of a", principal=LOCAL, mode="keyword")
     assert stop_words.chunks == []
 
 
 async def test_empty_query_and_empty_corpus(pool: Any, embedder: Any, settings: Settings) -> None:
-    searcher = Searcher(pool, embedder, settings)
-    empty = await searcher.search("anything", owner=LOCAL_OWNER_ID)
+    searcher = make_searcher(pool, embedder, settings)
+    empty = await searcher.search("anything", principal=LOCAL)
     assert empty.chunks == [] and not empty.has_embeddings and empty.confidence.insufficient_confidence
     await add_docs(pool, embedder, settings, {"a.txt": "Some text."}, LOCAL_OWNER_ID)
-    blank = await searcher.search("   ", owner=LOCAL_OWNER_ID)
+    blank = await searcher.search("   ", principal=LOCAL)
     assert blank.chunks == [] and blank.has_embeddings
 
 
@@ -130,7 +132,7 @@ async def test_bad_mode_is_a_clear_error(corpus: Searcher) -> None:
     from server.core.errors import BadRequest
 
     with pytest.raises(BadRequest, match="vector, keyword or hybrid"):
-        await corpus.search("x", owner=LOCAL_OWNER_ID, mode="semantic")
+        await corpus.search("x", principal=LOCAL, mode="semantic")
 
 
 def test_invalid_search_mode_setting_fails_at_startup() -> None:
@@ -143,9 +145,16 @@ def test_invalid_search_mode_setting_fails_at_startup() -> None:
 # ----------------------------------------------------------------------------------------------- BM25
 
 
+async def active_test_space(pool: Any) -> Space:
+    """The active space for the random vectors below (created on first use)."""
+    async with pool.connection() as conn, conn.transaction():
+        return await space_in_state(conn, "active") or await create_space(conn, "test", "random", 384, "active")
+
+
 async def insert_chunks(pool: Any, texts: list[str], owner: uuid.UUID = LOCAL_OWNER_ID, title: str = "") -> uuid.UUID:
     """One ready document with these chunk texts and random unit vectors (no model needed)."""
     rng = np.random.default_rng(abs(hash(texts[0])) % 2**32)
+    space = await active_test_space(pool)
     async with pool.connection() as conn, conn.transaction():
         doc = await (
             await conn.execute(
@@ -155,12 +164,19 @@ async def insert_chunks(pool: Any, texts: list[str], owner: uuid.UUID = LOCAL_OW
             )
         ).fetchone()
         async with conn.cursor().copy(
-            "COPY document_chunks (document_id, owner_id, chunk_index, title, content, token_count, content_hash,"
-            " embedding, embedding_model) FROM STDIN"
+            "COPY document_chunks (document_id, owner_id, chunk_index, title, content, token_count, content_hash)"
+            " FROM STDIN"
         ) as copy:
             for i, text in enumerate(texts):
-                v = rng.normal(size=384).astype(np.float32)
-                await copy.write_row((doc["id"], owner, i, title, text, 1, f"h{i}", v / np.linalg.norm(v), "random"))
+                await copy.write_row((doc["id"], owner, i, title, text, 1, f"h{i}"))
+        ids = await (
+            await conn.execute("SELECT id, chunk_index FROM document_chunks WHERE document_id = %s", (doc["id"],))
+        ).fetchall()
+        vectors = []
+        for row in sorted(ids, key=lambda r: r["chunk_index"]):
+            v = rng.normal(size=384).astype(np.float32)
+            vectors.append(VectorRow(row["id"], doc["id"], owner, f"h{row['chunk_index']}", v / np.linalg.norm(v)))
+        await insert_vectors(conn, space, vectors)
     return doc["id"]
 
 
@@ -236,10 +252,11 @@ async def test_selective_filter_still_returns_limit_results_at_20k(pool: Any, db
     q = rng.normal(size=384).astype(np.float32)
     q /= np.linalg.norm(q)
     filters = SearchFilters(document_ids=[target])
+    space = await active_test_space(pool)
     async with pool.connection() as conn:
-        exact = await vector_search(conn, q, owner=LOCAL_OWNER_ID, n=10, filters=filters)
+        exact = await vector_search(conn, space, q, owner=LOCAL_OWNER_ID, n=10, filters=filters)
         # force the HNSW path: it comes back short after post-filtering and must fall back to an exact scan
-        via_index = await vector_search(conn, q, owner=LOCAL_OWNER_ID, n=10, filters=filters, exact_max_rows=0)
+        via_index = await vector_search(conn, space, q, owner=LOCAL_OWNER_ID, n=10, filters=filters, exact_max_rows=0)
         in_target = {
             r["id"]
             for r in await (

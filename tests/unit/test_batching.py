@@ -8,7 +8,7 @@ import threading
 import numpy as np
 import pytest
 
-from server.retrieval.batching import QueryBatcher
+from server.providers.embeddings.batching import QueryBatcher
 
 
 class Recorder:

@@ -12,14 +12,13 @@ import pytest
 from ollama import ResponseError
 from pydantic import BaseModel
 
-from server.chat.llm import describe_failure, is_no_tools_error
+from server.chat.faults import describe_failure
 from server.chat.prompts import fallback_user_message, history_messages, thread_title, tool_message
 from server.chat.tools import SEARCH_TOOL, ToolArgumentError, parse_search_args, tool_result_payload
 from server.core.search import ChunkHit, Confidence, SearchResult, Timings
-from server.settings import Settings
+from server.providers.llm.base import LLMError, ToolsUnsupported
+from server.providers.llm.ollama import OllamaProvider
 from tests.fakes.ollama_server import no_tools_message
-
-SETTINGS = Settings(_env_file=None, chat_model="llama3.2", ollama_host="http://ollama:11434")  # type: ignore[call-arg]
 
 
 def hit(n: int, **kw: Any) -> ChunkHit:
@@ -161,27 +160,39 @@ def _validation_error() -> Exception:
 @pytest.mark.parametrize(
     ("exc", "code", "advice"),
     [
-        (httpx.ConnectError("refused"), "ollama_unreachable", "ollama serve"),
-        (ConnectionError("Failed to connect to Ollama"), "ollama_unreachable", "http://ollama:11434"),
-        (httpx.ConnectTimeout("slow"), "ollama_unreachable", "OLLAMA_HOST"),
-        (httpx.ReadTimeout("slow"), "ollama_timeout", "OLLAMA_TIMEOUT_S"),
+        (httpx.ConnectError("refused"), "llm_unreachable", "ollama serve"),
+        (ConnectionError("Failed to connect to Ollama"), "llm_unreachable", "http://ollama:11434"),
+        (httpx.ConnectTimeout("slow"), "llm_unreachable", "OLLAMA_HOST"),
+        (httpx.ReadTimeout("slow"), "llm_timeout", "LLM_TIMEOUT_S"),
         (ResponseError('{"error":"model \\"llama3.2\\" not found"}', 404), "model_not_found", "ollama pull llama3.2"),
-        (ResponseError("boom", 500), "ollama_error", "ollama serve"),
-        (ResponseError("unexpected EOF"), "ollama_error", "unexpected EOF"),
-        (json.JSONDecodeError("Expecting value", "<html>", 0), "ollama_bad_response", "OLLAMA_HOST"),
-        (_validation_error(), "ollama_bad_response", "OLLAMA_HOST"),
-        (httpx.RemoteProtocolError("peer closed"), "ollama_bad_response", "ollama serve"),
-        (psycopg.OperationalError("connection refused"), "database_unavailable", "DATABASE_URL"),
-        (RuntimeError("odd"), "internal_error", "odd"),
+        (ResponseError("boom", 500), "llm_error", "ollama serve"),
+        (ResponseError("unexpected EOF"), "llm_error", "unexpected EOF"),
+        (json.JSONDecodeError("Expecting value", "<html>", 0), "llm_bad_response", "OLLAMA_HOST"),
+        (_validation_error(), "llm_bad_response", "OLLAMA_HOST"),
+        (httpx.RemoteProtocolError("peer closed"), "llm_bad_response", "ollama serve"),
     ],
 )
-def test_describe_failure(exc: Exception, code: str, advice: str) -> None:
-    fault = describe_failure(exc, SETTINGS)
+def test_ollama_failures_say_the_fix(exc: Exception, code: str, advice: str) -> None:
+    fault = describe_failure(OllamaProvider("http://ollama:11434").map_error(exc, "llama3.2"))
     assert fault.code == code and advice in fault.message
     assert fault.to_json() == {"code": code, "message": fault.message}
 
 
+@pytest.mark.parametrize(
+    ("exc", "code", "advice"),
+    [
+        (psycopg.OperationalError("connection refused"), "database_unavailable", "DATABASE_URL"),
+        (RuntimeError("odd"), "internal_error", "odd"),
+        (LLMError("the fix"), "llm_error", "the fix"),
+    ],
+)
+def test_describe_failure(exc: Exception, code: str, advice: str) -> None:
+    fault = describe_failure(exc)
+    assert fault.code == code and advice in fault.message
+
+
 def test_no_tools_error_is_recognised() -> None:
-    assert is_no_tools_error(ResponseError(json.dumps({"error": no_tools_message("gemma2")}), 400))
-    assert not is_no_tools_error(ResponseError("model not found", 404))
-    assert not is_no_tools_error(RuntimeError("does not support tools"))
+    provider = OllamaProvider("http://ollama:11434")
+    no_tools = ResponseError(json.dumps({"error": no_tools_message("gemma2")}), 400)
+    assert isinstance(provider.map_error(no_tools, "gemma2"), ToolsUnsupported)
+    assert not isinstance(provider.map_error(ResponseError("model not found", 404), "x"), ToolsUnsupported)

@@ -1,4 +1,4 @@
-"""The LLM reranker against the fake Ollama, through the real `ollama` client over HTTP."""
+"""The LLM reranker against the fake Ollama, through the Ollama provider (the real `ollama` client) over HTTP."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import uuid
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-import ollama
 import pytest
 
 from server.core.search import ChunkHit, Trace
+from server.providers.llm.ollama import OllamaProvider
 from server.retrieval.rerank import RERANK_SCHEMA, LLMReranker, RerankScore, cap_text, clean_reply, parse_score
 from server.settings import Settings
 from tests.fakes.ollama_server import FakeOllama, Reply
@@ -72,9 +72,10 @@ def scorer(special: dict[str, Reply] | None = None) -> Callable[[dict[str, Any]]
 
 
 @pytest.fixture
-async def client(fake_ollama: FakeOllama) -> AsyncIterator[ollama.AsyncClient]:
-    async with ollama.AsyncClient(host=fake_ollama.url) as c:
-        yield c
+async def client(fake_ollama: FakeOllama) -> AsyncIterator[OllamaProvider]:
+    provider = OllamaProvider(fake_ollama.url)
+    yield provider
+    await provider.close()
 
 
 def ids(result: list[ChunkHit]) -> list[int]:
@@ -135,16 +136,14 @@ def test_helpers() -> None:
 
 
 # ---- rerank ----------------------------------------------------------------------------------------
-async def test_empty_input(fake_ollama: FakeOllama, client: ollama.AsyncClient) -> None:
+async def test_empty_input(fake_ollama: FakeOllama, client: OllamaProvider) -> None:
     reranker = LLMReranker(client, make_settings())
     assert await reranker.rerank("anything", [], 5) == []
     assert await reranker.rerank("anything", hits("a [score=0.5]"), 0) == []
     assert fake_ollama.chat_requests == []
 
 
-async def test_sorts_by_score_descending_and_keeps_the_trace(
-    fake_ollama: FakeOllama, client: ollama.AsyncClient
-) -> None:
+async def test_sorts_by_score_descending_and_keeps_the_trace(fake_ollama: FakeOllama, client: OllamaProvider) -> None:
     fake_ollama.responder = scorer()
     candidates = hits("a [score=0.2]", "b [score=0.9]", "c [score=0.5]", "d [score=0.9]", "e [score=0.1]")
     originals = [c.model_copy(deep=True) for c in candidates]
@@ -160,7 +159,7 @@ async def test_sorts_by_score_descending_and_keeps_the_trace(
     assert len(fake_ollama.chat_requests) == 5
 
 
-async def test_limit_is_respected(fake_ollama: FakeOllama, client: ollama.AsyncClient) -> None:
+async def test_limit_is_respected(fake_ollama: FakeOllama, client: OllamaProvider) -> None:
     fake_ollama.responder = scorer()
     candidates = hits("a [score=0.2]", "b [score=0.9]", "c [score=0.5]", "d [score=0.7]")
     result = await LLMReranker(client, make_settings()).rerank("q", candidates, 2)
@@ -178,7 +177,7 @@ async def test_limit_is_respected(fake_ollama: FakeOllama, client: ollama.AsyncC
     ],
 )
 async def test_fences_think_blocks_and_prose_are_stripped(
-    fake_ollama: FakeOllama, client: ollama.AsyncClient, raw: str
+    fake_ollama: FakeOllama, client: OllamaProvider, raw: str
 ) -> None:
     fake_ollama.responder = scorer({"[raw]": Reply.json(raw)})
     result = await LLMReranker(client, make_settings()).rerank("q", hits("a [score=0.5]", "b [raw]"), 5)
@@ -186,7 +185,7 @@ async def test_fences_think_blocks_and_prose_are_stripped(
     assert result[0].score == pytest.approx(0.75)
 
 
-async def test_failed_call_keeps_the_chunk_with_score_zero(fake_ollama: FakeOllama, client: ollama.AsyncClient) -> None:
+async def test_failed_call_keeps_the_chunk_with_score_zero(fake_ollama: FakeOllama, client: OllamaProvider) -> None:
     fake_ollama.responder = scorer({"[boom]": Reply.error(500, "model runner crashed")})
     candidates = hits("a [boom]", "b [score=0.3]", "c [score=0.6]", "d [boom]")
     result = await LLMReranker(client, make_settings()).rerank("q", candidates, 10)
@@ -206,16 +205,14 @@ async def test_failed_call_keeps_the_chunk_with_score_zero(fake_ollama: FakeOlla
         Reply.garbage_mid_stream(),
     ],
 )
-async def test_invalid_replies_score_zero(fake_ollama: FakeOllama, client: ollama.AsyncClient, reply: Reply) -> None:
+async def test_invalid_replies_score_zero(fake_ollama: FakeOllama, client: OllamaProvider, reply: Reply) -> None:
     fake_ollama.responder = scorer({"[bad]": reply})
     result = await LLMReranker(client, make_settings()).rerank("q", hits("a [bad]", "b [score=0.05]"), 10)
     assert ids(result) == [2, 1]
     assert result[1].score == 0.0 and result[1].trace.rerank_score == 0.0
 
 
-async def test_timeout_scores_zero_without_delaying_the_others(
-    fake_ollama: FakeOllama, client: ollama.AsyncClient
-) -> None:
+async def test_timeout_scores_zero_without_delaying_the_others(fake_ollama: FakeOllama, client: OllamaProvider) -> None:
     fake_ollama.latency = 0.05
     fake_ollama.responder = scorer({"[slow]": Reply.hang(5, then=Reply.json({"score": 1.0}))})
     settings = make_settings(rerank_timeout_s=0.3, rerank_concurrency=2)
@@ -231,7 +228,7 @@ async def test_timeout_scores_zero_without_delaying_the_others(
     assert slow is not None and "[slow]" in passage_of(slow.body)
 
 
-async def test_concurrency_bound_is_never_exceeded(fake_ollama: FakeOllama, client: ollama.AsyncClient) -> None:
+async def test_concurrency_bound_is_never_exceeded(fake_ollama: FakeOllama, client: OllamaProvider) -> None:
     fake_ollama.latency = 0.05
     fake_ollama.responder = scorer()
     settings = make_settings(rerank_concurrency=3)
@@ -246,7 +243,7 @@ async def test_concurrency_bound_is_never_exceeded(fake_ollama: FakeOllama, clie
 
 
 async def test_concurrency_bound_holds_across_concurrent_reranks(
-    fake_ollama: FakeOllama, client: ollama.AsyncClient
+    fake_ollama: FakeOllama, client: OllamaProvider
 ) -> None:
     fake_ollama.latency = 0.05
     fake_ollama.responder = scorer()
@@ -258,7 +255,7 @@ async def test_concurrency_bound_holds_across_concurrent_reranks(
 
 
 async def test_overall_deadline_keeps_unscored_in_retrieval_order(
-    fake_ollama: FakeOllama, client: ollama.AsyncClient
+    fake_ollama: FakeOllama, client: OllamaProvider
 ) -> None:
     fake_ollama.responder = scorer({"[slow]": Reply.hang(5, then=Reply.json({"score": 1.0}))})
     settings = make_settings(rerank_deadline_s=0.4, rerank_timeout_s=10, rerank_concurrency=10)
@@ -276,9 +273,7 @@ async def test_overall_deadline_keeps_unscored_in_retrieval_order(
     assert await fake_ollama.await_until(lambda: sum(r.disconnected for r in fake_ollama.chat_requests) == 3, 2.0)
 
 
-async def test_deadline_also_cancels_calls_waiting_for_a_slot(
-    fake_ollama: FakeOllama, client: ollama.AsyncClient
-) -> None:
+async def test_deadline_also_cancels_calls_waiting_for_a_slot(fake_ollama: FakeOllama, client: OllamaProvider) -> None:
     fake_ollama.latency = 0.15
     fake_ollama.responder = scorer()
     settings = make_settings(rerank_deadline_s=0.4, rerank_concurrency=1)
@@ -293,7 +288,7 @@ async def test_deadline_also_cancels_calls_waiting_for_a_slot(
     assert len(fake_ollama.chat_requests) <= len(scored) + 1  # nothing was started after the deadline
 
 
-async def test_cancelling_the_caller_cancels_the_calls(fake_ollama: FakeOllama, client: ollama.AsyncClient) -> None:
+async def test_cancelling_the_caller_cancels_the_calls(fake_ollama: FakeOllama, client: OllamaProvider) -> None:
     fake_ollama.responder = scorer({"[slow]": Reply.hang(5, then=Reply.json({"score": 1.0}))})
     reranker = LLMReranker(client, make_settings())
     task = asyncio.create_task(reranker.rerank("q", hits("a [slow]", "b [slow]"), 5))
@@ -305,9 +300,7 @@ async def test_cancelling_the_caller_cancels_the_calls(fake_ollama: FakeOllama, 
     assert all(r.disconnected for r in fake_ollama.chat_requests)
 
 
-async def test_cache_skips_repeated_questions_but_not_failures(
-    fake_ollama: FakeOllama, client: ollama.AsyncClient
-) -> None:
+async def test_cache_skips_repeated_questions_but_not_failures(fake_ollama: FakeOllama, client: OllamaProvider) -> None:
     failures = {"left": 1}
 
     def respond(body: dict[str, Any]) -> Reply:
@@ -340,7 +333,7 @@ async def test_cache_skips_repeated_questions_but_not_failures(
     assert len(fake_ollama.chat_requests) == 10
 
 
-async def test_cache_is_a_bounded_lru(fake_ollama: FakeOllama, client: ollama.AsyncClient) -> None:
+async def test_cache_is_a_bounded_lru(fake_ollama: FakeOllama, client: OllamaProvider) -> None:
     fake_ollama.responder = scorer()
     reranker = LLMReranker(client, make_settings(rerank_concurrency=1), cache_size=2)
     candidates = hits("a [score=0.1]", "b [score=0.2]", "c [score=0.3]")
@@ -350,7 +343,7 @@ async def test_cache_is_a_bounded_lru(fake_ollama: FakeOllama, client: ollama.As
     assert len(fake_ollama.chat_requests) == 4
 
 
-async def test_identical_passages_are_scored_once(fake_ollama: FakeOllama, client: ollama.AsyncClient) -> None:
+async def test_identical_passages_are_scored_once(fake_ollama: FakeOllama, client: OllamaProvider) -> None:
     fake_ollama.responder = scorer()
     candidates = hits("same text [score=0.4]", "other [score=0.7]", "same text [score=0.4]")
     result = await LLMReranker(client, make_settings()).rerank("q", candidates, 10)
@@ -359,7 +352,7 @@ async def test_identical_passages_are_scored_once(fake_ollama: FakeOllama, clien
 
 
 async def test_request_carries_schema_temperature_think_and_capped_passage(
-    fake_ollama: FakeOllama, client: ollama.AsyncClient
+    fake_ollama: FakeOllama, client: OllamaProvider
 ) -> None:
     fake_ollama.responder = scorer()
     long_text = "lorem ipsum dolor " * 100 + "TAILMARKER [score=0.9]"
@@ -382,13 +375,13 @@ async def test_request_carries_schema_temperature_think_and_capped_passage(
     assert result[0].score == 0.0  # the score marker was cut off with the tail
 
 
-async def test_model_defaults_to_the_chat_model(fake_ollama: FakeOllama, client: ollama.AsyncClient) -> None:
+async def test_model_defaults_to_the_chat_model(fake_ollama: FakeOllama, client: OllamaProvider) -> None:
     fake_ollama.responder = scorer()
     await LLMReranker(client, make_settings(chat_model="mistral")).rerank("q", hits("a"), 1)
     assert fake_ollama.chat_requests[0].model == "mistral"
 
 
-async def test_think_is_dropped_when_the_server_rejects_it(fake_ollama: FakeOllama, client: ollama.AsyncClient) -> None:
+async def test_think_is_dropped_when_the_server_rejects_it(fake_ollama: FakeOllama, client: OllamaProvider) -> None:
     fake_ollama.enqueue(Reply.error(400, '"llama3.2" does not support thinking'))
     fake_ollama.responder = scorer()
     reranker = LLMReranker(client, make_settings(rerank_concurrency=1))
@@ -402,6 +395,7 @@ async def test_think_is_dropped_when_the_server_rejects_it(fake_ollama: FakeOlla
 
 
 async def test_unreachable_server_scores_zero(closed_ollama_url: str) -> None:
-    async with ollama.AsyncClient(host=closed_ollama_url) as down:
-        result = await LLMReranker(down, make_settings()).rerank("q", hits("a", "b"), 5)
+    down = OllamaProvider(closed_ollama_url)
+    result = await LLMReranker(down, make_settings()).rerank("q", hits("a", "b"), 5)
+    await down.close()
     assert ids(result) == [1, 2] and [h.score for h in result] == [0.0, 0.0]

@@ -34,11 +34,11 @@ describe("streamChat", () => {
   it("resolves on an error event", async () => {
     vi.stubGlobal(
       "fetch",
-      vi.fn().mockResolvedValue(streamResponse([sse("error", { code: "ollama_unreachable", message: "Start Ollama" })])),
+      vi.fn().mockResolvedValue(streamResponse([sse("error", { code: "llm_unreachable", message: "Start Ollama" })])),
     );
     const events: ChatEvent[] = [];
     await streamChat({ message: "x" }, (e) => events.push(e));
-    expect(events).toEqual([{ type: "error", code: "ollama_unreachable", message: "Start Ollama" }]);
+    expect(events).toEqual([{ type: "error", code: "llm_unreachable", message: "Start Ollama" }]);
   });
 
   it("rejects with ConnectionLostError when the stream ends without done/error", async () => {

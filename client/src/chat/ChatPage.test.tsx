@@ -106,7 +106,7 @@ describe("ChatPage", () => {
       () =>
         streamResponse([
           sse("thread", { thread_id: "t3", message_id: "m" }),
-          sse("error", { code: "ollama_unreachable", message: "Ollama is not running. Start it with `ollama serve`." }),
+          sse("error", { code: "llm_unreachable", message: "Ollama is not running. Start it with `ollama serve`." }),
         ]),
     ]);
     render(<App />);

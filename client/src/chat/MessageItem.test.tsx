@@ -108,7 +108,7 @@ describe("citations in an answer", () => {
 
 describe("errors", () => {
   it("shows a stream error inline, without Retry", () => {
-    renderMsg({ ...base, status: "error", error: { code: "ollama_unreachable", message: "Start it with `ollama serve`" } });
+    renderMsg({ ...base, status: "error", error: { code: "llm_unreachable", message: "Start it with `ollama serve`" } });
     const box = screen.getByTestId("error-box");
     expect(box).toHaveTextContent("Start it with ollama serve");
     expect(box.querySelector("code")).toHaveTextContent("ollama serve");

@@ -56,10 +56,10 @@ describe("chatReducer", () => {
     const s = run(
       sent(),
       { type: "tool_call", id: "c", name: "search_documents", arguments: { query: "q" } },
-      { type: "error", code: "ollama_unreachable", message: "Start Ollama with `ollama serve`" },
+      { type: "error", code: "llm_unreachable", message: "Start Ollama with `ollama serve`" },
     );
     expect(last(s).status).toBe("error");
-    expect(last(s).error).toEqual({ code: "ollama_unreachable", message: "Start Ollama with `ollama serve`" });
+    expect(last(s).error).toEqual({ code: "llm_unreachable", message: "Start Ollama with `ollama serve`" });
     expect(last(s).searches[0].status).toBe("stopped");
     expect(s.sending).toBe(false);
   });
