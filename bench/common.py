@@ -1,7 +1,8 @@
-"""Helpers shared by the benches: repo path, a private embedded Postgres, percentiles, tables, JSON output.
+"""Helpers shared by the benches: repo path, a private runtime, percentiles, tables, JSON output.
 
-Every bench runs against its own data directory (never the user's default one) and stops the pgserver it
-started when it is done.
+Every bench runs against its own data directory (never the user's default one) and builds what it needs
+through the composition root (`server.runtime.open_runtime`), which stops the pgserver it started when
+the bench is done.
 """
 
 from __future__ import annotations
@@ -23,10 +24,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np  # noqa: E402
-from psycopg_pool import AsyncConnectionPool  # noqa: E402
 
-from server.db.pool import Database, open_pool, prepare_database  # noqa: E402
-from server.providers.embeddings.sentence_transformers import SentenceTransformerEmbedder  # noqa: E402
+from server.providers.embeddings import build_embedder  # noqa: E402
+from server.providers.embeddings.base import EmbeddingProvider  # noqa: E402
+from server.providers.llm.base import LLMProvider  # noqa: E402
+from server.runtime import Overrides, Runtime, open_runtime  # noqa: E402
 from server.settings import Settings  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "scifact-dev"
@@ -39,24 +41,30 @@ def bench_settings(data_dir: Path, **overrides: Any) -> Settings:
 
 
 @asynccontextmanager
-async def database(settings: Settings) -> AsyncIterator[tuple[Database, AsyncConnectionPool]]:
-    """Start (or attach to) the embedded server in settings.data_dir, migrate, open a pool; stop it all after."""
-    import asyncio
-
-    db = await asyncio.to_thread(prepare_database, settings)
-    try:
-        async with open_pool(db.uri, settings) as pool:
-            yield db, pool
-    finally:
-        db.close()
+async def bench_runtime(
+    settings: Settings, *, embedder: EmbeddingProvider | None = None, llm: LLMProvider | None = None
+) -> AsyncIterator[Runtime]:
+    """The runtime the server would build (embedded Postgres in settings.data_dir, migrations, pool, spaces,
+    searcher, documents, chat), with `embedder` / `llm` used instead of the configured ones when given (the
+    caller closes those). Everything the runtime opened is closed, and its pgserver stopped, on exit."""
+    async with open_runtime(settings, Overrides(embedder=embedder, llm=llm)) as rt:
+        yield rt
 
 
-def load_embedder(settings: Settings) -> SentenceTransformerEmbedder:
-    embedder = SentenceTransformerEmbedder(
-        settings.embed_model, batch_size=settings.embed_batch_size, query_precision=settings.query_embed_precision
-    )
-    embedder.embed_sync(["warm up the model"])  # first call pays lazy initialisation
+def load_embedder(settings: Settings) -> Any:
+    """The configured embedding provider (`build_embedder`, as the runtime builds it), warmed up; the caller
+    closes it (`await embedder.close()`). For the default provider this is `SentenceTransformerEmbedder`."""
+    embedder = build_embedder(settings)
+    if hasattr(embedder, "embed_sync"):
+        embedder.embed_sync(["warm up the model"])  # first call pays lazy initialisation
     return embedder
+
+
+def postmaster_pid(rt: Runtime) -> int | None:
+    """The pid of the embedded server the runtime started (None with an external DATABASE_URL)."""
+    if rt.database is None or rt.database.embedded is None:
+        return None
+    return int(rt.database.embedded.server.get_pid())
 
 
 def read_jsonl(path: Path, limit: int | None = None) -> list[dict[str, Any]]:

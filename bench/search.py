@@ -2,13 +2,14 @@
 
 Corpus: the SciFact abstracts ingested once through the real pipeline (real embeddings) into a persistent
 bench database (`bench/.data/`, reused across runs), kept aside in a `bench_real_chunks` table. For each
-size the chunks table is rebuilt from scratch: the real chunks (the first `size` of them when the corpus
+size the chunks are rebuilt from scratch: `document_chunks` (text, BM25 columns) and their vectors in
+`chunk_embeddings` (the active embedding space): the real chunks (the first `size` of them when the corpus
 is bigger), then synthetic chunks up to `size` — each a neighbour of a random real vector (gaussian noise,
 renormalised) with content made of recombined real sentences — bulk-loaded with indexes dropped, then the
-GIN and HNSW indexes are built (timed). Per size and mode: 200 SciFact queries after 20 warm-up ones,
-latency of `Searcher.search()` including the query embedding (the searcher's query cache is cleared
-before every call), a common-words keyword query, HNSW recall@10 vs exact search, and DB-only latencies
-for a few `hnsw_ef_search` / `keyword_candidates` values.
+GIN index and the space's partial HNSW index are built (timed). Per size and mode: 200 SciFact queries after
+20 warm-up ones, latency of `Searcher.search()` (the runtime's searcher) including the query embedding (the
+searcher's query cache is cleared before every call), a common-words keyword query, HNSW recall@10 vs exact
+search, and DB-only latencies for a few `hnsw_ef_search` / `keyword_candidates` values.
 
     python bench/search.py [--sizes 10000,100000] [--json bench/results/search.json]
 """
@@ -23,6 +24,7 @@ import re
 import sys
 import time
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,35 +33,36 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import numpy as np
 import psycopg
 from pgvector.psycopg import register_vector_async
+from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
-from psycopg_pool import AsyncConnectionPool
 
 from bench.common import (
     DATA,
     RESULTS,
     ROOT,
+    bench_runtime,
     bench_settings,
     cpu_context,
-    database,
     load_embedder,
     pct,
     read_jsonl,
     table,
     write_json,
 )
+from server.core.principal import Principal
 from server.documents.chunking import content_hash, embedding_text
-from server.documents.registration import register_bytes
 from server.retrieval import keyword as kw
 from server.retrieval.keyword import keyword_search
 from server.retrieval.search import HYBRID_ARM_DEPTH, Searcher
 from server.retrieval.vector import vector_search
+from server.runtime import Overrides, Runtime, open_runtime
 from server.settings import Settings
-from server.vectors.store import as_array
+from server.vectors.store import Space, VectorRow, as_array, insert_vectors
 
 BENCH_OWNER = uuid.UUID("00000000-0000-0000-0000-0000000be9c4")
+PRINCIPAL = Principal(BENCH_OWNER, name="bench")
 SYNTH_NS = uuid.UUID("5b3f1c2e-8d4a-4e0b-9c71-2f6a1d0e9b33")
-HNSW_INDEX = "document_chunks_embedding_idx"
 GIN_INDEX = "document_chunks_search_idx"
 MODES = ("vector", "keyword", "hybrid")
 TARGETS_P95 = {"vector": 15.0, "keyword": 20.0, "hybrid": 30.0, "keyword_common": 20.0}
@@ -67,22 +70,30 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
 
 
 class Fp32QueryEmbedder:
-    """The same model with queries embedded in float32, one at a time, as before the bf16 + batching path:
-    the comparison row for `QUERY_EMBED_PRECISION=fp32`."""
+    """The same model with queries embedded in float32, one at a time, as before the bf16 + batching path
+    (through `embed_documents`): the comparison row for `QUERY_EMBED_PRECISION=fp32`. Same provider and
+    model name, so the space registry of a runtime built over it picks it for the active space."""
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
+        self.provider = inner.provider
         self.model_name = inner.model_name
-        self.dim = inner.dim
+        self.max_tokens = inner.max_tokens
 
-    async def embed(self, texts: Any) -> np.ndarray:
-        return await self.inner.embed(texts)
+    async def dimension(self) -> int:
+        return await self.inner.dimension()
 
-    async def embed_queries(self, texts: Any) -> np.ndarray:
-        return await self.inner.embed(texts)
+    async def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        return await self.inner.embed_documents(texts)
 
-    def count_tokens(self, texts: Any) -> list[int]:
+    async def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return await self.inner.embed_documents(texts)
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
         return self.inner.count_tokens(texts)
+
+    async def close(self) -> None:
+        pass
 
 
 def log(msg: str) -> None:

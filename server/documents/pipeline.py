@@ -20,6 +20,7 @@ from uuid import UUID
 import numpy as np
 from psycopg_pool import AsyncConnectionPool
 
+from server.core.errors import RagchatError
 from server.documents import repository as repo
 from server.documents.chunking import chunk_sections, content_hash, embedding_text
 from server.documents.parsers import ParsedDocument, ParseError, Section, parse
@@ -111,7 +112,12 @@ class IngestionPipeline:
                     rows = await repo.claim(conn, limit=32, ids=ids)
                 if not rows:
                     break
-                target = await self.spaces.for_ingest()
+                try:
+                    target = await self.spaces.for_ingest()
+                except RagchatError as exc:  # the embedding model cannot answer: say why on each document
+                    for row in rows:
+                        await self._fail(row["id"], row["filename"], exc.message)
+                    continue
                 results = await asyncio.to_thread(self._prepare_rows, rows, target.embedder)
                 for row, result in zip(rows, results, strict=True):
                     if isinstance(result, str):

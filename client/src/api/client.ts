@@ -1,6 +1,7 @@
 import type {
   Document,
   Health,
+  ReembedProgress,
   SearchMode,
   SearchResponse,
   Thread,
@@ -50,6 +51,13 @@ function json(method: string, body: unknown): RequestInit {
 
 export const api = {
   health: (signal?: AbortSignal) => request<Health>("/api/health", { signal }),
+
+  /** Progress of a switch of embedding model (admin only). */
+  reembedProgress: (signal?: AbortSignal) => request<ReembedProgress>("/api/admin/reembed", { signal }),
+
+  /** Start re-embedding (admin only); defaults to the configured EMBED_PROVIDER / EMBED_MODEL. */
+  startReembed: (target: { provider?: string; model?: string } = {}) =>
+    request<ReembedProgress>("/api/admin/reembed", json("POST", target)),
 
   listDocuments: (signal?: AbortSignal) =>
     request<{ documents: Document[] }>("/api/documents", { signal }).then((r) => r.documents),

@@ -3,17 +3,71 @@
 export type SearchMode = "hybrid" | "vector" | "keyword";
 export type DocStatus = "queued" | "processing" | "ready" | "failed";
 
+/** An LLM provider's status as reported by `GET /api/health` (`llm`). */
+export interface LlmStatus {
+  /** "ollama" | "openai" (OpenAI-compatible server); absent on an old server's `ollama` block. */
+  provider?: string;
+  reachable: boolean;
+  model: string;
+  model_available: boolean;
+  message: string | null;
+  context_length?: number | null;
+}
+
+export interface EmbeddingModelRef {
+  provider: string;
+  model: string;
+}
+
+export interface EmbeddingSpace extends EmbeddingModelRef {
+  dim: number;
+}
+
+/** Stored vectors vs the configured embedding model. */
+export interface EmbeddingsStatus {
+  configured: EmbeddingModelRef;
+  stored: EmbeddingSpace | null;
+  building: EmbeddingSpace | null;
+  status: "ok" | "mismatch" | "reembedding";
+  message: string | null;
+}
+
 export interface Health {
-  status: string;
+  status: "ok" | "degraded" | (string & {});
   database: string;
   embedder: string;
-  ollama: {
-    reachable: boolean;
-    model: string;
-    model_available: boolean;
-    message: string | null;
-  };
+  /** null when the database did not answer; absent on an old server. */
+  embeddings?: EmbeddingsStatus | null;
+  llm?: LlmStatus;
+  /** Old servers only (before `llm`). */
+  ollama?: LlmStatus;
 }
+
+/** `GET`/`POST /api/admin/reembed`: progress of a switch of embedding model. */
+export interface ReembedProgress {
+  state: "idle" | "building";
+  /** Label of the model being built, e.g. "nomic-embed-text (ollama, 768 dims)". */
+  target: string | null;
+  done: number;
+  total: number;
+  percent: number;
+  /** Only on GET. */
+  embeddings?: EmbeddingsStatus | null;
+}
+
+/** Codes of chat `error` events (the server may add more). */
+export type ChatErrorCode =
+  | "llm_unreachable"
+  | "llm_timeout"
+  | "llm_bad_response"
+  | "llm_error"
+  | "llm_auth"
+  | "llm_rate_limited"
+  | "context_overflow"
+  | "embeddings_unavailable"
+  | "model_not_found"
+  | "database_unavailable"
+  | (string & {});
 
 export interface Document {
   id: string;
@@ -120,7 +174,7 @@ export interface ToolResult {
 }
 
 export interface ApiErrorBody {
-  code: string;
+  code: ChatErrorCode;
   message: string;
 }
 

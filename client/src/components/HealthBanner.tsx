@@ -1,33 +1,79 @@
 import { useEffect, useState } from "react";
 import { api } from "../api/client";
-import type { Health } from "../api/types";
+import type { Health, LlmStatus, ReembedProgress } from "../api/types";
+import { Icon } from "./Icon";
 
 export const HEALTH_POLL_MS = 30_000;
+/** How often the re-embedding progress is polled while the notice shows it. */
+export const REEMBED_POLL_MS = 5_000;
 
-type Problem = { kind: "server" | "ollama" | "model"; text: string } | null;
+/** "ollama": the Ollama server is down; "llm": another (OpenAI-compatible) model server is down. */
+export type ProblemKind = "server" | "ollama" | "llm" | "model";
+type Problem = { kind: ProblemKind; text: string } | null;
+
+/** The chat model's status: `llm`, or `ollama` from a server older than the LLM providers. */
+export function llmStatus(h: Health): (LlmStatus & { provider: string }) | null {
+  if (h.llm) return { ...h.llm, provider: h.llm.provider ?? "" };
+  if (h.ollama) return { ...h.ollama, provider: h.ollama.provider ?? "ollama" };
+  return null;
+}
 
 export function healthProblem(h: Health | null, failed: boolean): Problem {
   if (failed) return { kind: "server", text: "Can't reach the ragchat server. Is it running?" };
   if (!h) return null;
-  const o = h.ollama;
-  if (!o) return null;
-  if (!o.reachable)
+  const llm = llmStatus(h);
+  if (!llm) return null;
+  const ollama = llm.provider === "ollama";
+  if (!llm.reachable)
     return {
-      kind: "ollama",
-      text: o.message || "Ollama is not reachable. Start it with `ollama serve` — chat needs it (search still works).",
+      kind: ollama ? "ollama" : "llm",
+      text:
+        llm.message ||
+        (ollama
+          ? "Ollama is not reachable. Start it with `ollama serve` — chat needs it (search still works)."
+          : llm.provider === "openai"
+            ? "The model server is not reachable. Check `OPENAI_BASE_URL` — chat needs it (search still works)."
+            : "The model server is not reachable — chat needs it (search still works)."),
     };
-  if (!o.model_available)
+  if (!llm.model_available)
     return {
       kind: "model",
-      text: o.message || `The model "${o.model}" is not installed. Run \`ollama pull ${o.model}\`.`,
+      text:
+        llm.message ||
+        (ollama
+          ? `The model "${llm.model}" is not installed. Run \`ollama pull ${llm.model}\`.`
+          : `The model "${llm.model}" is not available on the model server. Set \`CHAT_MODEL\` to a model it serves.`),
     };
   return null;
 }
 
-/** Polls GET /api/health every 30 s and warns when chat can't work. */
+type Notice = { status: "mismatch" | "reembedding"; text: string } | null;
+
+/** A non-blocking notice when the stored vectors are not (yet) from the configured embedding model. */
+export function embeddingsNotice(h: Health | null, failed: boolean): Notice {
+  const e = failed ? null : h?.embeddings;
+  if (!e || (e.status !== "mismatch" && e.status !== "reembedding")) return null;
+  if (e.message) return { status: e.status, text: e.message };
+  const stored = e.stored?.model ?? "another model";
+  const configured = e.configured.model;
+  return e.status === "reembedding"
+    ? { status: e.status, text: `Re-embedding with ${configured}; search uses ${stored} until it finishes.` }
+    : {
+        status: e.status,
+        text: `The stored vectors were made by ${stored}, but the configured embedding model is ${configured}. Search keeps using ${stored}; run \`ragchat reembed\` to switch.`,
+      };
+}
+
+/**
+ * Polls GET /api/health every 30 s. Warns (role="alert") when chat can't work, and shows a
+ * non-blocking notice (role="status") when the embedding model changed or a re-embed is under way,
+ * with its progress when GET /api/admin/reembed answers.
+ */
 export function HealthBanner() {
   const [health, setHealth] = useState<Health | null>(null);
   const [failed, setFailed] = useState(false);
+  const [progress, setProgress] = useState<ReembedProgress | null>(null);
+  const [dismissed, setDismissed] = useState<string | null>(null);
 
   useEffect(() => {
     let alive = true;
@@ -37,7 +83,7 @@ export function HealthBanner() {
         .health(ctrl.signal)
         .then((h) => alive && (setHealth(h), setFailed(false)))
         .catch((e: unknown) => {
-          if (alive && !(e instanceof DOMException && e.name === "AbortError")) setFailed(true);
+          if (alive && !isAbort(e)) setFailed(true);
         });
     void check();
     const t = window.setInterval(check, HEALTH_POLL_MS);
@@ -49,13 +95,105 @@ export function HealthBanner() {
   }, []);
 
   const problem = healthProblem(health, failed);
-  if (!problem) return null;
+  const notice = embeddingsNotice(health, failed);
+  const reembedding = notice?.status === "reembedding";
+
+  // While re-embedding, poll its progress; its `embeddings` also tells when the switch is done.
+  // Not an admin (or an older server): no progress, the notice just shows the message.
+  useEffect(() => {
+    if (!reembedding) return;
+    let alive = true;
+    const ctrl = new AbortController();
+    const poll = () =>
+      api
+        .reembedProgress(ctrl.signal)
+        .then((p) => {
+          if (!alive) return;
+          setProgress(p.state === "building" ? p : null);
+          const embeddings = p.embeddings;
+          if (embeddings) setHealth((h) => h && { ...h, embeddings });
+        })
+        .catch((e: unknown) => {
+          if (!alive || isAbort(e)) return;
+          window.clearInterval(t);
+          setProgress(null);
+        });
+    void poll();
+    const t = window.setInterval(poll, REEMBED_POLL_MS);
+    return () => {
+      alive = false;
+      ctrl.abort();
+      window.clearInterval(t);
+    };
+  }, [reembedding]);
+
+  const noticeKey = notice && `${notice.status}:${notice.text}`;
+  const shownProgress = reembedding ? progress : null;
+
+  const dismiss = () => {
+    setDismissed(noticeKey);
+    // The button goes away: continue from the start of the page's content.
+    document.getElementById("main")?.focus();
+  };
+
   return (
-    <div className="banner" role="alert" data-testid="health-banner" data-kind={problem.kind}>
-      <strong>{problem.kind === "server" ? "Server offline" : "Chat unavailable"}:</strong>{" "}
-      <CodeText text={problem.text} />
-    </div>
+    <>
+      {problem && (
+        <div className="banner" role="alert" data-testid="health-banner" data-kind={problem.kind}>
+          <strong>{problem.kind === "server" ? "Server offline" : "Chat unavailable"}:</strong>{" "}
+          <CodeText text={problem.text} />
+        </div>
+      )}
+      {notice && noticeKey !== dismissed && (
+        <div className="banner banner-info" data-testid="embeddings-notice" data-status={notice.status}>
+          <div className="banner-body" role="status">
+            <strong>{reembedding ? "Re-embedding documents" : "Embedding model changed"}:</strong>{" "}
+            <CodeText text={notice.text} />
+            {shownProgress && <ReembedBar progress={shownProgress} />}
+          </div>
+          <button
+            type="button"
+            className="icon-button banner-dismiss"
+            aria-label="Dismiss notice"
+            title="Dismiss"
+            onClick={dismiss}
+            data-testid="embeddings-notice-dismiss"
+          >
+            <Icon name="close" />
+          </button>
+        </div>
+      )}
+    </>
   );
+}
+
+/** Progress of a re-embed. The numbers are not live text (no announcement every poll); the bar carries them. */
+function ReembedBar({ progress }: { progress: ReembedProgress }) {
+  const pct = Math.max(0, Math.min(100, progress.percent));
+  const counts = `${progress.done.toLocaleString()} of ${progress.total.toLocaleString()} chunks`;
+  return (
+    <span className="banner-progress">
+      <span
+        className="progress"
+        role="progressbar"
+        aria-label="Re-embedding progress"
+        aria-valuemin={0}
+        aria-valuemax={100}
+        aria-valuenow={pct}
+        aria-valuetext={`${Math.floor(pct)}% (${counts})`}
+        data-testid="reembed-progress"
+      >
+        <span style={{ width: `${pct}%` }} />
+      </span>
+      <span className="muted small" aria-hidden="true" data-testid="reembed-percent">
+        {Math.floor(pct)}% · {counts}
+      </span>
+    </span>
+  );
+}
+
+function isAbort(e: unknown): boolean {
+  return e instanceof DOMException && e.name === "AbortError";
 }
 
 /** Render `backtick` spans as <code> without any HTML parsing. */

@@ -8,7 +8,7 @@ from server.settings import LLMProviderName, Settings
 
 def build_llm(settings: Settings) -> LLMProvider:
     """The chat model's provider: `LLM_PROVIDER=ollama` (native API) or `openai` (any compatible server)."""
-    if settings.llm_provider is LLMProviderName.openai:
+    if settings.llm_provider == LLMProviderName.openai:
         from server.providers.llm.openai import OpenAIProvider
 
         key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
