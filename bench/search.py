@@ -118,26 +118,21 @@ async def meta_get(conn: psycopg.AsyncConnection, key: str) -> Any:
     return rows[0]["value"] if rows else None
 
 
-async def ensure_corpus(
-    conn: psycopg.AsyncConnection, pool: AsyncConnectionPool, settings: Settings, embedder: Any, limit: int | None
-) -> dict[str, Any]:
-    """Ingest SciFact through the real pipeline once; later runs reuse `bench_real_chunks`."""
+async def ensure_corpus(conn: psycopg.AsyncConnection, rt: Runtime, limit: int | None) -> dict[str, Any]:
+    """Ingest SciFact through the runtime's document service once; later runs reuse `bench_real_chunks`.
+
+    A bench database made before embedding spaces (vectors in `document_chunks.embedding`) is migrated by the
+    runtime on open and reused as it is: `bench_real_chunks` keeps its own copy of the vectors."""
     await conn.execute("CREATE TABLE IF NOT EXISTS bench_meta (key text PRIMARY KEY, value jsonb NOT NULL)")
     corpus = await meta_get(conn, "corpus")
-    if corpus is not None and corpus.get("limit") == limit:
+    have_real = (await fetch(conn, "SELECT to_regclass('bench_real_chunks') IS NOT NULL AS t"))[0]["t"]
+    if corpus is not None and corpus.get("limit") == limit and have_real:
         log(f"reusing the ingested corpus: {corpus['documents']} documents, {corpus['chunks']} chunks")
         return corpus
     log("ingesting the SciFact corpus through the pipeline (once; several minutes) ...")
-    indexdefs = {
-        r["indexname"]: r["indexdef"]
-        for r in await fetch(
-            conn, "SELECT indexname, indexdef FROM pg_indexes WHERE indexname = ANY(%s)", ([HNSW_INDEX, GIN_INDEX],)
-        )
-    }
-    if len(indexdefs) != 2:
-        raise SystemExit(f"expected indexes {HNSW_INDEX} and {GIN_INDEX} on a fresh database, found {indexdefs}")
     await conn.execute(
-        "TRUNCATE document_chunks, document_blobs, documents, bm25_terms, bm25_stats RESTART IDENTITY CASCADE"
+        "TRUNCATE document_chunks, chunk_embeddings, document_blobs, documents, bm25_terms, bm25_stats "
+        "RESTART IDENTITY CASCADE"
     )
     await conn.execute("DROP TABLE IF EXISTS bench_real_chunks")
     await conn.execute("INSERT INTO users (id, name) VALUES (%s, 'bench') ON CONFLICT (id) DO NOTHING", (BENCH_OWNER,))
@@ -145,9 +140,7 @@ async def ensure_corpus(
     lines = [ln for ln in path.read_bytes().splitlines(keepends=True) if ln.strip()]
     data = b"".join(lines[:limit] if limit else lines)
     started = time.perf_counter()
-    registered = await register_bytes(
-        pool, BENCH_OWNER, path.name, data, settings, source_path=str(path), check_size=False
-    )
+    registered = await rt.documents.register_bulk(PRINCIPAL, path.name, data)
     ids = [r.document_id for r in registered if r.document_id]
     last = [time.perf_counter()]
 
@@ -157,13 +150,16 @@ async def ensure_corpus(
             el = last[0] - started
             log(f"  {p.documents_done}/{len(ids)} documents, {p.chunks_done} chunks, {p.chunks_done / el:.1f}/s")
 
-    progress = await make_pipeline(pool, embedder, settings, on_progress=report).run(ids)
+    progress = await rt.documents.ingest(ids, on_progress=report)
     elapsed = time.perf_counter() - started
+    space = (await rt.spaces.for_ingest()).space
     await conn.execute(
         """CREATE TABLE bench_real_chunks AS
-           SELECT id AS src_id, document_id, chunk_index, title, content, page, section, token_count,
-                  content_hash, embedding, embedding_model
-           FROM document_chunks ORDER BY id"""
+           SELECT c.id AS src_id, c.document_id, c.chunk_index, c.title, c.content, c.page, c.section,
+                  c.token_count, c.content_hash, e.embedding, %s::text AS embedding_model
+           FROM document_chunks c JOIN chunk_embeddings e ON e.chunk_id = c.id AND e.space_id = %s
+           ORDER BY c.id""",
+        (space.model, space.id),
     )
     corpus = {
         "documents": progress.documents_done,
@@ -171,7 +167,6 @@ async def ensure_corpus(
         "chunks": progress.chunks_done,
         "ingest_s": round(elapsed, 1),
         "chunks_per_s": round(progress.chunks_done / elapsed, 2),
-        "indexdefs": indexdefs,
         "limit": limit,
     }
     await conn.execute(
@@ -181,6 +176,28 @@ async def ensure_corpus(
     )
     log(f"ingested {corpus['chunks']} chunks in {elapsed:.0f}s ({corpus['chunks_per_s']} chunks/s)")
     return corpus
+
+
+async def index_defs(conn: psycopg.AsyncConnection, space: Space) -> dict[str, str]:
+    """`CREATE INDEX` statements of the GIN index and of the space's partial HNSW index, read from the catalog
+    the first time they are seen and kept in `bench_meta` (a build drops them, then re-creates them)."""
+    names = [GIN_INDEX, f"chunk_embeddings_hnsw_{space.id}"]
+    key = f"indexdefs_space_{space.id}"
+    defs = {
+        r["indexname"]: r["indexdef"]
+        for r in await fetch(conn, "SELECT indexname, indexdef FROM pg_indexes WHERE indexname = ANY(%s)", (names,))
+    }
+    if len(defs) == 2:
+        await conn.execute(
+            """INSERT INTO bench_meta (key, value) VALUES (%s, %s)
+               ON CONFLICT (key) DO UPDATE SET value = excluded.value""",
+            (key, Jsonb(defs)),
+        )
+        return defs
+    saved = await meta_get(conn, key)
+    if saved is None or len(saved) != 2:
+        raise SystemExit(f"expected indexes {names} (or their saved definitions), found {list(defs)}")
+    return saved
 
 
 # ------------------------------------------------------------------------------------------ synthetic chunks
@@ -262,23 +279,35 @@ async def ensure_synthetic_documents(conn: psycopg.AsyncConnection, n_docs: int)
 
 
 async def build_size(
-    conn: psycopg.AsyncConnection, size: int, corpus: dict[str, Any], synth: Synthesizer, model: str, mwm: str
+    conn: psycopg.AsyncConnection,
+    space: Space,
+    size: int,
+    corpus: dict[str, Any],
+    synth: Synthesizer,
+    indexdefs: dict[str, str],
+    mwm: str,
 ) -> dict[str, Any]:
-    """Rebuild document_chunks with exactly `size` chunks for the bench owner; time each step."""
+    """Rebuild document_chunks + chunk_embeddings with exactly `size` chunks for the bench owner; time each step."""
     real_n = min(size, corpus["chunks"])
     synth_n = size - real_n
+    hnsw = f"chunk_embeddings_hnsw_{space.id}"
     t: dict[str, Any] = {"real_chunks": real_n, "synthetic_chunks": synth_n}
-    await conn.execute("TRUNCATE document_chunks, bm25_terms, bm25_stats RESTART IDENTITY CASCADE")
-    await conn.execute(f"DROP INDEX IF EXISTS {HNSW_INDEX}")
-    await conn.execute(f"DROP INDEX IF EXISTS {GIN_INDEX}")
+    await conn.execute("TRUNCATE document_chunks, chunk_embeddings, bm25_terms, bm25_stats RESTART IDENTITY CASCADE")
+    await conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(hnsw)))
+    await conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(GIN_INDEX)))
     start = time.perf_counter()
     await conn.execute(
         """INSERT INTO document_chunks (document_id, owner_id, chunk_index, title, content, page, section,
-                                        token_count, content_hash, embedding, embedding_model)
-           SELECT document_id, %s, chunk_index, title, content, page, section, token_count, content_hash,
-                  embedding, embedding_model
+                                        token_count, content_hash)
+           SELECT document_id, %s, chunk_index, title, content, page, section, token_count, content_hash
            FROM bench_real_chunks ORDER BY src_id LIMIT %s""",
         (BENCH_OWNER, real_n),
+    )
+    await conn.execute(
+        """INSERT INTO chunk_embeddings (space_id, chunk_id, document_id, owner_id, content_hash, embedding)
+           SELECT %s, c.id, c.document_id, c.owner_id, c.content_hash, r.embedding
+           FROM document_chunks c JOIN bench_real_chunks r USING (document_id, chunk_index)""",
+        (space.id,),
     )
     t["load_real_s"] = round(time.perf_counter() - start, 2)
     if synth_n:
@@ -287,44 +316,63 @@ async def build_size(
         t["generate_synthetic_s"] = round(time.perf_counter() - start, 2)
         await ensure_synthetic_documents(conn, (synth_n + 1) // 2)
         start = time.perf_counter()
-        await copy_chunks(conn, rows, model)
+        await copy_chunks(conn, space, rows)
         t["copy_synthetic_s"] = round(time.perf_counter() - start, 2)
         t["copy_synthetic_ms_per_row"] = round(1000 * t["copy_synthetic_s"] / synth_n, 3)
     start = time.perf_counter()
-    await conn.execute(corpus["indexdefs"][GIN_INDEX])
+    await conn.execute(indexdefs[GIN_INDEX])
     t["create_gin_s"] = round(time.perf_counter() - start, 2)
     await conn.execute(f"SET maintenance_work_mem = '{mwm}'")
     start = time.perf_counter()
-    await conn.execute(corpus["indexdefs"][HNSW_INDEX])
+    await conn.execute(indexdefs[hnsw])
     t["create_hnsw_s"] = round(time.perf_counter() - start, 2)
     t["maintenance_work_mem"] = mwm
     await conn.execute("RESET maintenance_work_mem")
     start = time.perf_counter()
     await conn.execute("VACUUM ANALYZE document_chunks")
+    await conn.execute("VACUUM ANALYZE chunk_embeddings")
     await conn.execute("VACUUM ANALYZE bm25_terms")
     t["vacuum_analyze_s"] = round(time.perf_counter() - start, 2)
     sizes = await fetch(
         conn,
         """SELECT pg_size_pretty(pg_total_relation_size('document_chunks')) AS table_total,
+                  pg_size_pretty(pg_total_relation_size('chunk_embeddings')) AS vectors_total,
                   pg_size_pretty(pg_relation_size(%s::regclass)) AS hnsw,
                   pg_size_pretty(pg_relation_size(%s::regclass)) AS gin,
-                  (SELECT count(*) FROM document_chunks WHERE owner_id = %s) AS n""",
-        (HNSW_INDEX, GIN_INDEX, BENCH_OWNER),
+                  (SELECT count(*) FROM document_chunks WHERE owner_id = %s) AS n,
+                  (SELECT count(*) FROM chunk_embeddings WHERE space_id = %s AND owner_id = %s) AS vectors""",
+        (hnsw, GIN_INDEX, BENCH_OWNER, space.id, BENCH_OWNER),
     )
     t.update(sizes[0])
     return t
 
 
-async def copy_chunks(conn: psycopg.AsyncConnection, rows: list[tuple[Any, ...]], model: str) -> None:
+async def copy_chunks(conn: psycopg.AsyncConnection, space: Space, rows: list[tuple[Any, ...]]) -> None:
+    """COPY chunk rows into document_chunks with ids taken from its identity sequence, then their vectors into
+    `space` with the server's `insert_vectors` (COPY into chunk_embeddings)."""
+    first = (
+        await fetch(
+            conn,
+            "SELECT nextval(pg_get_serial_sequence('document_chunks', 'id')) AS first, "
+            "setval(pg_get_serial_sequence('document_chunks', 'id'), "
+            "currval(pg_get_serial_sequence('document_chunks', 'id')) + %s - 1) AS last",
+            (len(rows),),
+        )
+    )[0]["first"]
     async with conn.cursor().copy(
-        """COPY document_chunks (document_id, owner_id, chunk_index, title, content, page, section,
-                                 token_count, content_hash, embedding, embedding_model) FROM STDIN"""
+        """COPY document_chunks (id, document_id, owner_id, chunk_index, title, content, page, section,
+                                 token_count, content_hash) FROM STDIN"""
     ) as copy:
-        for r in rows:
-            await copy.write_row((*r, model))
+        for i, r in enumerate(rows):
+            await copy.write_row((first + i, *r[:-1]))
+    await insert_vectors(
+        conn, space, [VectorRow(first + i, r[0], r[1], r[8], r[9]) for i, r in enumerate(rows)]
+    )
 
 
-async def live_insert_sample(conn: psycopg.AsyncConnection, synth: Synthesizer, model: str, n: int) -> dict[str, Any]:
+async def live_insert_sample(
+    conn: psycopg.AsyncConnection, space: Space, synth: Synthesizer, n: int
+) -> dict[str, Any]:
     """COPY `n` more synthetic rows with the HNSW and GIN indexes live: the cost of not bulk-building."""
     live = Synthesizer.__new__(Synthesizer)
     live.__dict__.update(synth.__dict__, seed=synth.seed + 1)
@@ -332,7 +380,7 @@ async def live_insert_sample(conn: psycopg.AsyncConnection, synth: Synthesizer, 
     await drop_live_documents(conn)
     await ensure_live_documents(conn, (n + 1) // 2)
     start = time.perf_counter()
-    await copy_chunks(conn, rows, model)
+    await copy_chunks(conn, space, rows)
     seconds = time.perf_counter() - start
     return {"rows": n, "seconds": round(seconds, 2), "ms_per_row": round(1000 * seconds / n, 3)}
 
@@ -361,50 +409,49 @@ async def time_searcher(
 ) -> tuple[list[float], dict[str, dict[str, float]]]:
     for q in warmup:
         searcher._vectors.clear()
-        await searcher.search(q, principal=Principal(BENCH_OWNER), limit=limit, mode=mode)
+        await searcher.search(q, principal=PRINCIPAL, limit=limit, mode=mode)
     lat: list[float] = []
     parts: dict[str, list[float]] = {"embed_ms": [], "vector_ms": [], "keyword_ms": [], "fuse_ms": []}
     for q in queries:
         searcher._vectors.clear()  # the query embedding is part of what we measure
         start = time.perf_counter()
-        result = await searcher.search(q, principal=Principal(BENCH_OWNER), limit=limit, mode=mode)
+        result = await searcher.search(q, principal=PRINCIPAL, limit=limit, mode=mode)
         lat.append((time.perf_counter() - start) * 1000)
         for k in parts:
             parts[k].append(getattr(result.timings, k))
     return lat, {k: pct(v) for k, v in parts.items() if any(v)}
 
 
-async def exact_ids(conn: psycopg.AsyncConnection, qvec: np.ndarray, n: int) -> list[int]:
-    rows = await fetch(
-        conn,
-        """SELECT id FROM document_chunks c WHERE c.owner_id = %s AND c.embedding IS NOT NULL
-           ORDER BY (c.embedding <=> %s) + 0 LIMIT %s""",
-        (BENCH_OWNER, qvec, n),
-    )
+async def exact_ids(conn: psycopg.AsyncConnection, space: Space, qvec: np.ndarray, n: int) -> list[int]:
+    query = sql.SQL(
+        """SELECT e.chunk_id AS id FROM chunk_embeddings e WHERE e.space_id = {} AND e.owner_id = %s
+           ORDER BY ({} <=> %s) + 0 LIMIT %s"""
+    ).format(sql.Literal(space.id), space.vector_expr("e"))
+    rows = await fetch(conn, query, (BENCH_OWNER, qvec, n))  # type: ignore[arg-type]
     return [r["id"] for r in rows]
 
 
 async def recall_and_latency(
-    pool: AsyncConnectionPool, conn: psycopg.AsyncConnection, qvecs: list[np.ndarray], ef_values: list[int]
+    rt: Runtime, conn: psycopg.AsyncConnection, space: Space, qvecs: list[np.ndarray], ef_values: list[int]
 ) -> dict[str, Any]:
     """recall@10 of `vector_search` vs exact, and its DB-only latency (n=10 and n=50), per ef_search."""
-    truth = [await exact_ids(conn, q, 10) for q in qvecs]
+    truth = [await exact_ids(conn, space, q, 10) for q in qvecs]
     exact_lat = []
     for q in qvecs[:30]:
         start = time.perf_counter()
-        await exact_ids(conn, q, 10)
+        await exact_ids(conn, space, q, 10)
         exact_lat.append((time.perf_counter() - start) * 1000)
     out: dict[str, Any] = {"exact_scan_db": pct(exact_lat)}
-    async with pool.connection() as pc:
+    async with rt.pool.connection() as pc:
         for ef in ef_values:
             hits, lat10, lat50, short = 0, [], [], 0
             for q, t in zip(qvecs, truth, strict=True):
                 start = time.perf_counter()
-                got = await vector_search(pc, q, owner=BENCH_OWNER, n=10, ef_search=ef)
+                got = await vector_search(pc, space, q, owner=BENCH_OWNER, n=10, ef_search=ef)
                 lat10.append((time.perf_counter() - start) * 1000)
                 hits += len({i for i, _ in got} & set(t))
                 start = time.perf_counter()
-                got50 = await vector_search(pc, q, owner=BENCH_OWNER, n=HYBRID_ARM_DEPTH, ef_search=ef)
+                got50 = await vector_search(pc, space, q, owner=BENCH_OWNER, n=HYBRID_ARM_DEPTH, ef_search=ef)
                 lat50.append((time.perf_counter() - start) * 1000)
                 short += len(got50) < HYBRID_ARM_DEPTH
             out[str(ef)] = {
@@ -416,10 +463,10 @@ async def recall_and_latency(
 
 
 async def keyword_db(
-    pool: AsyncConnectionPool, queries: list[str], settings: Settings, candidates: int, n: int = HYBRID_ARM_DEPTH
+    rt: Runtime, queries: list[str], settings: Settings, candidates: int, n: int = HYBRID_ARM_DEPTH
 ) -> dict[str, float]:
     lat = []
-    async with pool.connection() as conn:
+    async with rt.pool.connection() as conn:
         for q in queries:
             start = time.perf_counter()
             await keyword_search(
@@ -437,24 +484,25 @@ async def keyword_db(
 
 
 async def explore_searcher(
-    pool: AsyncConnectionPool,
-    embedder: Any,
+    rt: Runtime,
     settings: Settings,
     queries: list[str],
     warmup: list[str],
     common: str,
     args: argparse.Namespace,
 ) -> dict[str, Any]:
-    """End-to-end Searcher latency with other KEYWORD_CANDIDATES values (the real code, other settings)."""
+    """End-to-end Searcher latency with other KEYWORD_CANDIDATES values: the real code, other settings, built by
+    the composition root over the bench runtime's pool, embedder and LLM."""
     out: dict[str, Any] = {}
     for cands in args.explore_searcher_candidates:
-        searcher = Searcher(pool, embedder, settings.model_copy(update={"keyword_candidates": cands}))
-        res: dict[str, Any] = {}
-        for mode in ("keyword", "hybrid"):
-            lat, _ = await time_searcher(searcher, queries, warmup, mode)
-            res[mode] = pct(lat)
-        lat, _ = await time_searcher(searcher, [common] * args.common_reps, [common] * 3, "keyword")
-        res["keyword_common"] = pct(lat)
+        other = settings.model_copy(update={"keyword_candidates": cands})
+        async with open_runtime(other, Overrides(pool=rt.pool, embedder=rt.embedder, llm=rt.llm)) as ort:
+            res: dict[str, Any] = {}
+            for mode in ("keyword", "hybrid"):
+                lat, _ = await time_searcher(ort.searcher, queries, warmup, mode)
+                res[mode] = pct(lat)
+            lat, _ = await time_searcher(ort.searcher, [common] * args.common_reps, [common] * 3, "keyword")
+            res["keyword_common"] = pct(lat)
         out[f"candidates {cands}"] = res
     return out
 
@@ -505,18 +553,36 @@ async def explain_keyword(conn: psycopg.AsyncConnection, query: str, settings: S
         return [f"could not rebuild the keyword SQL: {type(exc).__name__}: {exc}"]
 
 
-async def explain_vector(conn: psycopg.AsyncConnection, qvec: np.ndarray, ef: int, n: int) -> list[str]:
+def _short_vectors(plan: list[dict[str, Any]]) -> list[str]:
+    # a query vector literal is 5 kB of digits: keep the plan readable
+    return [re.sub(r"'\[[-0-9.e,]{40,}\]'", "'[…]'", r["QUERY PLAN"]) for r in plan]
+
+
+async def explain_vector(conn: psycopg.AsyncConnection, space: Space, qvec: np.ndarray, ef: int, n: int) -> list[str]:
+    """EXPLAIN ANALYZE of the vector arm's statement, as `vector_search` builds it (no filters)."""
+    distance = sql.SQL("{} <=> %(q)s").format(space.vector_expr("e"))
+    query = sql.SQL(
+        "EXPLAIN (ANALYZE, BUFFERS) SELECT e.chunk_id AS id, {} AS distance FROM chunk_embeddings e "
+        "WHERE e.space_id = {} AND e.owner_id = %(owner)s ORDER BY {} LIMIT %(n)s"
+    ).format(distance, sql.Literal(space.id), distance)
     async with conn.transaction():
         await conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
-        rows = await fetch(
-            conn,
-            """EXPLAIN (ANALYZE, BUFFERS) SELECT c.id, c.embedding <=> %(q)s AS distance FROM document_chunks c
-               WHERE c.owner_id = %(owner)s AND c.embedding IS NOT NULL
-               ORDER BY c.embedding <=> %(q)s LIMIT %(n)s""",
-            {"q": qvec, "owner": BENCH_OWNER, "n": n},
-        )
-    # the query vector literal is 5 kB of digits: keep the plan readable
-    return [re.sub(r"'\[[-0-9.e,]{40,}\]'", "'[…]'", r["QUERY PLAN"]) for r in rows]
+        rows = await fetch(conn, query, {"q": qvec, "owner": BENCH_OWNER, "n": n})  # type: ignore[arg-type]
+    return _short_vectors(rows)
+
+
+async def explain_hydrate(conn: psycopg.AsyncConnection, space: Space, qvec: np.ndarray, ids: list[int]) -> list[str]:
+    """EXPLAIN ANALYZE of the hydration statement as `Searcher._hydrate` builds it (chunks + documents + the
+    similarity from the space's vectors)."""
+    query = sql.SQL(
+        """EXPLAIN (ANALYZE, BUFFERS)
+           SELECT c.id, c.document_id, c.chunk_index, c.content, c.page, c.section, c.content_hash,
+                  d.filename, d.title, d.metadata, 1 - ({} <=> %(q)s) AS similarity
+           FROM document_chunks c JOIN documents d ON d.id = c.document_id
+           LEFT JOIN chunk_embeddings e ON e.space_id = {} AND e.chunk_id = c.id
+           WHERE c.id = ANY(%(ids)s)"""
+    ).format(space.vector_expr("e"), sql.Literal(space.id))
+    return _short_vectors(await fetch(conn, query, {"q": qvec, "ids": ids}))  # type: ignore[arg-type]
 
 
 async def measure_size(

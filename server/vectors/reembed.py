@@ -52,25 +52,36 @@ class Reembedder:
 
     async def start(self, provider: str, model: str) -> Space:
         """The building space for (provider, model): created, or the one already under way for it."""
+        async with self.pool.connection() as conn:
+            active, building = await store.space_in_state(conn, "active"), await store.space_in_state(conn, "building")
+        if self._check(active, building, provider, model) and building is not None:
+            return building
         embedder = await self.registry.embedder_for(provider, model)
-        dim = await embedder.dimension()
+        dim = await embedder.dimension()  # asks a remote model: outside any transaction
         async with self.pool.connection() as conn, conn.transaction():
             await conn.execute("LOCK TABLE embedding_spaces IN SHARE ROW EXCLUSIVE MODE")
             active = await store.space_in_state(conn, "active")
             building = await store.space_in_state(conn, "building")
-            if building is not None:
-                if building.identity == (provider, model):
-                    return building
-                raise BadRequest(
-                    f"a switch to {building.label} is under way; let it finish (`ragchat reembed`) or cancel it "
-                    "(`ragchat reembed --cancel`) first"
-                )
-            if active is not None and active.identity == (provider, model):
-                raise BadRequest(f"the stored vectors already use {active.label}: nothing to do")
+            if building is not None and self._check(active, building, provider, model):
+                return building
             space = await store.create_space(conn, provider, model, dim, "building" if active else "active")
         self.registry.invalidate()
         log.info("re-embedding into space %s: %s", space.id, space.label)
         return space
+
+    @staticmethod
+    def _check(active: Space | None, building: Space | None, provider: str, model: str) -> bool:
+        """True when `building` is already the switch asked for; raises when the request cannot be served."""
+        if building is not None:
+            if building.identity == (provider, model):
+                return True
+            raise BadRequest(
+                f"a switch to {building.label} is under way; let it finish (`ragchat reembed`) or cancel it "
+                "(`ragchat reembed --cancel`) first"
+            )
+        if active is not None and active.identity == (provider, model):
+            raise BadRequest(f"the stored vectors already use {active.label}: nothing to do")
+        return False
 
     async def progress(self) -> ReembedProgress:
         async with self.pool.connection() as conn:

@@ -26,8 +26,8 @@ DOCS = {
 }
 
 
-async def wait_ready(client: httpx.AsyncClient, n: int, timeout: float = 30.0) -> list[dict[str, Any]]:
-    deadline = asyncio.get_running_loop().time() + timeout
+async def wait_ready(client: httpx.AsyncClient, n: int, within_s: float = 30.0) -> list[dict[str, Any]]:
+    deadline = asyncio.get_running_loop().time() + within_s
     while True:
         docs = (await client.get("/api/documents")).json()["documents"]
         if len(docs) == n and all(d["status"] in ("ready", "failed") for d in docs):
