@@ -123,6 +123,12 @@ class Settings(BaseSettings):
         return self
 
     @property
+    def openai_key(self) -> str | None:
+        """OPENAI_API_KEY as text (None when unset)."""
+        value = self.openai_api_key
+        return value.get_secret_value() if isinstance(value, SecretStr) else value
+
+    @property
     def max_upload_bytes(self) -> int:
         return int(self.max_upload_mb * 1024 * 1024)
 

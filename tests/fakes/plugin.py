@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from tests.fakes.ollama_server import FakeOllama, closed_port_url
 from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.script import RequestRecord
 
 
 @pytest.fixture(scope="session")
@@ -50,3 +52,36 @@ def fake_openai(fake_openai_server: FakeOpenAI) -> Iterator[FakeOpenAI]:
     fake_openai_server.reset()
     yield fake_openai_server
     fake_openai_server.abort_in_flight()
+
+
+class LLMFake:
+    """The fake behind the parametrized `llm` fixture: the same scripting API whatever the protocol."""
+
+    def __init__(self, provider: str, fake: FakeOllama | FakeOpenAI) -> None:
+        self.provider = provider
+        self.fake = fake
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """Settings overrides that point ragchat's LLM provider at this fake."""
+        if self.provider == "openai":
+            return {"llm_provider": "openai", "openai_base_url": self.fake.url}
+        return {"llm_provider": "ollama", "ollama_host": self.fake.url}
+
+    def json_schema(self, record: RequestRecord) -> dict[str, Any] | None:
+        """The JSON schema a structured-output request carried (Ollama `format`, OpenAI `response_format`)."""
+        body = record.body if isinstance(record.body, dict) else {}
+        if self.provider == "openai":
+            fmt = body.get("response_format") or {}
+            return (fmt.get("json_schema") or {}).get("schema")
+        fmt = body.get("format")
+        return fmt if isinstance(fmt, dict) else None
+
+    def tools_offered(self, record: RequestRecord) -> bool:
+        return bool(record.tool_names)
+
+
+@pytest.fixture(params=["ollama", "openai"])
+def llm(request: pytest.FixtureRequest, fake_ollama: FakeOllama, fake_openai: FakeOpenAI) -> LLMFake:
+    """Each test runs twice: against the fake Ollama (native API) and the fake OpenAI-compatible server."""
+    return LLMFake(request.param, fake_ollama if request.param == "ollama" else fake_openai)

@@ -12,7 +12,8 @@ import pytest
 
 from server.chat.prompts import FALLBACK_SYSTEM_PROMPT, SYSTEM_PROMPT
 from server.settings import Settings
-from tests.fakes.ollama_server import FakeOllama, Reply
+from tests.fakes.ollama_server import Reply
+from tests.fakes.plugin import LLMFake
 from tests.integration.test_chat_helpers import (
     all_of,
     chat,
@@ -34,20 +35,20 @@ async def corpus(pool: Any, embedder: Any, settings: Settings) -> dict[str, UUID
 
 
 @pytest.fixture
-def start(live_app: Callable[..., Any], fake_ollama: FakeOllama) -> Callable[..., Any]:
-    """Start the app with its Ollama client built from settings (OLLAMA_HOST = the fake)."""
+def start(live_app: Callable[..., Any], llm: LLMFake) -> Callable[..., Any]:
+    """Start the app with its LLM provider built from settings, pointed at the fake (Ollama or OpenAI)."""
 
     def _start(**overrides: Any) -> Any:
-        return live_app(ollama_host=fake_ollama.url, **overrides)
+        return live_app(**{**llm.settings, **overrides})
 
     return _start
 
 
 async def test_tool_round_event_sequence_and_reload(
-    corpus: dict[str, UUID], start: Callable[..., Any], fake_ollama: FakeOllama
+    corpus: dict[str, UUID], start: Callable[..., Any], llm: LLMFake
 ) -> None:
     server = start()
-    fake_ollama.enqueue(
+    llm.fake.enqueue(
         Reply.tool_call("search_documents", {"query": "paid holiday days per year"}),
         Reply.text("Employees get 25 days of paid holiday per year [1]."),
     )
@@ -76,15 +77,21 @@ async def test_tool_round_event_sequence_and_reload(
     assert done["usage"]["completion_tokens"] > 0
 
     # what the model saw: the tool offered, then numbered passages with document and page
-    first_req, second_req = fake_ollama.chat_requests
+    first_req, second_req = llm.fake.chat_requests
     assert first_req.body["stream"] is True
-    assert [t["function"]["name"] for t in first_req.body["tools"]] == ["search_documents"]
+    assert first_req.tool_names == ["search_documents"]
     assert first_req.messages[0] == {"role": "system", "content": SYSTEM_PROMPT}
     assert first_req.messages[-1] == {"role": "user", "content": "How many holiday days do I get?"}
     tool_msg = second_req.messages[-1]
-    assert tool_msg["role"] == "tool" and tool_msg["tool_name"] == "search_documents"
+    assert tool_msg["role"] == "tool"
     assert "[1] handbook.pdf, page 1\n" in tool_msg["content"] and "25 days" in tool_msg["content"]
-    assert second_req.messages[-2]["tool_calls"][0]["function"]["name"] == "search_documents"
+    [earlier_call] = second_req.assistant_tool_calls
+    assert earlier_call["name"] == "search_documents"
+    assert earlier_call["arguments"] == {"query": "paid holiday days per year"}
+    if llm.provider == "openai":  # the tool result answers the call by the id the server gave it
+        assert tool_msg["tool_call_id"] == earlier_call["id"] == first_req.tool_call_ids[0]
+    else:
+        assert tool_msg["tool_name"] == "search_documents"
 
     # reload: same text, tool calls and exact tool results
     saved = await get_thread(server.url, thread["thread_id"])
@@ -109,13 +116,13 @@ async def test_tool_round_event_sequence_and_reload(
 async def test_tool_result_reports_the_search_mode_that_ran(
     corpus: dict[str, UUID],
     start: Callable[..., Any],
-    fake_ollama: FakeOllama,
+    llm: LLMFake,
     setting: str,
     override: str | None,
     expected: str,
 ) -> None:
     server = start(search_mode=setting)
-    fake_ollama.enqueue(Reply.tool_call("search_documents", {"query": "sourdough bread yeast"}), "Yeast [1].")
+    llm.fake.enqueue(Reply.tool_call("search_documents", {"query": "sourdough bread yeast"}), "Yeast [1].")
     body: dict[str, Any] = {"message": "Why does sourdough rise?"}
     if override:
         body["search_mode"] = override
@@ -132,10 +139,10 @@ async def test_tool_result_reports_the_search_mode_that_ran(
 
 
 async def test_passages_are_numbered_across_rounds(
-    corpus: dict[str, UUID], start: Callable[..., Any], fake_ollama: FakeOllama
+    corpus: dict[str, UUID], start: Callable[..., Any], llm: LLMFake
 ) -> None:
     server = start(chat_search_limit=2)
-    fake_ollama.enqueue(
+    llm.fake.enqueue(
         Reply.tool_call("search_documents", {"query": "volcano lava"}),
         Reply.tool_call("search_documents", {"query": "sourdough bread"}),
         "Lava [1]; bread [3].",
@@ -145,20 +152,20 @@ async def test_passages_are_numbered_across_rounds(
     assert [c["id"] for c in all_of(events, "tool_call")] == ["call_1", "call_2"]
     first_result, second_result = all_of(events, "tool_result")
     assert len(first_result["chunks"]) == 2
-    second_msg = fake_ollama.chat_requests[2].messages[-1]["content"]
+    second_msg = llm.fake.chat_requests[2].messages[-1]["content"]
     assert second_msg.startswith('Results for "sourdough bread" (hybrid search): passages [3] to [4].')
     assert "\n\n[3] Sourdough bread rises because" in second_msg and "(bread.txt)\nSourdough" in second_msg
-    first_msg = fake_ollama.chat_requests[1].messages[-1]["content"]
+    first_msg = llm.fake.chat_requests[1].messages[-1]["content"]
     assert "passages [1] to [2]" in first_msg and "(volcano.txt)\nVolcanic" in first_msg and "\n\n[2] " in first_msg
     saved = await get_thread(server.url, first(events, "thread")["thread_id"])
     assert saved["messages"][1]["tool_results"] == [first_result, second_result]
 
 
 async def test_model_without_tools_falls_back_to_retrieve_then_answer(
-    corpus: dict[str, UUID], start: Callable[..., Any], fake_ollama: FakeOllama
+    corpus: dict[str, UUID], start: Callable[..., Any], llm: LLMFake
 ) -> None:
     server = start()
-    fake_ollama.enqueue(Reply.no_tools(), Reply.text("The office opens at 8 am [1]."))
+    llm.fake.enqueue(Reply.no_tools(), Reply.text("The office opens at 8 am [1]."))
     question = "When does the office open?"
     events = await chat(server.url, {"message": question})
 
@@ -167,7 +174,7 @@ async def test_model_without_tools_falls_back_to_retrieve_then_answer(
     result = first(events, "tool_result")
     assert result["search_mode"] == "hybrid" and result["reranked"] is False
     assert result["chunks"][0]["filename"] == "handbook.pdf" and result["chunks"][0]["page"] == 2
-    rejected, answered = fake_ollama.chat_requests
+    rejected, answered = llm.fake.chat_requests
     assert rejected.body["tools"] and rejected.status == 400
     assert not answered.body.get("tools")
     assert answered.messages[0]["content"] == FALLBACK_SYSTEM_PROMPT
@@ -179,10 +186,10 @@ async def test_model_without_tools_falls_back_to_retrieve_then_answer(
 
 
 async def test_history_is_sent_on_the_next_turn_and_bounded(
-    corpus: dict[str, UUID], start: Callable[..., Any], fake_ollama: FakeOllama
+    corpus: dict[str, UUID], start: Callable[..., Any], llm: LLMFake
 ) -> None:
     server = start(chat_history_messages=3, chat_history_chars=10_000)
-    fake_ollama.enqueue(
+    llm.fake.enqueue(
         Reply.tool_call("search_documents", {"query": "holidays"}),
         "You get 25 days [1].",
         "Yes, per calendar year.",
@@ -192,7 +199,7 @@ async def test_history_is_sent_on_the_next_turn_and_bounded(
     thread_id = first(first_turn, "thread")["thread_id"]
     second_turn = await chat(server.url, {"message": "Per year?", "thread_id": thread_id})
     assert first(second_turn, "thread")["thread_id"] == thread_id
-    history = fake_ollama.chat_requests[2].messages
+    history = llm.fake.chat_requests[2].messages
     assert [(m["role"], m["content"]) for m in history[1:]] == [
         ("user", "How many holiday days?"),
         ("assistant", "You get 25 days [1]."),  # the answer, not its passages
@@ -201,7 +208,7 @@ async def test_history_is_sent_on_the_next_turn_and_bounded(
     assert not any(m["role"] == "tool" for m in history)
 
     await chat(server.url, {"message": "Thanks!", "thread_id": thread_id})
-    third = fake_ollama.chat_requests[3].messages
+    third = llm.fake.chat_requests[3].messages
     assert [m["content"] for m in third[1:]] == [
         "You get 25 days [1].",
         "Per year?",
@@ -212,21 +219,21 @@ async def test_history_is_sent_on_the_next_turn_and_bounded(
     assert [m["role"] for m in saved["messages"]] == ["user", "assistant"] * 3
 
 
-async def test_history_respects_the_character_budget(start: Callable[..., Any], fake_ollama: FakeOllama) -> None:
+async def test_history_respects_the_character_budget(start: Callable[..., Any], llm: LLMFake) -> None:
     server = start(chat_history_chars=30)
-    fake_ollama.enqueue("A" * 25, "B" * 10, "ok")
+    llm.fake.enqueue("A" * 25, "B" * 10, "ok")
     thread_id = first(await chat(server.url, {"message": "first question"}), "thread")["thread_id"]
     await chat(server.url, {"message": "second", "thread_id": thread_id})
     await chat(server.url, {"message": "third", "thread_id": thread_id})
-    sent = [m["content"] for m in fake_ollama.chat_requests[2].messages[1:]]
+    sent = [m["content"] for m in llm.fake.chat_requests[2].messages[1:]]
     assert sent == ["second", "B" * 10, "third"]  # 6 + 10 chars fit; adding 25 more would not
 
 
 async def test_unknown_tool_and_malformed_arguments_go_back_to_the_model(
-    corpus: dict[str, UUID], start: Callable[..., Any], fake_ollama: FakeOllama
+    corpus: dict[str, UUID], start: Callable[..., Any], llm: LLMFake
 ) -> None:
     server = start()
-    fake_ollama.enqueue(
+    llm.fake.enqueue(
         Reply.tool_call("get_weather", {"city": "Paris"}),
         Reply.tool_call("search_documents", {"q": "holidays"}),
         Reply.tool_call("search_documents", {"query": "holidays", "document_ids": ["not-a-uuid"]}),
@@ -234,28 +241,26 @@ async def test_unknown_tool_and_malformed_arguments_go_back_to_the_model(
     )
     events = await chat(server.url, {"message": "How many holidays?"})
     assert names(events) == ["thread", "token", "done"]
-    errors = [r.messages[-1] for r in fake_ollama.chat_requests[1:]]
+    errors = [r.messages[-1] for r in llm.fake.chat_requests[1:]]
     assert all(m["role"] == "tool" and m["content"].startswith("Error: ") for m in errors)
     assert "no tool named 'get_weather'" in errors[0]["content"]
     assert 'non-empty string "query"' in errors[1]["content"]
     assert "'not-a-uuid' is not a document id" in errors[2]["content"]
-    assert not fake_ollama.chat_requests[3].body.get("tools")  # 3 rounds used: the last call has no tools
+    assert not llm.fake.chat_requests[3].body.get("tools")  # 3 rounds used: the last call has no tools
     saved = await get_thread(server.url, first(events, "thread")["thread_id"])
     assert saved["messages"][1]["status"] == "complete" and saved["messages"][1]["tool_calls"] == []
 
 
-async def test_tool_rounds_are_bounded(
-    corpus: dict[str, UUID], start: Callable[..., Any], fake_ollama: FakeOllama
-) -> None:
+async def test_tool_rounds_are_bounded(corpus: dict[str, UUID], start: Callable[..., Any], llm: LLMFake) -> None:
     server = start(chat_max_tool_rounds=2)
-    fake_ollama.enqueue(
+    llm.fake.enqueue(
         Reply.tool_call("search_documents", {"query": "lava"}),
         Reply.tool_call("search_documents", {"query": "magma"}),
         Reply.tool_call("search_documents", {"query": "ash"}, content_before="Final answer [1]."),
     )
     events = await chat(server.url, {"message": "What comes out of a volcano?"})
     assert names(events) == ["thread", "tool_call", "tool_result", "tool_call", "tool_result", "token", "done"]
-    requests = fake_ollama.chat_requests
+    requests = llm.fake.chat_requests
     assert len(requests) == 3
     assert requests[0].body["tools"] and requests[1].body["tools"] and not requests[2].body.get("tools")
     assert text_of(events) == "Final answer [1]."  # the tool call on the tool-less call is ignored
@@ -263,11 +268,11 @@ async def test_tool_rounds_are_bounded(
 
 
 async def test_document_selection_bounds_every_search(
-    corpus: dict[str, UUID], start: Callable[..., Any], fake_ollama: FakeOllama
+    corpus: dict[str, UUID], start: Callable[..., Any], llm: LLMFake
 ) -> None:
     server = start()
     volcano, bread, handbook = corpus["volcano.txt"], corpus["bread.txt"], corpus["handbook.pdf"]
-    fake_ollama.enqueue(
+    llm.fake.enqueue(
         Reply.tool_call("search_documents", {"query": "holidays"}),  # no ids: the selection applies
         Reply.tool_call("search_documents", {"query": "bread", "document_ids": [str(bread), str(handbook)]}),
         Reply.tool_call("search_documents", {"query": "holidays", "document_ids": [str(handbook)]}),  # outside
@@ -279,13 +284,13 @@ async def test_document_selection_bounds_every_search(
     first_result, second_result = all_of(events, "tool_result")
     assert {c["filename"] for c in first_result["chunks"]} == {"volcano.txt", "bread.txt"}
     assert {c["filename"] for c in second_result["chunks"]} == {"bread.txt"}  # narrowed within the selection
-    outside = fake_ollama.chat_requests[3].messages[-1]["content"]
+    outside = llm.fake.chat_requests[3].messages[-1]["content"]
     assert outside.startswith("Error: none of those document_ids")
 
 
-async def test_answer_without_search(start: Callable[..., Any], fake_ollama: FakeOllama) -> None:
+async def test_answer_without_search(start: Callable[..., Any], llm: LLMFake) -> None:
     server = start()
-    fake_ollama.enqueue(Reply.text("Hello! Ask me about your documents.", done_reason="stop"))
+    llm.fake.enqueue(Reply.text("Hello! Ask me about your documents.", done_reason="stop"))
     events = await chat(server.url, {"message": "  hi  "})
     assert names(events) == ["thread", "token", "done"]
     saved = await get_thread(server.url, first(events, "thread")["thread_id"])
@@ -295,7 +300,7 @@ async def test_answer_without_search(start: Callable[..., Any], fake_ollama: Fak
 
 def _scripted(body: dict[str, Any]) -> Reply:
     """Rerank calls (they carry `format`) get a score; the chat searches once, then answers."""
-    if body.get("format"):
+    if body.get("format") or body.get("response_format"):
         passage = body["messages"][-1]["content"]
         return Reply.json({"score": 0.9 if "yeast" in passage else 0.2})
     if body["messages"][-1]["role"] == "tool":
@@ -305,10 +310,10 @@ def _scripted(body: dict[str, Any]) -> Reply:
 
 @pytest.mark.skipif(importlib.util.find_spec("server.retrieval.rerank") is None, reason="no reranker in this build")
 async def test_rerank_request_reports_reranked_results(
-    corpus: dict[str, UUID], start: Callable[..., Any], fake_ollama: FakeOllama
+    corpus: dict[str, UUID], start: Callable[..., Any], llm: LLMFake
 ) -> None:
     server = start()
-    fake_ollama.responder = _scripted
+    llm.fake.responder = _scripted
     events = await chat(server.url, {"message": "Why does bread rise?", "rerank": True})
     assert names(events) == ["thread", "tool_call", "tool_result", "token", "done"]
     result = first(events, "tool_result")
@@ -317,31 +322,33 @@ async def test_rerank_request_reports_reranked_results(
     top = result["chunks"][0]
     assert top["filename"] == "bread.txt" and top["score"] == top["trace"]["rerank_score"] == 0.9
     assert all(c["trace"]["rerank_score"] is not None for c in result["chunks"])
-    assert any(r.body.get("format") for r in fake_ollama.chat_requests)
+    assert any(llm.json_schema(r) for r in llm.fake.chat_requests)
 
-    fake_ollama.reset()
-    fake_ollama.responder = _scripted
+    llm.fake.reset()
+    llm.fake.responder = _scripted
     plain = await chat(server.url, {"message": "Why does bread rise?", "rerank": False})
     assert first(plain, "tool_result")["reranked"] is False
-    assert not any(r.body.get("format") for r in fake_ollama.chat_requests)
+    assert not any(llm.json_schema(r) for r in llm.fake.chat_requests)
 
 
 async def test_think_is_sent_explicitly_and_dropped_when_ollama_rejects_it(
-    start: Callable[..., Any], fake_ollama: FakeOllama
+    start: Callable[..., Any], llm: LLMFake
 ) -> None:
+    if llm.provider != "ollama":
+        pytest.skip("`think` is an Ollama option")
     server = start(chat_model="nothink-model")  # the rejection is remembered per model for the process
-    fake_ollama.enqueue(Reply.error(400, '"nothink-model" does not support thinking'), "Hello.", "Again.")
+    llm.fake.enqueue(Reply.error(400, '"nothink-model" does not support thinking'), "Hello.", "Again.")
     events = await chat(server.url, {"message": "hi"})
     assert names(events) == ["thread", "token", "done"] and text_of(events) == "Hello."
-    rejected, answered = fake_ollama.chat_requests
+    rejected, answered = llm.fake.chat_requests
     assert rejected.body["think"] is False and "think" not in answered.body
     assert first(events, "done")["usage"]["llm_calls"] == 1
     await chat(server.url, {"message": "hi again"})
-    assert "think" not in fake_ollama.chat_requests[2].body
+    assert "think" not in llm.fake.chat_requests[2].body
 
 
 async def test_the_documented_python_client_works(
-    corpus: dict[str, UUID], start: Callable[..., Any], fake_ollama: FakeOllama, capsys: pytest.CaptureFixture[str]
+    corpus: dict[str, UUID], start: Callable[..., Any], llm: LLMFake, capsys: pytest.CaptureFixture[str]
 ) -> None:
     server = start()
     doc = SSE_DOC.read_text()
@@ -351,10 +358,10 @@ async def test_the_documented_python_client_works(
     )
     namespace: dict[str, Any] = {}
     exec(compile(code, "docs/SSE.md", "exec"), namespace)
-    fake_ollama.enqueue(Reply.tool_call("search_documents", {"query": "holiday days"}), "You get 25 days [1].")
+    llm.fake.enqueue(Reply.tool_call("search_documents", {"query": "holiday days"}), "You get 25 days [1].")
     thread_id = await namespace["ask"]("How many holiday days do I get?")
     out = capsys.readouterr().out
     assert "You get 25 days [1]." in out and "[1] handbook.pdf p.1 (" in out
-    fake_ollama.enqueue(Reply.error(404, "model not found"))
+    llm.fake.enqueue(Reply.error(404, "model not found"))
     assert await namespace["ask"]("And next year?", thread_id) == thread_id
     assert "error: The model 'llama3.2' is not available" in capsys.readouterr().out

@@ -15,17 +15,20 @@ import pytest
 from httpx_sse import aconnect_sse
 from psycopg.conninfo import make_conninfo
 
-from tests.fakes.ollama_server import FakeOllama, Reply
+from tests.fakes.ollama_server import Reply
+from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.plugin import LLMFake
 from tests.integration.test_chat_helpers import chat, first, get_thread, names, text_of
 
 QUESTION = "What does the handbook say about holidays?"
 
 
 @pytest.fixture
-def start(live_app: Callable[..., Any], fake_ollama: FakeOllama) -> Callable[..., Any]:
+def start(live_app: Callable[..., Any], llm: LLMFake) -> Callable[..., Any]:
+    """The app pointed at the parametrized fake LLM (Ollama native or OpenAI-compatible)."""
+
     def _start(**overrides: Any) -> Any:
-        overrides.setdefault("ollama_host", fake_ollama.url)
-        return live_app(**overrides)
+        return live_app(**{**llm.settings, **overrides})
 
     return _start
 
@@ -43,58 +46,93 @@ async def saved_turn(base_url: str, thread_id: str) -> tuple[dict[str, Any], dic
         (
             Reply.error(404, 'model "llama3.2" not found, try pulling it first'),
             "model_not_found",
-            "ollama pull llama3.2",
+            {"ollama": "ollama pull llama3.2", "openai": "CHAT_MODEL"},
             "",
         ),
-        (Reply.error(500, "llama runner process has terminated"), "llm_error", "ollama serve", ""),
-        (Reply.garbage_mid_stream(("Hol", "idays")), "llm_bad_response", "OLLAMA_HOST", "Holidays"),
-        (Reply.error_mid_stream(("Twenty",), "unexpected EOF"), "llm_error", "unexpected EOF", "Twenty"),
+        (
+            Reply.error(500, "llama runner process has terminated"),
+            "llm_error",
+            {"ollama": "ollama serve", "openai": "llama runner process has terminated"},
+            "",
+        ),
+        (
+            Reply.garbage_mid_stream(("Hol", "idays")),
+            "llm_bad_response",
+            {"ollama": "OLLAMA_HOST", "openai": "OPENAI_BASE_URL"},
+            "Holidays",
+        ),
+        (Reply.error_mid_stream(("Twenty",), "unexpected EOF"), "llm_error", {}, "Twenty"),
     ],
     ids=["model-missing", "http-500", "garbage-mid-stream", "error-mid-stream"],
 )
-async def test_ollama_failures_end_with_an_error_event_and_save_the_partial_answer(
-    start: Callable[..., Any], fake_ollama: FakeOllama, reply: Reply, code: str, advice: str, partial: str
+async def test_llm_failures_end_with_an_error_event_and_save_the_partial_answer(
+    start: Callable[..., Any], llm: LLMFake, reply: Reply, code: str, advice: dict[str, str], partial: str
 ) -> None:
     server = start()
-    fake_ollama.enqueue(reply)
+    llm.fake.enqueue(reply)
     events = await chat(server.url, {"message": QUESTION})
     assert names(events) == (["thread", "token", "error"] if partial else ["thread", "error"])
     assert text_of(events) == partial
     error = first(events, "error")
-    assert error["code"] == code and advice in error["message"]
+    assert error["code"] == code and advice.get(llm.provider, "unexpected EOF") in error["message"], error
     _, assistant = await saved_turn(server.url, first(events, "thread")["thread_id"])
     assert assistant["status"] == "error" and assistant["content"] == partial
     assert assistant["error"] == error
 
 
-async def test_llm_unreachable(start: Callable[..., Any], closed_ollama_url: str) -> None:
-    server = start(ollama_host=closed_ollama_url)
+async def test_llm_unreachable(start: Callable[..., Any], llm: LLMFake, closed_ollama_url: str) -> None:
+    server = start(ollama_host=closed_ollama_url, openai_base_url=closed_ollama_url + "/v1")
     events = await chat(server.url, {"message": QUESTION})
     assert names(events) == ["thread", "error"]
     error = first(events, "error")
     assert error["code"] == "llm_unreachable"
-    assert "ollama serve" in error["message"] and closed_ollama_url in error["message"]
+    fix = "ollama serve" if llm.provider == "ollama" else "OPENAI_BASE_URL"
+    assert fix in error["message"] and closed_ollama_url in error["message"]
     _, assistant = await saved_turn(server.url, first(events, "thread")["thread_id"])
     assert assistant["status"] == "error" and assistant["error"]["code"] == "llm_unreachable"
 
 
-async def test_ollama_slower_than_the_timeout(start: Callable[..., Any], fake_ollama: FakeOllama) -> None:
+@pytest.mark.parametrize(
+    ("status", "code", "advice"), [(401, "llm_auth", "OPENAI_API_KEY"), (429, "llm_rate_limited", "Try again in 1 s")]
+)
+async def test_openai_auth_and_rate_limit_errors_say_the_fix(
+    live_app: Callable[..., Any], fake_openai: FakeOpenAI, status: int, code: str, advice: str
+) -> None:
+    server = live_app(llm_provider="openai", openai_base_url=fake_openai.url)
+    fake_openai.enqueue(Reply.error(status, "Incorrect API key provided" if status == 401 else "slow down"))
+    events = await chat(server.url, {"message": QUESTION})
+    error = first(events, "error")
+    assert names(events) == ["thread", "error"] and error["code"] == code and advice in error["message"]
+
+
+async def test_wrong_api_key_in_health(live_app: Callable[..., Any], fake_openai: FakeOpenAI) -> None:
+    import httpx
+
+    fake_openai.api_key = "right-key"
+    server = live_app(llm_provider="openai", openai_base_url=fake_openai.url, openai_api_key="wrong-key")
+    async with httpx.AsyncClient(base_url=server.url) as client:
+        llm = (await client.get("/api/health")).json()["llm"]
+    assert llm["provider"] == "openai" and llm["reachable"] and not llm["model_available"]
+    assert "OPENAI_API_KEY" in llm["message"]
+
+
+async def test_ollama_slower_than_the_timeout(start: Callable[..., Any], llm: LLMFake) -> None:
     server = start(llm_timeout_s=0.5)
-    fake_ollama.enqueue(Reply.hang(5, then=Reply.text("too late")))
+    llm.fake.enqueue(Reply.hang(5, then=Reply.text("too late")))
     began = time.monotonic()
     events = await chat(server.url, {"message": QUESTION})
     assert time.monotonic() - began < 4
     assert names(events) == ["thread", "error"]
     error = first(events, "error")
-    assert error["code"] == "llm_timeout" and "LLM_TIMEOUT_S" in error["message"]
+    assert error["code"] == "llm_timeout" and "LLM_TIMEOUT_S" in error["message"], error
     assert "0.5 s" in error["message"]
     _, assistant = await saved_turn(server.url, first(events, "thread")["thread_id"])
     assert assistant["status"] == "error"
 
 
-async def test_a_stall_between_tokens_also_times_out(start: Callable[..., Any], fake_ollama: FakeOllama) -> None:
+async def test_a_stall_between_tokens_also_times_out(start: Callable[..., Any], llm: LLMFake) -> None:
     server = start(llm_timeout_s=0.5)
-    fake_ollama.enqueue(Reply.tokens(["Twenty", " five", " days"], token_delay=2.0))
+    llm.fake.enqueue(Reply.tokens(["Twenty", " five", " days"], token_delay=2.0))
     events = await chat(server.url, {"message": QUESTION})
     assert names(events) == ["thread", "token", "error"] and first(events, "error")["code"] == "llm_timeout"
     _, assistant = await saved_turn(server.url, first(events, "thread")["thread_id"])
@@ -102,10 +140,10 @@ async def test_a_stall_between_tokens_also_times_out(start: Callable[..., Any], 
 
 
 async def test_client_disconnect_cancels_ollama_and_saves_the_partial_answer(
-    start: Callable[..., Any], fake_ollama: FakeOllama
+    start: Callable[..., Any], llm: LLMFake
 ) -> None:
     server = start()
-    fake_ollama.enqueue(Reply.tokens([f" w{i}" for i in range(200)], token_delay=0.05))
+    llm.fake.enqueue(Reply.tokens([f" w{i}" for i in range(200)], token_delay=0.05))
     received: list[str] = []
     thread_id = ""
     async with (
@@ -120,9 +158,9 @@ async def test_client_disconnect_cancels_ollama_and_saves_the_partial_answer(
                 if len(received) == 3:
                     break
     closed_at = time.monotonic()
-    record = await fake_ollama.await_disconnect(timeout=1.0)
+    record = await llm.fake.await_disconnect(timeout=1.0)
     assert record is not None, "the Ollama request was not cancelled within a second"
-    assert record.path == "/api/chat" and record.finished_at is not None
+    assert record.path in ("/api/chat", "/v1/chat/completions") and record.finished_at is not None
     assert record.finished_at - closed_at < 1.0
     assert record.tokens_sent < 20
 
@@ -149,7 +187,7 @@ async def test_client_disconnect_cancels_ollama_and_saves_the_partial_answer(
     ],
 )
 async def test_bad_requests_are_rejected_before_any_stream(
-    start: Callable[..., Any], fake_ollama: FakeOllama, body: dict[str, Any], detail: str
+    start: Callable[..., Any], llm: LLMFake, body: dict[str, Any], detail: str
 ) -> None:
     server = start(chat_max_message_chars=100)
     async with httpx.AsyncClient(base_url=server.url) as client:
@@ -158,7 +196,7 @@ async def test_bad_requests_are_rejected_before_any_stream(
         assert response.headers["content-type"].startswith("application/json")
         assert response.json()["code"] == "bad_request" and detail in response.json()["detail"]
         assert (await client.get("/api/threads")).json() == {"threads": []}
-    assert fake_ollama.chat_requests == []
+    assert llm.fake.chat_requests == []
 
 
 async def test_malformed_bodies_are_400(start: Callable[..., Any]) -> None:
@@ -174,12 +212,12 @@ async def test_malformed_bodies_are_400(start: Callable[..., Any]) -> None:
         assert (await client.post("/api/chat", content=b"{not json")).status_code == 400
 
 
-async def test_unknown_thread_is_404(start: Callable[..., Any], fake_ollama: FakeOllama) -> None:
+async def test_unknown_thread_is_404(start: Callable[..., Any], llm: LLMFake) -> None:
     server = start()
     async with httpx.AsyncClient(base_url=server.url) as client:
         response = await client.post("/api/chat", json={"message": "hi", "thread_id": str(uuid.uuid4())})
     assert response.status_code == 404 and response.json()["code"] == "not_found"
-    assert fake_ollama.chat_requests == []
+    assert llm.fake.chat_requests == []
 
 
 # ---- the database going away -------------------------------------------------------------------------
@@ -212,11 +250,11 @@ def table_counts(uri: str) -> tuple[int, list[tuple[str, str]]]:
 
 
 async def test_database_lost_mid_answer(
-    start: Callable[..., Any], fake_ollama: FakeOllama, pg_uri: str, scratch_db: tuple[str, str]
+    start: Callable[..., Any], llm: LLMFake, pg_uri: str, scratch_db: tuple[str, str]
 ) -> None:
     name, uri = scratch_db
     server = start(database_url=uri)
-    fake_ollama.enqueue(Reply.tokens(["Twenty", " five", " days", "."], token_delay=0.3))
+    llm.fake.enqueue(Reply.tokens(["Twenty", " five", " days", "."], token_delay=0.3))
     events: list[tuple[str, dict[str, Any]]] = []
     try:
         async with (
@@ -240,16 +278,16 @@ async def test_database_lost_mid_answer(
 
 
 async def test_database_down_before_the_turn(
-    start: Callable[..., Any], fake_ollama: FakeOllama, pg_uri: str, scratch_db: tuple[str, str]
+    start: Callable[..., Any], llm: LLMFake, pg_uri: str, scratch_db: tuple[str, str]
 ) -> None:
     name, uri = scratch_db
     server = start(database_url=uri)
-    fake_ollama.enqueue("never asked")
+    llm.fake.enqueue("never asked")
     await asyncio.to_thread(set_reachable, pg_uri, name, False)
     try:
         events = await chat(server.url, {"message": QUESTION})
     finally:
         await asyncio.to_thread(set_reachable, pg_uri, name, True)
     assert names(events) == ["error"] and first(events, "error")["code"] == "database_unavailable"
-    assert fake_ollama.chat_requests == []
+    assert llm.fake.chat_requests == []
     assert table_counts(uri) == (0, [])

@@ -1,4 +1,5 @@
-"""Reranked search on the real Postgres and embedding model, with the fake Ollama as the scoring LLM."""
+"""Reranked search on the real Postgres and embedding model, with a fake LLM scoring: every test runs against the
+fake Ollama and the fake OpenAI-compatible server (`llm` fixture)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,12 @@ import httpx
 import pytest
 
 from server.documents.registration import register_bytes
-from server.providers.llm.ollama import OllamaProvider
+from server.providers.llm import build_llm
+from server.providers.llm.base import LLMProvider
 from server.retrieval.rerank import LLMReranker
 from server.settings import Settings
-from tests.fakes.ollama_server import FakeOllama, Reply
+from tests.fakes.ollama_server import Reply
+from tests.fakes.plugin import LLMFake
 from tests.support import LOCAL, LOCAL_OWNER_ID, make_pipeline, make_searcher
 
 DOCS = {
@@ -43,15 +46,15 @@ async def corpus(pool: Any, embedder: Any, settings: Settings) -> None:
 
 
 @pytest.fixture
-async def client(fake_ollama: FakeOllama) -> AsyncIterator[OllamaProvider]:
-    fake_ollama.responder = judge
-    provider = OllamaProvider(fake_ollama.url)
+async def client(llm: LLMFake, settings: Settings) -> AsyncIterator[LLMProvider]:
+    llm.fake.responder = judge
+    provider = build_llm(settings.model_copy(update=llm.settings))
     yield provider
     await provider.close()
 
 
 async def test_searcher_reranks_by_the_llm_scores(
-    corpus: None, pool: Any, embedder: Any, settings: Settings, fake_ollama: FakeOllama, client: OllamaProvider
+    corpus: None, pool: Any, embedder: Any, settings: Settings, llm: LLMFake, client: LLMProvider
 ) -> None:
     searcher = make_searcher(
         pool, embedder, settings.model_copy(update={"rerank_enabled": True}), LLMReranker(client, settings)
@@ -60,7 +63,7 @@ async def test_searcher_reranks_by_the_llm_scores(
     plain = await searcher.search(query, principal=LOCAL, limit=3, rerank=False)
     assert not plain.reranked and plain.timings.rerank_ms == 0
     assert plain.chunks[0].filename == "bread.txt" and plain.chunks[0].trace.rerank_score is None
-    assert fake_ollama.chat_requests == []
+    assert llm.fake.chat_requests == []
 
     result = await searcher.search(query, principal=LOCAL, limit=3)
     assert result.reranked and result.timings.rerank_ms > 0
@@ -72,29 +75,33 @@ async def test_searcher_reranks_by_the_llm_scores(
     bread = next(c for c in result.chunks if c.filename == "bread.txt")
     assert bread.trace.keyword_rank == 1 and bread.trace.vector_rank == 1  # retrieval trace kept
     # limit × rerank_candidates_factor = 9 candidates asked for; the corpus has 5 chunks
-    assert len(fake_ollama.chat_requests) == len(DOCS)
-    assert all(r.body["format"]["properties"]["score"]["maximum"] == 1 for r in fake_ollama.chat_requests)
+    assert len(llm.fake.chat_requests) == len(DOCS)
+    assert all(llm.json_schema(r)["properties"]["score"]["maximum"] == 1 for r in llm.fake.chat_requests)  # type: ignore[index]
 
     again = await searcher.search(query, principal=LOCAL, limit=3)  # cached: no new LLM calls
     assert [c.id for c in again.chunks] == [c.id for c in result.chunks]
-    assert len(fake_ollama.chat_requests) == len(DOCS)
+    assert len(llm.fake.chat_requests) == len(DOCS)
 
 
 async def test_candidates_are_limit_times_factor(
-    corpus: None, pool: Any, embedder: Any, settings: Settings, fake_ollama: FakeOllama, client: OllamaProvider
+    corpus: None, pool: Any, embedder: Any, settings: Settings, llm: LLMFake, client: LLMProvider
 ) -> None:
     tuned = settings.model_copy(update={"rerank_enabled": True, "rerank_candidates_factor": 2})
     searcher = make_searcher(pool, embedder, tuned, LLMReranker(client, tuned))
     result = await searcher.search("bread", principal=LOCAL, limit=1, mode="vector")
     assert result.reranked and len(result.chunks) == 1
-    assert len(fake_ollama.chat_requests) == 2
+    assert len(llm.fake.chat_requests) == 2
     assert result.chunks[0].score == result.chunks[0].trace.rerank_score
 
 
 async def test_llm_down_keeps_retrieval_order_with_zero_scores(
-    corpus: None, pool: Any, embedder: Any, settings: Settings, closed_ollama_url: str
+    corpus: None, pool: Any, embedder: Any, settings: Settings, closed_ollama_url: str, llm: LLMFake
 ) -> None:
-    down = OllamaProvider(closed_ollama_url)
+    down = build_llm(
+        settings.model_copy(
+            update={**llm.settings, "ollama_host": closed_ollama_url, "openai_base_url": closed_ollama_url}
+        )
+    )
     on = settings.model_copy(update={"rerank_enabled": True})
     searcher = make_searcher(pool, embedder, on, LLMReranker(down, on))
     plain = await searcher.search("ocean tides moon", principal=LOCAL, limit=3, rerank=False)
@@ -105,9 +112,9 @@ async def test_llm_down_keeps_retrieval_order_with_zero_scores(
     assert all(c.score == 0.0 for c in result.chunks)
 
 
-async def test_http_search_reports_rerank(corpus: None, live_app: Any, fake_ollama: FakeOllama) -> None:
-    fake_ollama.responder = judge
-    server = live_app(ollama_host=fake_ollama.url, rerank_enabled=True)
+async def test_http_search_reports_rerank(corpus: None, live_app: Any, llm: LLMFake) -> None:
+    llm.fake.responder = judge
+    server = live_app(rerank_enabled=True, **llm.settings)
     async with httpx.AsyncClient(base_url=server.url, timeout=30) as http:
         response = await http.get("/api/search", params={"q": "what makes bread rise?", "limit": 2})
         assert response.status_code == 200, response.text
@@ -118,20 +125,20 @@ async def test_http_search_reports_rerank(corpus: None, live_app: Any, fake_olla
         assert [c["score"] for c in body["chunks"]] == [0.95, 0.7]
         assert body["chunks"][0]["trace"]["rerank_score"] == 0.95
         assert body["chunks"][0]["trace"]["vector_rank"] is not None
-        assert len(fake_ollama.chat_requests) == len(DOCS)
+        assert len(llm.fake.chat_requests) == len(DOCS)
 
         plain = (await http.get("/api/search", params={"q": "what makes bread rise?", "rerank": "false"})).json()
         assert plain["reranked"] is False and plain["timing_ms"]["rerank_ms"] == 0
         assert all(c["trace"]["rerank_score"] is None for c in plain["chunks"])
-        assert len(fake_ollama.chat_requests) == len(DOCS)
+        assert len(llm.fake.chat_requests) == len(DOCS)
 
 
-async def test_app_reranks_through_its_own_sharded_client(corpus: None, live_app: Any, fake_ollama: FakeOllama) -> None:
-    """No client handed in: the app builds the chat client and the rerank shards from OLLAMA_HOST."""
-    fake_ollama.responder = judge
-    server = live_app(ollama_host=fake_ollama.url, rerank_enabled=True)
+async def test_app_reranks_through_its_own_sharded_client(corpus: None, live_app: Any, llm: LLMFake) -> None:
+    """No client handed in: the app builds its provider (and, for Ollama, the rerank shards) from settings."""
+    llm.fake.responder = judge
+    server = live_app(rerank_enabled=True, **llm.settings)
     async with httpx.AsyncClient(base_url=server.url, timeout=30) as http:
         body = (await http.get("/api/search", params={"q": "what makes bread rise?", "limit": 2})).json()
     assert body["reranked"] is True
     assert [c["filename"] for c in body["chunks"]] == ["baking.txt", "volcano.txt"]
-    assert len(fake_ollama.chat_requests) == len(DOCS)
+    assert len(llm.fake.chat_requests) == len(DOCS)

@@ -27,7 +27,7 @@ def build_embedder(settings: Settings, provider: str | None = None, model: str |
     if kind is EmbedProvider.openai:
         from server.providers.embeddings.remote import OpenAIEmbeddings
 
-        key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
+        key = settings.openai_key
         return OpenAIEmbeddings(
             settings.openai_base_url,
             key,

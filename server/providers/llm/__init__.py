@@ -11,7 +11,7 @@ def build_llm(settings: Settings) -> LLMProvider:
     if settings.llm_provider == LLMProviderName.openai:
         from server.providers.llm.openai import OpenAIProvider
 
-        key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
+        key = settings.openai_key
         return OpenAIProvider(
             settings.openai_base_url,
             key,
