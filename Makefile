@@ -47,6 +47,8 @@ test-real: install
 lint: install
 	$(BIN)/ruff check server tests bench
 	$(BIN)/ruff format --check server tests bench
+	$(BIN)/lint-imports --no-cache
+	$(BIN)/pyright
 
 bench-ingest: install
 	HF_HUB_OFFLINE=1 $(BIN)/python bench/ingest.py

@@ -111,15 +111,14 @@ def _record(rec: Any) -> dict[str, Any]:
 
 
 def serve_app(data_dir: str, ollama_url: str, port: int) -> None:
-    """The real app, as `ragchat serve` runs it, with an Ollama client allowed 250 connections."""
+    """The real app, as `ragchat serve` runs it: `create_app(settings)` opens the runtime (embedded Postgres,
+    the embedding model, and the Ollama provider `build_llm` makes for OLLAMA_HOST = the fake)."""
     import uvicorn
 
     from server.app import create_app
 
     settings = bench_settings(Path(data_dir), ollama_host=ollama_url, chat_model=MODEL, log_level="warning")
-    timeout = httpx.Timeout(settings.ollama_timeout_s, connect=settings.ollama_connect_timeout_s)
-    llm = ollama.AsyncClient(host=ollama_url, timeout=timeout, limits=LIMITS)
-    uvicorn.run(create_app(settings, llm=llm), host="127.0.0.1", port=port, log_level="warning",
+    uvicorn.run(create_app(settings), host="127.0.0.1", port=port, log_level="warning",
                 timeout_graceful_shutdown=5)  # fmt: skip
 
 

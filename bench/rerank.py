@@ -1,18 +1,21 @@
-"""Rerank parallelism bench: 30 candidates against the fake Ollama at a fixed 200 ms per call.
+"""Rerank parallelism bench: 30 candidates against the fake Ollama at a fixed 200 ms per call, through the
+LLM provider the runtime builds (`build_llm` → `OllamaProvider`, whose JSON-schema calls go through
+`OllamaShards`).
 
 For each concurrency c the wall time of one `LLMReranker.rerank` is compared with the ideal
-`ceil(30 / c) × 200 ms` (target ratio ≤ 1.15) and with the sequential (c = 1) time.
+`ceil(30 / c) × 200 ms` (target ratio ≤ 1.15) and with the sequential (c = 1) time, once per
+RERANK_CLIENT_SHARDS value (`--shards 1 8`: the provider's `json_shards`). `json_shards=1` is one
+`ollama.AsyncClient` (one httpx connection pool), i.e. the provider without the shards; the gain column is
+wall(1 shard) ÷ wall(N shards) at the same c: `OllamaShards` stays only while that gain is real at c=30.
+Runs of the shard settings are interleaved (repeat by repeat) so machine load hits them alike.
 
 The fake Ollama runs in its own process (`--fake process`, the default), as Ollama does: in the bench's
-own process (`--fake thread`) its HTTP parsing competes with the client for one GIL; measured, that makes
-little difference here. `--fake both` prints both. Every run uses a fresh
-reranker (empty score cache) but the same warmed-up HTTP client, so connection setup is not measured.
-The reranker talks through the client the app builds for it (`OllamaShards`, RERANK_CLIENT_SHARDS small
-connection pools, see server/chat/clients.py). Each run is followed by a control: the same chat requests
-sent straight through one `ollama.AsyncClient` with the same bound (`one client`), which is what the
-reranker used before and shows what the shards save.
+own process (`--fake thread`) its HTTP parsing competes with the client for one GIL. `--fake both` prints
+both. Every run uses a fresh reranker (empty score cache) but the same warmed-up provider, so connection
+setup is not measured.
 
     .venv/bin/python bench/rerank.py [--candidates 30] [--latency 0.2] [--concurrency 1 4 8 30] [--repeats 3]
+                                     [--shards 1 8]
 
 Writes bench/results/rerank.json.
 """
@@ -37,11 +40,10 @@ from typing import Any, Protocol
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-import ollama  # noqa: E402
-from server.chat.clients import rerank_client  # noqa: E402
-
 from server.core.search import ChunkHit, Trace  # noqa: E402
-from server.retrieval.rerank import RERANK_SCHEMA, LLMReranker, build_messages  # noqa: E402
+from server.providers.llm import build_llm  # noqa: E402
+from server.providers.llm.base import LLMProvider  # noqa: E402
+from server.retrieval.rerank import LLMReranker  # noqa: E402
 from server.settings import Settings  # noqa: E402
 from tests.fakes.ollama_server import FakeOllama, Reply  # noqa: E402
 
@@ -72,24 +74,6 @@ def responder(body: dict[str, Any]) -> Reply:
 
 
 QUERY = "how relevant is this?"
-
-
-async def raw_calls(client: ollama.AsyncClient, settings: Settings, hits: list[ChunkHit], c: int) -> None:
-    """The transport floor: the same chat requests through the same client and bound, without the reranker."""
-    semaphore = asyncio.Semaphore(c)
-
-    async def call(hit: ChunkHit) -> Any:
-        async with semaphore:
-            return await client.chat(
-                model=settings.effective_rerank_model,
-                messages=build_messages(QUERY, hit.content, settings.rerank_passage_chars),
-                stream=False,
-                format=RERANK_SCHEMA,
-                options={"temperature": 0},
-                think=False,
-            )
-
-    await asyncio.gather(*(call(h) for h in hits))
 
 
 class FakeHandle(Protocol):
@@ -168,53 +152,64 @@ def serve_fake() -> None:
     fake.close()
 
 
-async def measure(fake: FakeHandle, hits: list[ChunkHit], args: argparse.Namespace) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
-    base = {"ollama_host": fake.url, "rerank_client_shards": args.shards}
-    shards = rerank_client(Settings(_env_file=None, **base))  # type: ignore[call-arg]  # what the app builds
-    async with ollama.AsyncClient(host=fake.url) as client:
-        # warm-up: open the keep-alive connections the widest run will use
-        fake.fresh(0.0)
-        warm = Settings(_env_file=None, rerank_concurrency=max(args.concurrency), **base)  # type: ignore[call-arg]
-        await LLMReranker(shards, warm).rerank("warm-up", hits, len(hits))
-        await raw_calls(client, warm, hits, max(args.concurrency))
+def provider_settings(url: str, shards: int, concurrency: int = 4) -> Settings:
+    return Settings(  # type: ignore[call-arg]
+        _env_file=None, ollama_host=url, rerank_client_shards=shards, rerank_concurrency=concurrency
+    )
+
+
+async def measure(fake: FakeHandle, hits: list[ChunkHit], args: argparse.Namespace) -> dict[str, Any]:
+    """Rows per shard setting: {shards: [row per concurrency]}."""
+    widest = max(args.concurrency)
+    providers: dict[int, LLMProvider] = {s: build_llm(provider_settings(fake.url, s)) for s in args.shards}
+    try:
+        for shards, provider in providers.items():  # warm-up: open the keep-alive connections the widest run uses
+            fake.fresh(0.0)
+            await LLMReranker(provider, provider_settings(fake.url, shards, widest)).rerank("warm-up", hits, len(hits))
+        rows: dict[int, list[dict[str, Any]]] = {s: [] for s in args.shards}
         for c in args.concurrency:
-            settings = Settings(_env_file=None, rerank_concurrency=c, **base)  # type: ignore[call-arg]
-            walls, floors, peaks = [], [], []
+            walls: dict[int, list[float]] = {s: [] for s in args.shards}
+            peaks: dict[int, list[int]] = {s: [] for s in args.shards}
             for _ in range(args.repeats):
-                fake.fresh(args.latency)
-                reranker = LLMReranker(shards, settings)  # fresh cache
-                start = time.perf_counter()
-                result = await reranker.rerank(QUERY, hits, len(hits))
-                walls.append(time.perf_counter() - start)
-                assert len(result) == len(hits) and all(h.trace.rerank_score is not None for h in result)
-                requests, peak = fake.stats()
-                assert requests == len(hits)
-                peaks.append(peak)
-                fake.fresh(args.latency)
-                start = time.perf_counter()
-                await raw_calls(client, settings, hits, c)
-                floors.append(time.perf_counter() - start)
-            wall, floor = statistics.median(walls), statistics.median(floors)
+                for shards, provider in providers.items():
+                    fake.fresh(args.latency)
+                    reranker = LLMReranker(provider, provider_settings(fake.url, shards, c))  # fresh cache
+                    start = time.perf_counter()
+                    result = await reranker.rerank(QUERY, hits, len(hits))
+                    walls[shards].append(time.perf_counter() - start)
+                    assert len(result) == len(hits) and all(h.trace.rerank_score is not None for h in result)
+                    requests, peak = fake.stats()
+                    assert requests == len(hits)
+                    peaks[shards].append(peak)
             ideal = math.ceil(len(hits) / c) * args.latency
-            rows.append(
-                {
-                    "concurrency": c,
-                    "wall_s": round(wall, 4),
-                    "wall_runs_s": [round(w, 4) for w in walls],
-                    "ideal_s": round(ideal, 4),
-                    "ratio": round(wall / ideal, 4),
-                    "one_client_s": round(floor, 4),
-                    "ratio_vs_one_client": round(wall / floor, 4),
-                    "max_in_flight": max(peaks),
-                }
-            )
-    await shards.close()
-    sequential = rows[0]["wall_s"] if rows[0]["concurrency"] == 1 else len(hits) * args.latency
-    for row in rows:
-        row["speedup"] = round(sequential / row["wall_s"], 2)
-        row["ok"] = row["ratio"] <= TARGET_RATIO and row["max_in_flight"] <= row["concurrency"]
-    return rows
+            for shards in args.shards:
+                wall = statistics.median(walls[shards])
+                rows[shards].append(
+                    {
+                        "concurrency": c,
+                        "wall_s": round(wall, 4),
+                        "wall_runs_s": [round(w, 4) for w in walls[shards]],
+                        "ideal_s": round(ideal, 4),
+                        "ratio": round(wall / ideal, 4),
+                        "max_in_flight": max(peaks[shards]),
+                    }
+                )
+        calls = {s: list(getattr(getattr(p, "json_client", None), "calls", [])) for s, p in providers.items()}
+    finally:
+        for provider in providers.values():
+            await provider.close()
+    out: dict[str, Any] = {}
+    for shards, shard_rows in rows.items():
+        sequential = shard_rows[0]["wall_s"] if shard_rows[0]["concurrency"] == 1 else len(hits) * args.latency
+        for row in shard_rows:
+            row["speedup"] = round(sequential / row["wall_s"], 2)
+            row["ok"] = row["ratio"] <= TARGET_RATIO and row["max_in_flight"] <= row["concurrency"]
+        out[str(shards)] = {"rows": shard_rows, "calls_per_shard": calls[shards]}
+    base = str(min(args.shards))
+    for shards in out:
+        for row, ref in zip(out[shards]["rows"], out[base]["rows"], strict=True):
+            row["gain_vs_one_pool"] = round(ref["wall_s"] / row["wall_s"], 3)
+    return out
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -224,45 +219,57 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     for kind in kinds:
         fake = ProcessFake() if kind == "process" else ThreadFake()
         try:
-            rows = await measure(fake, hits, args)
+            by_fake[kind] = await measure(fake, hits, args)
         finally:
             fake.close()
-        by_fake[kind] = {"rows": rows}
     main = by_fake[kinds[0]]
+    target = str(max(args.shards))
+    at_widest = {s: next(r for r in main[s]["rows"] if r["concurrency"] == max(args.concurrency)) for s in main}
     return {
         "bench": "rerank",
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "python": platform.python_version(),
         "cpus": os.cpu_count(),
+        "loadavg": [round(x, 2) for x in os.getloadavg()],
         "candidates": len(hits),
         "latency_s": args.latency,
         "repeats": args.repeats,
         "fake": kinds[0],
-        "client_shards": args.shards,
+        "shards": args.shards,
         "target_ratio": TARGET_RATIO,
-        "sequential_s": main["rows"][0]["wall_s"],
-        "rows": main["rows"],
-        "all_ok": all(r["ok"] for r in main["rows"]),
+        "sequential_s": main[target]["rows"][0]["wall_s"],
+        "rows": main[target]["rows"],
+        "shards_gain_at_max_concurrency": {
+            "concurrency": max(args.concurrency),
+            "wall_s": {s: r["wall_s"] for s, r in at_widest.items()},
+            "gain": at_widest[target]["gain_vs_one_pool"],
+        },
+        "all_ok": all(r["ok"] for r in main[target]["rows"]),
         "by_fake": by_fake,
     }
 
 
 def print_table(report: dict[str, Any]) -> None:
     print(f"rerank: {report['candidates']} candidates, {report['latency_s'] * 1000:.0f} ms per call, "
-          f"median of {report['repeats']}")  # fmt: skip
+          f"median of {report['repeats']}, load average {report['loadavg']}")  # fmt: skip
     for kind, result in report["by_fake"].items():
         print(f"fake Ollama in its own {kind}"
               + ("  <- the target" if kind == report["fake"] else ""))  # fmt: skip
-        print(
-            f"{'c':>3} {'wall ms':>8} {'ideal ms':>9} {'ratio':>6} {'speed-up':>9} {'in flight':>9} "
-            f"{'one client ms':>13} {'vs one':>7}  ok"
-        )
-        for r in result["rows"]:
-            print(
-                f"{r['concurrency']:>3} {r['wall_s'] * 1000:>8.0f} {r['ideal_s'] * 1000:>9.0f} {r['ratio']:>6.3f} "
-                f"{r['speedup']:>8.2f}x {r['max_in_flight']:>9} {r['one_client_s'] * 1000:>13.0f} "
-                f"{r['ratio_vs_one_client']:>7.3f}  {'yes' if r['ok'] else 'NO'}"
-            )
+        print(f"{'shards':>6} {'c':>3} {'wall ms':>8} {'ideal ms':>9} {'ratio':>6} {'speed-up':>9} {'in flight':>9} "
+              f"{'gain vs 1':>9}  ok")  # fmt: skip
+        for shards, res in result.items():
+            for r in res["rows"]:
+                print(
+                    f"{shards:>6} {r['concurrency']:>3} {r['wall_s'] * 1000:>8.0f} {r['ideal_s'] * 1000:>9.0f} "
+                    f"{r['ratio']:>6.3f} {r['speedup']:>8.2f}x {r['max_in_flight']:>9} "
+                    f"{r['gain_vs_one_pool']:>8.3f}x  {'yes' if r['ok'] else 'NO'}"
+                )
+            print(f"{'':>6} calls per shard: {res['calls_per_shard']}")
+    g = report["shards_gain_at_max_concurrency"]
+    print(
+        f"OllamaShards at c={g['concurrency']}: wall {g['wall_s']} s by shards → gain {g['gain']}x "
+        f"(wall with 1 pool ÷ wall with {max(report['shards'])})"
+    )
 
 
 def main() -> int:
@@ -277,7 +284,13 @@ def main() -> int:
         default="process",
         help="where the fake Ollama runs; with both, the process one is the target",
     )
-    parser.add_argument("--shards", type=int, default=Settings.model_fields["rerank_client_shards"].default)
+    parser.add_argument(
+        "--shards",
+        type=int,
+        nargs="+",
+        default=sorted({1, Settings.model_fields["rerank_client_shards"].default}),
+        help="RERANK_CLIENT_SHARDS values to compare (the provider's json_shards; default 1 and the default)",
+    )
     parser.add_argument("--role", choices=["bench", "fake"], default="bench", help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "rerank.json")
     args = parser.parse_args()

@@ -365,14 +365,10 @@ async def copy_chunks(conn: psycopg.AsyncConnection, space: Space, rows: list[tu
     ) as copy:
         for i, r in enumerate(rows):
             await copy.write_row((first + i, *r[:-1]))
-    await insert_vectors(
-        conn, space, [VectorRow(first + i, r[0], r[1], r[8], r[9]) for i, r in enumerate(rows)]
-    )
+    await insert_vectors(conn, space, [VectorRow(first + i, r[0], r[1], r[8], r[9]) for i, r in enumerate(rows)])
 
 
-async def live_insert_sample(
-    conn: psycopg.AsyncConnection, space: Space, synth: Synthesizer, n: int
-) -> dict[str, Any]:
+async def live_insert_sample(conn: psycopg.AsyncConnection, space: Space, synth: Synthesizer, n: int) -> dict[str, Any]:
     """COPY `n` more synthetic rows with the HNSW and GIN indexes live: the cost of not bulk-building."""
     live = Synthesizer.__new__(Synthesizer)
     live.__dict__.update(synth.__dict__, seed=synth.seed + 1)
@@ -587,17 +583,16 @@ async def explain_hydrate(conn: psycopg.AsyncConnection, space: Space, qvec: np.
 
 async def measure_size(
     size: int,
-    pool: AsyncConnectionPool,
+    rt: Runtime,
     conn: psycopg.AsyncConnection,
-    embedder: Any,
-    settings: Settings,
+    space: Space,
     queries: list[str],
     warmup: list[str],
     args: argparse.Namespace,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     summary: dict[str, Any] = {}
     detail: dict[str, Any] = {}
-    searcher = make_searcher(pool, embedder, settings)
+    settings, embedder, searcher = rt.settings, rt.embedder, rt.searcher
     for mode in MODES:
         log(f"  {size}: {mode} x{len(queries)}")
         lat, parts = await time_searcher(searcher, queries, warmup, mode)
@@ -625,30 +620,32 @@ async def measure_size(
             emb.append((time.perf_counter() - start) * 1000)
         detail[label] = pct(emb)
     detail["query_precision"] = getattr(embedder, "query_precision", "fp32")
-    one = make_searcher(pool, fp32, settings)  # type: ignore[arg-type]
     detail["explore_fp32_query_embedding"] = {}
-    for mode in MODES:
-        lat, _parts = await time_searcher(one, queries, warmup, mode)
-        detail["explore_fp32_query_embedding"][mode] = pct(lat)
+    async with open_runtime(settings, Overrides(pool=rt.pool, embedder=fp32, llm=rt.llm)) as one:
+        for mode in MODES:
+            lat, _parts = await time_searcher(one.searcher, queries, warmup, mode)
+            detail["explore_fp32_query_embedding"][mode] = pct(lat)
 
-    qvecs = list(embedder.embed_sync(queries[: args.recall_queries]))
+    qvecs = list(await embedder.embed_documents(queries[: args.recall_queries]))
     ef_values = sorted({settings.hnsw_ef_search, *args.explore_ef})
-    rl = await recall_and_latency(pool, conn, qvecs, ef_values)
+    rl = await recall_and_latency(rt, conn, space, qvecs, ef_values)
     detail["vector_db"] = rl
     detail["recall_at_10"] = rl[str(settings.hnsw_ef_search)]["recall_at_10"]
 
     kwd: dict[str, Any] = {}
     for cands in sorted({settings.keyword_candidates, *args.explore_candidates}):
         kwd[str(cands)] = {
-            "queries_db_n50": await keyword_db(pool, queries, settings, cands),
-            "common_db_n50": await keyword_db(pool, [common] * 20, settings, cands),
+            "queries_db_n50": await keyword_db(rt, queries, settings, cands),
+            "common_db_n50": await keyword_db(rt, [common] * 20, settings, cands),
         }
     detail["keyword_db"] = kwd
-    detail["explore_searcher"] = await explore_searcher(pool, embedder, settings, queries, warmup, common, args)
+    detail["explore_searcher"] = await explore_searcher(rt, settings, queries, warmup, common, args)
+    top = [i for i, _ in await vector_search(conn, space, qvecs[0], owner=BENCH_OWNER, n=10)]
     detail["explain"] = {
         "keyword_common": await explain_keyword(conn, common, settings, HYBRID_ARM_DEPTH),
         "keyword_typical": await explain_keyword(conn, queries[0], settings, HYBRID_ARM_DEPTH),
-        "vector_n50": await explain_vector(conn, qvecs[0], settings.hnsw_ef_search, HYBRID_ARM_DEPTH),
+        "vector_n50": await explain_vector(conn, space, qvecs[0], settings.hnsw_ef_search, HYBRID_ARM_DEPTH),
+        "hydrate_10": await explain_hydrate(conn, space, qvecs[0], top),
     }
     return summary, detail
 
@@ -679,7 +676,6 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     if args.keyword_candidates is not None:
         settings = settings.model_copy(update={"keyword_candidates": args.keyword_candidates})
     log(f"bench data dir: {args.data_dir}")
-    embedder = load_embedder(settings)
     records = read_jsonl(DATA / "queries.jsonl")
     texts = [r["text"] for r in records]
     random.Random(7).shuffle(texts)
@@ -687,40 +683,51 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {"cpu_context_start": cpu_context()}
     details: dict[str, Any] = {}
     builds: dict[str, Any] = {}
-    async with database(settings) as (db, pool):
-        conn = await admin(db.uri)
-        try:
-            corpus = await ensure_corpus(conn, pool, settings, embedder, args.corpus_limit)
-            if args.prepare_only:
-                return {"corpus": {k: v for k, v in corpus.items() if k != "indexdefs"}}
-            real = await fetch(conn, "SELECT title, content, embedding FROM bench_real_chunks ORDER BY src_id")
-            synth = Synthesizer(real, args.noise, args.seed)
-            for i, size in enumerate(sorted(args.sizes)):
-                log(f"building {size} chunks ...")
-                builds[str(size)] = await build_size(
-                    conn, size, corpus, synth, embedder.model_name, args.maintenance_work_mem
-                )
-                log(f"  {builds[str(size)]}")
-                summary, detail = await measure_size(size, pool, conn, embedder, settings, queries, warmup, args)
-                out[str(size)] = summary
-                details[str(size)] = detail
-                if i == 0 and args.live_sample:
-                    log(f"  live-index insert sample: {args.live_sample} rows into the {size}-chunk table ...")
-                    builds[str(size)]["live_index_insert"] = await live_insert_sample(
-                        conn, synth, embedder.model_name, args.live_sample
+    embedder = await asyncio.to_thread(load_embedder, settings)  # build_embedder(settings), warmed up
+    try:
+        async with bench_runtime(settings, embedder=embedder) as rt:
+            assert rt.database is not None
+            conn = await admin(rt.database.uri)
+            try:
+                corpus = await ensure_corpus(conn, rt, args.corpus_limit)
+                if args.prepare_only:
+                    return {"corpus": corpus}
+                space = (await rt.spaces.for_ingest()).space
+                indexdefs = await index_defs(conn, space)
+                real = await fetch(conn, "SELECT title, content, embedding FROM bench_real_chunks ORDER BY src_id")
+                synth = Synthesizer(real, args.noise, args.seed)
+                for i, size in enumerate(sorted(args.sizes)):
+                    log(f"building {size} chunks ...")
+                    builds[str(size)] = await build_size(
+                        conn, space, size, corpus, synth, indexdefs, args.maintenance_work_mem
                     )
-                    await conn.execute("TRUNCATE document_chunks, bm25_terms, bm25_stats RESTART IDENTITY CASCADE")
-                    await drop_live_documents(conn)
-            largest = str(max(args.sizes))
-            out["hnsw_recall_at_10"] = details[largest]["recall_at_10"]
-            out["hnsw_ef_search"] = settings.hnsw_ef_search
-            out["keyword_candidates"] = settings.keyword_candidates
-            out["recall_at_10_by_size"] = {s: d["recall_at_10"] for s, d in details.items()}
-            out["build"] = builds
-            out["corpus"] = {k: v for k, v in corpus.items() if k != "indexdefs"}
-            out["postgres"] = await pg_settings(conn)
-        finally:
-            await conn.close()
+                    log(f"  {builds[str(size)]}")
+                    summary, detail = await measure_size(size, rt, conn, space, queries, warmup, args)
+                    out[str(size)] = summary
+                    details[str(size)] = detail
+                    if i == 0 and args.live_sample:
+                        log(f"  live-index insert sample: {args.live_sample} rows into the {size}-chunk table ...")
+                        builds[str(size)]["live_index_insert"] = await live_insert_sample(
+                            conn, space, synth, args.live_sample
+                        )
+                        await conn.execute(
+                            "TRUNCATE document_chunks, chunk_embeddings, bm25_terms, bm25_stats "
+                            "RESTART IDENTITY CASCADE"
+                        )
+                        await drop_live_documents(conn)
+                largest = str(max(args.sizes))
+                out["hnsw_recall_at_10"] = details[largest]["recall_at_10"]
+                out["hnsw_ef_search"] = settings.hnsw_ef_search
+                out["keyword_candidates"] = settings.keyword_candidates
+                out["recall_at_10_by_size"] = {s: d["recall_at_10"] for s, d in details.items()}
+                out["build"] = builds
+                out["corpus"] = {k: v for k, v in corpus.items() if k != "indexdefs"}
+                out["embedding_space"] = {"id": space.id, "label": space.label}
+                out["postgres"] = await pg_settings(conn)
+            finally:
+                await conn.close()
+    finally:
+        await embedder.close()
     out["details"] = details
     out["queries"] = {"measured": len(queries), "warmup": len(warmup), "recall": args.recall_queries}
     out["synthetic"] = {"noise_sigma": args.noise, "seed": args.seed}
@@ -837,6 +844,7 @@ def report(out: dict[str, Any], sizes: list[int]) -> None:
             "build: "
             + ", ".join(f"{k}={b[k]}" for k in build_keys if k in b)
             + f", hnsw {b['hnsw']}, gin {b['gin']}, table {b['table_total']}"
+            + (f", vectors table {b['vectors_total']}" if "vectors_total" in b else "")
         )
         if "live_index_insert" in b:
             li = b["live_index_insert"]

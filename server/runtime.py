@@ -14,10 +14,8 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from psycopg_pool import AsyncConnectionPool
-
 from server.chat.service import ChatService
-from server.db.pool import Database, make_pool, prepare_database
+from server.db.pool import Database, Pool, make_pool, prepare_database
 from server.documents.service import DocumentService
 from server.providers.embeddings import build_embedder
 from server.providers.embeddings.base import EmbeddingProvider
@@ -36,7 +34,7 @@ log = logging.getLogger(__name__)
 class Overrides:
     """Parts built elsewhere (tests, benches): used as given, never closed by the runtime."""
 
-    pool: AsyncConnectionPool | None = None
+    pool: Pool | None = None
     embedder: EmbeddingProvider | None = None
     llm: LLMProvider | None = None
     rerank_llm: LLMProvider | None = None
@@ -45,7 +43,7 @@ class Overrides:
 @dataclass
 class Runtime:
     settings: Settings
-    pool: AsyncConnectionPool
+    pool: Pool
     llm: LLMProvider
     embedder: EmbeddingProvider  # the configured model (EMBED_PROVIDER / EMBED_MODEL)
     spaces: SpaceRegistry

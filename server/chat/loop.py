@@ -12,7 +12,7 @@ passages in the prompt. Every event also updates the `Turn`, so a caller can sav
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -90,7 +90,7 @@ def initial_messages(history: list[dict[str, str]], question: str) -> list[dict[
 
 async def run_loop(
     ctx: ChatContext, messages: list[dict[str, Any]], question: str, turn: Turn
-) -> AsyncIterator[ChatEvent]:
+) -> AsyncGenerator[ChatEvent, None]:
     """Stream one assistant turn. Raises what the LLM or the search raise; `turn` keeps the partial state."""
     rounds = 0
     tools_supported = True
@@ -130,12 +130,12 @@ async def _stream_reply(
     turn: Turn,
     round_parts: list[str],
     calls: list[ToolCall],
-) -> AsyncIterator[ChatEvent]:
+) -> AsyncGenerator[ChatEvent, None]:
     """One streamed model call: text becomes `token` events, tool calls are collected into `calls`."""
     turn.usage["llm_calls"] += 1
     tools = [SEARCH_TOOL] if offer_tools else None
     stream = ctx.llm.stream_chat(model=ctx.settings.chat_model, messages=messages, tools=tools)
-    async with aclosing(stream):  # type: ignore[type-var]
+    async with aclosing(stream):
         async for chunk in stream:
             if chunk.content:
                 round_parts.append(chunk.content)
@@ -153,7 +153,7 @@ async def _search_events(
     document_ids: list[UUID] | None,
     turn: Turn,
     on_result: Callable[[SearchResult, int], None],
-) -> AsyncIterator[ChatEvent]:
+) -> AsyncGenerator[ChatEvent, None]:
     """`tool_call`, run the search, `tool_result`; `on_result(result, first passage number)` feeds the model."""
     call_id = turn.next_call_id()
     call = {"id": call_id, "name": TOOL_NAME, "arguments": arguments}
@@ -178,7 +178,7 @@ async def _search_events(
 
 async def _run_tool(
     ctx: ChatContext, call: ToolCall, index: int, messages: list[dict[str, Any]], turn: Turn
-) -> AsyncIterator[ChatEvent]:
+) -> AsyncGenerator[ChatEvent, None]:
     name = call.name
     arguments = call.arguments
     try:
@@ -204,7 +204,7 @@ async def _run_tool(
 
 async def _retrieve_then_answer(
     ctx: ChatContext, messages: list[dict[str, Any]], question: str, turn: Turn
-) -> AsyncIterator[ChatEvent]:
+) -> AsyncGenerator[ChatEvent, None]:
     """For models without tools: search with the question, then put the passages in the prompt."""
 
     def feed(result: SearchResult, start: int) -> None:

@@ -5,14 +5,15 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
+
+from server.db.pool import Conn
 
 _THREAD_COLUMNS = "id, title, created_at, updated_at"
 _MESSAGE_COLUMNS = "id, role, content, status, tool_calls, tool_results, error, created_at"
 
 
-async def relax_commit(conn: AsyncConnection) -> None:
+async def relax_commit(conn: Conn) -> None:
     """Commit this transaction without waiting for the WAL flush (~3 ms per commit on a laptop disk).
 
     A chat turn writes twice on the path the user waits on (before the first token and before `done`).
@@ -21,7 +22,7 @@ async def relax_commit(conn: AsyncConnection) -> None:
     await conn.execute("SET LOCAL synchronous_commit = off")
 
 
-async def list_threads(conn: AsyncConnection, owner: UUID) -> list[dict[str, Any]]:
+async def list_threads(conn: Conn, owner: UUID) -> list[dict[str, Any]]:
     """The owner's threads, most recently active first."""
     cur = await conn.execute(
         f"SELECT {_THREAD_COLUMNS} FROM threads WHERE owner_id = %s ORDER BY updated_at DESC, created_at DESC",
@@ -30,9 +31,7 @@ async def list_threads(conn: AsyncConnection, owner: UUID) -> list[dict[str, Any
     return list(await cur.fetchall())
 
 
-async def get_thread(
-    conn: AsyncConnection, owner: UUID, thread_id: UUID, *, for_update: bool = False
-) -> dict[str, Any] | None:
+async def get_thread(conn: Conn, owner: UUID, thread_id: UUID, *, for_update: bool = False) -> dict[str, Any] | None:
     lock = " FOR UPDATE" if for_update else ""
     cur = await conn.execute(
         f"SELECT {_THREAD_COLUMNS} FROM threads WHERE id = %s AND owner_id = %s{lock}", (thread_id, owner)
@@ -40,7 +39,7 @@ async def get_thread(
     return await cur.fetchone()
 
 
-async def create_thread(conn: AsyncConnection, owner: UUID, title: str) -> dict[str, Any]:
+async def create_thread(conn: Conn, owner: UUID, title: str) -> dict[str, Any]:
     cur = await conn.execute(
         f"INSERT INTO threads (owner_id, title) VALUES (%s, %s) RETURNING {_THREAD_COLUMNS}", (owner, title)
     )
@@ -49,7 +48,7 @@ async def create_thread(conn: AsyncConnection, owner: UUID, title: str) -> dict[
     return row
 
 
-async def rename_thread(conn: AsyncConnection, owner: UUID, thread_id: UUID, title: str) -> dict[str, Any] | None:
+async def rename_thread(conn: Conn, owner: UUID, thread_id: UUID, title: str) -> dict[str, Any] | None:
     cur = await conn.execute(
         f"""UPDATE threads SET title = %s, updated_at = now() WHERE id = %s AND owner_id = %s
             RETURNING {_THREAD_COLUMNS}""",
@@ -58,16 +57,16 @@ async def rename_thread(conn: AsyncConnection, owner: UUID, thread_id: UUID, tit
     return await cur.fetchone()
 
 
-async def touch_thread(conn: AsyncConnection, thread_id: UUID) -> None:
+async def touch_thread(conn: Conn, thread_id: UUID) -> None:
     await conn.execute("UPDATE threads SET updated_at = now() WHERE id = %s", (thread_id,))
 
 
-async def delete_thread(conn: AsyncConnection, owner: UUID, thread_id: UUID) -> bool:
+async def delete_thread(conn: Conn, owner: UUID, thread_id: UUID) -> bool:
     cur = await conn.execute("DELETE FROM threads WHERE id = %s AND owner_id = %s", (thread_id, owner))
     return cur.rowcount > 0
 
 
-async def list_messages(conn: AsyncConnection, owner: UUID, thread_id: UUID) -> list[dict[str, Any]]:
+async def list_messages(conn: Conn, owner: UUID, thread_id: UUID) -> list[dict[str, Any]]:
     cur = await conn.execute(
         f"""SELECT {_MESSAGE_COLUMNS} FROM messages WHERE thread_id = %s AND owner_id = %s
             ORDER BY created_at, id""",
@@ -76,7 +75,7 @@ async def list_messages(conn: AsyncConnection, owner: UUID, thread_id: UUID) -> 
     return list(await cur.fetchall())
 
 
-async def recent_messages(conn: AsyncConnection, thread_id: UUID, limit: int) -> list[dict[str, Any]]:
+async def recent_messages(conn: Conn, thread_id: UUID, limit: int) -> list[dict[str, Any]]:
     """The last `limit` messages of a thread, oldest first (for the model's history)."""
     if limit <= 0:
         return []
@@ -91,7 +90,7 @@ async def recent_messages(conn: AsyncConnection, thread_id: UUID, limit: int) ->
 
 
 async def insert_message(
-    conn: AsyncConnection,
+    conn: Conn,
     *,
     message_id: UUID,
     thread_id: UUID,

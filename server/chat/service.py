@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID, uuid4
 
 import anyio
-from psycopg_pool import AsyncConnectionPool
 
 from server.chat import repository as repo
 from server.chat.faults import ChatFault, describe_failure
@@ -27,6 +26,7 @@ from server.chat.prompts import history_messages, thread_title
 from server.core.errors import NotFound
 from server.core.principal import Principal
 from server.core.search import SearchService
+from server.db.pool import Pool
 from server.providers.llm.base import LLMProvider
 from server.settings import Settings
 
@@ -58,9 +58,7 @@ def _clean(value: Any) -> Any:
     return value
 
 
-async def begin_turn(
-    pool: AsyncConnectionPool, settings: Settings, principal: Principal, req: ChatRequest
-) -> tuple[UUID, list[Any]]:
+async def begin_turn(pool: Pool, settings: Settings, principal: Principal, req: ChatRequest) -> tuple[UUID, list[Any]]:
     """One transaction: the thread (created, titled from the message) and the user message; returns history."""
     owner = principal.user_id
     async with pool.connection(timeout=DB_TIMEOUT_S) as conn:
@@ -82,7 +80,7 @@ async def begin_turn(
 
 
 async def save_answer(
-    pool: AsyncConnectionPool,
+    pool: Pool,
     principal: Principal,
     thread_id: UUID,
     message_id: UUID,
@@ -128,13 +126,13 @@ def error_event(fault: ChatFault) -> ChatEvent:
 class ChatService:
     """Runs chat turns: persistence around the tool loop, with the providers it was built with."""
 
-    def __init__(self, pool: AsyncConnectionPool, llm: LLMProvider, search: SearchService, settings: Settings) -> None:
+    def __init__(self, pool: Pool, llm: LLMProvider, search: SearchService, settings: Settings) -> None:
         self.pool = pool
         self.llm = llm
         self.search = search
         self.settings = settings
 
-    async def events(self, principal: Principal, req: ChatRequest) -> AsyncIterator[ChatEvent]:
+    async def events(self, principal: Principal, req: ChatRequest) -> AsyncGenerator[ChatEvent, None]:
         """`thread`, then the loop's `tool_call`/`tool_result`/`token` events, then `done` or `error`."""
         message_id = uuid4()
         try:

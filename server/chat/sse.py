@@ -12,7 +12,7 @@ turn saves its partial answer before the response finishes.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import Any
 
@@ -24,7 +24,7 @@ from server.chat.loop import ChatEvent
 _END = object()
 
 
-async def coalesce_tokens(events: AsyncIterator[ChatEvent]) -> AsyncIterator[ChatEvent]:
+async def coalesce_tokens(events: AsyncGenerator[ChatEvent, None]) -> AsyncGenerator[ChatEvent, None]:
     """`events`, run in a task of their own; consecutive `token` events already waiting are merged."""
     queue: asyncio.Queue[Any] = asyncio.Queue()
 
@@ -66,7 +66,7 @@ async def coalesce_tokens(events: AsyncIterator[ChatEvent]) -> AsyncIterator[Cha
             await asyncio.wait([producer])
 
 
-async def server_sent_events(events: AsyncIterator[ChatEvent]) -> AsyncIterator[JSONServerSentEvent]:
+async def server_sent_events(events: AsyncGenerator[ChatEvent, None]) -> AsyncGenerator[JSONServerSentEvent, None]:
     """What EventSourceResponse sends: `event: <name>` and one `data:` line of compact JSON."""
     async with aclosing(coalesce_tokens(events)) as stream:
         async for item in stream:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from server.settings import Settings
@@ -12,7 +12,7 @@ from server.settings import Settings
 Command = Callable[[Settings, argparse.Namespace], int]
 
 
-def run_async(fn: Callable[[Settings, argparse.Namespace], Awaitable[Any]]) -> Command:
+def run_async(fn: Callable[[Settings, argparse.Namespace], Coroutine[Any, Any, Any]]) -> Command:
     def run(settings: Settings, args: argparse.Namespace) -> int:
         return int(asyncio.run(fn(settings, args)) or 0)
 

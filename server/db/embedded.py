@@ -28,11 +28,11 @@ class EmbeddedPostgres:
 def start_embedded(data_dir: Path) -> EmbeddedPostgres:
     """Start (or attach to) the pgserver in `data_dir/pgdata`. A second process on the same dir reuses it."""
     warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
-    import pgserver
+    from pgserver import get_server  # pyright: ignore[reportPrivateImportUsage]
 
     pgdata = Path(data_dir).expanduser().resolve() / "pgdata"
     pgdata.mkdir(parents=True, exist_ok=True)
-    server = pgserver.get_server(pgdata, cleanup_mode="stop")
+    server = get_server(pgdata, cleanup_mode="stop")
     uri = server.get_uri()
     log.info("embedded postgres at %s", pgdata)
     return EmbeddedPostgres(server=server, uri=uri)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from pgvector.psycopg import register_vector_async
 from psycopg import AsyncConnection
-from psycopg.rows import dict_row
+from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool
 
 from server.db.embedded import EmbeddedPostgres, start_embedded
@@ -19,15 +19,27 @@ from server.settings import Settings
 log = logging.getLogger(__name__)
 
 
-async def _configure(conn: AsyncConnection) -> None:
+#: A connection whose rows are dicts (column name → value); every repository function takes one.
+Conn = AsyncConnection[DictRow]
+#: The pool every process shares (built by the runtime).
+Pool = AsyncConnectionPool[Conn]
+
+
+async def _configure(conn: Conn) -> None:
     await register_vector_async(conn)
-    conn.row_factory = dict_row  # type: ignore[assignment]
 
 
-def make_pool(uri: str, *, min_size: int = 1, max_size: int = 10) -> AsyncConnectionPool:
-    """A closed pool (call `await pool.open()`); rows come back as dicts, vectors as numpy arrays."""
+def make_pool(uri: str, *, min_size: int = 1, max_size: int = 10) -> Pool:
+    """A closed pool (call `await pool.open()`); rows come back as dicts, vectors as pgvector values."""
     return AsyncConnectionPool(
-        uri, min_size=min_size, max_size=max_size, configure=_configure, open=False, timeout=10.0
+        uri,
+        connection_class=AsyncConnection[DictRow],
+        kwargs={"row_factory": dict_row},
+        min_size=min_size,
+        max_size=max_size,
+        configure=_configure,
+        open=False,
+        timeout=10.0,
     )
 
 
@@ -59,7 +71,7 @@ def prepare_database(settings: Settings) -> Database:
 
 
 @asynccontextmanager
-async def open_pool(uri: str, settings: Settings) -> AsyncIterator[AsyncConnectionPool]:
+async def open_pool(uri: str, settings: Settings) -> AsyncIterator[Pool]:
     pool = make_pool(uri, min_size=settings.db_pool_min, max_size=settings.db_pool_max)
     await pool.open(wait=True)
     try:

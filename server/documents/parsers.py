@@ -296,7 +296,8 @@ def _simple_row(tr: Any) -> str | None:
 
 
 def _parse_html(data: bytes, stem: str) -> ParsedDocument:
-    from bs4 import BeautifulSoup, CData, NavigableString, Tag
+    from bs4 import BeautifulSoup, CData, Tag
+    from bs4.element import NavigableString
 
     soup = BeautifulSoup(data, "lxml")
     metadata: dict[str, Any] = {"encoding": soup.original_encoding} if soup.original_encoding else {}

@@ -18,9 +18,9 @@ from typing import Any
 from uuid import UUID
 
 import numpy as np
-from psycopg_pool import AsyncConnectionPool
 
 from server.core.errors import RagchatError
+from server.db.pool import Pool
 from server.documents import repository as repo
 from server.documents.chunking import chunk_sections, content_hash, embedding_text
 from server.documents.parsers import ParsedDocument, ParseError, Section, parse
@@ -74,7 +74,7 @@ class IngestionPipeline:
 
     def __init__(
         self,
-        pool: AsyncConnectionPool,
+        pool: Pool,
         spaces: SpaceRegistry,
         settings: Settings,
         *,
@@ -277,7 +277,7 @@ class IngestionPipeline:
 
 
 async def run_worker(
-    pool: AsyncConnectionPool,
+    pool: Pool,
     spaces: SpaceRegistry,
     settings: Settings,
     stop: asyncio.Event,

@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import Literal
 from uuid import UUID
 
-from psycopg_pool import AsyncConnectionPool
-
 from server.core.errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
+from server.db.pool import Pool
 from server.documents import repository as repo
 from server.documents.parsers import (
     ParseError,
@@ -54,7 +53,7 @@ def validate_upload(filename: str, size: int, settings: Settings, *, check_size:
 
 
 async def register_bytes(
-    pool: AsyncConnectionPool,
+    pool: Pool,
     owner: UUID,
     filename: str,
     data: bytes,
@@ -102,7 +101,7 @@ async def register_bytes(
 
 
 async def _insert_all(
-    pool: AsyncConnectionPool, owner: UUID, docs: Sequence[repo.NewDocument], retry_failed: bool
+    pool: Pool, owner: UUID, docs: Sequence[repo.NewDocument], retry_failed: bool
 ) -> list[Registered]:
     out: list[Registered] = []
     async with pool.connection() as conn, conn.transaction():
@@ -133,7 +132,7 @@ def iter_files(paths: Iterable[Path]) -> Iterable[Path]:
 
 
 async def register_paths(
-    pool: AsyncConnectionPool, owner: UUID, paths: Iterable[Path], settings: Settings, *, retry_failed: bool = False
+    pool: Pool, owner: UUID, paths: Iterable[Path], settings: Settings, *, retry_failed: bool = False
 ) -> list[Registered]:
     """Queue every supported file under `paths`; unsupported or unreadable files come back rejected.
 

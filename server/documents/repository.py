@@ -8,9 +8,9 @@ from typing import Any
 from uuid import UUID
 
 import numpy as np
-from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
 
+from server.db.pool import Conn
 from server.vectors.store import Space, VectorRow, insert_vectors
 
 DOCUMENT_COLUMNS = """id, owner_id, filename, title, content_type, byte_size, sha256, status, chunks_total,
@@ -42,7 +42,7 @@ class SpaceChanged(Exception):
     """The embedding space switched while this document was being embedded: embed it again."""
 
 
-async def insert_document(conn: AsyncConnection, owner: UUID, doc: NewDocument) -> tuple[UUID, bool, str]:
+async def insert_document(conn: Conn, owner: UUID, doc: NewDocument) -> tuple[UUID, bool, str]:
     """Insert a queued document with its bytes. Returns (id, created, status); an existing sha256 is reused."""
     row = await (
         await conn.execute(
@@ -63,7 +63,7 @@ async def insert_document(conn: AsyncConnection, owner: UUID, doc: NewDocument) 
     return existing["id"], False, existing["status"]
 
 
-async def requeue_failed(conn: AsyncConnection, owner: UUID, document_id: UUID) -> bool:
+async def requeue_failed(conn: Conn, owner: UUID, document_id: UUID) -> bool:
     cur = await conn.execute(
         """UPDATE documents SET status = 'queued', error = NULL, chunks_done = 0, updated_at = now()
            WHERE id = %s AND owner_id = %s AND status = 'failed'""",
@@ -73,7 +73,7 @@ async def requeue_failed(conn: AsyncConnection, owner: UUID, document_id: UUID) 
 
 
 async def claim(
-    conn: AsyncConnection, *, limit: int, ids: Sequence[UUID] | None = None, stale_after_s: int = 600
+    conn: Conn, *, limit: int, ids: Sequence[UUID] | None = None, stale_after_s: int = 600
 ) -> list[dict[str, Any]]:
     """Lock up to `limit` queued documents (or ones a crashed worker left processing) for this worker."""
     # Two statements, so each can use its index: the primary key for an explicit id list (the CLI's own
@@ -108,7 +108,7 @@ async def claim(
     return sorted(rows, key=lambda r: r["created_at"])  # RETURNING has no order of its own
 
 
-async def set_progress(conn: AsyncConnection, document_id: UUID, done: int, total: int | None) -> None:
+async def set_progress(conn: Conn, document_id: UUID, done: int, total: int | None) -> None:
     await conn.execute(
         """UPDATE documents SET chunks_done = %s, chunks_total = coalesce(%s, chunks_total), updated_at = now()
            WHERE id = %s""",
@@ -116,7 +116,7 @@ async def set_progress(conn: AsyncConnection, document_id: UUID, done: int, tota
     )
 
 
-async def mark_failed(conn: AsyncConnection, document_id: UUID, error: str) -> None:
+async def mark_failed(conn: Conn, document_id: UUID, error: str) -> None:
     await conn.execute(
         """UPDATE documents SET status = 'failed', error = %s, locked_at = NULL, updated_at = now()
            WHERE id = %s""",
@@ -125,7 +125,7 @@ async def mark_failed(conn: AsyncConnection, document_id: UUID, error: str) -> N
 
 
 async def store_chunks(
-    conn: AsyncConnection,
+    conn: Conn,
     *,
     document_id: UUID,
     owner: UUID,
@@ -184,7 +184,7 @@ async def store_chunks(
         )
 
 
-async def list_documents(conn: AsyncConnection, owner: UUID) -> list[dict[str, Any]]:
+async def list_documents(conn: Conn, owner: UUID) -> list[dict[str, Any]]:
     return await (
         await conn.execute(
             f"SELECT {DOCUMENT_COLUMNS} FROM documents WHERE owner_id = %s ORDER BY created_at DESC", (owner,)
@@ -192,7 +192,7 @@ async def list_documents(conn: AsyncConnection, owner: UUID) -> list[dict[str, A
     ).fetchall()
 
 
-async def get_document(conn: AsyncConnection, owner: UUID, document_id: UUID) -> dict[str, Any] | None:
+async def get_document(conn: Conn, owner: UUID, document_id: UUID) -> dict[str, Any] | None:
     return await (
         await conn.execute(
             f"SELECT {DOCUMENT_COLUMNS} FROM documents WHERE owner_id = %s AND id = %s", (owner, document_id)
@@ -200,6 +200,6 @@ async def get_document(conn: AsyncConnection, owner: UUID, document_id: UUID) ->
     ).fetchone()
 
 
-async def delete_document(conn: AsyncConnection, owner: UUID, document_id: UUID) -> bool:
+async def delete_document(conn: Conn, owner: UUID, document_id: UUID) -> bool:
     cur = await conn.execute("DELETE FROM documents WHERE owner_id = %s AND id = %s", (owner, document_id))
     return cur.rowcount == 1

@@ -8,9 +8,8 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-from psycopg_pool import AsyncConnectionPool
-
 from server.core.principal import Principal
+from server.db.pool import Pool
 from server.documents import repository as repo
 from server.documents.pipeline import IngestionPipeline, Progress, run_worker
 from server.documents.registration import Registered, register_bytes, register_paths
@@ -19,7 +18,7 @@ from server.vectors.registry import SpaceRegistry
 
 
 class DocumentService:
-    def __init__(self, pool: AsyncConnectionPool, spaces: SpaceRegistry, settings: Settings) -> None:
+    def __init__(self, pool: Pool, spaces: SpaceRegistry, settings: Settings) -> None:
         self.pool = pool
         self.spaces = spaces
         self.settings = settings

@@ -9,10 +9,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 from uuid import UUID
 
-from psycopg_pool import AsyncConnectionPool
-
 from server.core.principal import Principal
 from server.core.search import SearchService
+from server.db.pool import Pool
 from server.evaluation.beir import BeirDataset
 from server.evaluation.metrics import dedup_keep_first, evaluate, percentiles
 
@@ -36,7 +35,7 @@ def eval_owner(dataset: BeirDataset) -> UUID:
 
 
 async def ensure_corpus(
-    pool: AsyncConnectionPool,
+    pool: Pool,
     loader: CorpusLoader,
     dataset: BeirDataset,
     owner: UUID,

@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, LiteralString, cast
 from uuid import UUID
 
-from psycopg import AsyncConnection
-
 from server.core.search import SearchFilters
+from server.db.pool import Conn
 from server.retrieval.filters import filter_sql
 
 Scorer = Literal["bm25", "ts_rank"]
@@ -50,7 +49,7 @@ def bm25_idf(n_chunks: int, df: int) -> float:
     return math.log(1.0 + (n_chunks - df + 0.5) / (df + 0.5))
 
 
-async def query_terms(conn: AsyncConnection, query: str, owner: UUID) -> tuple[list[TermStat], int, float]:
+async def query_terms(conn: Conn, query: str, owner: UUID) -> tuple[list[TermStat], int, float]:
     """Distinct query lexemes present in the owner's corpus (rarest first), N, and average chunk length."""
     stats = await (
         await conn.execute("SELECT n_chunks, total_len FROM bm25_stats WHERE owner_id = %s", (owner,))
@@ -114,7 +113,7 @@ FROM cand ORDER BY score DESC, cand.id LIMIT %(n)s
 
 
 async def keyword_search(
-    conn: AsyncConnection,
+    conn: Conn,
     query: str,
     *,
     owner: UUID,
@@ -130,7 +129,8 @@ async def keyword_search(
     if not terms:
         return []
     where, params = filter_sql(owner, filters)
-    sql = (_BM25_SQL if scorer == "bm25" else _TS_RANK_SQL).format(where=where)
+    # `where` is filter_sql's own fragment (bound parameters only), never user text
+    sql = cast(LiteralString, (_BM25_SQL if scorer == "bm25" else _TS_RANK_SQL).format(where=where))
     params.update(
         n=n,
         cap=max(candidates, n),

@@ -15,10 +15,10 @@ from uuid import UUID
 
 import numpy as np
 from psycopg import sql
-from psycopg_pool import AsyncConnectionPool
 
 from server.core.principal import Principal
 from server.core.search import ChunkHit, Confidence, SearchFilters, SearchResult, Timings, Trace, parse_mode
+from server.db.pool import Pool
 from server.providers.embeddings.base import EmbeddingError
 from server.retrieval.fusion import Fused, fuse
 from server.retrieval.keyword import keyword_search
@@ -32,7 +32,7 @@ _QUERY_CACHE_SIZE = 512
 
 
 class Reranker(Protocol):
-    async def rerank(self, query: str, hits: list[ChunkHit], limit: int) -> list[ChunkHit]:
+    async def rerank(self, query: str, candidates: list[ChunkHit], limit: int) -> list[ChunkHit]:
         """Hits sorted by `trace.rerank_score` (and `score` set to it), at most `limit`."""
         ...
 
@@ -44,9 +44,7 @@ def _ms(start: float) -> float:
 class Searcher:
     """Implements `server.core.search.SearchService`."""
 
-    def __init__(
-        self, pool: AsyncConnectionPool, spaces: SpaceRegistry, settings: Settings, reranker: Reranker | None = None
-    ) -> None:
+    def __init__(self, pool: Pool, spaces: SpaceRegistry, settings: Settings, reranker: Reranker | None = None) -> None:
         self.pool = pool
         self.spaces = spaces
         self.settings = settings
@@ -218,7 +216,7 @@ class Searcher:
             r = by_id.get(f.id)
             if r is None:  # deleted between ranking and hydration
                 continue
-            similarity = None if r["similarity"] is None else min(1.0, max(0.0, float(r["similarity"])))
+            cosine = None if r["similarity"] is None else min(1.0, max(0.0, float(r["similarity"])))
             hits.append(
                 ChunkHit(
                     id=r["id"],
@@ -231,8 +229,8 @@ class Searcher:
                     content=r["content"],
                     content_hash=r["content_hash"],
                     metadata=r["metadata"] or {},
-                    similarity=similarity,
-                    score=similarity or 0.0,
+                    similarity=cosine,
+                    score=cosine or 0.0,
                     trace=Trace(
                         vector_rank=f.vector_rank,
                         vector_score=f.vector_score,

@@ -14,14 +14,15 @@ from typing import Any
 from uuid import UUID
 
 import numpy as np
-from psycopg import AsyncConnection, sql
+from psycopg import sql
 
 from server.core.search import SearchFilters
+from server.db.pool import Conn
 from server.retrieval.filters import filter_sql
 from server.vectors.store import Space
 
 
-async def _filtered_rows(conn: AsyncConnection, space: Space, where: str, params: dict[str, Any], cap: int) -> int:
+async def _filtered_rows(conn: Conn, space: Space, where: str, params: dict[str, Any], cap: int) -> int:
     query = sql.SQL(
         "SELECT count(*) AS n FROM (SELECT 1 FROM chunk_embeddings e WHERE e.space_id = {} AND {} LIMIT %(cap)s) s"
     ).format(sql.Literal(space.id), sql.SQL(where))  # type: ignore[arg-type]  # `where` is our own fragment
@@ -31,7 +32,7 @@ async def _filtered_rows(conn: AsyncConnection, space: Space, where: str, params
 
 
 async def vector_search(
-    conn: AsyncConnection,
+    conn: Conn,
     space: Space,
     query_vector: np.ndarray,
     *,
@@ -57,7 +58,7 @@ async def vector_search(
 
 
 async def _run(
-    conn: AsyncConnection, space: Space, where: str, params: dict[str, Any], *, exact: bool, ef_search: int
+    conn: Conn, space: Space, where: str, params: dict[str, Any], *, exact: bool, ef_search: int
 ) -> list[dict[str, Any]]:
     distance = sql.SQL("{} <=> %(q)s").format(space.vector_expr("e"))
     # `+ 0` makes the ORDER BY expression something the HNSW index cannot serve: an exact, filtered scan.

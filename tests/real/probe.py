@@ -20,6 +20,8 @@ from typing import Any
 import httpx
 
 from tests.real.model import RealLLM
+from tests.real.test_probe import SEARCH_TOOL as SIMPLE_TOOL
+from tests.real.test_probe import SYSTEM as SIMPLE_SYSTEM
 
 SYSTEM_PROMPT = """\
 You are ragchat, an assistant that answers questions about the user's own documents \
@@ -222,6 +224,35 @@ def run(url: str, repeat: int) -> dict[str, Any]:
             runs.append(res)
         report["tool_stream_repeat"] = runs
         report["tool_stream_repeat_kinds"] = Counter(r["kind"] for r in runs)
+
+        # The same with tool_choice "required" (llama.cpp then constrains the output to a call with a grammar), and
+        # with "auto" but no system prompt (the template's default one).
+        print("tool turn, short system prompt and tool (as in test_probe), streamed, temperature 0…", flush=True)
+        report["tool_simple_stream_t0"] = stream(
+            client,
+            url,
+            {
+                "model": model,
+                "messages": [{"role": "system", "content": SIMPLE_SYSTEM}, {"role": "user", "content": QUESTION}],
+                "tools": [SIMPLE_TOOL],
+                "temperature": 0,
+            },
+        )
+        required = {**tool_body, "tool_choice": "required"}
+        print("tool turn, tool_choice=required, streamed, temperature 0…", flush=True)
+        report["tool_required_stream_t0"] = stream(client, url, {**required, "temperature": 0})
+        for name, body in (
+            ("tool_required_repeat", required),
+            ("tool_nosystem_repeat", {**tool_body, "messages": base_messages()[1:]}),
+        ):
+            runs = []
+            for i in range(repeat):
+                print(f"{name} {i + 1}/{repeat}…", flush=True)
+                res = stream(client, url, body)
+                res["kind"] = classify(res.get("content", ""), res.get("tool_calls", []))
+                runs.append(res)
+            report[name] = runs
+            report[f"{name}_kinds"] = Counter(r["kind"] for r in runs)
 
         call = {
             "id": "call_1",

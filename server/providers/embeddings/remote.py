@@ -123,7 +123,7 @@ class OpenAIEmbeddings(_Remote):
         self.client = openai.AsyncOpenAI(
             base_url=self.base_url,
             api_key=api_key or "not-needed",
-            timeout=httpx.Timeout(timeout_s, connect=5.0),
+            timeout=openai.Timeout(timeout_s, connect=5.0),
             max_retries=1,
         )
 

@@ -74,8 +74,8 @@ class SentenceTransformerEmbedder:
         self.model = SentenceTransformer(model_dir, device="cpu")
         self._tokenize_lock = threading.Lock()
         self._counter = TokenCounter(os.path.join(model_dir, "tokenizer.json"))
-        self.dim = int(self.model.get_embedding_dimension())
-        self.max_tokens = int(self.model.max_seq_length)
+        self.dim = int(self.model.get_embedding_dimension() or 0)
+        self.max_tokens = int(self.model.max_seq_length or 256)
         import torch
 
         self._doc_threads = torch.get_num_threads()

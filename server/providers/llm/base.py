@@ -11,7 +11,7 @@ whose `message` tells the user what to do.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -113,7 +113,7 @@ class LLMProvider(Protocol):
 
     def stream_chat(
         self, *, model: str, messages: list[Message], tools: list[dict[str, Any]] | None = None
-    ) -> AsyncIterator[ChatChunk]:
+    ) -> AsyncGenerator[ChatChunk, None]:
         """Stream one reply. Tool calls come complete (never as fragments). Raises `LLMError`."""
         ...
 

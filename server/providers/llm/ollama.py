@@ -17,9 +17,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import ollama
@@ -146,19 +146,20 @@ class OllamaProvider:
     # ---- chat -------------------------------------------------------------------------------------------
     def stream_chat(
         self, *, model: str, messages: list[Message], tools: list[dict[str, Any]] | None = None
-    ) -> AsyncIterator[ChatChunk]:
+    ) -> AsyncGenerator[ChatChunk, None]:
         return self._stream(model, [_to_wire(m) for m in messages], tools)
 
-    async def _stream(self, model: str, wire: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> Any:
+    async def _stream(
+        self, model: str, wire: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+    ) -> AsyncGenerator[ChatChunk, None]:
         calls = 0
         while True:
             think = model not in self._no_think
             started = False
             try:
-                stream = await self.client.chat(
-                    model=model, messages=wire, tools=tools, stream=True, **({"think": False} if think else {})
-                )
-                async with aclosing(stream):
+                options: dict[str, Any] = {"think": False} if think else {}
+                stream = await self.client.chat(model=model, messages=wire, tools=tools, stream=True, **options)
+                async with aclosing(cast(AsyncGenerator[Any, None], stream)):  # the client returns a generator
                     async for part in stream:
                         started = True
                         message = part.message

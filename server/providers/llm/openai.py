@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import httpx
@@ -52,15 +52,12 @@ class OpenAIProvider:
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout_s = timeout_s
+        # the client brings its own HTTP stack (httpx2 in openai 3.x): configure it through its own types
         self.client = openai.AsyncOpenAI(
             base_url=self.base_url,
             api_key=api_key or "not-needed",  # local servers ignore it; the client insists on one
-            timeout=httpx.Timeout(timeout_s, connect=connect_timeout_s),
+            timeout=openai.Timeout(timeout_s, connect=connect_timeout_s),
             max_retries=0,
-            http_client=httpx.AsyncClient(
-                limits=httpx.Limits(max_connections=1000, max_keepalive_connections=100),
-                timeout=httpx.Timeout(timeout_s, connect=connect_timeout_s),
-            ),
         )
 
     # ---- errors -------------------------------------------------------------------------------------------
@@ -111,10 +108,12 @@ class OpenAIProvider:
     # ---- chat -------------------------------------------------------------------------------------------
     def stream_chat(
         self, *, model: str, messages: list[Message], tools: list[dict[str, Any]] | None = None
-    ) -> AsyncIterator[ChatChunk]:
+    ) -> AsyncGenerator[ChatChunk, None]:
         return self._stream(model, [_to_wire(m) for m in messages], tools)
 
-    async def _stream(self, model: str, wire: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> Any:
+    async def _stream(
+        self, model: str, wire: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+    ) -> AsyncGenerator[ChatChunk, None]:
         kwargs: dict[str, Any] = {"model": model, "messages": wire, "stream": True}
         kwargs["stream_options"] = {"include_usage": True}
         if tools:
