@@ -103,6 +103,13 @@ class Settings(BaseSettings):
     chat_history_messages: int = 20
     chat_history_chars: int = 12000
     chat_search_limit: int = 6
+    # The first model call of a turn must search (OpenAI-compatible `tool_choice: required`; Ollama has no such
+    # option). Small local models otherwise answer from memory with invented citations.
+    chat_search_first: bool = True
+    chat_temperature: float | None = None  # None: the model server's default
+    # Prompt + answer must fit the model's context: None asks the server (llama.cpp /props; Ollama's num_ctx).
+    chat_context_tokens: int | None = None
+    chat_answer_reserve_tokens: int = 512
 
     @field_validator("search_mode", mode="before")
     @classmethod

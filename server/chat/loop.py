@@ -7,6 +7,8 @@ history + question ──> LLM provider (stream, tools=[search_documents]) ─�
 
 Models that reject tools get retrieve-then-answer: one search with the question, the same events, and the
 passages in the prompt. Every event also updates the `Turn`, so a caller can save whatever was produced.
+What small local models do wrong (prose before a call, calls written as text, the same call repeated) is
+handled here with `replies.py`; every request is fitted to the model's context window (`budget.py`).
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 from uuid import UUID
 
+from server.chat.budget import fit
 from server.chat.prompts import FALLBACK_SYSTEM_PROMPT, SYSTEM_PROMPT, fallback_user_message, tool_message
+from server.chat.replies import HoldBack
 from server.chat.tools import (
     SEARCH_TOOL,
     TOOL_NAME,
@@ -29,7 +33,14 @@ from server.chat.tools import (
 )
 from server.core.principal import Principal
 from server.core.search import SearchResult, SearchService
-from server.providers.llm.base import ChatChunk, LLMProvider, ToolCall, ToolsUnsupported
+from server.providers.llm.base import (
+    ChatChunk,
+    LLMBadResponse,
+    LLMContextOverflow,
+    LLMProvider,
+    ToolCall,
+    ToolsUnsupported,
+)
 from server.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -55,6 +66,8 @@ class Turn:
     )
     finish_reason: str | None = None
     passages: int = 0  # passages numbered so far (the next search continues at passages + 1)
+    searched: dict[tuple[str, tuple[str, ...]], tuple[int, int]] = field(default_factory=dict)  # → passages
+    stop_tools: bool = False  # the model repeated a search: the next call goes without tools
     _calls: int = 0
 
     @property
@@ -82,6 +95,7 @@ class ChatContext:
     document_ids: list[UUID] | None = None
     search_mode: str | None = None
     rerank: bool | None = None
+    context_tokens: int | None = None  # the model's window; None: requests are not fitted
 
 
 def initial_messages(history: list[dict[str, str]], question: str) -> list[dict[str, Any]]:
@@ -95,11 +109,14 @@ async def run_loop(
     rounds = 0
     tools_supported = True
     while True:
-        offer_tools = tools_supported and rounds < ctx.settings.chat_max_tool_rounds
+        offer_tools = tools_supported and rounds < ctx.settings.chat_max_tool_rounds and not turn.stop_tools
         round_parts: list[str] = []
         calls: list[ToolCall] = []
+        require = offer_tools and rounds == 0 and ctx.settings.chat_search_first
         try:
-            async with aclosing(_stream_reply(ctx, messages, offer_tools, turn, round_parts, calls)) as replies:
+            async with aclosing(
+                _stream_reply(ctx, messages, offer_tools, require, turn, round_parts, calls)
+            ) as replies:
                 async for event in replies:
                     yield event
         except ToolsUnsupported:
@@ -113,6 +130,10 @@ async def run_loop(
                     yield event
             continue
         if not (offer_tools and calls):
+            if not turn.content.strip():
+                raise LLMBadResponse(
+                    f"{ctx.settings.chat_model} returned an empty answer. Try again, or use a larger CHAT_MODEL."
+                )
             return  # a final answer (tool calls made on a call without tools are ignored)
         rounds += 1
         turn.usage["tool_rounds"] = rounds
@@ -127,23 +148,61 @@ async def _stream_reply(
     ctx: ChatContext,
     messages: list[dict[str, Any]],
     offer_tools: bool,
+    require_tool: bool,
     turn: Turn,
     round_parts: list[str],
     calls: list[ToolCall],
 ) -> AsyncGenerator[ChatEvent, None]:
-    """One streamed model call: text becomes `token` events, tool calls are collected into `calls`."""
-    turn.usage["llm_calls"] += 1
+    """One streamed model call: text becomes `token` events, tool calls are collected into `calls`.
+
+    While tools are offered, text is held back until it is clearly an answer (`HoldBack`); a request the
+    server finds too long is fitted again with half the budget, once."""
     tools = [SEARCH_TOOL] if offer_tools else None
-    stream = ctx.llm.stream_chat(model=ctx.settings.chat_model, messages=messages, tools=tools)
-    async with aclosing(stream):
-        async for chunk in stream:
-            if chunk.content:
-                round_parts.append(chunk.content)
-                turn.parts.append(chunk.content)
-                yield ChatEvent("token", {"delta": chunk.content})
-            calls.extend(chunk.tool_calls)
-            if chunk.done:
-                turn.count(chunk)
+    s = ctx.settings
+    budget = None if ctx.context_tokens is None else ctx.context_tokens - s.chat_answer_reserve_tokens
+    for attempt in range(2):
+        turn.usage["llm_calls"] += 1
+        sent = messages if budget is None else fit(messages, tools, budget)
+        hold = HoldBack(active=offer_tools)
+        stream = ctx.llm.stream_chat(
+            model=s.chat_model, messages=sent, tools=tools, require_tool=require_tool, temperature=s.chat_temperature
+        )
+        try:
+            async with aclosing(stream):
+                async for chunk in stream:
+                    if chunk.content:
+                        round_parts.append(chunk.content)
+                        shown = hold.feed(chunk.content)
+                        if shown:
+                            turn.parts.append(shown)
+                            yield ChatEvent("token", {"delta": shown})
+                    calls.extend(chunk.tool_calls)
+                    if chunk.done:
+                        turn.count(chunk)
+        except LLMContextOverflow:
+            if attempt or round_parts or calls or budget is None:
+                raise
+            budget //= 2
+            continue
+        except Exception:
+            held = hold.flush()  # a failure mid-answer: what was held is part of the partial answer
+            if held:
+                turn.parts.append(held)
+                yield ChatEvent("token", {"delta": held})
+            raise
+        except BaseException:  # cancelled (the client went away): keep it in the saved answer
+            held = hold.flush()
+            if held:
+                turn.parts.append(held)
+            raise
+        rest, text_call = hold.finish(bool(calls), TOOL_NAME)
+        if text_call is not None:
+            log.info("the model wrote its tool call as text: running it")
+            calls.append(text_call)
+        if rest:
+            turn.parts.append(rest)
+            yield ChatEvent("token", {"delta": rest})
+        return
 
 
 async def _search_events(
@@ -181,6 +240,12 @@ async def _run_tool(
 ) -> AsyncGenerator[ChatEvent, None]:
     name = call.name
     arguments = call.arguments
+    repeated = _repeated_search(call, ctx, turn)
+    if repeated is not None:
+        log.info("the model repeated a search (%r): answering from the earlier passages", arguments)
+        turn.stop_tools = True
+        messages.append({"role": "tool", "tool_call_id": call.id, "name": name, "content": repeated})
+        return
     try:
         if index >= MAX_CALLS_PER_ROUND:
             raise ToolArgumentError(f"at most {MAX_CALLS_PER_ROUND} searches at once; wait for these results")
@@ -193,6 +258,7 @@ async def _run_tool(
         return
 
     def feed(result: SearchResult, start: int) -> None:
+        turn.searched[_search_key(args.query, args.document_ids)] = (start, start + len(result.chunks) - 1)
         messages.append(
             {"role": "tool", "tool_call_id": call.id, "name": TOOL_NAME, "content": tool_message(result, start)}
         )
@@ -200,6 +266,29 @@ async def _run_tool(
     async with aclosing(_search_events(ctx, dict(arguments), args.query, args.document_ids, turn, feed)) as events:
         async for event in events:
             yield event
+
+
+def _search_key(query: str, document_ids: list[UUID] | None) -> tuple[str, tuple[str, ...]]:
+    return (" ".join(query.lower().split()), tuple(sorted(str(i) for i in document_ids or [])))
+
+
+def _repeated_search(call: ToolCall, ctx: ChatContext, turn: Turn) -> str | None:
+    """The tool message for a search this turn already ran (small models repeat themselves), else None."""
+    if not isinstance(call.arguments, dict):
+        return None
+    try:
+        args = parse_search_args(call.name, call.arguments, ctx.document_ids)
+    except ToolArgumentError:
+        return None
+    seen = turn.searched.get(_search_key(args.query, args.document_ids))
+    if seen is None:
+        return None
+    first, last = seen
+    where = f"passages [{first}] to [{last}] above" if last >= first else "no passages (nothing matched)"
+    return (
+        f'You already searched for "{args.query}": the results are {where}. Do not search again; answer the '
+        "user's question now from those passages, citing them by number, or say the documents don't say."
+    )
 
 
 async def _retrieve_then_answer(

@@ -23,6 +23,7 @@ from server.chat import repository as repo
 from server.chat.faults import ChatFault, describe_failure
 from server.chat.loop import ChatContext, ChatEvent, Turn, initial_messages, run_loop
 from server.chat.prompts import history_messages, thread_title
+from server.chat.replies import citation_report
 from server.core.errors import NotFound
 from server.core.principal import Principal
 from server.core.search import SearchService
@@ -131,6 +132,19 @@ class ChatService:
         self.llm = llm
         self.search = search
         self.settings = settings
+        self._windows: dict[str, int | None] = {}
+
+    async def context_tokens(self) -> int | None:
+        """The chat model's context window: CHAT_CONTEXT_TOKENS, else what its server says (asked once)."""
+        if self.settings.chat_context_tokens:
+            return self.settings.chat_context_tokens
+        model = self.settings.chat_model
+        if model not in self._windows:
+            try:
+                self._windows[model] = await self.llm.context_window(model)
+            except Exception:
+                return None  # unknown for now: ask again next turn
+        return self._windows[model]
 
     async def events(self, principal: Principal, req: ChatRequest) -> AsyncGenerator[ChatEvent, None]:
         """`thread`, then the loop's `tool_call`/`tool_result`/`token` events, then `done` or `error`."""
@@ -155,6 +169,7 @@ class ChatService:
             document_ids=req.document_ids,
             search_mode=req.search_mode,
             rerank=req.rerank,
+            context_tokens=await self.context_tokens(),
         )
         fault: ChatFault | None = None
         save = (self.pool, principal, thread_id, message_id, turn)
@@ -177,7 +192,13 @@ class ChatService:
             yield error_event(fault)
             return
         yield ChatEvent(
-            "done", {"message_id": str(message_id), "finish_reason": turn.finish_reason, "usage": turn.usage}
+            "done",
+            {
+                "message_id": str(message_id),
+                "finish_reason": turn.finish_reason,
+                "usage": turn.usage,
+                "citations": citation_report(turn.content, turn.passages),
+            },
         )
 
     # ---- threads --------------------------------------------------------------------------------------------

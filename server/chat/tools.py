@@ -29,11 +29,6 @@ SEARCH_TOOL: dict[str, Any] = {
                     "type": "string",
                     "description": "What to look for, as a short natural-language question or keywords.",
                 },
-                "document_ids": {
-                    "type": "array",
-                    "items": {"type": "string"},
-                    "description": "Optional: only search these document ids. Omit it to search all documents.",
-                },
             },
             "required": ["query"],
         },
@@ -52,19 +47,17 @@ class SearchArgs:
 
 
 def _parse_ids(raw: Any) -> list[UUID] | None:
-    if raw is None or raw == "" or raw == []:
-        return None
+    """Document ids a model passed (the schema no longer offers them): real UUIDs are kept, anything else
+    (small models invent `["document1", "file1.pdf"]`) is ignored rather than costing the model a turn."""
     if not isinstance(raw, Sequence) or isinstance(raw, str):
-        raise ToolArgumentError("document_ids must be an array of document id strings; omit it to search everything")
+        return None
     ids: list[UUID] = []
     for item in raw:
         try:
             ids.append(UUID(str(item)))
         except ValueError:
-            raise ToolArgumentError(
-                f"{item!r} is not a document id; omit document_ids to search all documents"
-            ) from None
-    return ids
+            continue
+    return ids or None
 
 
 def parse_search_args(name: str, arguments: Any, allowed: list[UUID] | None) -> SearchArgs:

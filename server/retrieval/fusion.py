@@ -1,4 +1,8 @@
-"""Reciprocal Rank Fusion: score = Σ 1 / (k + rank), ranks 1-based, merged by chunk id."""
+"""Fusing the vector and keyword lists, merged by chunk id, each list's rank and score kept for the trace.
+
+`FUSION=score` (the default): a convex combination of min-max normalised scores. `rrf`: Reciprocal Rank
+Fusion, score = Σ 1 / (k + rank), ranks 1-based. `weighted_rrf`: RRF with VECTOR_WEIGHT : 1 - VECTOR_WEIGHT.
+"""
 
 from __future__ import annotations
 

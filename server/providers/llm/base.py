@@ -100,6 +100,15 @@ class LLMContextOverflow(LLMError):
     code = "context_overflow"
 
 
+_OVERFLOW_HINTS = ("context length", "context_length", "context size", "exceed_context", "too many tokens")
+
+
+def looks_like_overflow(message: str) -> bool:
+    """A server's words for "the prompt is longer than the context window" (llama.cpp, vLLM, OpenAI)."""
+    lowered = message.lower()
+    return any(hint in lowered for hint in _OVERFLOW_HINTS)
+
+
 class ToolsUnsupported(LLMError):
     """The model (or server) rejects `tools`: the chat loop falls back to retrieve-then-answer."""
 
@@ -112,9 +121,16 @@ class LLMProvider(Protocol):
     name: str  # "ollama" | "openai"
 
     def stream_chat(
-        self, *, model: str, messages: list[Message], tools: list[dict[str, Any]] | None = None
+        self,
+        *,
+        model: str,
+        messages: list[Message],
+        tools: list[dict[str, Any]] | None = None,
+        require_tool: bool = False,
+        temperature: float | None = None,
     ) -> AsyncGenerator[ChatChunk, None]:
-        """Stream one reply. Tool calls come complete (never as fragments). Raises `LLMError`."""
+        """Stream one reply. Tool calls come complete (never as fragments). `require_tool` asks the server to
+        call one of `tools` (where the protocol can say so). Raises `LLMError`."""
         ...
 
     async def complete_json(
@@ -124,6 +140,10 @@ class LLMProvider(Protocol):
         ...
 
     async def status(self, model: str) -> LLMStatus: ...
+
+    async def context_window(self, model: str) -> int | None:
+        """Tokens a request may hold (prompt + answer), as the server runs the model; None when unknown."""
+        ...
 
     async def list_models(self) -> list[str]: ...
 

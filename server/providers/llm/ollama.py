@@ -29,6 +29,7 @@ from ollama import ResponseError
 from server.providers.llm.base import (
     ChatChunk,
     LLMBadResponse,
+    LLMContextOverflow,
     LLMError,
     LLMModelMissing,
     LLMStatus,
@@ -37,10 +38,12 @@ from server.providers.llm.base import (
     Message,
     ToolCall,
     ToolsUnsupported,
+    looks_like_overflow,
 )
 
 log = logging.getLogger(__name__)
 
+OLLAMA_DEFAULT_NUM_CTX = 4096
 # httpx allows 100 connections by default: more open chats than that would queue inside the client.
 CHAT_LIMITS = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
 
@@ -123,6 +126,8 @@ class OllamaProvider:
             text = str(exc.error)
             if "does not support tools" in text:
                 return ToolsUnsupported(f"{model} does not support tools")
+            if looks_like_overflow(text):
+                return LLMContextOverflow(f"The conversation is too long for the model's context window ({text}).")
             if exc.status_code == 404 or "not found" in text.lower():
                 return LLMModelMissing(
                     f"The model '{model}' is not available in Ollama. Pull it with `ollama pull {model}` "
@@ -145,20 +150,28 @@ class OllamaProvider:
 
     # ---- chat -------------------------------------------------------------------------------------------
     def stream_chat(
-        self, *, model: str, messages: list[Message], tools: list[dict[str, Any]] | None = None
+        self,
+        *,
+        model: str,
+        messages: list[Message],
+        tools: list[dict[str, Any]] | None = None,
+        require_tool: bool = False,  # Ollama has no tool_choice: the system prompt asks instead
+        temperature: float | None = None,
     ) -> AsyncGenerator[ChatChunk, None]:
-        return self._stream(model, [_to_wire(m) for m in messages], tools)
+        return self._stream(model, [_to_wire(m) for m in messages], tools, temperature)
 
     async def _stream(
-        self, model: str, wire: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+        self, model: str, wire: list[dict[str, Any]], tools: list[dict[str, Any]] | None, temperature: float | None
     ) -> AsyncGenerator[ChatChunk, None]:
         calls = 0
         while True:
             think = model not in self._no_think
             started = False
             try:
-                options: dict[str, Any] = {"think": False} if think else {}
-                stream = await self.client.chat(model=model, messages=wire, tools=tools, stream=True, **options)
+                extra: dict[str, Any] = {"think": False} if think else {}
+                if temperature is not None:
+                    extra["options"] = {"temperature": temperature}
+                stream = await self.client.chat(model=model, messages=wire, tools=tools, stream=True, **extra)
                 async with aclosing(cast(AsyncGenerator[Any, None], stream)):  # the client returns a generator
                     async for part in stream:
                         started = True
@@ -233,6 +246,11 @@ class OllamaProvider:
             "(or set CHAT_MODEL)."
         )
         return LLMStatus(self.name, True, model, available, message, await self._context_length(model))
+
+    async def context_window(self, model: str) -> int | None:
+        """Ollama runs a model with `num_ctx` tokens (4096 by default since 0.6; the model's own maximum is
+        larger) and silently drops the start of longer prompts: fit to the smaller of the two."""
+        return min(OLLAMA_DEFAULT_NUM_CTX, await self._context_length(model) or OLLAMA_DEFAULT_NUM_CTX)
 
     async def _context_length(self, model: str) -> int | None:
         try:

@@ -29,10 +29,10 @@ from server.providers.llm.base import (
     Message,
     ToolCall,
     ToolsUnsupported,
+    looks_like_overflow,
 )
 
 log = logging.getLogger(__name__)
-_OVERFLOW_HINTS = ("context length", "context_length", "context size", "exceed_context", "too many tokens")
 
 
 def _error_text(exc: BaseException) -> str:
@@ -52,6 +52,7 @@ class OpenAIProvider:
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout_s = timeout_s
+        self._n_ctx: int | None = None
         # the client brings its own HTTP stack (httpx2 in openai 3.x): configure it through its own types
         self.client = openai.AsyncOpenAI(
             base_url=self.base_url,
@@ -89,7 +90,7 @@ class OpenAIProvider:
                 "of the models GET /v1/models lists."
             )
         if isinstance(exc, openai.APIStatusError | openai.APIError):
-            if any(hint in lowered for hint in _OVERFLOW_HINTS):
+            if looks_like_overflow(text):
                 return LLMContextOverflow(f"The conversation is too long for the model's context window ({text}).")
             if "tool" in lowered and ("support" in lowered or "jinja" in lowered):
                 return ToolsUnsupported(f"{model} does not support tools ({text})")
@@ -107,22 +108,42 @@ class OpenAIProvider:
 
     # ---- chat -------------------------------------------------------------------------------------------
     def stream_chat(
-        self, *, model: str, messages: list[Message], tools: list[dict[str, Any]] | None = None
+        self,
+        *,
+        model: str,
+        messages: list[Message],
+        tools: list[dict[str, Any]] | None = None,
+        require_tool: bool = False,
+        temperature: float | None = None,
     ) -> AsyncGenerator[ChatChunk, None]:
-        return self._stream(model, [_to_wire(m) for m in messages], tools)
-
-    async def _stream(
-        self, model: str, wire: list[dict[str, Any]], tools: list[dict[str, Any]] | None
-    ) -> AsyncGenerator[ChatChunk, None]:
-        kwargs: dict[str, Any] = {"model": model, "messages": wire, "stream": True}
+        kwargs: dict[str, Any] = {"model": model, "messages": [_to_wire(m) for m in messages], "stream": True}
         kwargs["stream_options"] = {"include_usage": True}
         if tools:
             kwargs["tools"] = tools
+            if require_tool:
+                kwargs["tool_choice"] = "required"
+        if temperature is not None:
+            kwargs["temperature"] = temperature
+        return self._stream(model, kwargs)
+
+    async def _create(self, **kwargs: Any) -> Any:
+        """One request, sent again once if the connection dropped before any answer: llama.cpp's server
+        closes a connection after each streamed reply while advertising keep-alive, and the next request on
+        it sometimes fails with "Server disconnected without sending a response"."""
+        try:
+            return await self.client.chat.completions.create(**kwargs)
+        except openai.APITimeoutError:
+            raise
+        except openai.APIConnectionError:
+            log.debug("connection dropped before an answer: retrying once")
+            return await self.client.chat.completions.create(**kwargs)
+
+    async def _stream(self, model: str, kwargs: dict[str, Any]) -> AsyncGenerator[ChatChunk, None]:
         pending: dict[int, dict[str, str]] = {}
         finish: str | None = None
         usage = (0, 0)
         try:
-            stream = await self.client.chat.completions.create(**kwargs)
+            stream = await self._create(**kwargs)
             try:
                 async for chunk in stream:
                     if chunk.usage is not None:
@@ -160,7 +181,7 @@ class OpenAIProvider:
     ) -> str:
         try:
             response = await asyncio.wait_for(
-                self.client.chat.completions.create(
+                self._create(
                     model=model,
                     messages=[_to_wire(m) for m in messages],  # type: ignore[misc]
                     temperature=0,
@@ -204,6 +225,11 @@ class OpenAIProvider:
                 "Set CHAT_MODEL to one of those."
             )
         return LLMStatus(self.name, True, model, available, message, await self.context_length())
+
+    async def context_window(self, model: str) -> int | None:
+        if self._n_ctx is None:
+            self._n_ctx = await self.context_length()
+        return self._n_ctx
 
     async def context_length(self) -> int | None:
         """llama.cpp reports its context size at `/props`; other servers don't say (None)."""
