@@ -106,6 +106,9 @@ class Settings(BaseSettings):
     # The first model call of a turn must search (OpenAI-compatible `tool_choice: required`; Ollama has no such
     # option). Small local models otherwise answer from memory with invented citations.
     chat_search_first: bool = True
+    # false: retrieve-then-answer (search with the question, passages in the prompt) for models without tool
+    # calling; also chosen automatically when the server says the model does not support tools
+    chat_use_tools: bool = True
     chat_temperature: float | None = None  # None: the model server's default
     # Prompt + answer must fit the model's context: None asks the server (llama.cpp /props; Ollama's num_ctx).
     chat_context_tokens: int | None = None

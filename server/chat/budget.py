@@ -17,6 +17,7 @@ from typing import Any
 CHARS_PER_TOKEN = 3.0
 MESSAGE_OVERHEAD = 8  # role markers and separators of a chat template, per message
 _PASSAGE_START = re.compile(r"\n\n(?=\[\d+\] )")
+_TRAILER = "\n\n---\n"
 
 
 def estimate_tokens(text: str) -> int:
@@ -36,12 +37,14 @@ def request_tokens(messages: list[dict[str, Any]], tools: list[dict[str, Any]] |
 
 
 def _trim_passages(content: str, excess_tokens: int) -> tuple[str, int]:
-    """Drop trailing passages of a tool result (keeping the first) until `excess_tokens` are saved."""
-    parts = _PASSAGE_START.split(content)
+    """Drop trailing passages of a tool result (keeping the first, and the instructions after `---`) until
+    `excess_tokens` are saved."""
+    body, sep, trailer = content.partition(_TRAILER)
+    parts = _PASSAGE_START.split(body)
     saved = 0
     while len(parts) > 2 and saved < excess_tokens:  # parts[0] is the header, parts[1] the first passage
         saved += estimate_tokens(parts.pop())
-    return "\n\n".join(parts), saved
+    return "\n\n".join(parts) + sep + trailer, saved
 
 
 def fit(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, budget: int) -> list[dict[str, Any]]:

@@ -107,7 +107,11 @@ async def run_loop(
 ) -> AsyncGenerator[ChatEvent, None]:
     """Stream one assistant turn. Raises what the LLM or the search raise; `turn` keeps the partial state."""
     rounds = 0
-    tools_supported = True
+    tools_supported = ctx.settings.chat_use_tools
+    if not tools_supported:  # CHAT_USE_TOOLS=false: retrieve first, then one answer without tools
+        async with aclosing(_retrieve_then_answer(ctx, messages, question, turn)) as events:
+            async for event in events:
+                yield event
     while True:
         offer_tools = tools_supported and rounds < ctx.settings.chat_max_tool_rounds and not turn.stop_tools
         round_parts: list[str] = []

@@ -107,8 +107,15 @@ def tool_message(result: SearchResult, start: int) -> str:
     end = start + len(result.chunks) - 1
     return (
         f'Results for "{result.query}" ({result.mode} search): passages [{start}] to [{end}]. '
-        f"{_confidence_note(result)} Cite passages by number.\n\n{format_passages(result.chunks, start)}"
+        f"{_confidence_note(result)}\n\n{format_passages(result.chunks, start)}{CITE_TRAILER.format(n=start)}"
     )
+
+
+#: Kept last, where small models follow it (Qwen2.5-Coder-1.5B cited nothing when it only led the message).
+CITE_TRAILER = (
+    "\n\n---\nAnswer the user's question in one or two sentences using only facts from these passages, and end "
+    "each sentence with the number of the passage it used in square brackets, such as [{n}]."
+)
 
 
 def fallback_user_message(question: str, result: SearchResult, start: int) -> str:
@@ -119,5 +126,7 @@ def fallback_user_message(question: str, result: SearchResult, start: int) -> st
         context = "No passages matched. insufficient_confidence: true."
     return (
         f"Passages from my documents:\n\n{context}\n\n---\nQuestion: {question}\n\n"
-        "Answer from the passages above and cite them like [1]. If they don't answer it, say the documents don't say."
+        "Answer in one or two sentences using only the facts in the passages above, and end each sentence with "
+        "the number of the passage it used in square brackets, such as [1]. If the passages don't answer it, say "
+        "the documents don't say."
     )

@@ -191,3 +191,27 @@ async def test_a_context_overflow_is_retried_smaller_then_reported(
     events = await chat(server.url, {"message": "hi again"})
     assert names(events) == ["thread", "error"]
     assert first(events, "error")["code"] == "context_overflow"
+
+
+async def test_retrieve_then_answer_when_tools_are_off(
+    corpus: dict[str, UUID], start: Callable[..., Any], llm: LLMFake
+) -> None:
+    """CHAT_USE_TOOLS=false: search with the question first, then one model call with the passages, no tools."""
+    server = start(chat_use_tools=False)
+    llm.fake.enqueue(Reply.text("25 days [1]."))
+    events = await chat(server.url, {"message": "How many holiday days do I get?"})
+    assert names(events) == ["thread", "tool_call", "tool_result", "token", "done"]
+    [request] = llm.fake.chat_requests
+    assert not request.tool_names and "Passages from my documents" in request.messages[-1]["content"]
+
+
+def test_fitting_keeps_the_citation_instructions() -> None:
+    from server.chat.budget import fit, request_tokens
+
+    passages = "\n\n".join(f"[{n}] doc.txt\n" + "text " * 200 for n in range(1, 7))
+    tool = {"role": "tool", "content": f"Results for x: passages [1] to [6].\n\n{passages}\n\n---\nCite like [1]."}
+    messages = [{"role": "system", "content": "sys"}, {"role": "user", "content": "q"}, tool]
+    fitted = fit(messages, None, 900)
+    content = fitted[2]["content"]
+    assert request_tokens(fitted, None) <= 900
+    assert "[1] doc.txt" in content and "[6] doc.txt" not in content and content.endswith("Cite like [1].")
