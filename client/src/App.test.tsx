@@ -12,7 +12,10 @@ function mockApi() {
   const fetchMock = vi.fn(async (url: string, init: RequestInit = {}) => {
     const method = init.method ?? "GET";
     if (url === "/api/health")
-      return jsonResponse({ status: "ok", ollama: { reachable: true, model: "m", model_available: true, message: null } });
+      return jsonResponse({
+        status: "ok",
+        llm: { provider: "ollama", reachable: true, model: "m", model_available: true, message: null, context_length: null },
+      });
     if (url === "/api/threads") return jsonResponse({ threads });
     if (url === "/api/documents") return jsonResponse({ documents: [] });
     if (url.startsWith("/api/threads/") && method === "PATCH")

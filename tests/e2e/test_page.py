@@ -108,7 +108,7 @@ def open_app(page: Any, url: str, *, healthy: bool = True) -> dict[str, Any]:
         page.goto(url)
     health = info.value.json()
     if healthy:
-        assert health["ollama"]["reachable"] and health["ollama"]["model_available"], health
+        assert health["llm"]["reachable"] and health["llm"]["model_available"], health
         page.wait_for_timeout(50)
         expect(page.get_by_test_id("health-banner")).to_have_count(0)
     return health

@@ -7,7 +7,14 @@ const HEALTH = {
   status: "ok",
   database: "ok",
   embedder: "all-MiniLM-L6-v2",
-  ollama: { reachable: true, model: "llama3.2", model_available: true, message: null },
+  embeddings: {
+    configured: { provider: "sentence-transformers", model: "all-MiniLM-L6-v2" },
+    stored: { provider: "sentence-transformers", model: "all-MiniLM-L6-v2", dim: 384 },
+    building: null,
+    status: "ok",
+    message: null,
+  },
+  llm: { provider: "ollama", reachable: true, model: "llama3.2", model_available: true, message: null, context_length: 8192 },
 };
 
 /** A stream that sends `pieces` then hangs until the request is aborted. */

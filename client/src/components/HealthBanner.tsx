@@ -124,11 +124,11 @@ export function HealthBanner() {
       alive = false;
       ctrl.abort();
       window.clearInterval(t);
+      setProgress(null); // no stale numbers at the start of a later re-embed
     };
   }, [reembedding]);
 
   const noticeKey = notice && `${notice.status}:${notice.text}`;
-  const shownProgress = reembedding ? progress : null;
 
   const dismiss = () => {
     setDismissed(noticeKey);
@@ -149,7 +149,7 @@ export function HealthBanner() {
           <div className="banner-body" role="status">
             <strong>{reembedding ? "Re-embedding documents" : "Embedding model changed"}:</strong>{" "}
             <CodeText text={notice.text} />
-            {shownProgress && <ReembedBar progress={shownProgress} />}
+            {reembedding && progress && <ReembedBar progress={progress} />}
           </div>
           <button
             type="button"
@@ -172,8 +172,8 @@ function ReembedBar({ progress }: { progress: ReembedProgress }) {
   const pct = Math.max(0, Math.min(100, progress.percent));
   const counts = `${progress.done.toLocaleString()} of ${progress.total.toLocaleString()} chunks`;
   return (
-    <span className="banner-progress">
-      <span
+    <div className="banner-progress">
+      <div
         className="progress"
         role="progressbar"
         aria-label="Re-embedding progress"
@@ -184,11 +184,11 @@ function ReembedBar({ progress }: { progress: ReembedProgress }) {
         data-testid="reembed-progress"
       >
         <span style={{ width: `${pct}%` }} />
-      </span>
+      </div>
       <span className="muted small" aria-hidden="true" data-testid="reembed-percent">
         {Math.floor(pct)}% · {counts}
       </span>
-    </span>
+    </div>
   );
 }
 
