@@ -500,7 +500,7 @@ def test_stop_keeps_partial_answer(live_app: Any, fake_ollama: FakeOllama, fake_
 def test_ollama_down_shows_error_and_banner(live_app: Any, closed_ollama_url: str, page: Any) -> None:
     server = live_app(ollama_host=closed_ollama_url)
     health = open_app(page, server.url, healthy=False)
-    assert health["ollama"]["reachable"] is False
+    assert health["llm"]["reachable"] is False
     banner = page.get_by_test_id("health-banner")
     expect(banner).to_be_visible()
     expect(banner).to_have_attribute("data-kind", "ollama")
