@@ -11,7 +11,6 @@ from uuid import UUID
 import pytest
 
 from server.chat.prompts import FALLBACK_SYSTEM_PROMPT, SYSTEM_PROMPT
-from server.settings import Settings
 from tests.fakes.ollama_server import Reply
 from tests.fakes.plugin import LLMFake
 from tests.integration.test_chat_helpers import (
@@ -19,7 +18,6 @@ from tests.integration.test_chat_helpers import (
     chat,
     first,
     get_thread,
-    ingest_corpus,
     names,
     text_of,
 )
@@ -27,21 +25,6 @@ from tests.integration.test_chat_helpers import (
 CHUNK_KEYS = {"id", "document_id", "filename", "title", "page", "section", "chunk_index", "content", "score", "trace"}
 SSE_DOC = Path(__file__).resolve().parents[2] / "docs" / "SSE.md"
 RESULT_KEYS = {"id", "name", "chunks", "search_mode", "reranked", "timings", "confidence"}
-
-
-@pytest.fixture
-async def corpus(pool: Any, embedder: Any, settings: Settings) -> dict[str, UUID]:
-    return await ingest_corpus(pool, embedder, settings)
-
-
-@pytest.fixture
-def start(live_app: Callable[..., Any], llm: LLMFake) -> Callable[..., Any]:
-    """Start the app with its LLM provider built from settings, pointed at the fake (Ollama or OpenAI)."""
-
-    def _start(**overrides: Any) -> Any:
-        return live_app(**{**llm.settings, **overrides})
-
-    return _start
 
 
 async def test_tool_round_event_sequence_and_reload(

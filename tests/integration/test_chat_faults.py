@@ -23,16 +23,6 @@ from tests.integration.test_chat_helpers import chat, first, get_thread, names, 
 QUESTION = "What does the handbook say about holidays?"
 
 
-@pytest.fixture
-def start(live_app: Callable[..., Any], llm: LLMFake) -> Callable[..., Any]:
-    """The app pointed at the parametrized fake LLM (Ollama native or OpenAI-compatible)."""
-
-    def _start(**overrides: Any) -> Any:
-        return live_app(**{**llm.settings, **overrides})
-
-    return _start
-
-
 async def saved_turn(base_url: str, thread_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
     saved = await get_thread(base_url, thread_id)
     user, assistant = saved["messages"]

@@ -9,25 +9,11 @@ from uuid import UUID
 
 import pytest
 
-from server.settings import Settings
 from tests.fakes.ollama_server import Reply
 from tests.fakes.plugin import LLMFake
-from tests.integration.test_chat_helpers import chat, first, get_thread, ingest_corpus, names, text_of
+from tests.integration.test_chat_helpers import chat, first, get_thread, names, text_of
 
 HOLIDAYS = {"query": "paid holiday days per year"}
-
-
-@pytest.fixture
-async def corpus(pool: Any, embedder: Any, settings: Settings) -> dict[str, UUID]:
-    return await ingest_corpus(pool, embedder, settings)
-
-
-@pytest.fixture
-def start(live_app: Callable[..., Any], llm: LLMFake) -> Callable[..., Any]:
-    def _start(**overrides: Any) -> Any:
-        return live_app(**{**llm.settings, **overrides})
-
-    return _start
 
 
 async def test_prose_and_leftovers_before_a_tool_call(

@@ -19,51 +19,13 @@ from typing import Any
 
 import httpx
 
+from server.chat.prompts import SYSTEM_PROMPT
+from server.chat.tools import SEARCH_TOOL
 from tests.real.model import RealLLM
 from tests.real.test_probe import SEARCH_TOOL as SIMPLE_TOOL
 from tests.real.test_probe import SYSTEM as SIMPLE_SYSTEM
 
-SYSTEM_PROMPT = """\
-You are ragchat, an assistant that answers questions about the user's own documents \
-(papers, manuals, notes, reports).
-
-Rules:
-- For ANY question that the user's documents might answer, call the search_documents tool first, \
-with a short, specific query. Search again with other words if the results miss the point.
-- Answer only from the passages the tool returns. Cite the passages you use by their number in square \
-brackets, like [1] or [2][3], right after the sentence they support. Numbers continue across searches: \
-never renumber them.
-- If the passages do not contain the answer, or a search reports insufficient_confidence: true, say plainly \
-that the documents don't say. Do not guess and do not use outside knowledge.
-- For greetings or questions clearly unrelated to the documents, answer briefly without searching.
-- Be concise. Use Markdown when it helps."""
-
-SEARCH_TOOL: dict[str, Any] = {
-    "type": "function",
-    "function": {
-        "name": "search_documents",
-        "description": (
-            "Search the user's uploaded documents (papers, manuals, notes, reports) and return the most relevant "
-            "passages, numbered for citation. Use it for ANY question about the user's documents: their content, "
-            "facts, names, numbers, definitions or summaries. Call it before answering such questions."
-        ),
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "query": {
-                    "type": "string",
-                    "description": "What to look for, as a short natural-language question or keywords.",
-                },
-                "document_ids": {
-                    "type": "array",
-                    "items": {"type": "string"},
-                    "description": "Optional: only search these document ids. Omit it to search all documents.",
-                },
-            },
-            "required": ["query"],
-        },
-    },
-}
+# The app's own prompt and tool schema, as the chat loop sends them (probe what ragchat really sends)
 
 QUESTION = "What is the warranty period of the X200 dishwasher according to my documents?"
 TOOL_RESULT = json.dumps(
