@@ -146,3 +146,27 @@ async def test_configured_model_differs_from_stored_vectors(
     assert "ragchat reembed" in embeddings["message"]
     assert result["chunks"][0]["filename"] == "coffee.txt" and result["chunks"][0]["score"] > 0.5
     assert fake_ollama.embed_requests == []
+
+
+@pytest.mark.parametrize("remote", ["ollama"], indirect=True)
+async def test_a_model_whose_dimension_changed_is_refused_with_the_fix(
+    remote: dict[str, Any], live_app: Callable[..., Any]
+) -> None:
+    """The stored vectors are 768-dimensional; the same model name now returns 512: nothing is mixed, search
+    and chat say to run `ragchat reembed`."""
+    fake = remote["fake"]
+    server = live_app(ingest_workers=1, **remote["settings"])
+    async with httpx.AsyncClient(base_url=server.url, timeout=30) as client:
+        files = [("files", ("coffee.txt", DOCS["coffee.txt"].encode(), "text/plain"))]
+        assert (await client.post("/api/documents", files=files)).status_code == 201
+        await wait_ready(client, 1)
+        fake.embed_dim = 512
+        response = await client.get("/api/search", params={"q": "how is espresso made", "mode": "vector"})
+        assert response.status_code == 503 and "ragchat reembed" in response.json()["detail"]
+        keyword = await client.get("/api/search", params={"q": "espresso", "mode": "keyword"})
+        assert keyword.status_code == 200 and keyword.json()["chunks"][0]["filename"] == "coffee.txt"
+    fake.enqueue(Reply.tool_call("search_documents", {"query": "espresso"}))
+    events = await chat(server.url, {"message": "How is espresso made?", "search_mode": "hybrid"})
+    assert names(events) == ["thread", "tool_call", "error"]
+    assert first(events, "error")["code"] == "embeddings_unavailable"
+    assert "ragchat reembed" in first(events, "error")["message"]

@@ -25,6 +25,7 @@ class _Remote:
     def __init__(self, model: str, *, dim: int | None, batch_size: int, timeout_s: float) -> None:
         self.model_name = model
         self._dim = dim
+        self._dim_configured = dim is not None
         self.batch_size = max(1, batch_size)
         self.timeout_s = timeout_s
         self._probe_lock = asyncio.Lock()
@@ -49,9 +50,14 @@ class _Remote:
         if self._dim is None:
             self._dim = int(vectors.shape[1])
         elif vectors.shape[1] != self._dim:
+            if self._dim_configured:
+                raise EmbeddingError(
+                    f"{self.provider} model {self.model_name} returned {vectors.shape[1]}-dimension vectors, not "
+                    f"{self._dim} (EMBED_DIM). Unset EMBED_DIM or pick the model it belongs to."
+                )
             raise EmbeddingError(
-                f"{self.provider} model {self.model_name} returned {vectors.shape[1]}-dimension vectors, not "
-                f"{self._dim} (EMBED_DIM). Unset EMBED_DIM or pick the model it belongs to."
+                f"{self.provider} model {self.model_name} now returns {vectors.shape[1]}-dimension vectors; the "
+                f"stored ones have {self._dim}. Nothing was mixed: run `ragchat reembed` to rebuild them with it."
             )
         return normalise(vectors)
 
