@@ -191,11 +191,12 @@ def render(result: dict[str, Any]) -> str:
         f"load average (1/5/15 min) at start {meta['load_start']}, at end {meta['load_end']}; "
         f"{meta['cpus']} CPUs; wall {meta['wall_s']} s"
     )
-    lines.append(
-        f"search: {meta['search_rounds']} round(s) per tree, order alternating; corpus {meta['corpus_limit']} SciFact "
-        f"records (real chunks) + synthetic chunks up to each size; {meta['queries']} queries per mode "
-        f"(medians over rounds of each run's p50 / p95; ratio = new / old)"
-    )
+    if result["search"]:
+        lines.append(
+            f"search: {meta['search_rounds']} round(s) per tree, order alternating; corpus {meta['corpus_limit']} "
+            f"SciFact records (real chunks) + synthetic chunks up to each size; {meta['queries']} queries per mode "
+            f"(medians over rounds of each run's p50 / p95; ratio = new / old)"
+        )
     for size, per in result["search"].items():
         rows = []
         for mode in MODES:
@@ -276,6 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--ingest-rounds", type=int, default=1)
     p.add_argument("--json", type=Path, default=RESULTS / "refactor_compare.json")
     p.add_argument("--text", type=Path, default=RESULTS / "refactor_compare.txt")
+    p.add_argument("--skip-search", action="store_true", help="only the ingest comparison (e.g. a repeat)")
     p.add_argument("--remove-worktree", action="store_true", help="remove the old worktree at the end")
     args = p.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
@@ -306,7 +308,9 @@ def main(argv: list[str] | None = None) -> int:
     runs: list[dict[str, Any]] = []
     try:
         base = work / "base"
-        if not (base / "pgdata").is_dir():
+        if args.skip_search:
+            pass
+        elif not (base / "pgdata").is_dir():
             log(f"preparing the search corpus ({args.corpus_limit} records) with the old tree's bench ...")
             info = run_bench(
                 trees["old"],
@@ -315,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
                 work / "prepare.log",
             )
             runs.append({"tree": "old", "bench": "prepare", "round": 0, **info})
-        for tree in ("old", "new"):
+        for tree in ("old", "new") if not args.skip_search else ():
             shutil.rmtree(work / tree, ignore_errors=True)
             # cp -a keeps the owner: the embedded server runs as its own system user (pgserver)
             subprocess.run(["cp", "-a", str(base), str(work / tree)], check=True)
@@ -326,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
             "--explore-candidates", "", "--explore-searcher-candidates", "",
         ]  # fmt: skip
         search: dict[str, list[dict[str, Any]]] = {"old": [], "new": []}
-        for rnd in range(args.rounds):
+        for rnd in range(0 if args.skip_search else args.rounds):
             for tree in ("old", "new") if rnd % 2 == 0 else ("new", "old"):
                 out = work / f"search_{tree}_{rnd}.json"
                 log(f"search round {rnd}: {tree} ...")
@@ -343,13 +347,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.ingest_limit:
             for rnd in range(args.ingest_rounds):
                 for tree in ("old", "new") if rnd % 2 == 0 else ("new", "old"):
-                    out = work / f"ingest_{tree}_{rnd}.json"
+                    out = work / f"ingest{'_repeat' if args.skip_search else ''}_{tree}_{rnd}.json"
                     log(f"ingest round {rnd}: {tree} ...")
                     info = run_bench(
                         trees[tree],
                         "ingest.py",
                         ["--limit", str(args.ingest_limit), "--quiet", "--json", str(out)],
-                        work / f"ingest_{tree}_{rnd}.log",
+                        out.with_suffix(".log"),
                     )
                     runs.append({"tree": tree, "bench": "ingest", "round": rnd, **info})
                     ingest[tree].append(json.loads(out.read_text()))
@@ -362,13 +366,19 @@ def main(argv: list[str] | None = None) -> int:
     meta["cpu_context_end"] = cpu_context()
     meta["uptime_end"] = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     meta["wall_s"] = round(time.perf_counter() - started, 1)
-    result: dict[str, Any] = {"meta": meta, "search": search_summary(search, sizes), "runs": runs}
+    result: dict[str, Any] = {
+        "meta": meta,
+        "search": search_summary(search, sizes) if search["old"] else {},
+        "runs": runs,
+    }
     if ingest["old"]:
         result["ingest"] = ingest_summary(ingest)
     largest = str(max(sizes))
-    result["explain_largest_size_last_round"] = {
-        tree: search[tree][-1]["details"][largest].get("explain", {}) for tree in ("old", "new") if search[tree]
-    }
+    result["explain_largest_size_last_round"] = (
+        {}
+        if not search["old"]
+        else {tree: search[tree][-1]["details"][largest].get("explain", {}) for tree in ("old", "new") if search[tree]}
+    )
     # every run's own summary (the full per-run JSON, details included, stays in --work)
     result["raw"] = {
         "search": {tree: [{k: v for k, v in r.items() if k != "details"} for r in rs] for tree, rs in search.items()},
