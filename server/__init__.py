@@ -1,0 +1,3 @@
+"""ragchat: chat with your documents."""
+
+__version__ = "0.4.0"

@@ -14,10 +14,16 @@ from litestar.di import Provide
 from litestar.exceptions import HTTPException, NotFoundException
 from litestar.response import File
 
+from server import __version__
+from server.accounts.routes import account_handlers, authenticate
+from server.accounts.service import AccountService
 from server.chat.routes import chat_handlers
 from server.chat.service import ChatService
-from server.core.errors import RagchatError
-from server.core.principal import Principal, local_principal
+from server.core.errors import RagchatError, RateLimited
+from server.core.principal import CredentialCheck, Principal
+from server.db.ratelimit import RateLimiter
+from server.documents.collection_routes import CollectionController
+from server.documents.collections import CollectionService
 from server.documents.routes import DocumentController
 from server.documents.service import DocumentService
 from server.retrieval.routes import search_handlers
@@ -25,20 +31,52 @@ from server.retrieval.search import Searcher
 from server.runtime import Overrides, Runtime, open_runtime
 from server.settings import Settings
 from server.system_routes import system_handlers
+from server.web.docs import openapi_config
+from server.web.security import SecurityMiddleware
 
 log = logging.getLogger(__name__)
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
+HTTP_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "conflict",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    429: "rate_limited",
+    503: "service_unavailable",
+}
+
+
 def error_handler(_: Request[Any, Any, Any], exc: RagchatError) -> Response[dict[str, Any]]:
-    return Response(
-        {"status_code": exc.status_code, "code": exc.code, "detail": exc.message}, status_code=exc.status_code
-    )
+    """The API's one error shape: {status_code, code, detail} (+ retry_after and Retry-After for 429)."""
+    body: dict[str, Any] = {"status_code": exc.status_code, "code": exc.code, "detail": exc.message}
+    headers: dict[str, str] = {}
+    if isinstance(exc, RateLimited):
+        body["retry_after"] = exc.retry_after
+        headers["Retry-After"] = str(exc.retry_after)
+    return Response(body, status_code=exc.status_code, headers=headers)
 
 
-def provide_principal() -> Principal:
-    """The caller. Until accounts exist, the local user."""
-    return local_principal()
+def http_error_handler(_: Request[Any, Any, Any], exc: HTTPException) -> Response[dict[str, Any]]:
+    """Litestar's own errors (validation, unknown route, body too large) in the same shape."""
+    body: dict[str, Any] = {
+        "status_code": exc.status_code,
+        "code": HTTP_CODES.get(exc.status_code, "internal_error" if exc.status_code >= 500 else "error"),
+        "detail": exc.detail,
+    }
+    if exc.extra:
+        body["extra"] = exc.extra
+    return Response(body, status_code=exc.status_code, headers=exc.headers or None)
+
+
+async def provide_principal(request: Request[Any, Any, Any], runtime: Runtime) -> Principal:
+    """The caller: API token, session cookie, or (AUTH=off) the local user; 401 otherwise."""
+    return await authenticate(request, runtime.accounts)
 
 
 def _client_dist(settings: Settings) -> Path:
@@ -92,13 +130,25 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, overrides:
         return File(index, filename="index.html", content_disposition_type="inline")
 
     return Litestar(
-        route_handlers=[*system_handlers(), DocumentController, *search_handlers(), *chat_handlers(), client_app],
+        route_handlers=[
+            *system_handlers(),
+            *account_handlers(),
+            DocumentController,
+            CollectionController,
+            *search_handlers(),
+            *chat_handlers(),
+            client_app,
+        ],
         dependencies={
             "runtime": Provide(current, sync_to_thread=False),
-            "principal": Provide(provide_principal, sync_to_thread=False),
+            "principal": Provide(provide_principal),
             "documents": Provide(lambda: current().documents, sync_to_thread=False),
             "searcher": Provide(lambda: current().searcher, sync_to_thread=False),
             "chat": Provide(lambda: current().chat, sync_to_thread=False),
+            "accounts": Provide(lambda: current().accounts, sync_to_thread=False),
+            "collections": Provide(lambda: current().collections, sync_to_thread=False),
+            "limiter": Provide(lambda: current().limiter, sync_to_thread=False),
+            "credential_check": Provide(lambda: current().accounts.still_valid, sync_to_thread=False),
         },
         signature_namespace={
             "Runtime": Runtime,
@@ -106,9 +156,19 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, overrides:
             "DocumentService": DocumentService,
             "Searcher": Searcher,
             "ChatService": ChatService,
+            "AccountService": AccountService,
+            "CollectionService": CollectionService,
+            "RateLimiter": RateLimiter,
+            "CredentialCheck": CredentialCheck,
         },
         lifespan=[lifespan],
-        exception_handlers={RagchatError: error_handler},
+        exception_handlers={RagchatError: error_handler, HTTPException: http_error_handler},
+        middleware=[
+            lambda app: SecurityMiddleware(
+                app, allowed_hosts=settings.host_allowlist, trusted_origins=settings.trusted_origins
+            )
+        ],
+        openapi_config=openapi_config(__version__),
         request_max_body_size=int(settings.max_upload_bytes * 20) + 1_000_000,
         debug=False,
     )

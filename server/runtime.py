@@ -14,8 +14,12 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from server.accounts import passwords
+from server.accounts.service import AccountService
 from server.chat.service import ChatService
 from server.db.pool import Database, Pool, make_pool, prepare_database
+from server.db.ratelimit import RateLimiter
+from server.documents.collections import CollectionService
 from server.documents.service import DocumentService
 from server.providers.embeddings import build_embedder
 from server.providers.embeddings.base import EmbeddingProvider
@@ -51,6 +55,9 @@ class Runtime:
     searcher: Searcher
     documents: DocumentService
     chat: ChatService
+    accounts: AccountService
+    collections: CollectionService
+    limiter: RateLimiter
     database: Database | None = None
     tasks: list[asyncio.Task[Any]] = field(default_factory=list)
 
@@ -111,6 +118,8 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
         rerank_llm = given.rerank_llm or llm
 
         searcher = Searcher(pool, spaces, settings, LLMReranker(rerank_llm, settings))
+        limiter = RateLimiter(pool)
+        await passwords.warm()
         runtime = Runtime(
             settings=settings,
             pool=pool,
@@ -123,6 +132,9 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
             searcher=searcher,
             documents=DocumentService(pool, spaces, settings),
             chat=ChatService(pool, llm, searcher, settings),
+            accounts=AccountService(pool, settings, limiter),
+            collections=CollectionService(pool),
+            limiter=limiter,
             database=database,
         )
         try:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import platformdirs
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
 class SearchMode(StrEnum):
@@ -46,6 +46,23 @@ class Settings(BaseSettings):
     db_pool_max: int = 10
     log_level: str = "info"
     client_dist: Path | None = None  # built web client; defaults to <repo>/client/dist
+
+    # --- accounts and browser protections ---
+    # on: every request needs a session or an API token. off: one person on one machine (loopback only).
+    auth: Literal["on", "off"] = "on"
+    # Host headers accepted (DNS-rebinding guard); the loopback names and HOST are always added. "*" = any.
+    allowed_hosts: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    # Origins besides the server's own that may send state-changing requests (e.g. a TLS proxy's public URL).
+    trusted_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    session_ttl_hours: float = 24 * 14  # a session ends after this long without a request
+    cookie_secure: Literal["auto", "true", "false"] = "auto"  # auto: Secure when the request came over https
+    # per-minute limits (per user; login per client IP and per username); 0 disables one
+    rate_login_per_min: int = 10
+    login_lockout_failures: int = 10  # failed logins of one username per 15 minutes before it is locked
+    rate_chat_per_min: int = 20
+    rate_search_per_min: int = 120
+    rate_rerank_candidates_per_min: int = 600
+    rerank_max_candidates: int = 60  # one request's limit × RERANK_CANDIDATES_FACTOR may not exceed this
 
     # --- documents ---
     max_upload_mb: float = 50.0
@@ -131,6 +148,21 @@ class Settings(BaseSettings):
         if not 16 <= self.chunk_tokens <= 256:
             raise ValueError("CHUNK_TOKENS must be between 16 and 256 (the model truncates at 256 word pieces)")
         return self
+
+    @field_validator("allowed_hosts", "trusted_origins", mode="before")
+    @classmethod
+    def _comma_list(cls, v: object) -> object:
+        if isinstance(v, str) and not v.strip().startswith("["):
+            return [item.strip() for item in v.split(",") if item.strip()]
+        return v
+
+    @property
+    def host_allowlist(self) -> list[str]:
+        """ALLOWED_HOSTS plus the loopback names and the configured HOST (unless it is a wildcard address)."""
+        hosts = ["localhost", "127.0.0.1", "::1", *self.allowed_hosts]
+        if self.host not in ("0.0.0.0", "::", ""):
+            hosts.append(self.host)
+        return list(dict.fromkeys(h.lower() for h in hosts))
 
     @property
     def openai_key(self) -> str | None:

@@ -7,6 +7,7 @@ from typing import Any
 from litestar import get, post
 from pydantic import BaseModel
 
+from server.accounts.routes import require_admin
 from server.core.errors import BadRequest
 from server.core.principal import Principal
 from server.runtime import Runtime
@@ -40,15 +41,10 @@ class ReembedBody(BaseModel):
     model: str | None = None
 
 
-def _require_admin(principal: Principal) -> None:
-    if not principal.is_admin:
-        raise BadRequest("only an admin can switch the embedding model")
-
-
 @get("/api/admin/reembed")
 async def reembed_progress(runtime: Runtime, principal: Principal) -> dict[str, Any]:
     """Progress of a switch of embedding model (`state`: idle or building; done / total chunks)."""
-    _require_admin(principal)
+    require_admin(principal)
     return {**(await runtime.reembedder.progress()).to_json(), "embeddings": await runtime.spaces.status()}
 
 
@@ -56,7 +52,7 @@ async def reembed_progress(runtime: Runtime, principal: Principal) -> dict[str, 
 async def reembed_start(data: ReembedBody, runtime: Runtime, principal: Principal) -> dict[str, Any]:
     """Build vectors with another embedding model (default: EMBED_PROVIDER / EMBED_MODEL) beside the current
     ones, in the background; search keeps answering from the current ones until the switch."""
-    _require_admin(principal)
+    require_admin(principal)
     provider = str(data.provider or runtime.embedder.provider)
     model = data.model or (runtime.embedder.model_name if data.provider is None else None)
     if not model:

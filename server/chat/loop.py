@@ -93,6 +93,7 @@ class ChatContext:
     settings: Settings
     principal: Principal
     document_ids: list[UUID] | None = None
+    collection_ids: list[UUID] | None = None
     search_mode: str | None = None
     rerank: bool | None = None
     context_tokens: int | None = None  # the model's window; None: requests are not fitted
@@ -228,6 +229,7 @@ async def _search_events(
         query,
         limit=ctx.settings.chat_search_limit,
         document_ids=document_ids,
+        collection_ids=ctx.collection_ids,
         mode=ctx.search_mode,
         rerank=ctx.rerank,
     )

@@ -14,8 +14,9 @@ from server.chat.faults import describe_failure
 from server.chat.service import ChatRequest, ChatService
 from server.chat.sse import server_sent_events
 from server.core.errors import BadRequest, ServiceUnavailable
-from server.core.principal import Principal
+from server.core.principal import CredentialCheck, Principal
 from server.core.search import parse_mode
+from server.db.ratelimit import RateLimiter
 from server.settings import SearchMode, Settings
 
 PING_S = 15  # keep-alive comment lines, so proxies don't close a stream while the model thinks
@@ -27,6 +28,7 @@ class ChatBody(BaseModel):
     message: str
     thread_id: UUID | None = None
     document_ids: list[UUID] | None = None
+    collection_ids: list[UUID] | None = None
     search_mode: str | None = None
     rerank: bool | None = None
 
@@ -51,22 +53,29 @@ def validate_chat(body: ChatBody, settings: Settings) -> ChatRequest:
         message=message,
         thread_id=body.thread_id,
         document_ids=list(dict.fromkeys(body.document_ids)) if body.document_ids else None,
+        collection_ids=list(dict.fromkeys(body.collection_ids)) if body.collection_ids else None,
         search_mode=mode,
         rerank=body.rerank,
     )
 
 
 @post("/api/chat", status_code=200, media_type="text/event-stream")
-async def chat(data: ChatBody, chat: ChatService, principal: Principal) -> EventSourceResponse:
-    """Ask a question; the answer streams back as server-sent events (thread, tool_call, tool_result, token, done)."""
+async def chat(
+    data: ChatBody, chat: ChatService, principal: Principal, limiter: RateLimiter, credential_check: CredentialCheck
+) -> EventSourceResponse:
+    """Ask a question; the answer streams back as server-sent events (thread, tool_call, tool_result, token, done).
+    The stream ends with an `error` event if the caller's session or token stops being valid meanwhile."""
     req = validate_chat(data, chat.settings)
+    await limiter.hit(f"chat:{principal.user_id}", chat.settings.rate_chat_per_min, what="chat messages")
     if req.thread_id is not None:
         try:
             await chat.get_thread(principal, req.thread_id)
         except psycopg.Error as exc:
             raise ServiceUnavailable(describe_failure(exc).message) from exc
     return EventSourceResponse(
-        server_sent_events(chat.events(principal, req)), ping=PING_S, send_timeout=SEND_TIMEOUT_S
+        server_sent_events(chat.events(principal, req), guard=lambda: credential_check(principal)),
+        ping=PING_S,
+        send_timeout=SEND_TIMEOUT_S,
     )
 
 

@@ -44,6 +44,7 @@ class ChatRequest:
     message: str
     thread_id: UUID | None = None
     document_ids: list[UUID] | None = None
+    collection_ids: list[UUID] | None = None
     search_mode: str | None = None
     rerank: bool | None = None
 
@@ -167,6 +168,7 @@ class ChatService:
             settings=self.settings,
             principal=principal,
             document_ids=req.document_ids,
+            collection_ids=req.collection_ids,
             search_mode=req.search_mode,
             rerank=req.rerank,
             context_tokens=await self.context_tokens(),

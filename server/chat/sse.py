@@ -5,6 +5,9 @@ client's socket. When several `token` events are ready together (the client or t
 they go out as one event whose `delta` is their concatenation, which the protocol allows: clients
 concatenate deltas. With a client that keeps up, every token is sent as soon as it arrives.
 
+A guard (the caller's credential check) can end a stream: a logout, a revoked token or a disabled user
+stops the answer with an `error` event; the partial answer is saved as for a disconnect.
+
 If the response is cancelled (the client went away), the producer task is cancelled and awaited, so the
 turn saves its partial answer before the response finishes.
 """
@@ -12,7 +15,8 @@ turn saves its partial answer before the response finishes.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator
+import logging
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 from typing import Any
 
@@ -22,11 +26,32 @@ from sse_starlette import JSONServerSentEvent
 from server.chat.loop import ChatEvent
 
 _END = object()
+GUARD_EVERY_S = 2.0
+REVOKED = "your session ended (logged out, API token revoked, or account disabled): log in again"
+log = logging.getLogger(__name__)
+Guard = Callable[[], Awaitable[bool]]
 
 
-async def coalesce_tokens(events: AsyncGenerator[ChatEvent, None]) -> AsyncGenerator[ChatEvent, None]:
-    """`events`, run in a task of their own; consecutive `token` events already waiting are merged."""
+async def coalesce_tokens(
+    events: AsyncGenerator[ChatEvent, None], guard: Guard | None = None, guard_every_s: float = GUARD_EVERY_S
+) -> AsyncGenerator[ChatEvent, None]:
+    """`events`, run in a task of their own; consecutive `token` events already waiting are merged.
+    `guard()` is awaited every `guard_every_s`: once it says False the stream ends with an `error` event."""
     queue: asyncio.Queue[Any] = asyncio.Queue()
+
+    async def watch() -> None:
+        assert guard is not None
+        while True:
+            await asyncio.sleep(guard_every_s)
+            try:
+                valid = await guard()
+            except Exception:  # the database hiccuped: keep streaming, check again next time
+                log.warning("could not re-check the caller's credential", exc_info=True)
+                continue
+            if not valid:
+                queue.put_nowait(ChatEvent("error", {"code": "unauthorized", "message": REVOKED}))
+                queue.put_nowait(_END)
+                return
 
     async def produce() -> None:
         try:
@@ -39,6 +64,7 @@ async def coalesce_tokens(events: AsyncGenerator[ChatEvent, None]) -> AsyncGener
             queue.put_nowait(_END)
 
     producer = asyncio.create_task(produce())
+    watcher = asyncio.create_task(watch()) if guard is not None else None
     try:
         while True:
             batch = [await queue.get()]
@@ -60,14 +86,18 @@ async def coalesce_tokens(events: AsyncGenerator[ChatEvent, None]) -> AsyncGener
             if deltas:
                 yield ChatEvent("token", {"delta": "".join(deltas)})
     finally:
+        if watcher is not None:
+            watcher.cancel()
         if not producer.done():
             producer.cancel()
         with anyio.CancelScope(shield=True):  # let the turn save what it has before the response ends
             await asyncio.wait([producer])
 
 
-async def server_sent_events(events: AsyncGenerator[ChatEvent, None]) -> AsyncGenerator[JSONServerSentEvent, None]:
+async def server_sent_events(
+    events: AsyncGenerator[ChatEvent, None], guard: Guard | None = None
+) -> AsyncGenerator[JSONServerSentEvent, None]:
     """What EventSourceResponse sends: `event: <name>` and one `data:` line of compact JSON."""
-    async with aclosing(coalesce_tokens(events)) as stream:
+    async with aclosing(coalesce_tokens(events, guard)) as stream:
         async for item in stream:
             yield JSONServerSentEvent(data=item.data, event=item.event)

@@ -91,8 +91,13 @@ async def run_search(
     document_ids: list[UUID] | None,
     mode: str | None,
     rerank: bool | None,
+    collection_ids: list[UUID] | None = None,
 ) -> SearchResult:
-    filters = SearchFilters(document_ids=document_ids) if document_ids else None
+    filters = (
+        SearchFilters(document_ids=document_ids, collection_ids=collection_ids)
+        if document_ids or collection_ids
+        else None
+    )
     return await search.search(query, principal=principal, limit=limit, mode=mode, filters=filters, rerank=rerank)
 
 

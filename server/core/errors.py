@@ -35,3 +35,46 @@ class UnsupportedMediaType(RagchatError):
 class ServiceUnavailable(RagchatError):
     status_code = 503
     code = "service_unavailable"
+
+
+class Unauthorized(RagchatError):
+    """No credentials, or credentials that no longer work (expired session, revoked token, disabled user)."""
+
+    status_code = 401
+    code = "unauthorized"
+
+
+class InvalidCredentials(Unauthorized):
+    code = "invalid_credentials"
+
+
+class Forbidden(RagchatError):
+    status_code = 403
+    code = "forbidden"
+
+
+class CrossOrigin(Forbidden):
+    code = "cross_origin"
+
+
+class BadHost(RagchatError):
+    status_code = 400
+    code = "bad_host"
+
+
+class Conflict(RagchatError):
+    status_code = 409
+    code = "conflict"
+
+
+class SetupDone(Conflict):
+    code = "setup_done"
+
+
+class RateLimited(RagchatError):
+    status_code = 429
+    code = "rate_limited"
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = max(1, int(retry_after))

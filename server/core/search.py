@@ -26,14 +26,16 @@ def parse_mode(value: str | SearchMode | None, default: SearchMode) -> SearchMod
 
 
 class SearchFilters(BaseModel):
-    """Restrict a search to some documents and/or to documents whose metadata has these key=value pairs."""
+    """Restrict a search to some documents, collections and/or documents whose metadata has these key=value
+    pairs. Filters only narrow what the reader may read: they never widen it."""
 
     document_ids: list[UUID] | None = None
     metadata: dict[str, str] | None = None
+    collection_ids: list[UUID] | None = None
 
     @property
     def active(self) -> bool:
-        return bool(self.document_ids) or bool(self.metadata)
+        return bool(self.document_ids) or bool(self.metadata) or bool(self.collection_ids)
 
 
 class Trace(BaseModel):

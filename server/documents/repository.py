@@ -1,4 +1,4 @@
-"""SQL for documents, their blobs and chunks. Every query takes bound parameters and an owner."""
+"""SQL for documents, their blobs and chunks. Every query takes bound parameters and an owner or a reader."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from uuid import UUID
 import numpy as np
 from psycopg.types.json import Jsonb
 
+from server.db.access import SHARED_DOCUMENTS
 from server.db.pool import Conn
 from server.vectors.store import Space, VectorRow, insert_vectors
 
@@ -184,22 +185,66 @@ async def store_chunks(
         )
 
 
-async def list_documents(conn: Conn, owner: UUID) -> list[dict[str, Any]]:
-    return await (
-        await conn.execute(
-            f"SELECT {DOCUMENT_COLUMNS} FROM documents WHERE owner_id = %s ORDER BY created_at DESC", (owner,)
-        )
-    ).fetchall()
+_READABLE = f"(d.owner_id = %(uid)s OR d.id IN ({SHARED_DOCUMENTS}))"
+_SHARED_COLUMNS = """coalesce(u.username, u.name) AS owner_name,
+    CASE WHEN d.owner_id = %(uid)s THEN 'owner'
+         WHEN EXISTS (SELECT 1 FROM document_collections dc JOIN collection_members m
+                      ON m.collection_id = dc.collection_id
+                      WHERE dc.document_id = d.id AND m.user_id = %(uid)s AND m.role IN ('owner', 'write'))
+         THEN 'write' ELSE 'read' END AS access,
+    ARRAY(SELECT dc.collection_id FROM document_collections dc
+          WHERE dc.document_id = d.id AND (d.owner_id = %(uid)s OR dc.collection_id IN
+                (SELECT cm.collection_id FROM collection_members cm WHERE cm.user_id = %(uid)s))
+          ORDER BY dc.created_at) AS collection_ids"""
+_DOCUMENT_SELECT = f"""SELECT {", ".join("d." + c.strip() for c in DOCUMENT_COLUMNS.split(","))}, {_SHARED_COLUMNS}
+    FROM documents d JOIN users u ON u.id = d.owner_id WHERE {_READABLE}"""
 
 
-async def get_document(conn: Conn, owner: UUID, document_id: UUID) -> dict[str, Any] | None:
-    return await (
-        await conn.execute(
-            f"SELECT {DOCUMENT_COLUMNS} FROM documents WHERE owner_id = %s AND id = %s", (owner, document_id)
+async def list_documents(conn: Conn, reader: UUID, collection_id: UUID | None = None) -> list[dict[str, Any]]:
+    """What `reader` may read (their own and what collections share with them), newest first."""
+    if collection_id is None:
+        query = _DOCUMENT_SELECT + " ORDER BY d.created_at DESC"
+    else:
+        query = (
+            _DOCUMENT_SELECT + " AND d.id IN (SELECT document_id FROM document_collections WHERE collection_id = "
+            "%(cid)s) ORDER BY d.created_at DESC"
         )
-    ).fetchone()
+    return await (await conn.execute(query, {"uid": reader, "cid": collection_id})).fetchall()  # type: ignore[arg-type]
+
+
+async def get_document(conn: Conn, reader: UUID, document_id: UUID) -> dict[str, Any] | None:
+    """The document if `reader` may read it; None for anything else (missing or not theirs: no difference)."""
+    query = _DOCUMENT_SELECT + " AND d.id = %(id)s"
+    return await (await conn.execute(query, {"uid": reader, "id": document_id})).fetchone()  # type: ignore[arg-type]
 
 
 async def delete_document(conn: Conn, owner: UUID, document_id: UUID) -> bool:
+    """Only the owner deletes (a reader removes it from a collection instead)."""
     cur = await conn.execute("DELETE FROM documents WHERE owner_id = %s AND id = %s", (owner, document_id))
     return cur.rowcount == 1
+
+
+async def add_to_collection(conn: Conn, user: UUID, document_id: UUID, collection_id: UUID) -> bool:
+    """Put `user`'s own document into a collection they own or may write; False if either check fails."""
+    owns = await (
+        await conn.execute("SELECT 1 FROM documents WHERE id = %s AND owner_id = %s", (document_id, user))
+    ).fetchone()
+    if owns is None or not await can_write_collection(conn, user, collection_id):
+        return False
+    await conn.execute(
+        """INSERT INTO document_collections (collection_id, document_id, added_by) VALUES (%s, %s, %s)
+           ON CONFLICT DO NOTHING""",
+        (collection_id, document_id, user),
+    )
+    return True
+
+
+async def can_write_collection(conn: Conn, user: UUID, collection_id: UUID) -> bool:
+    row = await (
+        await conn.execute(
+            """SELECT 1 FROM collection_members WHERE collection_id = %s AND user_id = %s
+               AND role IN ('owner', 'write')""",
+            (collection_id, user),
+        )
+    ).fetchone()
+    return row is not None

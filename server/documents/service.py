@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
+from server.core.errors import Forbidden, NotFound
 from server.core.principal import Principal
 from server.db.pool import Pool
 from server.documents import repository as repo
@@ -53,14 +54,31 @@ class DocumentService:
         await run_worker(self.pool, self.spaces, self.settings, stop, self._wake, poll_s)
 
     # ---- reading ------------------------------------------------------------------------------------------
-    async def list(self, principal: Principal) -> list[dict[str, Any]]:
+    async def list(self, principal: Principal, collection_id: UUID | None = None) -> list[dict[str, Any]]:
+        """Everything the principal may read: their own documents and those shared through collections."""
         async with self.pool.connection() as conn:
-            return await repo.list_documents(conn, principal.user_id)
+            return await repo.list_documents(conn, principal.user_id, collection_id)
 
     async def get(self, principal: Principal, document_id: UUID) -> dict[str, Any] | None:
         async with self.pool.connection() as conn:
             return await repo.get_document(conn, principal.user_id, document_id)
 
-    async def delete(self, principal: Principal, document_id: UUID) -> bool:
+    async def delete(self, principal: Principal, document_id: UUID) -> None:
+        """The owner deletes; a reader gets 403 (they know it exists); anyone else 404."""
         async with self.pool.connection() as conn:
-            return await repo.delete_document(conn, principal.user_id, document_id)
+            if await repo.delete_document(conn, principal.user_id, document_id):
+                return
+            if await repo.get_document(conn, principal.user_id, document_id) is not None:
+                raise Forbidden("only the document's owner can delete it (you can remove it from a collection)")
+        raise NotFound(f"document {document_id} not found")
+
+    # ---- collections ----------------------------------------------------------------------------------------
+    async def check_collection_writable(self, principal: Principal, collection_id: UUID) -> None:
+        """Before an upload into a collection: 404 unless the principal may add documents to it."""
+        async with self.pool.connection() as conn:
+            if not await repo.can_write_collection(conn, principal.user_id, collection_id):
+                raise NotFound(f"collection {collection_id} not found (or you may only read it)")
+
+    async def add_to_collection(self, principal: Principal, document_id: UUID, collection_id: UUID) -> None:
+        async with self.pool.connection() as conn:
+            await repo.add_to_collection(conn, principal.user_id, document_id, collection_id)

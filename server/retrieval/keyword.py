@@ -14,14 +14,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from typing import Literal, LiteralString, cast
-from uuid import UUID
 
 from server.core.search import SearchFilters
+from server.db.access import OTHERS_SHARED_DOCUMENTS, ReadScope
 from server.db.pool import Conn
 from server.retrieval.filters import filter_sql
 
 Scorer = Literal["bm25", "ts_rank"]
 MAX_QUERY_TERMS = 32
+MAX_SHARED_LEXEMES = 256  # a 10k-character query is cut to this many distinct lexemes before counting
 
 
 @dataclass(frozen=True)
@@ -49,24 +50,75 @@ def bm25_idf(n_chunks: int, df: int) -> float:
     return math.log(1.0 + (n_chunks - df + 0.5) / (df + 0.5))
 
 
-async def query_terms(conn: Conn, query: str, owner: UUID) -> tuple[list[TermStat], int, float]:
-    """Distinct query lexemes present in the owner's corpus (rarest first), N, and average chunk length."""
-    stats = await (
-        await conn.execute("SELECT n_chunks, total_len FROM bm25_stats WHERE owner_id = %s", (owner,))
+async def query_terms(conn: Conn, query: str, scope: ReadScope) -> tuple[list[TermStat], int, float]:
+    """Distinct query lexemes present in what the reader may read (rarest first), N, and average chunk length.
+
+    The statistics cover exactly the readable chunks, so another user's private documents never change a
+    score: the reader's own from `bm25_stats`/`bm25_terms` (kept by triggers), plus, when documents of other
+    owners are shared with them, those documents' counts for the query's lexemes, computed on the fly."""
+    uid = scope.user_id
+    own = await (
+        await conn.execute("SELECT n_chunks, total_len FROM bm25_stats WHERE owner_id = %s", (uid,))
     ).fetchone()
-    if not stats or stats["n_chunks"] <= 0:
+    n = int(own["n_chunks"]) if own else 0
+    total = int(own["total_len"]) if own else 0
+    if not scope.shared:
+        if n <= 0:
+            return [], 0, 0.0
+        rows = await (
+            await conn.execute(
+                """SELECT b.term, b.df FROM (SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', %s))) q
+                   JOIN bm25_terms b ON b.owner_id = %s AND b.term = q.lexeme
+                   WHERE b.df > 0 ORDER BY b.df, b.term LIMIT %s""",
+                (query, uid, MAX_QUERY_TERMS),
+            )
+        ).fetchall()
+        terms = [TermStat(r["term"], int(r["df"]), bm25_idf(n, int(r["df"]))) for r in rows]
+        return terms, n, max(total / n, 1.0)
+
+    lexemes = [
+        r["lexeme"]
+        for r in await (
+            await conn.execute(
+                "SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', %s)) ORDER BY lexeme LIMIT %s",
+                (query, MAX_SHARED_LEXEMES),
+            )
+        ).fetchall()
+    ]
+    if not lexemes:
         return [], 0, 0.0
-    n, total = int(stats["n_chunks"]), int(stats["total_len"])
-    rows = await (
+    df: dict[str, int] = {}
+    for r in await (
         await conn.execute(
-            """SELECT b.term, b.df FROM (SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', %s))) q
-               JOIN bm25_terms b ON b.owner_id = %s AND b.term = q.lexeme
-               WHERE b.df > 0 ORDER BY b.df, b.term LIMIT %s""",
-            (query, owner, MAX_QUERY_TERMS),
+            "SELECT term, df FROM bm25_terms WHERE owner_id = %s AND term = ANY(%s) AND df > 0", (uid, lexemes)
         )
-    ).fetchall()
-    terms = [TermStat(r["term"], int(r["df"]), bm25_idf(n, int(r["df"]))) for r in rows]
-    return terms, n, max(total / n, 1.0)
+    ).fetchall():
+        df[r["term"]] = int(r["df"])
+    params = {"uid": uid, "lexemes": lexemes, "tsq": or_query(lexemes)}
+    shared = await (await conn.execute(_SHARED_STATS_SQL, params)).fetchone()
+    if shared:
+        n += int(shared["n"])
+        total += int(shared["len"])
+    for r in await (await conn.execute(_SHARED_DF_SQL, params)).fetchall():
+        df[r["term"]] = df.get(r["term"], 0) + int(r["df"])
+    if n <= 0:
+        return [], 0, 0.0
+    ranked = sorted((d, t) for t, d in df.items() if d > 0)[:MAX_QUERY_TERMS]
+    return [TermStat(t, d, bm25_idf(n, d)) for d, t in ranked], n, max(total / n, 1.0)
+
+
+_SHARED_STATS_SQL = f"""
+SELECT count(*) AS n, coalesce(sum(c.doc_len), 0) AS len FROM document_chunks c
+WHERE c.document_id IN ({OTHERS_SHARED_DOCUMENTS})
+"""
+
+_SHARED_DF_SQL = f"""
+SELECT t.lexeme AS term, count(*) AS df
+FROM document_chunks c CROSS JOIN LATERAL unnest(c.search_vector) t
+WHERE c.document_id IN ({OTHERS_SHARED_DOCUMENTS})
+  AND c.search_vector @@ %(tsq)s::tsquery AND t.lexeme = ANY(%(lexemes)s)
+GROUP BY t.lexeme
+"""
 
 
 def candidate_terms(terms: list[TermStat], budget: int) -> list[TermStat]:
@@ -116,7 +168,7 @@ async def keyword_search(
     conn: Conn,
     query: str,
     *,
-    owner: UUID,
+    scope: ReadScope,
     n: int,
     filters: SearchFilters | None = None,
     scorer: Scorer = "bm25",
@@ -125,10 +177,10 @@ async def keyword_search(
     candidates: int = 1000,
 ) -> list[tuple[int, float]]:
     """(chunk id, keyword score), best first, at most `n`. Unmatchable queries give []."""
-    terms, _n_chunks, avgdl = await query_terms(conn, query, owner)
+    terms, _n_chunks, avgdl = await query_terms(conn, query, scope)
     if not terms:
         return []
-    where, params = filter_sql(owner, filters)
+    where, params = filter_sql(scope, filters)
     # `where` is filter_sql's own fragment (bound parameters only), never user text
     sql = cast(LiteralString, (_BM25_SQL if scorer == "bm25" else _TS_RANK_SQL).format(where=where))
     params.update(

@@ -8,25 +8,58 @@ from uuid import UUID
 from litestar import Response, get
 from litestar.params import Parameter
 
+from server.core.errors import BadRequest
 from server.core.principal import Principal
 from server.core.search import SearchFilters
+from server.db.ratelimit import RateLimiter
 from server.retrieval.filters import parse_metadata_filters
 from server.retrieval.search import Searcher
+from server.settings import Settings
+
+
+async def charge(
+    settings: Settings, limiter: RateLimiter, principal: Principal, limit: int, rerank: bool | None
+) -> None:
+    """Per-user search rate, and the cost cap: a rerank scores `limit × RERANK_CANDIDATES_FACTOR` passages with
+    the LLM, so that product is capped per request and counted per minute."""
+    await limiter.hit(f"search:{principal.user_id}", settings.rate_search_per_min, what="searches")
+    if not (settings.rerank_enabled if rerank is None else rerank):
+        return
+    candidates = limit * max(1, settings.rerank_candidates_factor)
+    if candidates > settings.rerank_max_candidates:
+        most = max(1, settings.rerank_max_candidates // max(1, settings.rerank_candidates_factor))
+        raise BadRequest(
+            f"rerank scores limit × {settings.rerank_candidates_factor} passages with the LLM: with rerank the "
+            f"limit is at most {most} (RERANK_MAX_CANDIDATES={settings.rerank_max_candidates})"
+        )
+    await limiter.hit(
+        f"rerank:{principal.user_id}",
+        settings.rate_rerank_candidates_per_min,
+        cost=candidates,
+        what="reranked passages",
+    )
 
 
 @get("/api/search")
 async def search(
     searcher: Searcher,
     principal: Principal,
+    limiter: RateLimiter,
     q: str = "",
     limit: Annotated[int, Parameter(ge=1, le=100)] = 10,
     mode: str | None = None,
     rerank: bool | None = None,
     document_ids: Annotated[list[UUID] | None, Parameter(query="document_ids")] = None,
+    collection_ids: Annotated[list[UUID] | None, Parameter(query="collection_ids")] = None,
     filter_: Annotated[list[str] | None, Parameter(query="filter")] = None,
 ) -> Response[dict[str, Any]]:
-    """Hybrid/vector/keyword search over the caller's documents."""
-    filters = SearchFilters(document_ids=document_ids or None, metadata=parse_metadata_filters(filter_))
+    """Hybrid/vector/keyword search over what the caller may read (their documents and shared collections)."""
+    await charge(searcher.settings, limiter, principal, limit, rerank)
+    filters = SearchFilters(
+        document_ids=document_ids or None,
+        collection_ids=collection_ids or None,
+        metadata=parse_metadata_filters(filter_),
+    )
     result = await searcher.search(q, principal=principal, limit=limit, mode=mode, filters=filters, rerank=rerank)
     return Response(result.to_api(), headers={"Cache-Control": "private, max-age=60"})
 

@@ -11,13 +11,13 @@ import asyncio
 import time
 from collections import OrderedDict
 from typing import Any, Protocol
-from uuid import UUID
 
 import numpy as np
 from psycopg import sql
 
 from server.core.principal import Principal
 from server.core.search import ChunkHit, Confidence, SearchFilters, SearchResult, Timings, Trace, parse_mode
+from server.db.access import ReadScope, read_scope, readable, scope_params
 from server.db.pool import Pool
 from server.providers.embeddings.base import EmbeddingError
 from server.retrieval.fusion import Fused, fuse
@@ -78,7 +78,6 @@ class Searcher:
         filters: SearchFilters | None = None,
         rerank: bool | None = None,
     ) -> SearchResult:
-        owner = principal.user_id
         started = time.perf_counter()
         s = self.settings
         search_mode = parse_mode(mode, s.search_mode)
@@ -89,16 +88,17 @@ class Searcher:
         timings = Timings()
         text = query.strip()
         active = await self.spaces.active()
+        scope = await self._scope(principal)
         if not text:
-            return self._result(text, search_mode, [], timings, started, await self._has_embeddings(active, owner))
+            return self._result(text, search_mode, [], timings, started, await self._has_embeddings(active, scope))
 
         depth = max(fetch, HYBRID_ARM_DEPTH) if search_mode is SearchMode.hybrid else fetch
         qvec_task = asyncio.create_task(self._timed_embed(active, text, timings))
         tasks: dict[str, asyncio.Task[Any]] = {}
         if search_mode in (SearchMode.vector, SearchMode.hybrid) and active is not None:
-            tasks["vector"] = asyncio.create_task(self._vector(active.space, qvec_task, owner, depth, filters, timings))
+            tasks["vector"] = asyncio.create_task(self._vector(active.space, qvec_task, scope, depth, filters, timings))
         if search_mode in (SearchMode.keyword, SearchMode.hybrid):
-            tasks["keyword"] = asyncio.create_task(self._keyword(text, owner, depth, filters, timings))
+            tasks["keyword"] = asyncio.create_task(self._keyword(text, scope, depth, filters, timings))
         try:
             await asyncio.gather(*tasks.values())
             try:
@@ -121,7 +121,7 @@ class Searcher:
             fused = [Fused(i, sc, vector_rank=r, vector_score=sc) for r, (i, sc) in enumerate(vec, 1)]
         else:
             fused = [Fused(i, sc, keyword_rank=r, keyword_score=sc) for r, (i, sc) in enumerate(kw, 1)]
-        hits = await self._hydrate(active, fused, qvec, fused_scores=search_mode is SearchMode.hybrid)
+        hits = await self._hydrate(active, scope, fused, qvec, fused_scores=search_mode is SearchMode.hybrid)
         timings.fuse_ms = _ms(fuse_start)
 
         reranked = False
@@ -132,7 +132,7 @@ class Searcher:
             timings.rerank_ms = _ms(rerank_start)
             reranked = True
         hits = hits[:limit]
-        has_embeddings = True if hits else await self._has_embeddings(active, owner)
+        has_embeddings = True if hits else await self._has_embeddings(active, scope)
         return self._result(text, search_mode, hits, timings, started, has_embeddings, reranked)
 
     async def _timed_embed(self, active: ActiveSpace | None, text: str, timings: Timings) -> np.ndarray | None:
@@ -147,7 +147,7 @@ class Searcher:
         self,
         space: Space,
         qvec_task: asyncio.Task[np.ndarray | None],
-        owner: UUID,
+        scope: ReadScope,
         n: int,
         filters: SearchFilters | None,
         t: Timings,
@@ -161,7 +161,7 @@ class Searcher:
                 conn,
                 space,
                 qvec,
-                owner=owner,
+                scope=scope,
                 n=n,
                 filters=filters,
                 ef_search=self.settings.hnsw_ef_search,
@@ -171,14 +171,14 @@ class Searcher:
         return rows
 
     async def _keyword(
-        self, text: str, owner: UUID, n: int, filters: SearchFilters | None, t: Timings
+        self, text: str, scope: ReadScope, n: int, filters: SearchFilters | None, t: Timings
     ) -> list[tuple[int, float]]:
         start = time.perf_counter()
         async with self.pool.connection() as conn:
             rows = await keyword_search(
                 conn,
                 text,
-                owner=owner,
+                scope=scope,
                 n=n,
                 filters=filters,
                 scorer=self.settings.keyword_scorer,
@@ -190,7 +190,13 @@ class Searcher:
         return rows
 
     async def _hydrate(
-        self, active: ActiveSpace | None, fused: list[Fused], qvec: np.ndarray | None, *, fused_scores: bool
+        self,
+        active: ActiveSpace | None,
+        scope: ReadScope,
+        fused: list[Fused],
+        qvec: np.ndarray | None,
+        *,
+        fused_scores: bool,
     ) -> list[ChunkHit]:
         if not fused:
             return []
@@ -206,10 +212,11 @@ class Searcher:
             """SELECT c.id, c.document_id, c.chunk_index, c.content, c.page, c.section, c.content_hash,
                       d.filename, d.title, d.metadata, {} AS similarity
                FROM document_chunks c JOIN documents d ON d.id = c.document_id {}
-               WHERE c.id = ANY(%(ids)s)"""
-        ).format(similarity, join)
+               WHERE c.id = ANY(%(ids)s) AND {}"""
+        ).format(similarity, join, sql.SQL(readable(scope, "c.owner_id", "c.document_id")))  # type: ignore[arg-type]
+        params = {**scope_params(scope), "q": qvec, "ids": [f.id for f in fused]}
         async with self.pool.connection() as conn:
-            rows = await (await conn.execute(query, {"q": qvec, "ids": [f.id for f in fused]})).fetchall()
+            rows = await (await conn.execute(query, params)).fetchall()
         by_id = {r["id"]: r for r in rows}
         hits: list[ChunkHit] = []
         for f in fused:
@@ -242,16 +249,19 @@ class Searcher:
             )
         return hits
 
-    async def _has_embeddings(self, active: ActiveSpace | None, owner: UUID) -> bool:
+    async def _scope(self, principal: Principal) -> ReadScope:
+        async with self.pool.connection() as conn:
+            return await read_scope(conn, principal.user_id)
+
+    async def _has_embeddings(self, active: ActiveSpace | None, scope: ReadScope) -> bool:
         if active is None:
             return False
+        query = sql.SQL("SELECT EXISTS (SELECT 1 FROM chunk_embeddings e WHERE e.space_id = {} AND {}) AS e").format(
+            sql.Literal(active.space.id),
+            sql.SQL(readable(scope, "e.owner_id", "e.document_id")),  # type: ignore[arg-type]
+        )
         async with self.pool.connection() as conn:
-            row = await (
-                await conn.execute(
-                    "SELECT EXISTS (SELECT 1 FROM chunk_embeddings WHERE space_id = %s AND owner_id = %s) AS e",
-                    (active.space.id, owner),
-                )
-            ).fetchone()
+            row = await (await conn.execute(query, scope_params(scope))).fetchone()
         return bool(row and row["e"])
 
     def confidence(self, hits: list[ChunkHit]) -> Confidence:

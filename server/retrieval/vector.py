@@ -11,12 +11,12 @@ small sets are scanned exactly, and a short HNSW answer is retried exactly.
 from __future__ import annotations
 
 from typing import Any
-from uuid import UUID
 
 import numpy as np
 from psycopg import sql
 
 from server.core.search import SearchFilters
+from server.db.access import ReadScope
 from server.db.pool import Conn
 from server.retrieval.filters import filter_sql
 from server.vectors.store import Space
@@ -36,22 +36,22 @@ async def vector_search(
     space: Space,
     query_vector: np.ndarray,
     *,
-    owner: UUID,
+    scope: ReadScope,
     n: int,
     filters: SearchFilters | None = None,
     ef_search: int = 100,
     exact_max_rows: int = 20000,
 ) -> list[tuple[int, float]]:
     """(chunk id, cosine similarity clipped to 0..1), best first, at most `n`."""
-    where, params = filter_sql(owner, filters, alias="e")
+    where, params = filter_sql(scope, filters, alias="e")
     params = {**params, "q": query_vector, "n": n}
     population = None
-    if filters is not None and filters.active:
+    if (filters is not None and filters.active) or scope.shared:
         population = await _filtered_rows(conn, space, where, params, exact_max_rows)
     exact = population is not None and population <= exact_max_rows
     rows = await _run(conn, space, where, params, exact=exact, ef_search=max(ef_search, n))
     if not exact and len(rows) < n:
-        # HNSW + post-filter came back short: either the owner/filter really has fewer rows, or the index
+        # HNSW + post-filter came back short: either the reader/filter really has fewer rows, or the index
         # candidates were filtered away. The exact scan answers both correctly.
         rows = await _run(conn, space, where, params, exact=True, ef_search=0)
     return [(int(r["id"]), min(1.0, max(0.0, 1.0 - float(r["distance"])))) for r in rows]

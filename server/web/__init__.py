@@ -1,0 +1,1 @@
+"""HTTP concerns shared by every route: browser protections, the API docs page."""
