@@ -1,7 +1,7 @@
 import { fireEvent, render, screen, waitFor, within } from "@testing-library/react";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { App, matchRoute } from "./App";
-import { jsonResponse } from "./test/fixtures";
+import { bootResponse, jsonResponse } from "./test/fixtures";
 
 const threads = [
   { id: "t1", title: "Ports", created_at: "2024-01-01T00:00:00Z", updated_at: "2024-01-01T00:00:00Z" },
@@ -11,6 +11,8 @@ const threads = [
 function mockApi() {
   const fetchMock = vi.fn(async (url: string, init: RequestInit = {}) => {
     const method = init.method ?? "GET";
+    const boot = bootResponse(url);
+    if (boot) return boot;
     if (url === "/api/health")
       return jsonResponse({
         status: "ok",
@@ -35,6 +37,12 @@ function mockApi() {
   return fetchMock;
 }
 
+/** Render the app and wait for the session check at boot. */
+async function renderApp() {
+  render(<App />);
+  await screen.findByTestId("app-nav");
+}
+
 beforeEach(() => window.history.replaceState(null, "", "/"));
 afterEach(() => vi.unstubAllGlobals());
 
@@ -51,7 +59,7 @@ describe("matchRoute", () => {
 describe("App", () => {
   it("navigates with the top nav", async () => {
     mockApi();
-    render(<App />);
+    await renderApp();
     fireEvent.click(screen.getByTestId("nav-documents"));
     expect(window.location.pathname).toBe("/documents");
     expect(await screen.findByTestId("documents-empty")).toBeInTheDocument();
@@ -62,7 +70,7 @@ describe("App", () => {
 
   it("opens a thread from the list and shows its history", async () => {
     mockApi();
-    render(<App />);
+    await renderApp();
     const rows = await screen.findAllByTestId("thread-item");
     fireEvent.click(within(rows[0]).getByTestId("thread-select"));
     expect(window.location.pathname).toBe("/chat/t1");
@@ -72,7 +80,7 @@ describe("App", () => {
 
   it("renames a thread inline", async () => {
     const fetchMock = mockApi();
-    render(<App />);
+    await renderApp();
     const [row] = await screen.findAllByTestId("thread-item");
     fireEvent.click(within(row).getByTestId("thread-rename"));
     const input = screen.getByTestId("thread-rename-input");
@@ -86,7 +94,7 @@ describe("App", () => {
 
   it("deletes a thread after confirmation", async () => {
     const fetchMock = mockApi();
-    render(<App />);
+    await renderApp();
     const [row] = await screen.findAllByTestId("thread-item");
     fireEvent.click(within(row).getByTestId("thread-delete"));
     fireEvent.click(screen.getByTestId("thread-delete-confirm"));

@@ -1,13 +1,29 @@
+import { AccountPage } from "./account/AccountPage";
+import { AdminPage } from "./admin/AdminPage";
+import { AuthProvider, useAuth } from "./auth/AuthContext";
+import { LoginPage } from "./auth/LoginPage";
+import { SetupPage } from "./auth/SetupPage";
 import { ChatPage } from "./chat/ChatPage";
+import { CollectionDetailPage } from "./collections/CollectionDetailPage";
+import { CollectionsProvider } from "./collections/CollectionsContext";
+import { CollectionsPage } from "./collections/CollectionsPage";
 import { HealthBanner } from "./components/HealthBanner";
 import { NavBar } from "./components/NavBar";
+import { Spinner } from "./components/Spinner";
 import { DocumentsPage } from "./documents/DocumentsPage";
 import { Link, useLocation } from "./lib/router";
 import { SearchPage } from "./search/SearchPage";
 
-export type Page = "chat" | "documents" | "search" | "notfound";
+export type Page = "chat" | "documents" | "search" | "collections" | "account" | "admin" | "notfound";
 
-export function matchRoute(pathname: string): { page: Page; threadId: string | null } {
+export interface Route {
+  page: Page;
+  threadId: string | null;
+  /** Only on `/collections/:id`. */
+  collectionId?: string;
+}
+
+export function matchRoute(pathname: string): Route {
   const path = pathname.replace(/\/+$/, "") || "/";
   if (path === "/") return { page: "chat", threadId: null };
   const m = /^\/chat\/([^/]+)$/.exec(path);
@@ -15,32 +31,80 @@ export function matchRoute(pathname: string): { page: Page; threadId: string | n
   if (path === "/chat") return { page: "chat", threadId: null };
   if (path === "/documents") return { page: "documents", threadId: null };
   if (path === "/search") return { page: "search", threadId: null };
+  if (path === "/collections") return { page: "collections", threadId: null };
+  const c = /^\/collections\/([^/]+)$/.exec(path);
+  if (c) return { page: "collections", threadId: null, collectionId: decodeURIComponent(c[1]) };
+  if (path === "/account") return { page: "account", threadId: null };
+  if (path === "/admin") return { page: "admin", threadId: null };
   return { page: "notfound", threadId: null };
 }
 
 export function App() {
-  const { pathname } = useLocation();
-  const { page, threadId } = matchRoute(pathname);
   return (
-    <div className={`app page-${page}`}>
-      <a href="#main" className="skip-link">
-        Skip to content
-      </a>
-      <NavBar page={page} />
-      <HealthBanner />
-      <main id="main" className="main" tabIndex={-1}>
-        {page === "chat" && <ChatPage threadId={threadId} />}
-        {page === "documents" && <DocumentsPage />}
-        {page === "search" && <SearchPage />}
-        {page === "notfound" && (
-          <div className="page center-state" data-testid="not-found">
-            <h1>Page not found</h1>
-            <Link to="/" className="btn">
-              Go to chat
-            </Link>
-          </div>
-        )}
+    <AuthProvider>
+      <Gate />
+    </AuthProvider>
+  );
+}
+
+/** Boot: read the session first, then setup, login, or the app. */
+function Gate() {
+  const { status, error, setupRequired, auth, user, recheck } = useAuth();
+  if (status === "loading")
+    return (
+      <main id="main" className="auth-page">
+        <Spinner label="Loading ragchat" />
       </main>
-    </div>
+    );
+  if (status === "error")
+    return (
+      <main id="main" className="auth-page">
+        <div className="auth-card" data-testid="boot-error">
+          <h1>ragchat</h1>
+          <div className="error-box" role="alert">
+            <div className="error-text">{error}</div>
+          </div>
+          <button type="button" className="btn" onClick={() => void recheck()}>
+            Retry
+          </button>
+        </div>
+      </main>
+    );
+  if (setupRequired) return <SetupPage />;
+  if (auth === "on" && !user) return <LoginPage />;
+  // Keyed by user: another sign-in starts every page afresh.
+  return <Shell key={user?.id ?? "local"} />;
+}
+
+function Shell() {
+  const { pathname } = useLocation();
+  const { page, threadId, collectionId } = matchRoute(pathname);
+  return (
+    <CollectionsProvider>
+      <div className={`app page-${page}`}>
+        <a href="#main" className="skip-link">
+          Skip to content
+        </a>
+        <NavBar page={page} />
+        <HealthBanner />
+        <main id="main" className="main" tabIndex={-1}>
+          {page === "chat" && <ChatPage threadId={threadId} />}
+          {page === "documents" && <DocumentsPage />}
+          {page === "search" && <SearchPage />}
+          {page === "collections" &&
+            (collectionId ? <CollectionDetailPage key={collectionId} id={collectionId} /> : <CollectionsPage />)}
+          {page === "account" && <AccountPage />}
+          {page === "admin" && <AdminPage />}
+          {page === "notfound" && (
+            <div className="page center-state" data-testid="not-found">
+              <h1>Page not found</h1>
+              <Link to="/" className="btn">
+                Go to chat
+              </Link>
+            </div>
+          )}
+        </main>
+      </div>
+    </CollectionsProvider>
   );
 }

@@ -9,33 +9,60 @@ import type {
   UploadResult,
 } from "./types";
 
-/** Error from a non-2xx API response; `detail` is the server's message. */
+/** Error from a non-2xx API response; `detail` is the server's message, `code` its error code. */
 export class ApiError extends Error {
   constructor(
     public status: number,
     public detail: string,
+    /** The body's `code` (e.g. "unauthorized", "forbidden", "conflict"), when it has one. */
+    public code: string | null = null,
+    /** Seconds to wait, from a 429's `Retry-After` header or `retry_after` in the body. */
+    public retryAfter: number | null = null,
   ) {
     super(detail);
     this.name = "ApiError";
   }
 }
 
-/** Extract a human message from a Litestar-style error body. */
+/** The session is gone: a 401 from any call except a failed login (`invalid_credentials`). */
+export const isSessionLost = (e: ApiError) => e.status === 401 && e.code !== "invalid_credentials";
+
+type UnauthorizedListener = (e: ApiError) => void;
+const unauthorizedListeners = new Set<UnauthorizedListener>();
+
+/** Be told when any API call answers 401 `unauthorized` (the app then shows the login page). */
+export function onUnauthorized(listener: UnauthorizedListener): () => void {
+  unauthorizedListeners.add(listener);
+  return () => unauthorizedListeners.delete(listener);
+}
+
+function positive(v: unknown): number | null {
+  const n = typeof v === "number" ? v : typeof v === "string" && v.trim() ? Number(v) : NaN;
+  return Number.isFinite(n) && n >= 0 ? n : null;
+}
+
+/** Extract a human message (and code) from a Litestar-style error body; reports a lost session. */
 export async function errorFromResponse(res: Response): Promise<ApiError> {
   let detail = `${res.status} ${res.statusText}`.trim();
+  let code: string | null = null;
+  let retryAfter = positive(res.headers.get("Retry-After"));
   try {
     const body = (await res.json()) as Record<string, unknown>;
     if (typeof body.detail === "string") detail = body.detail;
     else if (typeof body.message === "string") detail = body.message;
     else if (body.error && typeof (body.error as { message?: unknown }).message === "string")
       detail = (body.error as { message: string }).message;
+    if (typeof body.code === "string") code = body.code;
+    retryAfter ??= positive(body.retry_after);
   } catch {
     /* not JSON */
   }
-  return new ApiError(res.status, detail);
+  const err = new ApiError(res.status, detail, code, retryAfter);
+  if (isSessionLost(err)) for (const l of [...unauthorizedListeners]) l(err);
+  return err;
 }
 
-async function request<T>(path: string, init?: RequestInit): Promise<T> {
+export async function request<T>(path: string, init?: RequestInit): Promise<T> {
   const res = await fetch(path, {
     ...init,
     headers: { Accept: "application/json", ...(init?.headers ?? {}) },
@@ -45,8 +72,17 @@ async function request<T>(path: string, init?: RequestInit): Promise<T> {
   return (await res.json()) as T;
 }
 
-function json(method: string, body: unknown): RequestInit {
+export function json(method: string, body: unknown): RequestInit {
   return { method, headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) };
+}
+
+/** "Too many attempts — try again in 30 s." for a 429, else the server's message. */
+export function errorMessage(e: unknown): string {
+  if (e instanceof ApiError) {
+    if (e.status === 429 && e.retryAfter != null) return `${e.detail} Try again in ${Math.ceil(e.retryAfter)} s.`;
+    return e.detail;
+  }
+  return e instanceof Error ? e.message : String(e);
 }
 
 export const api = {
@@ -59,12 +95,17 @@ export const api = {
   startReembed: (target: { provider?: string; model?: string } = {}) =>
     request<ReembedProgress>("/api/admin/reembed", json("POST", target)),
 
-  listDocuments: (signal?: AbortSignal) =>
-    request<{ documents: Document[] }>("/api/documents", { signal }).then((r) => r.documents),
+  listDocuments: (signal?: AbortSignal, collectionId?: string) =>
+    request<{ documents: Document[] }>(
+      collectionId ? `/api/documents?collection_id=${encodeURIComponent(collectionId)}` : "/api/documents",
+      { signal },
+    ).then((r) => r.documents),
 
-  uploadDocuments: (files: File[]) => {
+  /** `collectionId`: the uploads also go into that collection (write access needed). */
+  uploadDocuments: (files: File[], collectionId?: string | null) => {
     const form = new FormData();
     for (const f of files) form.append("files", f, f.name);
+    if (collectionId) form.append("collection_id", collectionId);
     return request<{ results: UploadResult[] }>("/api/documents", {
       method: "POST",
       body: form,
@@ -82,6 +123,7 @@ export const api = {
       rerank?: boolean | null;
       limit?: number;
       documentIds?: string[];
+      collectionIds?: string[];
     },
     signal?: AbortSignal,
   ) => {
@@ -90,6 +132,7 @@ export const api = {
     if (params.rerank != null) qs.set("rerank", String(params.rerank));
     if (params.limit) qs.set("limit", String(params.limit));
     for (const id of params.documentIds ?? []) qs.append("document_ids", id);
+    for (const id of params.collectionIds ?? []) qs.append("collection_ids", id);
     return request<SearchResponse>(`/api/search?${qs.toString()}`, { signal });
   },
 

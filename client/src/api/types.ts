@@ -69,6 +69,16 @@ export type ChatErrorCode =
   | "database_unavailable"
   | (string & {});
 
+/** `{id, username}`: how other users appear (owners, members, the user picker). */
+export interface UserRef {
+  id: string;
+  username: string;
+}
+
+/** What the signed-in user may do with a document or collection. */
+export type Access = "owner" | "write" | "read";
+export type MemberRole = "read" | "write";
+
 export interface Document {
   id: string;
   filename: string;
@@ -83,6 +93,10 @@ export interface Document {
   metadata: Record<string, unknown>;
   created_at: string;
   updated_at: string;
+  owner: UserRef;
+  /** "owner": mine; "write"/"read": shared with me through a collection. */
+  access: Access;
+  collection_ids: string[];
 }
 
 export interface UploadResult {
@@ -197,6 +211,73 @@ export interface ChatRequest {
   thread_id?: string;
   message: string;
   document_ids?: string[];
+  collection_ids?: string[];
   search_mode?: SearchMode;
   rerank?: boolean;
+}
+
+// ---- accounts (docs/ACCOUNTS.md) ----
+
+export interface User {
+  id: string;
+  username: string;
+  is_admin: boolean;
+  disabled: boolean;
+  created_at: string;
+}
+
+/** `GET /api/auth/session` */
+export interface SessionInfo {
+  auth: "on" | "off";
+  /** True while no account exists: the page offers "create the admin account". */
+  setup_required: boolean;
+  user: User | null;
+}
+
+/** A user as the admin page lists them. */
+export interface AdminUser extends User {
+  last_seen_at: string | null;
+  documents: number;
+}
+
+export interface ApiToken {
+  id: string;
+  name: string;
+  /** The first characters of the token, e.g. "rc_a1b2c3". */
+  prefix: string;
+  created_at: string;
+  last_used_at: string | null;
+}
+
+/** `POST /api/auth/tokens`: the only time `token` is ever sent. */
+export interface NewApiToken extends ApiToken {
+  token: string;
+}
+
+export interface Collection {
+  id: string;
+  name: string;
+  description: string | null;
+  owner: UserRef;
+  /** My role in it. */
+  role: Access;
+  document_count: number;
+  created_at: string;
+}
+
+export interface CollectionMember {
+  user: UserRef;
+  role: MemberRole;
+}
+
+export interface CollectionDocument {
+  id: string;
+  filename: string;
+  title: string | null;
+  owner: UserRef;
+}
+
+export interface CollectionDetail extends Collection {
+  members: CollectionMember[];
+  documents: CollectionDocument[];
 }

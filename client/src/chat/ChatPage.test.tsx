@@ -1,7 +1,7 @@
 import { act, fireEvent, render, screen, waitFor } from "@testing-library/react";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { App } from "../App";
-import { jsonResponse, sse, streamResponse, toolResult } from "../test/fixtures";
+import { bootResponse, jsonResponse, sse, streamResponse, toolResult } from "../test/fixtures";
 
 const HEALTH = {
   status: "ok",
@@ -35,6 +35,8 @@ function mockApi(chat: Handler[]) {
   const calls: { url: string; init: RequestInit }[] = [];
   const fetchMock = vi.fn(async (url: string, init: RequestInit = {}) => {
     calls.push({ url, init });
+    const boot = bootResponse(url);
+    if (boot) return boot;
     if (url === "/api/health") return jsonResponse(HEALTH);
     if (url === "/api/threads") return jsonResponse({ threads: [] });
     if (url === "/api/chat") {
@@ -47,6 +49,12 @@ function mockApi(chat: Handler[]) {
   });
   vi.stubGlobal("fetch", fetchMock);
   return calls;
+}
+
+/** Render the app and wait for the session check at boot. */
+async function renderApp() {
+  render(<App />);
+  await screen.findByTestId("app-nav");
 }
 
 beforeEach(() => window.history.replaceState(null, "", "/"));
@@ -70,7 +78,7 @@ describe("ChatPage", () => {
           sse("done", { message_id: "m1", finish_reason: "stop", usage: {} }),
         ]),
     ]);
-    render(<App />);
+    await renderApp();
     expect(screen.getByTestId("empty-chat")).toBeInTheDocument();
     send("What port?");
 
@@ -97,7 +105,7 @@ describe("ChatPage", () => {
         return hangingStream([sse("thread", { thread_id: "t2", message_id: "m" }), sse("token", { delta: "Partial" })], init.signal!);
       },
     ]);
-    render(<App />);
+    await renderApp();
     send("Long question");
     await waitFor(() => expect(screen.getByText("Partial")).toBeInTheDocument());
     expect(screen.getByTestId("composer-input")).toBeDisabled();
@@ -116,7 +124,7 @@ describe("ChatPage", () => {
           sse("error", { code: "llm_unreachable", message: "Ollama is not running. Start it with `ollama serve`." }),
         ]),
     ]);
-    render(<App />);
+    await renderApp();
     send("hi");
     const box = await screen.findByTestId("error-box");
     expect(box).toHaveTextContent("Ollama is not running");
@@ -128,7 +136,7 @@ describe("ChatPage", () => {
       () => streamResponse([sse("thread", { thread_id: "t4", message_id: "m" }), sse("token", { delta: "Half" })]),
       () => streamResponse([sse("thread", { thread_id: "t4", message_id: "m2" }), sse("token", { delta: "Whole" }), sse("done", {})]),
     ]);
-    render(<App />);
+    await renderApp();
     send("Again?");
     const box = await screen.findByTestId("error-box");
     expect(box).toHaveTextContent(/connection/i);
@@ -142,7 +150,7 @@ describe("ChatPage", () => {
 
   it("shows a 400 response as an inline error", async () => {
     mockApi([() => jsonResponse({ status_code: 400, detail: "Message too long" }, 400)]);
-    render(<App />);
+    await renderApp();
     send("x");
     expect(await screen.findByTestId("error-box")).toHaveTextContent("Message too long");
   });

@@ -3,6 +3,9 @@ import { api } from "../api/client";
 import type { Thread } from "../api/types";
 import { Icon } from "../components/Icon";
 import { Spinner } from "../components/Spinner";
+import { useAuth } from "../auth/AuthContext";
+import { CollectionFilter } from "../components/CollectionFilter";
+import { draftKey, writeDraft } from "../lib/drafts";
 import { Link, navigate } from "../lib/router";
 import { Composer } from "./Composer";
 import { MessageList } from "./MessageList";
@@ -15,6 +18,8 @@ export function ChatPage({ threadId: routeThreadId }: { threadId: string | null 
   const [threads, setThreads] = useState<Thread[]>([]);
   const [threadsError, setThreadsError] = useState<string | null>(null);
   const [menuOpen, setMenuOpen] = useState(false);
+  const [collectionId, setCollectionId] = useState("");
+  const { user } = useAuth();
   // The thread the page currently shows; lets us ignore our own URL updates.
   const shown = useRef<string | null | undefined>(undefined);
 
@@ -81,6 +86,15 @@ export function ChatPage({ threadId: routeThreadId }: { threadId: string | null 
   const activeId = chat.state.threadId ?? routeThreadId;
   const activeTitle = threads.find((t) => t.id === activeId)?.title;
   const { messages, sending } = chat.state;
+  const composerKey = draftKey(user?.id, activeId);
+
+  const onSend = (text: string) => {
+    const key = composerKey;
+    void chat.send(text, { collectionIds: collectionId ? [collectionId] : undefined }).then((outcome) => {
+      // The session ended before the server took the message: keep it for after the next login.
+      if (outcome === "unauthorized") writeDraft(key, text);
+    });
+  };
 
   return (
     <div className={`chat-layout${menuOpen ? " menu-open" : ""}`}>
@@ -138,7 +152,16 @@ export function ChatPage({ threadId: routeThreadId }: { threadId: string | null 
         ) : (
           <MessageList messages={messages} sending={sending} onRetry={chat.retry} />
         )}
-        <Composer sending={sending} onSend={(t) => void chat.send(t)} onStop={chat.stop} autoFocus />
+        <Composer
+          sending={sending}
+          onSend={onSend}
+          onStop={chat.stop}
+          autoFocus
+          draftKey={composerKey}
+          options={
+            <CollectionFilter id="chat-collection" value={collectionId} onChange={setCollectionId} testId="chat-collection" />
+          }
+        />
       </section>
     </div>
   );

@@ -1,16 +1,34 @@
-import { useEffect, useRef, useState, type FormEvent, type KeyboardEvent } from "react";
+import { useEffect, useRef, useState, type FormEvent, type KeyboardEvent, type ReactNode } from "react";
+import { readDraft, writeDraft } from "../lib/drafts";
 
 interface Props {
   sending: boolean;
   onSend: (text: string) => void;
   onStop: () => void;
   autoFocus?: boolean;
+  /** sessionStorage key: what is typed is kept there (see lib/drafts) and restored on mount. */
+  draftKey?: string;
+  /** Extra controls shown beside the hint (e.g. the collection filter). */
+  options?: ReactNode;
 }
 
-export function Composer({ sending, onSend, onStop, autoFocus }: Props) {
-  const [text, setText] = useState("");
+export function Composer({ sending, onSend, onStop, autoFocus, draftKey, options }: Props) {
+  const [text, setText] = useState(() => (draftKey ? readDraft(draftKey) : ""));
   const ref = useRef<HTMLTextAreaElement>(null);
   const wasSending = useRef(false);
+  const shownKey = useRef(draftKey);
+
+  // Another thread: show its draft.
+  useEffect(() => {
+    if (shownKey.current === draftKey) return;
+    shownKey.current = draftKey;
+    setText(draftKey ? readDraft(draftKey) : "");
+  }, [draftKey]);
+
+  const edit = (value: string) => {
+    setText(value);
+    if (draftKey) writeDraft(draftKey, value);
+  };
 
   // Give focus back to the textarea when an answer finishes.
   useEffect(() => {
@@ -31,6 +49,7 @@ export function Composer({ sending, onSend, onStop, autoFocus }: Props) {
     if (!value || sending) return;
     onSend(value);
     setText("");
+    if (draftKey) writeDraft(draftKey, "");
   };
 
   const onKeyDown = (e: KeyboardEvent<HTMLTextAreaElement>) => {
@@ -56,7 +75,7 @@ export function Composer({ sending, onSend, onStop, autoFocus }: Props) {
         rows={1}
         value={text}
         placeholder={sending ? "Answering…" : "Ask about your documents…"}
-        onChange={(e) => setText(e.target.value)}
+        onChange={(e) => edit(e.target.value)}
         onKeyDown={onKeyDown}
         disabled={sending}
         data-testid="composer-input"
@@ -76,7 +95,10 @@ export function Composer({ sending, onSend, onStop, autoFocus }: Props) {
           Send
         </button>
       </div>
-      <p className="composer-hint muted">Enter to send · Shift+Enter for a new line</p>
+      <div className="composer-footer">
+        <p className="composer-hint muted">Enter to send · Shift+Enter for a new line</p>
+        {options}
+      </div>
     </form>
   );
 }

@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useReducer, useRef, useState } from "react";
-import { api, ApiError } from "../api/client";
+import { api, ApiError, isSessionLost } from "../api/client";
 import { ConnectionLostError, isAbortError, streamChat } from "../api/chat";
 import { localId } from "../lib/format";
 import { chatReducer, initialChatState } from "./state";
@@ -9,6 +9,14 @@ interface Options {
   onThreadCreated?: (threadId: string) => void;
   /** A send finished (any outcome): refresh the thread list. */
   onSettled?: () => void;
+}
+
+/** How a send ended. "unauthorized": the session ended before the server took the message. */
+export type SendOutcome = "sent" | "failed" | "unauthorized" | "stopped";
+
+export interface SendOptions {
+  /** Narrow the search to these collections. */
+  collectionIds?: string[];
 }
 
 export function useChat(opts: Options = {}) {
@@ -21,6 +29,8 @@ export function useChat(opts: Options = {}) {
   stateRef.current = state;
   const optsRef = useRef(opts);
   optsRef.current = opts;
+  /** Retry re-sends with the same options (collection filter). */
+  const lastSendOpts = useRef<SendOptions>({});
 
   /** Abort the active stream (if any) and mark its message incomplete. */
   const stop = useCallback(() => {
@@ -31,16 +41,19 @@ export function useChat(opts: Options = {}) {
     dispatch({ type: "aborted" });
   }, []);
 
-  const send = useCallback(async (text: string) => {
-    if (stream.current || !text.trim()) return;
+  const send = useCallback(async (text: string, sendOpts: SendOptions = {}): Promise<SendOutcome> => {
+    if (stream.current || !text.trim()) return "failed";
+    lastSendOpts.current = sendOpts;
     const c = new AbortController();
     stream.current = c;
     const threadId = stateRef.current.threadId;
     dispatch({ type: "send", text, userKey: localId("u"), assistantKey: localId("a") });
     const active = () => stream.current === c;
+    let outcome: SendOutcome = "sent";
+    const collections = sendOpts.collectionIds?.length ? { collection_ids: sendOpts.collectionIds } : {};
     try {
       await streamChat(
-        { ...(threadId ? { thread_id: threadId } : {}), message: text },
+        { ...(threadId ? { thread_id: threadId } : {}), message: text, ...collections },
         (ev) => {
           if (!active()) return;
           if (ev.type === "thread" && ev.thread_id !== threadId) {
@@ -52,7 +65,8 @@ export function useChat(opts: Options = {}) {
         c.signal,
       );
     } catch (e) {
-      if (!active()) return; // stopped or superseded: already handled
+      outcome = e instanceof ApiError && isSessionLost(e) ? "unauthorized" : isAbortError(e) ? "stopped" : "failed";
+      if (!active()) return outcome === "unauthorized" ? outcome : "stopped"; // stopped or superseded: handled
       if (isAbortError(e)) dispatch({ type: "aborted" });
       else if (e instanceof ConnectionLostError) dispatch({ type: "connection_lost", message: e.message });
       else if (e instanceof ApiError) dispatch({ type: "request_failed", code: `http_${e.status}`, message: e.detail });
@@ -61,6 +75,7 @@ export function useChat(opts: Options = {}) {
       if (active()) stream.current = null;
       optsRef.current.onSettled?.();
     }
+    return outcome;
   }, []);
 
   const retry = useCallback(
@@ -68,7 +83,7 @@ export function useChat(opts: Options = {}) {
       const msg = stateRef.current.messages.find((m) => m.key === assistantKey);
       if (!msg?.prompt || stream.current) return;
       dispatch({ type: "discard", assistantKey });
-      void send(msg.prompt);
+      void send(msg.prompt, lastSendOpts.current);
     },
     [send],
   );

@@ -1,22 +1,37 @@
+import { useState } from "react";
 import type { Page } from "../App";
+import { useAuth } from "../auth/AuthContext";
 import { Link } from "../lib/router";
 
-const ITEMS: { page: Page; to: string; label: string }[] = [
+interface Item {
+  page: Page;
+  to: string;
+  label: string;
+  admin?: boolean;
+}
+
+const ITEMS: Item[] = [
   { page: "chat", to: "/", label: "Chat" },
   { page: "documents", to: "/documents", label: "Documents" },
   { page: "search", to: "/search", label: "Search" },
+  { page: "collections", to: "/collections", label: "Collections" },
+  { page: "admin", to: "/admin", label: "Admin", admin: true },
+  { page: "account", to: "/account", label: "Account" },
 ];
 
 export function NavBar({ page }: { page: Page }) {
+  const { user, isAdmin, auth, logout } = useAuth();
+  const [leaving, setLeaving] = useState(false);
+  const items = ITEMS.filter((it) => !it.admin || isAdmin);
   return (
     <header className="topbar">
       <Link to="/" className="brand" aria-label="ragchat home">
         <span className="brand-mark" aria-hidden="true" />
         ragchat
       </Link>
-      <nav aria-label="Main" data-testid="app-nav">
+      <nav aria-label="Main" data-testid="app-nav" className="topnav">
         <ul className="nav">
-          {ITEMS.map((it) => (
+          {items.map((it) => (
             <li key={it.page}>
               <Link
                 to={it.to}
@@ -30,6 +45,26 @@ export function NavBar({ page }: { page: Page }) {
           ))}
         </ul>
       </nav>
+      {auth === "on" && user && (
+        <div className="topbar-user">
+          <span className="nav-user" title={`Signed in as ${user.username}`} data-testid="nav-user">
+            <span className="sr-only">Signed in as </span>
+            {user.username}
+          </span>
+          <button
+            type="button"
+            className="btn btn-small"
+            disabled={leaving}
+            onClick={() => {
+              setLeaving(true);
+              void logout();
+            }}
+            data-testid="nav-logout"
+          >
+            Log out
+          </button>
+        </div>
+      )}
     </header>
   );
 }

@@ -6,12 +6,21 @@ import { isActive } from "./useDocuments";
 
 const STATUS_TEXT = { queued: "Queued", processing: "Processing", ready: "Ready", failed: "Failed" } as const;
 
-export function DocumentRow({ doc, onDelete }: { doc: Document; onDelete: (id: string) => Promise<void> }) {
+interface Props {
+  doc: Document;
+  onDelete: (id: string) => Promise<void>;
+  /** Names of the collections the document is in (those I can see). */
+  collections?: string[];
+}
+
+export function DocumentRow({ doc, onDelete, collections = [] }: Props) {
   const [confirm, setConfirm] = useState(false);
   const [busy, setBusy] = useState(false);
   const active = isActive(doc);
   const total = doc.chunks_total;
   const pct = total ? Math.min(100, Math.round((doc.chunks_done / total) * 100)) : null;
+  // Only the owner may delete; shared documents show who owns them.
+  const mine = !doc.access || doc.access === "owner";
 
   return (
     <li className="doc-row" data-testid="document-row" data-status={doc.status} data-document-id={doc.id}>
@@ -19,8 +28,13 @@ export function DocumentRow({ doc, onDelete }: { doc: Document; onDelete: (id: s
         <Icon name="file" size={20} />
       </div>
       <div className="doc-body">
-        <div className="doc-title" data-testid="document-title">
-          {doc.title || doc.filename}
+        <div className="doc-title">
+          <span data-testid="document-title">{doc.title || doc.filename}</span>
+          {!mine && (
+            <span className="badge badge-shared" data-testid="doc-access" data-access={doc.access}>
+              Shared · {doc.access}
+            </span>
+          )}
         </div>
         <div className="doc-meta muted small">
           {doc.title && doc.title !== doc.filename && <span>{doc.filename}</span>}
@@ -32,6 +46,12 @@ export function DocumentRow({ doc, onDelete }: { doc: Document; onDelete: (id: s
             </span>
           )}
           <span>{formatDate(doc.created_at)}</span>
+          {!mine && doc.owner && <span data-testid="doc-owner">Owner: {doc.owner.username}</span>}
+          {collections.length > 0 && (
+            <span data-testid="doc-collections">
+              {collections.length === 1 ? "Collection" : "Collections"}: {collections.join(", ")}
+            </span>
+          )}
         </div>
         {active && (
           <div
@@ -57,7 +77,7 @@ export function DocumentRow({ doc, onDelete }: { doc: Document; onDelete: (id: s
         {active && pct != null ? ` ${pct}%` : ""}
       </span>
       <div className="doc-actions">
-        {confirm ? (
+        {!mine ? null : confirm ? (
           <>
             <button
               type="button"

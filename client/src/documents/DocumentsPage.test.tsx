@@ -18,6 +18,9 @@ const doc = (over: Partial<Document> = {}): Document => ({
   metadata: {},
   created_at: "2024-01-01T00:00:00Z",
   updated_at: "2024-01-01T00:00:00Z",
+  owner: { id: "u1", username: "alice" },
+  access: "owner",
+  collection_ids: [],
   ...over,
 });
 

@@ -1,5 +1,6 @@
 import { useState } from "react";
 import { api } from "../api/client";
+import { useCollections } from "../collections/CollectionsContext";
 import type { UploadResult } from "../api/types";
 import { Spinner } from "../components/Spinner";
 import { DocumentRow } from "./DocumentRow";
@@ -13,13 +14,18 @@ export function DocumentsPage() {
   const [uploading, setUploading] = useState(false);
   const [results, setResults] = useState<UploadResult[]>([]);
   const [notice, setNotice] = useState<string | null>(null);
+  const [target, setTarget] = useState("");
+  const { collections, refresh: refreshCollections } = useCollections();
+  const writable = (collections ?? []).filter((c) => c.role === "owner" || c.role === "write");
+  const names = new Map((collections ?? []).map((c) => [c.id, c.name]));
+  const targetId = writable.some((c) => c.id === target) ? target : "";
 
   const upload = async (files: File[]) => {
     setUploading(true);
     setNotice(null);
     setResults([]);
     try {
-      const res = await api.uploadDocuments(files);
+      const res = await api.uploadDocuments(files, targetId || null);
       setResults(res.filter((r) => r.status !== "queued"));
       const fresh = res.flatMap((r) => (r.document && r.status === "queued" ? [r.document] : []));
       if (fresh.length) setDocs((d) => [...fresh, ...(d ?? []).filter((x) => !fresh.some((f) => f.id === x.id))]);
@@ -28,6 +34,7 @@ export function DocumentsPage() {
     } finally {
       setUploading(false);
       void refresh();
+      if (targetId) void refreshCollections(); // document counts
     }
   };
 
@@ -47,6 +54,24 @@ export function DocumentsPage() {
         <p className="muted">Files you upload are split into chunks, embedded locally and made searchable.</p>
       </header>
 
+      {writable.length > 0 && (
+        <div className="upload-target small">
+          <label htmlFor="upload-collection">Upload into collection</label>
+          <select
+            id="upload-collection"
+            value={targetId}
+            onChange={(e) => setTarget(e.target.value)}
+            data-testid="upload-collection"
+          >
+            <option value="">None (only in my documents)</option>
+            {writable.map((c) => (
+              <option key={c.id} value={c.id}>
+                {c.name}
+              </option>
+            ))}
+          </select>
+        </div>
+      )}
       <UploadZone busy={uploading} onFiles={upload} />
       {uploading && (
         <p className="muted small" data-testid="upload-progress">
@@ -95,7 +120,12 @@ export function DocumentsPage() {
       ) : (
         <ul className="doc-list" data-testid="documents-list" aria-label="Documents">
           {docs.map((d) => (
-            <DocumentRow key={d.id} doc={d} onDelete={remove} />
+            <DocumentRow
+              key={d.id}
+              doc={d}
+              onDelete={remove}
+              collections={(d.collection_ids ?? []).flatMap((id) => names.get(id) ?? [])}
+            />
           ))}
         </ul>
       )}

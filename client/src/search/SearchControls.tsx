@@ -1,3 +1,4 @@
+import type { ReactNode } from "react";
 import type { SearchMode } from "../api/types";
 
 const MODES: { value: SearchMode; label: string; hint: string }[] = [
@@ -13,9 +14,11 @@ interface Props {
   onMode: (m: SearchMode) => void;
   rerank: boolean;
   onRerank: (r: boolean) => void;
+  /** Optional extra control (the collection filter). */
+  filter?: ReactNode;
 }
 
-export function SearchControls({ text, onText, mode, onMode, rerank, onRerank }: Props) {
+export function SearchControls({ text, onText, mode, onMode, rerank, onRerank, filter }: Props) {
   return (
     <div className="search-controls">
       <label htmlFor="search-input" className="sr-only">
@@ -59,6 +62,7 @@ export function SearchControls({ text, onText, mode, onMode, rerank, onRerank }:
           <span className="switch-track" aria-hidden="true" />
           Rerank
         </label>
+        {filter}
       </div>
     </div>
   );

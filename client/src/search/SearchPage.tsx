@@ -4,6 +4,7 @@ import type { SearchMode, SearchResponse } from "../api/types";
 import { SearchModeBadge } from "../components/SearchModeBadge";
 import { Spinner } from "../components/Spinner";
 import { formatMs } from "../lib/format";
+import { CollectionFilter } from "../components/CollectionFilter";
 import { Link, useSearchParams } from "../lib/router";
 import { useDebounced } from "../lib/useDebounced";
 import { SearchControls } from "./SearchControls";
@@ -28,6 +29,7 @@ type Result = { key: string; data?: SearchResponse; error?: string };
 export function SearchPage() {
   const [params, setParams] = useSearchParams();
   const { q, mode, rerank } = parseSearchParams(params);
+  const collection = params.get("collection") ?? "";
   const [text, setText] = useState(q);
   const [tab, setTab] = useState<"documents" | "chunks">("documents");
   const [result, setResult] = useState<Result | null>(null);
@@ -43,7 +45,7 @@ export function SearchPage() {
     setText((t) => (t.trim() === q ? t : q));
   }, [q]);
 
-  const key = `${q}\u0000${mode}\u0000${rerank}`;
+  const key = `${q}\u0000${mode}\u0000${rerank}\u0000${collection}`;
   useEffect(() => {
     if (!q) {
       setResult(null);
@@ -51,13 +53,13 @@ export function SearchPage() {
     }
     const ctrl = new AbortController();
     api
-      .search({ q, mode, rerank }, ctrl.signal)
+      .search({ q, mode, rerank, collectionIds: collection ? [collection] : undefined }, ctrl.signal)
       .then((data) => setResult({ key, data }))
       .catch((e: unknown) => {
         if (!ctrl.signal.aborted) setResult({ key, error: e instanceof Error ? e.message : String(e) });
       });
     return () => ctrl.abort();
-  }, [key, q, mode, rerank]);
+  }, [key, q, mode, rerank, collection]);
 
   const loading = !!q && result?.key !== key;
   const data = result?.data;
@@ -75,6 +77,14 @@ export function SearchPage() {
         onMode={(m) => setParams({ mode: m })}
         rerank={rerank ?? data?.reranked ?? false}
         onRerank={(r) => setParams({ rerank: r ? "true" : "false" })}
+        filter={
+          <CollectionFilter
+            id="search-collection"
+            value={collection}
+            onChange={(c) => setParams({ collection: c || null })}
+            testId="search-collection"
+          />
+        }
       />
 
       <div className="search-body" aria-live="polite" aria-busy={loading}>

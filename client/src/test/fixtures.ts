@@ -75,3 +75,13 @@ export function jsonResponse(data: unknown, status = 200): Response {
     headers: { "Content-Type": "application/json" },
   });
 }
+
+/** `GET /api/auth/session` of a server with AUTH=off (the app behaves as before accounts). */
+export const SESSION_AUTH_OFF = { auth: "off", setup_required: false, user: null };
+
+/** Answers for the routes every page of the app shell calls at boot (auth off, no collections). */
+export function bootResponse(url: string): Response | null {
+  if (url === "/api/auth/session") return jsonResponse(SESSION_AUTH_OFF);
+  if (url === "/api/collections") return jsonResponse({ collections: [] });
+  return null;
+}

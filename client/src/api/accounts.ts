@@ -1,0 +1,93 @@
+// Accounts, sessions, API tokens, admin and collections: the routes of docs/ACCOUNTS.md.
+import { json, request } from "./client";
+import type {
+  AdminUser,
+  ApiToken,
+  Collection,
+  CollectionDetail,
+  MemberRole,
+  NewApiToken,
+  SessionInfo,
+  User,
+  UserRef,
+} from "./types";
+
+const id = (s: string) => encodeURIComponent(s);
+
+export const authApi = {
+  /** Public: is auth on, must the first account be created, who am I. */
+  session: (signal?: AbortSignal) => request<SessionInfo>("/api/auth/session", { signal }),
+
+  /** Create the first (admin) account; 409 `setup_done` once one exists. Sets the session cookie. */
+  setup: (username: string, password: string) =>
+    request<{ user: User }>("/api/auth/setup", json("POST", { username, password })).then((r) => r.user),
+
+  /** 401 `invalid_credentials` for a wrong username or password (never reported as a lost session). */
+  login: (username: string, password: string) =>
+    request<{ user: User }>("/api/auth/login", json("POST", { username, password })).then((r) => r.user),
+
+  logout: () => request<void>("/api/auth/logout", { method: "POST" }),
+
+  /** End every session of the signed-in user, this one too. */
+  logoutAll: () => request<void>("/api/auth/logout-all", { method: "POST" }),
+
+  changePassword: (current_password: string, new_password: string) =>
+    request<void>("/api/auth/password", json("POST", { current_password, new_password })),
+
+  listTokens: (signal?: AbortSignal) =>
+    request<{ tokens: ApiToken[] }>("/api/auth/tokens", { signal }).then((r) => r.tokens),
+
+  /** The answer's `token` is shown this once. */
+  createToken: (name: string) => request<NewApiToken>("/api/auth/tokens", json("POST", { name })),
+
+  revokeToken: (tokenId: string) => request<void>(`/api/auth/tokens/${id(tokenId)}`, { method: "DELETE" }),
+
+  /** Active users, to pick whom to share a collection with. */
+  listUsers: (signal?: AbortSignal) => request<{ users: UserRef[] }>("/api/users", { signal }).then((r) => r.users),
+};
+
+export const adminApi = {
+  listUsers: (signal?: AbortSignal) =>
+    request<{ users: AdminUser[] }>("/api/admin/users", { signal }).then((r) => r.users),
+
+  createUser: (body: { username: string; password: string; is_admin?: boolean }) =>
+    request<User>("/api/admin/users", json("POST", body)),
+
+  updateUser: (userId: string, patch: { disabled?: boolean; is_admin?: boolean }) =>
+    request<User>(`/api/admin/users/${id(userId)}`, json("PATCH", patch)),
+
+  resetPassword: (userId: string, password: string) =>
+    request<void>(`/api/admin/users/${id(userId)}/password`, json("POST", { password })),
+
+  deleteUser: (userId: string) => request<void>(`/api/admin/users/${id(userId)}`, { method: "DELETE" }),
+};
+
+export const collectionsApi = {
+  list: (signal?: AbortSignal) =>
+    request<{ collections: Collection[] }>("/api/collections", { signal }).then((r) => r.collections),
+
+  create: (name: string, description?: string) =>
+    request<Collection>("/api/collections", json("POST", description ? { name, description } : { name })),
+
+  get: (collectionId: string, signal?: AbortSignal) =>
+    request<CollectionDetail>(`/api/collections/${id(collectionId)}`, { signal }),
+
+  update: (collectionId: string, patch: { name?: string; description?: string }) =>
+    request<Collection>(`/api/collections/${id(collectionId)}`, json("PATCH", patch)),
+
+  remove: (collectionId: string) => request<void>(`/api/collections/${id(collectionId)}`, { method: "DELETE" }),
+
+  /** Add a member or change their role (owner only). */
+  setMember: (collectionId: string, userId: string, role: MemberRole) =>
+    request<void>(`/api/collections/${id(collectionId)}/members/${id(userId)}`, json("PUT", { role })),
+
+  /** Remove a member (owner), or leave (the member themself). */
+  removeMember: (collectionId: string, userId: string) =>
+    request<void>(`/api/collections/${id(collectionId)}/members/${id(userId)}`, { method: "DELETE" }),
+
+  addDocument: (collectionId: string, documentId: string) =>
+    request<void>(`/api/collections/${id(collectionId)}/documents/${id(documentId)}`, { method: "PUT" }),
+
+  removeDocument: (collectionId: string, documentId: string) =>
+    request<void>(`/api/collections/${id(collectionId)}/documents/${id(documentId)}`, { method: "DELETE" }),
+};
