@@ -45,6 +45,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from bench.common import RESULTS, cpu_context, table, write_json
+from server.db.access import ReadScope
 from server.db.embedded import start_embedded
 from server.documents import repository as repo
 from server.retrieval.vector import vector_search
@@ -229,11 +230,11 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         cases: dict[str, tuple[Callable[[int], Awaitable[Any]], Callable[[int], Awaitable[Any]]]] = {
             "vector arm n=50 (ef 100)": (
                 lambda i: old_vector(old, qs[i % 64], 50),
-                lambda i: vector_search(new, space, qs[i % 64], owner=BENCH_OWNER, n=50),
+                lambda i: vector_search(new, space, qs[i % 64], scope=ReadScope(BENCH_OWNER), n=50),
             ),
             "vector arm n=10 (ef 100)": (
                 lambda i: old_vector(old, qs[i % 64], 10),
-                lambda i: vector_search(new, space, qs[i % 64], owner=BENCH_OWNER, n=10),
+                lambda i: vector_search(new, space, qs[i % 64], scope=ReadScope(BENCH_OWNER), n=10),
             ),
             "hydrate 10 ids": (
                 lambda i: await_all(old.execute(OLD_HYDRATE, {"q": qs[i % 64], "ids": top[i % 64]})),

@@ -51,6 +51,7 @@ from bench.common import (
     write_json,
 )
 from server.core.principal import Principal
+from server.db.access import ReadScope
 from server.documents.chunking import content_hash, embedding_text
 from server.retrieval import keyword as kw
 from server.retrieval.keyword import keyword_search
@@ -443,11 +444,13 @@ async def recall_and_latency(
             hits, lat10, lat50, short = 0, [], [], 0
             for q, t in zip(qvecs, truth, strict=True):
                 start = time.perf_counter()
-                got = await vector_search(pc, space, q, owner=BENCH_OWNER, n=10, ef_search=ef)
+                got = await vector_search(pc, space, q, scope=ReadScope(BENCH_OWNER), n=10, ef_search=ef)
                 lat10.append((time.perf_counter() - start) * 1000)
                 hits += len({i for i, _ in got} & set(t))
                 start = time.perf_counter()
-                got50 = await vector_search(pc, space, q, owner=BENCH_OWNER, n=HYBRID_ARM_DEPTH, ef_search=ef)
+                got50 = await vector_search(
+                    pc, space, q, scope=ReadScope(BENCH_OWNER), n=HYBRID_ARM_DEPTH, ef_search=ef
+                )
                 lat50.append((time.perf_counter() - start) * 1000)
                 short += len(got50) < HYBRID_ARM_DEPTH
             out[str(ef)] = {
@@ -468,7 +471,7 @@ async def keyword_db(
             await keyword_search(
                 conn,
                 q,
-                owner=BENCH_OWNER,
+                scope=ReadScope(BENCH_OWNER),
                 n=n,
                 scorer=settings.keyword_scorer,
                 k1=settings.bm25_k1,
@@ -521,7 +524,7 @@ async def common_words(conn: psycopg.AsyncConnection, k: int) -> tuple[str, list
 async def explain_keyword(conn: psycopg.AsyncConnection, query: str, settings: Settings, n: int) -> list[str]:
     """EXPLAIN ANALYZE of the keyword arm's main BM25 statement, rebuilt the way `keyword_search` builds it."""
     try:
-        terms, _n, avgdl = await kw.query_terms(conn, query, BENCH_OWNER)
+        terms, _n, avgdl = await kw.query_terms(conn, query, ReadScope(BENCH_OWNER))
         chosen = kw.candidate_terms(terms, settings.keyword_candidates)
         plans = []
         tsqs = []
@@ -640,7 +643,7 @@ async def measure_size(
         }
     detail["keyword_db"] = kwd
     detail["explore_searcher"] = await explore_searcher(rt, settings, queries, warmup, common, args)
-    top = [i for i, _ in await vector_search(conn, space, qvecs[0], owner=BENCH_OWNER, n=10)]
+    top = [i for i, _ in await vector_search(conn, space, qvecs[0], scope=ReadScope(BENCH_OWNER), n=10)]
     detail["explain"] = {
         "keyword_common": await explain_keyword(conn, common, settings, HYBRID_ARM_DEPTH),
         "keyword_typical": await explain_keyword(conn, queries[0], settings, HYBRID_ARM_DEPTH),

@@ -57,6 +57,10 @@ def truncate_all(uri: str) -> None:
         if tables:
             conn.execute(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY CASCADE")
         conn.execute("DELETE FROM users WHERE id <> '00000000-0000-0000-0000-000000000001'")
+        conn.execute(
+            "UPDATE users SET username = NULL, password_hash = NULL, name = 'local', is_admin = true, "
+            "disabled = false WHERE id = '00000000-0000-0000-0000-000000000001'"
+        )
 
 
 @pytest.fixture
@@ -81,6 +85,12 @@ def make_settings(uri: str, tmp_path: Path, **overrides: Any) -> Settings:
         "llm_timeout_s": 5.0,
         "reembed_grace_s": 0.2,
         "spaces_refresh_s": 0.0,
+        # The tests of one user on one machine; tests/integration/test_accounts*.py turn auth and limits on.
+        "auth": "off",
+        "rate_login_per_min": 0,
+        "rate_chat_per_min": 0,
+        "rate_search_per_min": 0,
+        "rate_rerank_candidates_per_min": 0,
     }
     values.update(overrides)
     return Settings(_env_file=None, **values)  # type: ignore[call-arg]

@@ -106,7 +106,9 @@ async def test_bad_uploads_and_bad_search_parameters(live_app: Any) -> None:
         assert "unsupported" in results[2]["error"]
         assert (await client.get("/api/documents")).json()["documents"] == []
 
-        nothing = await client.post("/api/documents", data={"other": "x"})
+        form = await client.post("/api/documents", data={"other": "x"})
+        assert form.status_code == 415 and form.json()["code"] == "unsupported_media_type"
+        nothing = await client.post("/api/documents", files={"other": ("x.txt", b"x")})
         assert nothing.status_code == 400 and "files" in nothing.json()["detail"]
 
         bad_mode = await client.get("/api/search", params={"q": "x", "mode": "semantic"})

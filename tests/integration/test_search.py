@@ -11,6 +11,7 @@ import psycopg
 import pytest
 
 from server.core.search import SearchFilters
+from server.db.access import ReadScope
 from server.documents.registration import register_bytes
 from server.retrieval.keyword import keyword_search
 from server.retrieval.search import Searcher
@@ -183,7 +184,7 @@ async def insert_chunks(pool: Any, texts: list[str], owner: uuid.UUID = LOCAL_OW
 async def test_bm25_matches_a_hand_computed_example(pool: Any, db: str) -> None:
     await insert_chunks(pool, ["apple banana", "apple apple cherry", "banana cherry cherry date"])
     async with pool.connection() as conn:
-        hits = await keyword_search(conn, "apples", owner=LOCAL_OWNER_ID, n=10, k1=0.9, b=0.4)
+        hits = await keyword_search(conn, "apples", scope=ReadScope(LOCAL_OWNER_ID), n=10, k1=0.9, b=0.4)
         ids = {
             r["content"]: r["id"]
             for r in await (await conn.execute("SELECT id, content FROM document_chunks")).fetchall()
@@ -228,7 +229,7 @@ async def test_common_word_queries_stay_bounded_and_rank_sensibly(pool: Any, db:
         texts.append(" ".join(words) + f" filler{i}")
     await insert_chunks(pool, texts)
     async with pool.connection() as conn:
-        hits = await keyword_search(conn, "alpha beta gamma", owner=LOCAL_OWNER_ID, n=10, candidates=200)
+        hits = await keyword_search(conn, "alpha beta gamma", scope=ReadScope(LOCAL_OWNER_ID), n=10, candidates=200)
         contents = {
             r["id"]: r["content"]
             for r in await (
@@ -254,9 +255,11 @@ async def test_selective_filter_still_returns_limit_results_at_20k(pool: Any, db
     filters = SearchFilters(document_ids=[target])
     space = await active_test_space(pool)
     async with pool.connection() as conn:
-        exact = await vector_search(conn, space, q, owner=LOCAL_OWNER_ID, n=10, filters=filters)
+        exact = await vector_search(conn, space, q, scope=ReadScope(LOCAL_OWNER_ID), n=10, filters=filters)
         # force the HNSW path: it comes back short after post-filtering and must fall back to an exact scan
-        via_index = await vector_search(conn, space, q, owner=LOCAL_OWNER_ID, n=10, filters=filters, exact_max_rows=0)
+        via_index = await vector_search(
+            conn, space, q, scope=ReadScope(LOCAL_OWNER_ID), n=10, filters=filters, exact_max_rows=0
+        )
         in_target = {
             r["id"]
             for r in await (
