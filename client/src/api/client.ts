@@ -76,13 +76,14 @@ export function json(method: string, body: unknown): RequestInit {
   return { method, headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) };
 }
 
-/** "Too many attempts — try again in 30 s." for a 429, else the server's message. */
+/** The server's message as a sentence ("Wrong username or password."); a 429 says when to try again. */
 export function errorMessage(e: unknown): string {
-  if (e instanceof ApiError) {
-    if (e.status === 429 && e.retryAfter != null) return `${e.detail} Try again in ${Math.ceil(e.retryAfter)} s.`;
-    return e.detail;
-  }
-  return e instanceof Error ? e.message : String(e);
+  const raw = e instanceof ApiError ? e.detail : e instanceof Error ? e.message : String(e);
+  let text = raw.charAt(0).toUpperCase() + raw.slice(1);
+  if (text && !/[.!?]$/.test(text)) text += ".";
+  if (e instanceof ApiError && e.status === 429 && e.retryAfter != null)
+    text += ` Try again in ${Math.ceil(e.retryAfter)} s.`;
+  return text;
 }
 
 export const api = {

@@ -1,6 +1,6 @@
 import { useRef, useState, type FormEvent, type ReactNode } from "react";
 import { authApi } from "../api/accounts";
-import { ApiError, errorMessage } from "../api/client";
+import { errorMessage } from "../api/client";
 import { Field } from "../components/Field";
 import { useAuth } from "./AuthContext";
 
@@ -25,11 +25,8 @@ export function LoginPage() {
     try {
       signedIn(await authApi.login(username.trim(), password));
     } catch (err) {
-      setError(
-        err instanceof ApiError && err.code === "invalid_credentials"
-          ? "Wrong username or password."
-          : errorMessage(err),
-      );
+      // invalid_credentials: "Wrong username or password." (or that the account is disabled).
+      setError(errorMessage(err));
       setPassword("");
       setBusy(false);
       passwordRef.current?.focus();

@@ -1,7 +1,9 @@
 import { act, fireEvent, render, screen, waitFor } from "@testing-library/react";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Document } from "../api/types";
+import { CollectionsProvider } from "../collections/CollectionsContext";
 import { jsonResponse } from "../test/fixtures";
+import { mockServer, on } from "../test/server";
 import { DocumentsPage } from "./DocumentsPage";
 
 const doc = (over: Partial<Document> = {}): Document => ({
@@ -136,5 +138,70 @@ describe("DocumentsPage", () => {
     fireEvent.click(screen.getByTestId("document-delete-confirm"));
     await waitFor(() => expect(screen.queryByTestId("document-row")).toBeNull());
     expect(fetchMock).toHaveBeenCalledWith("/api/documents/d1", expect.objectContaining({ method: "DELETE" }));
+  });
+
+  it("shows shared documents' owner, access and collections, and no Delete for them", async () => {
+    mockServer(
+      on("GET", "/api/collections", () =>
+        jsonResponse({
+          collections: [
+            { id: "c1", name: "Handbooks", description: null, owner: { id: "u2", username: "bob" }, role: "read", document_count: 1, created_at: "" },
+          ],
+        }),
+      ),
+      on("GET", "/api/documents", () =>
+        jsonResponse({
+          documents: [
+            doc(),
+            doc({ id: "d2", owner: { id: "u2", username: "bob" }, access: "read", collection_ids: ["c1"] }),
+            doc({ id: "d3", owner: { id: "u3", username: "carol" }, access: "write", collection_ids: [] }),
+          ],
+        }),
+      ),
+    );
+    render(
+      <CollectionsProvider>
+        <DocumentsPage />
+      </CollectionsProvider>,
+    );
+    await waitFor(() => expect(screen.getAllByTestId("document-row")[1]).toHaveTextContent("Handbooks"));
+    const [mine, read, write] = screen.getAllByTestId("document-row");
+    expect(mine.querySelector("[data-testid=doc-owner]")).toBeNull();
+    expect(mine.querySelector("[data-testid=doc-access]")).toBeNull();
+    expect(mine.querySelector("[data-testid=document-delete]")).not.toBeNull();
+    expect(read.querySelector("[data-testid=doc-owner]")).toHaveTextContent("bob");
+    expect(read.querySelector("[data-testid=doc-access]")).toHaveTextContent("Shared · read");
+    expect(read.querySelector("[data-testid=doc-collections]")).toHaveTextContent("Collection: Handbooks");
+    expect(read.querySelector("[data-testid=document-delete]")).toBeNull();
+    expect(write.querySelector("[data-testid=doc-access]")).toHaveTextContent("Shared · write");
+    expect(write.querySelector("[data-testid=document-delete]")).toBeNull();
+    // A read-only collection is no upload target: no select at all.
+    expect(screen.queryByTestId("upload-collection")).toBeNull();
+  });
+
+  it("uploads into a chosen collection (the collection_id form field)", async () => {
+    const srv = mockServer(
+      on("GET", "/api/collections", () =>
+        jsonResponse({
+          collections: [
+            { id: "c1", name: "Mine", description: null, owner: { id: "u1", username: "alice" }, role: "owner", document_count: 0, created_at: "" },
+            { id: "c2", name: "Theirs", description: null, owner: { id: "u2", username: "bob" }, role: "read", document_count: 0, created_at: "" },
+          ],
+        }),
+      ),
+      on("POST", "/api/documents", () => jsonResponse({ results: [{ filename: "a.md", status: "queued", document: doc({ id: "n1" }), error: null }] }, 201)),
+    );
+    render(
+      <CollectionsProvider>
+        <DocumentsPage />
+      </CollectionsProvider>,
+    );
+    const target = await screen.findByTestId("upload-collection");
+    expect([...target.querySelectorAll("option")].map((o) => o.textContent)).toEqual(["None (only in my documents)", "Mine"]);
+    fireEvent.change(target, { target: { value: "c1" } });
+    fireEvent.change(screen.getByTestId("upload-input"), { target: { files: [new File(["# A"], "a.md")] } });
+    await waitFor(() => expect(srv.find("POST", "/api/documents")).toHaveLength(1));
+    const form = srv.find("POST", "/api/documents")[0].init.body as FormData;
+    expect(form.get("collection_id")).toBe("c1");
   });
 });
