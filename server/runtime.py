@@ -144,3 +144,18 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
                 task.cancel()
             if runtime.tasks:
                 await asyncio.gather(*runtime.tasks, return_exceptions=True)
+
+
+@asynccontextmanager
+async def open_accounts(settings: Settings) -> AsyncIterator[AccountService]:
+    """Only the database and the accounts service: `ragchat user …` needs no model."""
+    database = await asyncio.to_thread(prepare_database, settings)
+    try:
+        pool = make_pool(database.uri, min_size=1, max_size=2)
+        await pool.open(wait=True)
+        try:
+            yield AccountService(pool, settings, RateLimiter(pool))
+        finally:
+            await pool.close()
+    finally:
+        database.close()

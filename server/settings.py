@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Literal
@@ -26,6 +27,14 @@ class EmbedProvider(StrEnum):
 class LLMProviderName(StrEnum):
     ollama = "ollama"
     openai = "openai"
+
+
+def is_loopback(host: str) -> bool:
+    """127.0.0.0/8, ::1 or localhost: a server bound there is reachable from this machine only."""
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return host.strip().lower() == "localhost"
 
 
 def _default_data_dir() -> Path:

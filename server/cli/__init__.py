@@ -8,9 +8,9 @@ import sys
 
 from pydantic import ValidationError
 
-from server.cli import documents, search, vectors
+from server.cli import documents, remote, search, users, vectors
 from server.core.errors import RagchatError
-from server.settings import Settings
+from server.settings import Settings, is_loopback
 
 log = logging.getLogger("ragchat")
 
@@ -22,7 +22,22 @@ def serve(settings: Settings, args: argparse.Namespace) -> int:
 
     host = args.host or settings.host
     port = args.port or settings.port
-    print(f"ragchat: serving on http://{host}:{port}", flush=True)
+    if args.host:
+        settings = settings.model_copy(update={"host": host})
+    if settings.auth == "off" and not is_loopback(host):
+        print(
+            f"ragchat: refusing to serve on {host} with AUTH=off: anyone who can reach it would own every "
+            "document. Use AUTH=on (the default), or bind to 127.0.0.1.",
+            file=sys.stderr,
+        )
+        return 2
+    if not is_loopback(host):
+        print(
+            f"ragchat: listening on {host}: other machines can reach this server. Requests must name a host in "
+            f"ALLOWED_HOSTS (now: {', '.join(settings.host_allowlist)}); put it behind HTTPS for real use.",
+            file=sys.stderr,
+        )
+    print(f"ragchat: serving on http://{host}:{port} (auth {settings.auth})", flush=True)
     uvicorn.run(create_app(settings), host=host, port=port, log_level=settings.log_level, timeout_graceful_shutdown=5)
     return 0
 
@@ -37,6 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
     documents.add_commands(sub)
     search.add_commands(sub)
     vectors.add_commands(sub)
+    users.add_commands(sub)
+    remote.add_commands(sub)
     return parser
 
 

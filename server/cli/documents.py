@@ -8,9 +8,10 @@ import signal
 import sys
 import time
 from pathlib import Path
+from uuid import UUID
 
-from server.cli.common import run_async
-from server.core.principal import local_principal
+from server.cli import remote
+from server.cli.common import acting_as, add_user_option, run_async
 from server.documents.pipeline import Progress
 from server.runtime import open_runtime
 from server.settings import Settings
@@ -19,10 +20,20 @@ from server.settings import Settings
 async def ingest(settings: Settings, args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
+    server = remote.server_url(args)
+    if server:  # upload to a running server, as the token's user; it ingests in the background
+        return remote.ingest(args, server)
     async with open_runtime(settings) as rt:
+        principal = await acting_as(rt, args.user)
+        if args.collection:
+            await rt.documents.check_collection_writable(principal, UUID(args.collection[0]))
         registered = await rt.documents.register_paths(
-            local_principal(), [Path(p) for p in args.paths], retry_failed=args.retry_failed
+            principal, [Path(p) for p in args.paths], retry_failed=args.retry_failed
         )
+        if args.collection:
+            for r in registered:
+                if r.document_id:
+                    await rt.documents.add_to_collection(principal, r.document_id, UUID(args.collection[0]))
         queued = [r for r in registered if r.status in ("queued", "requeued")]
         duplicates = [r for r in registered if r.status == "duplicate"]
         rejected = [r for r in registered if r.status == "rejected"]
@@ -76,4 +87,6 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     ing.add_argument("paths", nargs="+", help="files or folders")
     ing.add_argument("--quiet", action="store_true", help="no progress bar")
     ing.add_argument("--retry-failed", action="store_true", help="queue again files that failed before")
+    remote.add_remote_options(ing)
+    add_user_option(ing)
     ing.set_defaults(func=run_async(ingest))

@@ -9,8 +9,8 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from server.cli.common import run_async
-from server.core.principal import local_principal
+from server.cli import remote
+from server.cli.common import acting_as, add_user_option, run_async
 from server.core.search import SearchFilters
 from server.retrieval.filters import parse_metadata_filters
 from server.runtime import open_runtime
@@ -18,29 +18,41 @@ from server.settings import Settings
 
 
 async def search(settings: Settings, args: argparse.Namespace) -> int:
-    filters = SearchFilters(document_ids=args.document or None, metadata=parse_metadata_filters(args.filter))
+    server = remote.server_url(args)
+    if server:  # a running server answers, as the token's user
+        return print_results(remote.search(args, server), args.json)
+    filters = SearchFilters(
+        document_ids=args.document or None,
+        collection_ids=args.collection or None,
+        metadata=parse_metadata_filters(args.filter),
+    )
     async with open_runtime(settings) as rt:
         result = await rt.searcher.search(
             args.query,
-            principal=local_principal(),
+            principal=await acting_as(rt, args.user),
             limit=args.top_k,
             mode=args.mode,
             filters=filters,
             rerank=args.rerank,
         )
-    if args.json:
-        print(json.dumps(result.to_api(), indent=2))
+    return print_results(result.to_api(), args.json)
+
+
+def print_results(api: dict[str, Any], as_json: bool) -> int:
+    """GET /api/search's JSON, as it is (`--json`) or as a table."""
+    if as_json:
+        print(json.dumps(api, indent=2))
         return 0
     print(
-        f"{len(result.chunks)} results · {result.mode}{' + reranked' if result.reranked else ''} · "
-        f"{result.timings.total_ms:.1f} ms · confidence {result.confidence.label}"
+        f"{len(api['chunks'])} results · {api['mode']}{' + reranked' if api['reranked'] else ''} · "
+        f"{api['timing_ms']['total_ms']:.1f} ms · confidence {api['confidence']['label']}"
     )
-    for rank, hit in enumerate(result.chunks, 1):
-        snippet = textwrap.shorten(hit.content.replace("\n", " "), width=90, placeholder="…")
-        page = f"p.{hit.page}" if hit.page else ""
-        print(f"{rank:>3}  {hit.score:5.3f}  {hit.filename[:32]:<32} {page:<6} {snippet}")
-    if not result.chunks:
-        print("no results" if result.has_embeddings else "no documents yet: run `ragchat ingest PATH`")
+    for rank, hit in enumerate(api["chunks"], 1):
+        snippet = textwrap.shorten(hit["content"].replace("\n", " "), width=90, placeholder="…")
+        page = f"p.{hit['page']}" if hit.get("page") else ""
+        print(f"{rank:>3}  {hit['score']:5.3f}  {hit['filename'][:32]:<32} {page:<6} {snippet}")
+    if not api["chunks"]:
+        print("no results" if api["has_embeddings"] else "no documents yet: run `ragchat ingest PATH`")
     return 0
 
 
@@ -87,6 +99,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--filter", action="append", metavar="KEY=VALUE", help="document metadata filter")
     s.add_argument("--document", action="append", metavar="ID", help="only this document (repeatable)")
     s.add_argument("--json", action="store_true", help="print the same JSON as GET /api/search")
+    remote.add_remote_options(s)
+    add_user_option(s)
     s.set_defaults(func=run_async(search))
 
     ev = sub.add_parser("eval", help="evaluate retrieval on a BEIR-format dataset")
