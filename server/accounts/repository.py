@@ -200,7 +200,8 @@ async def revoke_token(conn: Conn, user_id: UUID, token_id: UUID) -> bool:
 async def token_user(conn: Conn, token_hash: bytes) -> dict[str, Any] | None:
     return await (
         await conn.execute(
-            f"""SELECT t.id AS token_id, (t.last_used_at IS NULL OR t.last_used_at < now() - interval '60 seconds') AS stale,
+            f"""SELECT t.id AS token_id,
+                       (t.last_used_at IS NULL OR t.last_used_at < now() - interval '60 seconds') AS stale,
                        {_USER_U}
                 FROM api_tokens t JOIN users u ON u.id = t.user_id
                 WHERE t.token_hash = %s AND t.revoked_at IS NULL AND NOT u.disabled""",

@@ -54,7 +54,7 @@ async def test_first_visit_creates_the_admin_then_login_and_logout(server: Any) 
 
 
 async def test_wrong_password_and_unknown_user_look_the_same(server: Any) -> None:
-    (await setup_admin(server.url)).is_closed
+    await (await setup_admin(server.url)).aclose()
     async with httpx.AsyncClient(base_url=server.url, timeout=30) as anon:
 
         async def attempt(username: str) -> tuple[float, httpx.Response]:
@@ -169,6 +169,7 @@ async def test_a_disabled_user_or_revoked_token_ends_an_open_stream(
     fake_ollama.enqueue(Reply.text(" ".join(["word"] * 400), token_delay=0.05))  # ~20 s of answer
     events: list[str] = []
     payloads: list[dict[str, Any]] = []
+    streaming = asyncio.Event()
 
     async def listen() -> None:
         from httpx_sse import aconnect_sse
@@ -182,11 +183,11 @@ async def test_a_disabled_user_or_revoked_token_ends_an_open_stream(
                 if sse.event and sse.event != "message":
                     events.append(sse.event)
                     payloads.append(sse.json())
+                    if sse.event == "token":
+                        streaming.set()
 
     task = asyncio.create_task(listen())
-    deadline = time.monotonic() + 20
-    while "token" not in events and time.monotonic() < deadline:
-        await asyncio.sleep(0.05)
+    await asyncio.wait_for(streaming.wait(), 20)
     started = time.monotonic()
     assert (await admin.delete(f"/api/auth/tokens/{token['id']}")).status_code == 204
     await asyncio.wait_for(task, 15)
