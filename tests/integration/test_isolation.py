@@ -146,7 +146,7 @@ async def test_retrieval_never_crosses_users_until_a_collection_shares(server: A
     b_docs = [await upload(b, f"b{i}.txt", f"{B_NOTE} Note {i}.") for i in range(3)]
     await wait_ready(a, a_docs)
     await wait_ready(b, b_docs)
-    a_set, b_set = set(a_docs), set(b_docs)
+    b_set = set(b_docs)
 
     before = {}
     fake_ollama.responder = _rerank_or_chat

@@ -267,7 +267,8 @@ export interface Collection {
 
 export interface CollectionMember {
   user: UserRef;
-  role: MemberRole;
+  /** The owner is listed too (first, role "owner"). */
+  role: Access;
 }
 
 export interface CollectionDocument {

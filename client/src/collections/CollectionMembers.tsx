@@ -21,7 +21,9 @@ export function CollectionMembers({ detail, act }: { detail: CollectionDetail; a
     return () => ctrl.abort();
   }, [isOwner]);
 
-  const taken = new Set([detail.owner.id, ...detail.members.map((m) => m.user.id)]);
+  // The server lists the owner among the members (role "owner"): shown apart, on the first row.
+  const members = detail.members.filter((m) => m.role !== "owner" && m.user.id !== detail.owner.id);
+  const taken = new Set([detail.owner.id, ...members.map((m) => m.user.id)]);
   const candidates = (users ?? []).filter((u) => !taken.has(u.id));
   const chosen = candidates.some((u) => u.id === userId) ? userId : "";
 
@@ -43,7 +45,7 @@ export function CollectionMembers({ detail, act }: { detail: CollectionDetail; a
           <span className="list-main">{detail.owner.username}</span>
           <span className="badge role-owner">Owner</span>
         </li>
-        {detail.members.map((m) => (
+        {members.map((m) => (
           <li key={m.user.id} className="list-row" data-testid="collection-member-row" data-user-id={m.user.id} data-role={m.role}>
             <span className="list-main">{m.user.username}</span>
             {isOwner ? (
@@ -84,7 +86,7 @@ export function CollectionMembers({ detail, act }: { detail: CollectionDetail; a
           </li>
         ))}
       </ul>
-      {detail.members.length === 0 && <p className="muted small">Not shared with anyone yet.</p>}
+      {members.length === 0 && <p className="muted small">Not shared with anyone yet.</p>}
 
       {isOwner && (
         <form className="inline-form" onSubmit={add} aria-label="Share with a user" data-testid="collection-member-form">

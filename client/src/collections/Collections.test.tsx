@@ -43,7 +43,11 @@ const doc = (id: string, title: string, over: Partial<Document> = {}): Document 
 function server(role: Access = "owner") {
   const detail: CollectionDetail = {
     ...coll({ role, owner: role === "owner" ? ALICE : CAROL }),
-    members: [{ user: role === "owner" ? BOB : ALICE, role: role === "owner" ? "write" : role === "write" ? "write" : "read" }],
+    // Like the server: the owner first (role "owner"), then the members.
+    members: [
+      { user: role === "owner" ? ALICE : CAROL, role: "owner" },
+      { user: role === "owner" ? BOB : ALICE, role: role === "owner" ? "write" : role },
+    ],
     documents: [{ id: "d1", filename: "d1.md", title: "Holidays", owner: ALICE }],
   };
   const srv = mockServer(

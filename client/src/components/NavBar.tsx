@@ -47,9 +47,9 @@ export function NavBar({ page }: { page: Page }) {
       </nav>
       {auth === "on" && user && (
         <div className="topbar-user">
-          <span className="nav-user" title={`Signed in as ${user.username}`} data-testid="nav-user">
+          <span className="nav-user" title={`Signed in as ${user.username}`}>
             <span className="sr-only">Signed in as </span>
-            {user.username}
+            <span data-testid="nav-user">{user.username}</span>
           </span>
           <button
             type="button"
