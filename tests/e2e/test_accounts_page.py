@@ -187,6 +187,7 @@ def test_accounts_sharing_flow(live_app: Any, fake_ollama: FakeOllama, fake_llm:
     expect(phone.get_by_test_id("document-row")).to_have_count(1)
     expect(phone.get_by_test_id("nav-logout")).to_be_visible()
     no_horizontal_overflow(phone, MOBILE["width"])
+    screenshot(phone, "accounts-mobile-documents")
 
     # 8. Logging out ends the session on the server too.
     log_out(page)

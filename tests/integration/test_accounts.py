@@ -269,3 +269,13 @@ def test_auth_off_refuses_a_public_address(tmp_path: Path) -> None:
     env = {"AUTH": "off", "RAGCHAT_DATA_DIR": str(tmp_path)}
     out = run_cli("serve", "--host", "0.0.0.0", "--port", "1", env=env)
     assert out.returncode == 2 and "AUTH=off" in out.stderr
+
+
+async def test_an_expired_session_gets_401(live_app: Callable[..., Any]) -> None:
+    server = live_app(auth="on", session_ttl_hours=1.5 / 3600)  # 1.5 s without a request
+    admin = await setup_admin(server.url)
+    assert (await admin.get("/api/documents")).status_code == 200
+    await asyncio.sleep(2.0)
+    expired = await admin.get("/api/documents")
+    assert expired.status_code == 401 and "session" in expired.json()["detail"]
+    assert (await admin.get("/api/auth/session")).json()["user"] is None

@@ -199,7 +199,9 @@ async def test_malformed_bodies_are_400(start: Callable[..., Any]) -> None:
             {"message": "hi", "document_ids": "x"},
         ):
             assert (await client.post("/api/chat", json=body)).status_code == 400, body
-        assert (await client.post("/api/chat", content=b"{not json")).status_code == 400
+        bad_json = {"Content-Type": "application/json"}
+        assert (await client.post("/api/chat", content=b"{not json", headers=bad_json)).status_code == 400
+        assert (await client.post("/api/chat", content=b"{not json")).status_code == 415  # no JSON type
 
 
 async def test_unknown_thread_is_404(start: Callable[..., Any], llm: LLMFake) -> None:
