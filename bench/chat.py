@@ -117,7 +117,9 @@ def serve_app(data_dir: str, ollama_url: str, port: int) -> None:
 
     from server.app import create_app
 
-    settings = bench_settings(Path(data_dir), ollama_host=ollama_url, chat_model=MODEL, log_level="warning")
+    settings = bench_settings(
+        Path(data_dir), ollama_host=ollama_url, chat_model=MODEL, log_level="warning", auth="off", rate_chat_per_min=0
+    )
     uvicorn.run(create_app(settings), host="127.0.0.1", port=port, log_level="warning",
                 timeout_graceful_shutdown=5)  # fmt: skip
 

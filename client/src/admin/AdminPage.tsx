@@ -161,11 +161,11 @@ function AddUserForm({ onAdded, onError }: { onAdded: (u: AdminUser) => void; on
           onChange={(e) => setPassword(e.target.value)}
           data-testid="admin-add-password"
         />
-        <label className="checkbox">
-          <input type="checkbox" checked={admin} onChange={(e) => setAdmin(e.target.checked)} data-testid="admin-add-admin" />
-          Administrator
-        </label>
-        <div>
+        <div className="form-row">
+          <label className="checkbox">
+            <input type="checkbox" checked={admin} onChange={(e) => setAdmin(e.target.checked)} data-testid="admin-add-admin" />
+            Administrator
+          </label>
           <button type="submit" className="btn btn-primary" disabled={busy} data-testid="admin-add-submit">
             {busy ? "Adding…" : "Add user"}
           </button>

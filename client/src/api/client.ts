@@ -64,6 +64,9 @@ export async function errorFromResponse(res: Response): Promise<ApiError> {
 
 export async function request<T>(path: string, init?: RequestInit): Promise<T> {
   const res = await fetch(path, {
+    // Never answer from the browser's HTTP cache: what a user may read changes (sharing, uploads, another
+    // user signing in on this browser), and a cached GET would show the old answer.
+    cache: "no-store",
     ...init,
     headers: { Accept: "application/json", ...(init?.headers ?? {}) },
   });

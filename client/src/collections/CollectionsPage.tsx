@@ -117,7 +117,7 @@ function CreateCollection({ onCreated }: { onCreated: () => Promise<void> }) {
           onChange={(e) => setDescription(e.target.value)}
           data-testid="collection-description"
         />
-        <div>
+        <div className="form-row">
           <button type="submit" className="btn btn-primary" disabled={busy || !name.trim()} data-testid="collection-create">
             {busy ? "Creating…" : "Create collection"}
           </button>
