@@ -1,4 +1,4 @@
-import { useState } from "react";
+import { useEffect, useRef, useState } from "react";
 import type { Page } from "../App";
 import { useAuth } from "../auth/AuthContext";
 import { Link } from "../lib/router";
@@ -23,13 +23,19 @@ export function NavBar({ page }: { page: Page }) {
   const { user, isAdmin, auth, logout } = useAuth();
   const [leaving, setLeaving] = useState(false);
   const items = ITEMS.filter((it) => !it.admin || isAdmin);
+  const navRef = useRef<HTMLElement>(null);
+
+  // On narrow screens the nav scrolls sideways: keep the current page's link in view.
+  useEffect(() => {
+    navRef.current?.querySelector('[aria-current="page"]')?.scrollIntoView({ block: "nearest", inline: "nearest" });
+  }, [page]);
   return (
     <header className="topbar">
       <Link to="/" className="brand" aria-label="ragchat home">
         <span className="brand-mark" aria-hidden="true" />
         ragchat
       </Link>
-      <nav aria-label="Main" data-testid="app-nav" className="topnav">
+      <nav aria-label="Main" data-testid="app-nav" className="topnav" ref={navRef}>
         <ul className="nav">
           {items.map((it) => (
             <li key={it.page}>
