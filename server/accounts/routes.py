@@ -142,7 +142,8 @@ class AuthController(Controller):
                 user = user_json(await accounts.me(await authenticate(request, accounts)))
             except Unauthorized:
                 user = None
-        return {"auth": accounts.settings.auth, "setup_required": await accounts.setup_required(), "user": user}
+        setup = accounts.auth_enabled and await accounts.setup_required()  # AUTH=off needs no account
+        return {"auth": accounts.settings.auth, "setup_required": setup, "user": user}
 
     @post("/setup", status_code=201)
     async def setup(
