@@ -70,7 +70,8 @@ function Gate() {
         </div>
       </main>
     );
-  if (setupRequired) return <SetupPage />;
+  // With auth off there is nothing to set up (the server may still say no account exists).
+  if (auth === "on" && setupRequired) return <SetupPage />;
   if (auth === "on" && !user) return <LoginPage />;
   // Keyed by user: another sign-in starts every page afresh.
   return <Shell key={user?.id ?? "local"} />;

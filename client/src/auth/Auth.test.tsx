@@ -144,6 +144,13 @@ describe("auth off", () => {
     expect(await screen.findByTestId("auth-off")).toHaveTextContent("Authentication is off");
   });
 
+  it("never asks to create an admin account (even when no account exists yet)", async () => {
+    mockServer(on("GET", "/api/auth/session", () => jsonResponse(session({ auth: "off", setup_required: true, user: null }))));
+    render(<App />);
+    expect(await screen.findByTestId("empty-chat")).toBeInTheDocument();
+    expect(screen.queryByTestId("setup-form")).toBeNull();
+  });
+
   it("an older server without /api/auth/session (404) works as before", async () => {
     mockServer(on("GET", "/api/auth/session", () => apiError(404, "not_found", "Not Found")));
     render(<App />);
