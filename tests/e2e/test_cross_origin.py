@@ -22,7 +22,8 @@ from tests.e2e.conftest import wait_until
 ATTACK = """<!doctype html><html><body>
 <form id="plain" method="POST" action="{api}/api/chat" enctype="text/plain" target="f1">
   <input name='{{"message":"planted via text/plain","x":"' value='"}}'></form>
-<form id="urlenc" method="POST" action="{api}/api/chat" target="f2"><input name="message" value="planted via form"></form>
+<form id="urlenc" method="POST" action="{api}/api/chat" target="f2">
+  <input name="message" value="planted via form"></form>
 <form id="multi" method="POST" action="{api}/api/documents" enctype="multipart/form-data" target="f3">
   <input name="files" value="not a file"></form>
 <iframe name="f1"></iframe><iframe name="f2"></iframe><iframe name="f3"></iframe>
@@ -61,7 +62,7 @@ def attacker() -> Iterator[dict[str, Any]]:
     state: dict[str, Any] = {}
 
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             body = state["js"] if self.path == "/attack.js" else state["html"]
             kind = "text/javascript" if self.path == "/attack.js" else "text/html"
             data = body.encode()
