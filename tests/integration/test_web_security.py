@@ -74,9 +74,11 @@ async def test_security_headers_and_local_api_docs(server: Any) -> None:
         for path in ("/", "/api/health", "/api/documents"):
             r = await client.get(path)
             csp = r.headers["content-security-policy"]
-            assert "script-src 'self'" in csp and "frame-ancestors 'none'" in csp and "unsafe-inline" not in csp.split(
-                "style-src"
-            )[0]
+            assert (
+                "script-src 'self'" in csp
+                and "frame-ancestors 'none'" in csp
+                and "unsafe-inline" not in csp.split("style-src")[0]
+            )
             assert r.headers["x-content-type-options"] == "nosniff"
             assert r.headers["referrer-policy"] and r.headers["x-frame-options"] == "DENY"
         docs = await client.get("/schema")
