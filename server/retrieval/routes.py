@@ -61,7 +61,8 @@ async def search(
         metadata=parse_metadata_filters(filter_),
     )
     result = await searcher.search(q, principal=principal, limit=limit, mode=mode, filters=filters, rerank=rerank)
-    return Response(result.to_api(), headers={"Cache-Control": "private, max-age=60"})
+    # Not cacheable: a browser's cache is keyed on the URL, not the user, and shares change what is readable.
+    return Response(result.to_api(), headers={"Cache-Control": "private, no-store", "Vary": "Cookie, Authorization"})
 
 
 def search_handlers() -> list[Any]:

@@ -70,7 +70,7 @@ async def test_upload_is_ingested_in_the_background_and_searchable(live_app: Any
 
         search = await client.get("/api/search", params={"q": "how do glaciers shape valleys", "limit": 5})
         assert search.status_code == 200
-        assert search.headers["cache-control"] == "private, max-age=60"
+        assert search.headers["cache-control"] == "private, no-store"
         body = search.json()
         assert body["mode"] == "hybrid" and body["reranked"] is False and body["has_embeddings"] is True
         assert body["chunks"][0]["filename"] == "glaciers.txt"
