@@ -94,6 +94,7 @@ class ChatContext:
     principal: Principal
     document_ids: list[UUID] | None = None
     collection_ids: list[UUID] | None = None
+    metadata: dict[str, str] | None = None  # document metadata filter (the RAG endpoint's `filters`)
     search_mode: str | None = None
     rerank: bool | None = None
     context_tokens: int | None = None  # the model's window; None: requests are not fitted
@@ -230,6 +231,7 @@ async def _search_events(
         limit=ctx.settings.chat_search_limit,
         document_ids=document_ids,
         collection_ids=ctx.collection_ids,
+        metadata=ctx.metadata,
         mode=ctx.search_mode,
         rerank=ctx.rerank,
     )

@@ -20,6 +20,7 @@ from uuid import UUID, uuid4
 import anyio
 
 from server.chat import repository as repo
+from server.chat.answer import Answer, AnswerRequest, answer_events, collect
 from server.chat.faults import ChatFault, describe_failure
 from server.chat.loop import ChatContext, ChatEvent, Turn, initial_messages, run_loop
 from server.chat.prompts import history_messages, thread_title
@@ -202,6 +203,27 @@ class ChatService:
                 "citations": citation_report(turn.content, turn.passages),
             },
         )
+
+    # ---- answers without a thread (RAG endpoint, OpenAI-compatible model, MCP, CLI) -------------------------
+    async def answer_stream(
+        self, principal: Principal, req: AnswerRequest, turn: Turn | None = None
+    ) -> AsyncGenerator[ChatEvent, None]:
+        """The turn's events without persistence; pass `turn` to read the text and sources afterwards."""
+        async with aclosing(
+            answer_events(
+                self.llm, self.search, self.settings, principal, req, await self.context_tokens(), turn or Turn()
+            )
+        ) as events:
+            async for event in events:
+                yield event
+
+    async def answer(self, principal: Principal, req: AnswerRequest) -> Answer:
+        """The whole answer at once; raises what the LLM or the search raise (see faults.describe_failure)."""
+        turn = Turn()
+        async with aclosing(self.answer_stream(principal, req, turn)) as events:
+            async for _ in events:
+                pass
+        return collect(turn)
 
     # ---- threads --------------------------------------------------------------------------------------------
     async def list_threads(self, principal: Principal) -> list[dict[str, Any]]:

@@ -92,13 +92,12 @@ async def run_search(
     mode: str | None,
     rerank: bool | None,
     collection_ids: list[UUID] | None = None,
+    metadata: dict[str, str] | None = None,
 ) -> SearchResult:
-    filters = (
-        SearchFilters(document_ids=document_ids, collection_ids=collection_ids)
-        if document_ids or collection_ids
-        else None
+    filters = SearchFilters(document_ids=document_ids, collection_ids=collection_ids, metadata=metadata)
+    return await search.search(
+        query, principal=principal, limit=limit, mode=mode, filters=filters if filters.active else None, rerank=rerank
     )
-    return await search.search(query, principal=principal, limit=limit, mode=mode, filters=filters, rerank=rerank)
 
 
 def tool_result_payload(call_id: str, result: SearchResult) -> dict[str, Any]:
