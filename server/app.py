@@ -9,10 +9,11 @@ from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-from litestar import Litestar, Request, Response, get
+from litestar import Litestar, Request, Response, asgi, get
 from litestar.di import Provide
 from litestar.exceptions import HTTPException, NotFoundException
 from litestar.response import File
+from litestar.types import Receive, Scope, Send
 
 from server import __version__
 from server.accounts.routes import account_handlers, authenticate
@@ -26,6 +27,7 @@ from server.documents.collection_routes import CollectionController
 from server.documents.collections import CollectionService
 from server.documents.routes import DocumentController
 from server.documents.service import DocumentService
+from server.mcp.http import McpHttp
 from server.retrieval.routes import search_handlers
 from server.retrieval.search import Searcher
 from server.runtime import Overrides, Runtime, open_runtime
@@ -85,7 +87,7 @@ def _client_dist(settings: Settings) -> Path:
 
 def create_app(settings: Settings, runtime: Runtime | None = None, *, overrides: Overrides | None = None) -> Litestar:
     """The app over `runtime` (used as it is, not closed), or over one its lifespan opens (with `overrides`)."""
-    holder: dict[str, Runtime] = {}
+    holder: dict[str, Any] = {}
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
@@ -95,6 +97,9 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, overrides:
             if runtime is None:  # a real start: say what to fix before the first request needs it
                 for problem in await rt.startup_problems():
                     log.warning("%s", problem)
+            mcp = McpHttp(rt)
+            await stack.enter_async_context(mcp.run())
+            holder["mcp"] = mcp
             stop = asyncio.Event()
             workers = [
                 asyncio.create_task(rt.documents.run_worker(stop), name="ingest-worker")
@@ -113,6 +118,11 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, overrides:
         return holder["runtime"]
 
     dist = _client_dist(settings)
+
+    @asgi("/mcp", is_mount=True, include_in_schema=False)
+    async def mcp_endpoint(scope: Scope, receive: Receive, send: Send) -> None:
+        """MCP over streamable HTTP (server/mcp/http.py): a personal API token on every request."""
+        await holder["mcp"](scope, receive, send)
 
     @get(["/", "/{path:path}"], include_in_schema=False)
     async def client_app(path: str = "/") -> File:
@@ -137,6 +147,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, overrides:
             CollectionController,
             *search_handlers(),
             *chat_handlers(),
+            mcp_endpoint,
             client_app,
         ],
         dependencies={

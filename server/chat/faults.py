@@ -37,3 +37,31 @@ def describe_failure(exc: BaseException) -> ChatFault:
             "right, then send the message again.",
         )
     return ChatFault("internal_error", f"Something went wrong while answering ({_short(exc)}). Please try again.")
+
+
+FAULT_STATUS = {
+    "not_found": 404,
+    "bad_request": 400,
+    "context_overflow": 400,
+    "llm_rate_limited": 429,
+    "rate_limited": 429,
+    "llm_unreachable": 503,
+    "model_not_found": 503,
+    "embeddings_unavailable": 503,
+    "database_unavailable": 503,
+    "llm_timeout": 504,
+    "llm_auth": 502,
+    "llm_bad_response": 502,
+    "llm_error": 502,
+}
+
+
+def as_http_error(exc: BaseException) -> RagchatError:
+    """A failure of a non-streamed answer as an HTTP error with the chat fault's code and message."""
+    if isinstance(exc, RagchatError) and not isinstance(exc, LLMError):
+        return exc
+    fault = describe_failure(exc)
+    err = RagchatError(fault.message)
+    err.code = fault.code
+    err.status_code = FAULT_STATUS.get(fault.code, 500)
+    return err

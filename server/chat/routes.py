@@ -11,6 +11,8 @@ from pydantic import BaseModel
 from sse_starlette import EventSourceResponse
 
 from server.chat.faults import describe_failure
+from server.chat.openai_routes import openai_router
+from server.chat.rag_routes import rag
 from server.chat.service import ChatRequest, ChatService
 from server.chat.sse import server_sent_events
 from server.core.errors import BadRequest, ServiceUnavailable
@@ -132,4 +134,4 @@ class ThreadController(Controller):
 
 
 def chat_handlers() -> list[Any]:
-    return [chat, ThreadController]
+    return [chat, ThreadController, rag, openai_router()]

@@ -218,6 +218,21 @@ async def get_document(conn: Conn, reader: UUID, document_id: UUID) -> dict[str,
     return await (await conn.execute(query, {"uid": reader, "id": document_id})).fetchone()  # type: ignore[arg-type]
 
 
+async def read_chunks(
+    conn: Conn, reader: UUID, document_id: UUID, *, start: int, end: int | None, page: int | None, limit: int
+) -> list[dict[str, Any]]:
+    """Up to `limit` chunks with `start` <= chunk_index <= `end` (of one page when `page` is given), in order,
+    of a document `reader` may read; [] when it is missing or not readable (`get_document` tells which)."""
+    query = f"""SELECT c.chunk_index, c.content, c.page, c.section FROM document_chunks c
+        JOIN documents d ON d.id = c.document_id
+        WHERE d.id = %(id)s AND {_READABLE} AND c.chunk_index >= %(start)s
+          AND (%(end)s::integer IS NULL OR c.chunk_index <= %(end)s::integer)
+          AND (%(page)s::integer IS NULL OR c.page = %(page)s::integer)
+        ORDER BY c.chunk_index LIMIT %(limit)s"""
+    params = {"uid": reader, "id": document_id, "start": start, "end": end, "page": page, "limit": limit}
+    return await (await conn.execute(query, params)).fetchall()  # type: ignore[arg-type]
+
+
 async def delete_document(conn: Conn, owner: UUID, document_id: UUID) -> bool:
     """Only the owner deletes (a reader removes it from a collection instead)."""
     cur = await conn.execute("DELETE FROM documents WHERE owner_id = %s AND id = %s", (owner, document_id))

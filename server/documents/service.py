@@ -63,6 +63,27 @@ class DocumentService:
         async with self.pool.connection() as conn:
             return await repo.get_document(conn, principal.user_id, document_id)
 
+    async def read_chunks(
+        self,
+        principal: Principal,
+        document_id: UUID,
+        *,
+        start: int = 0,
+        end: int | None = None,
+        page: int | None = None,
+        limit: int = 50,
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """The document and up to `limit` of its chunks from index `start` to `end` (inclusive; of one page when
+        `page` is given), only if the principal may read it; otherwise 404 (missing or not theirs: the same)."""
+        async with self.pool.connection() as conn:
+            document = await repo.get_document(conn, principal.user_id, document_id)
+            if document is None:
+                raise NotFound(f"document {document_id} not found")
+            chunks = await repo.read_chunks(
+                conn, principal.user_id, document_id, start=start, end=end, page=page, limit=limit
+            )
+        return document, chunks
+
     async def delete(self, principal: Principal, document_id: UUID) -> None:
         """The owner deletes; a reader gets 403 (they know it exists); anyone else 404."""
         async with self.pool.connection() as conn:

@@ -120,7 +120,7 @@ class SecurityMiddleware:
                 if media not in accepted:
                     raise UnsupportedMediaType(f"send this as {' or '.join(accepted)} (got {media or 'no type'})")
                 return
-        if path.startswith("/api/") and media != "application/json":
+        if path.startswith(("/api/", "/v1/")) and media != "application/json":
             raise UnsupportedMediaType(f"this route accepts only application/json (got {media or 'no type'})")
 
 

@@ -1,0 +1,179 @@
+"""ragchat as an OpenAI-compatible model: `GET /v1/models`, `POST /v1/chat/completions` (streamed or not).
+
+Any OpenAI client (the `openai` package, Open WebUI as a connection, Continue, curl) gets answers grounded
+in the caller's documents: the last user message is the question, earlier user/assistant messages are the
+history, and the model searches through the same tool as chat. Sources follow the answer as a numbered list
+and, structured, in an extra `sources` field (the final chunk's, when streamed). Authenticate with a
+personal API token (`api_key=` in the client). Errors are OpenAI-style `{"error": {message, type, code}}`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
+from typing import Any
+
+from litestar import Request, Response, Router, get, post
+from litestar.exceptions import HTTPException
+from litestar.response import Stream
+from pydantic import BaseModel, ConfigDict, Field
+
+from server.chat.answer import Answer, AnswerRequest, collect
+from server.chat.faults import as_http_error
+from server.chat.loop import Turn
+from server.chat.service import ChatService
+from server.core.errors import BadRequest, RagchatError, RateLimited
+from server.core.principal import Principal
+from server.db.ratelimit import RateLimiter
+
+MODEL_ID = "ragchat"
+MAX_MESSAGES = 200
+MAX_CHARS = 64_000
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    role: str
+    content: str | list[dict[str, Any]] | None = None
+
+
+class Completion(BaseModel):
+    model_config = ConfigDict(extra="allow")  # temperature, top_p, … are accepted and ignored
+    model: str = MODEL_ID
+    messages: list[Message] = Field(max_length=MAX_MESSAGES)
+    stream: bool = False
+
+
+def _text(content: str | list[dict[str, Any]] | None) -> str:
+    if isinstance(content, list):  # [{"type": "text", "text": …}, …]
+        return "".join(str(p.get("text", "")) for p in content if p.get("type") == "text")
+    return (content or "").replace("\x00", "")
+
+
+def to_request(body: Completion) -> AnswerRequest:
+    turns = [(m.role, _text(m.content)) for m in body.messages if m.role in ("user", "assistant")]
+    if not turns or turns[-1][0] != "user" or not turns[-1][1].strip():
+        raise BadRequest("the last message must be a non-empty user message (the question)")
+    if sum(len(t) for _, t in turns) > MAX_CHARS:
+        raise BadRequest(f"the messages are too long (at most {MAX_CHARS} characters in all)")
+    history = [{"role": r, "content": t} for r, t in turns[:-1] if t.strip()]
+    return AnswerRequest(question=turns[-1][1].strip(), history=history)
+
+
+def sources_block(answer: Answer) -> str:
+    cited = set(answer.citations.get("cited") or [])
+    lines = [
+        f"[{s['n']}] {s['filename']}" + (f", p. {s['page']}" if s.get("page") else "")
+        for s in answer.sources
+        if not cited or s["n"] in cited
+    ]
+    return "\n\nSources:\n" + "\n".join(lines) if lines else ""
+
+
+def _sources(answer: Answer) -> list[dict[str, Any]]:
+    return [
+        {k: s.get(k) for k in ("n", "document_id", "filename", "title", "page", "section", "score", "content")}
+        for s in answer.sources
+    ]
+
+
+def _usage(answer: Answer) -> dict[str, int]:
+    prompt, completion = int(answer.usage.get("prompt_tokens") or 0), int(answer.usage.get("completion_tokens") or 0)
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+@get("/models")
+async def list_models(principal: Principal) -> dict[str, Any]:
+    return {"object": "list", "data": [{"id": MODEL_ID, "object": "model", "created": 0, "owned_by": "ragchat"}]}
+
+
+@post("/chat/completions", status_code=200)
+async def chat_completions(
+    data: Completion, chat: ChatService, principal: Principal, limiter: RateLimiter
+) -> Response[Any] | Stream:
+    req = to_request(data)
+    await limiter.hit(f"chat:{principal.user_id}", chat.settings.rate_chat_per_min, what="questions")
+    cid, created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
+    if not data.stream:
+        try:
+            answer = await chat.answer(principal, req)
+        except Exception as exc:
+            raise as_http_error(exc) from exc
+        message = {"role": "assistant", "content": answer.text + sources_block(answer)}
+        return Response(
+            {
+                "id": cid,
+                "object": "chat.completion",
+                "created": created,
+                "model": MODEL_ID,
+                "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                "usage": _usage(answer),
+                "sources": _sources(answer),
+            }
+        )
+    return Stream(_stream(chat, principal, req, cid, created), media_type="text/event-stream")
+
+
+async def _stream(
+    chat: ChatService, principal: Principal, req: AnswerRequest, cid: str, created: int
+) -> AsyncGenerator[bytes, None]:
+    def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> bytes:
+        body = {
+            "id": cid,
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": MODEL_ID,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            **extra,
+        }
+        return f"data: {json.dumps(body)}\n\n".encode()
+
+    yield chunk({"role": "assistant", "content": ""})
+    turn = Turn()
+    try:
+        async with aclosing(chat.answer_stream(principal, req, turn)) as events:
+            async for event in events:
+                if event.event == "token" and event.data["delta"]:
+                    yield chunk({"content": event.data["delta"]})
+    except Exception as exc:  # mid-stream: an OpenAI-style error object as the last data line
+        err = as_http_error(exc)
+        yield f"data: {json.dumps({'error': _error_body(err)})}\n\n".encode()
+        yield b"data: [DONE]\n\n"
+        return
+    answer = collect(turn)
+    tail = sources_block(answer)
+    if tail:
+        yield chunk({"content": tail})
+    yield chunk({}, "stop", sources=_sources(answer), usage=_usage(answer))
+    yield b"data: [DONE]\n\n"
+
+
+def _error_body(exc: RagchatError) -> dict[str, Any]:
+    kind = "invalid_request_error" if exc.status_code < 500 else "server_error"
+    if exc.status_code == 401:
+        kind = "authentication_error"
+    return {"message": exc.message, "type": kind, "code": exc.code}
+
+
+def openai_error(_: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, Any]]:
+    if isinstance(exc, RagchatError):
+        err = exc
+    elif isinstance(exc, HTTPException):
+        err = RagchatError(str(exc.detail))
+        err.status_code, err.code = exc.status_code, "invalid_request" if exc.status_code < 500 else "server_error"
+    else:
+        err = as_http_error(exc)
+    headers = {"Retry-After": str(err.retry_after)} if isinstance(err, RateLimited) else None
+    return Response({"error": _error_body(err)}, status_code=err.status_code, headers=headers)
+
+
+def openai_router() -> Router:
+    return Router(
+        path="/v1",
+        route_handlers=[list_models, chat_completions],
+        exception_handlers={RagchatError: openai_error, HTTPException: openai_error},
+        tags=["OpenAI-compatible"],
+    )

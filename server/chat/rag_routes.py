@@ -1,0 +1,118 @@
+"""POST /api/rag: retrieve, then answer, in one JSON response `{answer, chunks, citations, usage, debug}`.
+
+The same retrieval and prompt as chat's retrieve-then-answer path; nothing is saved. `debug` shows what each
+arm found (`vectorResults`, `keywordResults`), what the reranker kept (`rerankedResults`) and per-stage
+`stats` in ms.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+from uuid import UUID
+
+from litestar import post
+from pydantic import BaseModel, Field
+
+from server.chat.answer import Answer, AnswerRequest
+from server.chat.faults import as_http_error
+from server.chat.service import ChatService
+from server.core.errors import BadRequest
+from server.core.principal import Principal
+from server.core.search import parse_mode
+from server.db.ratelimit import RateLimiter
+from server.settings import SearchMode
+
+MAX_QUERY_CHARS = 8000
+
+
+class RagFilters(BaseModel):
+    document_ids: list[UUID] | None = None
+    collection_ids: list[UUID] | None = None
+    metadata: dict[str, str] | None = None
+
+
+class RagBody(BaseModel):
+    query: str = Field(max_length=MAX_QUERY_CHARS * 2)
+    top_k: int = Field(default=5, ge=1, le=50)
+    mode: str | None = None
+    filters: RagFilters | None = None
+    rerank: bool | None = None
+    debug: bool = True
+
+
+def _arm(chunks: list[dict[str, Any]], rank_key: str, score_key: str) -> list[dict[str, Any]]:
+    ranked = [c for c in chunks if c["trace"].get(rank_key) is not None]
+    ranked.sort(key=lambda c: c["trace"][rank_key])
+    return [
+        {
+            "id": c["id"],
+            "document_id": c["document_id"],
+            "filename": c["filename"],
+            "rank": c["trace"][rank_key],
+            "score": c["trace"][score_key],
+        }
+        for c in ranked
+    ]
+
+
+def rag_json(answer: Answer, elapsed_ms: float, *, debug: bool = True) -> dict[str, Any]:
+    """The /api/rag response (also `ragchat search --rag --json`)."""
+    out: dict[str, Any] = {
+        "answer": answer.text,
+        "chunks": answer.sources,
+        "citations": answer.citations,
+        "usage": answer.usage,
+        "finish_reason": answer.finish_reason,
+    }
+    if debug:
+        result = answer.tool_results[0] if answer.tool_results else None
+        chunks = result["chunks"] if result else []
+        timings = dict(result["timings"]) if result else {}
+        timings["answer_ms"] = round(elapsed_ms - float(timings.get("total_ms") or 0.0), 2)
+        timings["total_ms"] = round(elapsed_ms, 2)
+        out["debug"] = {
+            "search_mode": result["search_mode"] if result else None,
+            "reranked": bool(result and result["reranked"]),
+            "vectorResults": _arm(chunks, "vector_rank", "vector_score"),
+            "keywordResults": _arm(chunks, "keyword_rank", "keyword_score"),
+            "rerankedResults": [
+                {"id": c["id"], "filename": c["filename"], "score": c["trace"]["rerank_score"]}
+                for c in chunks
+                if c["trace"].get("rerank_score") is not None
+            ],
+            "stats": timings,
+        }
+    return out
+
+
+def rag_request(body: RagBody) -> AnswerRequest:
+    query = body.query.replace("\x00", "").strip()
+    if not query:
+        raise BadRequest("query is empty")
+    if len(query) > MAX_QUERY_CHARS:
+        raise BadRequest(f"query is too long ({len(query)} characters; at most {MAX_QUERY_CHARS})")
+    f = body.filters or RagFilters()
+    return AnswerRequest(
+        question=query,
+        document_ids=f.document_ids or None,
+        collection_ids=f.collection_ids or None,
+        metadata=f.metadata or None,
+        search_mode=parse_mode(body.mode, SearchMode.hybrid).value if body.mode else None,
+        rerank=body.rerank,
+        search_limit=body.top_k,
+        retrieve_first=True,
+    )
+
+
+@post("/api/rag", status_code=200)
+async def rag(data: RagBody, chat: ChatService, principal: Principal, limiter: RateLimiter) -> dict[str, Any]:
+    """Retrieve `top_k` passages for `query` and answer from them, citing [n]; `debug` traces each stage."""
+    req = rag_request(data)
+    await limiter.hit(f"chat:{principal.user_id}", chat.settings.rate_chat_per_min, what="questions")
+    start = time.perf_counter()
+    try:
+        answer = await chat.answer(principal, req)
+    except Exception as exc:
+        raise as_http_error(exc) from exc
+    return rag_json(answer, (time.perf_counter() - start) * 1000, debug=data.debug)
