@@ -76,6 +76,13 @@ def http_error_handler(_: Request[Any, Any, Any], exc: HTTPException) -> Respons
     return Response(body, status_code=exc.status_code, headers=exc.headers or None)
 
 
+def unexpected_error_handler(request: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, Any]]:
+    """A bug: the traceback goes to the log, the client gets the one error shape without internals."""
+    log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+    body = {"status_code": 500, "code": "internal_error", "detail": "internal server error (logged on the server)"}
+    return Response(body, status_code=500)
+
+
 async def provide_principal(request: Request[Any, Any, Any], runtime: Runtime) -> Principal:
     """The caller: API token, session cookie, or (AUTH=off) the local user; 401 otherwise."""
     return await authenticate(request, runtime.accounts)
@@ -119,7 +126,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, overrides:
 
     dist = _client_dist(settings)
 
-    @asgi("/mcp", is_mount=True, include_in_schema=False)
+    @asgi("/mcp", is_mount=True, copy_scope=True, include_in_schema=False)
     async def mcp_endpoint(scope: Scope, receive: Receive, send: Send) -> None:
         """MCP over streamable HTTP (server/mcp/http.py): a personal API token on every request."""
         await holder["mcp"](scope, receive, send)
@@ -173,7 +180,11 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, overrides:
             "CredentialCheck": CredentialCheck,
         },
         lifespan=[lifespan],
-        exception_handlers={RagchatError: error_handler, HTTPException: http_error_handler},
+        exception_handlers={
+            RagchatError: error_handler,
+            HTTPException: http_error_handler,
+            Exception: unexpected_error_handler,
+        },
         middleware=[
             lambda app: SecurityMiddleware(
                 app, allowed_hosts=settings.host_allowlist, trusted_origins=settings.trusted_origins

@@ -8,15 +8,20 @@ arm found (`vectorResults`, `keywordResults`), what the reranker kept (`reranked
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
 from typing import Any
 from uuid import UUID
 
-from litestar import post
+from litestar import Response, post
+from litestar.response import Stream
 from pydantic import BaseModel, Field
 
 from server.chat.answer import Answer, AnswerRequest
-from server.chat.faults import as_http_error
+from server.chat.faults import as_http_error, describe_failure
+from server.chat.loop import ChatEvent
 from server.chat.service import ChatService
+from server.chat.sse import server_sent_events
 from server.core.errors import BadRequest
 from server.core.principal import Principal
 from server.core.search import parse_mode
@@ -39,6 +44,7 @@ class RagBody(BaseModel):
     filters: RagFilters | None = None
     rerank: bool | None = None
     debug: bool = True
+    stream: bool = False  # true: the chat SSE events (tool_call, tool_result, token, done) instead of JSON
 
 
 def _arm(chunks: list[dict[str, Any]], rank_key: str, score_key: str) -> list[dict[str, Any]]:
@@ -105,14 +111,35 @@ def rag_request(body: RagBody) -> AnswerRequest:
     )
 
 
+async def _events(chat: ChatService, principal: Principal, req: AnswerRequest) -> AsyncGenerator[ChatEvent, None]:
+    """The answer's events; a failure is the stream's last event, `error` {code, message}, as in chat."""
+    try:
+        async with aclosing(chat.answer_stream(principal, req)) as events:
+            async for event in events:
+                yield event
+    except Exception as exc:
+        yield ChatEvent("error", describe_failure(exc).to_json())
+
+
+async def _sse(chat: ChatService, principal: Principal, req: AnswerRequest) -> AsyncGenerator[bytes, None]:
+    async with aclosing(server_sent_events(_events(chat, principal, req))) as events:
+        async for event in events:
+            yield event.encode()
+
+
 @post("/api/rag", status_code=200)
-async def rag(data: RagBody, chat: ChatService, principal: Principal, limiter: RateLimiter) -> dict[str, Any]:
-    """Retrieve `top_k` passages for `query` and answer from them, citing [n]; `debug` traces each stage."""
+async def rag(
+    data: RagBody, chat: ChatService, principal: Principal, limiter: RateLimiter
+) -> Response[dict[str, Any]] | Stream:
+    """Retrieve `top_k` passages for `query` and answer from them, citing [n]; `debug` traces each stage.
+    With `stream: true` the answer comes as the chat SSE events instead (see docs/SSE.md), no `thread`."""
     req = rag_request(data)
     await limiter.hit(f"chat:{principal.user_id}", chat.settings.rate_chat_per_min, what="questions")
+    if data.stream:
+        return Stream(_sse(chat, principal, req), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
     start = time.perf_counter()
     try:
         answer = await chat.answer(principal, req)
     except Exception as exc:
         raise as_http_error(exc) from exc
-    return rag_json(answer, (time.perf_counter() - start) * 1000, debug=data.debug)
+    return Response(rag_json(answer, (time.perf_counter() - start) * 1000, debug=data.debug))

@@ -1,4 +1,4 @@
-"""The `ragchat` command: serve, worker, ingest, search, eval, reembed."""
+"""The `ragchat` command: serve, worker, ingest, search, eval, reembed, user, login, mcp."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 
 from pydantic import ValidationError
 
-from server.cli import documents, remote, search, users, vectors
+from server.cli import documents, mcp, remote, search, users, vectors
 from server.core.errors import RagchatError
 from server.settings import Settings, is_loopback
 
@@ -37,8 +37,15 @@ def serve(settings: Settings, args: argparse.Namespace) -> int:
             f"ALLOWED_HOSTS (now: {', '.join(settings.host_allowlist)}); put it behind HTTPS for real use.",
             file=sys.stderr,
         )
+    url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::', '') else host}:{port}"
     print(f"ragchat: serving on http://{host}:{port} (auth {settings.auth})", flush=True)
-    uvicorn.run(create_app(settings), host=host, port=port, log_level=settings.log_level, timeout_graceful_shutdown=5)
+    announced = remote.announce(settings.data_dir, url, settings.auth)  # commands on this data dir use it
+    try:
+        uvicorn.run(
+            create_app(settings), host=host, port=port, log_level=settings.log_level, timeout_graceful_shutdown=5
+        )
+    finally:
+        announced.unlink(missing_ok=True)
     return 0
 
 
@@ -54,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     vectors.add_commands(sub)
     users.add_commands(sub)
     remote.add_commands(sub)
+    mcp.add_commands(sub)
     return parser
 
 

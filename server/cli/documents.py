@@ -11,7 +11,7 @@ from pathlib import Path
 from uuid import UUID
 
 from server.cli import remote
-from server.cli.common import acting_as, add_user_option, run_async
+from server.cli.common import acting_as, add_user_option, run_async, where
 from server.documents.pipeline import Progress
 from server.runtime import open_runtime
 from server.settings import Settings
@@ -20,9 +20,11 @@ from server.settings import Settings
 async def ingest(settings: Settings, args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    server = remote.server_url(args)
+    server = remote.server_url(args, settings.data_dir)
     if server:  # upload to a running server, as the token's user; it ingests in the background
+        print(f"ragchat: using the server at {server}", file=sys.stderr)
         return remote.ingest(args, server)
+    print(f"ragchat: using {where(settings)}", file=sys.stderr)
     async with open_runtime(settings) as rt:
         principal = await acting_as(rt, args.user)
         if args.collection:

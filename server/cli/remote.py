@@ -43,18 +43,64 @@ def save_credentials(server: str, token: str, username: str) -> Path:
     return path
 
 
-def server_url(args: argparse.Namespace) -> str | None:
+def server_file(data_dir: Path) -> Path:
+    """Where `ragchat serve` says it is running, so commands on the same data directory can use it."""
+    return data_dir / "server.json"
+
+
+def announce(data_dir: Path, url: str, auth: str) -> Path:
+    data_dir.mkdir(parents=True, exist_ok=True)
+    path = server_file(data_dir)
+    path.write_text(json.dumps({"url": url, "pid": os.getpid(), "auth": auth}))
+    return path
+
+
+def discover(data_dir: Path) -> dict[str, Any] | None:
+    """The server `ragchat serve` announced for this data directory, if it is alive and answers."""
+    try:
+        info = json.loads(server_file(data_dir).read_text())
+        os.kill(int(info["pid"]), 0)
+        url = str(info["url"]).rstrip("/")
+        if httpx.get(f"{url}/api/health", timeout=1.0).status_code in (200, 503):
+            return {**info, "url": url}
+    except (OSError, ValueError, KeyError, TypeError, httpx.HTTPError):
+        return None
+    return None
+
+
+def server_url(args: argparse.Namespace, data_dir: Path | None = None) -> str | None:
+    """--server, else RAGCHAT_SERVER, else a running server on the same data directory (unless --local).
+    A found server with auth on is used only when there is a token for it."""
     url = getattr(args, "server", None) or os.environ.get("RAGCHAT_SERVER")
-    return url.rstrip("/") if url else None
+    if url:
+        return url.rstrip("/")
+    if data_dir is None or getattr(args, "local", False):
+        return None
+    info = discover(data_dir)
+    if info is None:
+        return None
+    if info.get("auth") != "off":
+        try:
+            token_for(args, info["url"])
+        except Unauthorized:
+            print(
+                f"ragchat: a server runs at {info['url']} but there is no API token for it "
+                f"(`ragchat login --server {info['url']}`); working on the database directly",
+                file=sys.stderr,
+            )
+            return None
+    return info["url"]
 
 
-def token_for(args: argparse.Namespace, server: str) -> str:
+def token_for(args: argparse.Namespace, server: str, *, required: bool = True) -> str | None:
     token = getattr(args, "token", None) or os.environ.get("RAGCHAT_TOKEN")
     if token:
         return token
     saved = load_credentials()
     if saved.get("token") and saved.get("server", "").rstrip("/") == server:
         return saved["token"]
+    if not required:
+        return None
     raise Unauthorized(
         f"no API token for {server}: run `ragchat login --server {server}`, or pass --token / RAGCHAT_TOKEN"
     )
@@ -109,6 +155,50 @@ def logout(args: argparse.Namespace) -> int:
     return 0
 
 
+def _token(args: argparse.Namespace, server: str) -> str | None:
+    """Required unless the server runs with AUTH=off."""
+    token = token_for(args, server, required=False)
+    if token is None and check(httpx.get(f"{server}/api/auth/session", timeout=10)).get("auth") != "off":
+        token_for(args, server)  # raises the "run ragchat login" message
+    return token
+
+
+def rag(args: argparse.Namespace, server: str, filters: dict[str, Any]) -> int:
+    """`search --rag` through the server: the answer streamed as it is written, then numbered sources."""
+    body = {"query": args.query, "top_k": args.top_k, "mode": args.mode, "rerank": args.rerank, "filters": filters}
+    with client(server, _token(args, server)) as http:
+        if args.json:
+            print(json.dumps(check(http.post("/api/rag", json=body)), indent=2))
+            return 0
+        with http.stream("POST", "/api/rag", json={**body, "stream": True}) as response:
+            if not response.is_success:
+                response.read()
+                check(response)
+            event = ""
+            sources: list[dict[str, Any]] = []
+            for line in response.iter_lines():
+                if line.startswith("event:"):
+                    event = line[6:].strip()
+                elif line.startswith("data:"):
+                    data = json.loads(line[5:])
+                    if event == "token":
+                        print(data["delta"], end="", flush=True)
+                    elif event == "tool_result":
+                        sources += data["chunks"]
+                    elif event == "error":
+                        print(f"\nragchat: {data['message']}", file=sys.stderr)
+                        return 2
+    print_sources(sources)
+    return 0
+
+
+def print_sources(sources: list[dict[str, Any]]) -> None:
+    print("\n\nSources:" if sources else "\n\n(no passages found)")
+    for n, s in enumerate(sources, 1):
+        page = f", p. {s['page']}" if s.get("page") else ""
+        print(f"  [{n}] {s['filename']}{page}  ({s['score']:.3f})")
+
+
 def search(args: argparse.Namespace, server: str) -> dict[str, Any]:
     params: list[tuple[str, Any]] = [("q", args.query), ("limit", args.top_k)]
     if args.mode:
@@ -118,7 +208,7 @@ def search(args: argparse.Namespace, server: str) -> dict[str, Any]:
     params += [("document_ids", d) for d in args.document or []]
     params += [("collection_ids", c) for c in getattr(args, "collection", None) or []]
     params += [("filter", f) for f in args.filter or []]
-    with client(server, token_for(args, server)) as http:
+    with client(server, _token(args, server)) as http:
         return check(http.get("/api/search", params=params))
 
 
@@ -127,7 +217,7 @@ def ingest(args: argparse.Namespace, server: str) -> int:
     if not files:
         raise RagchatError("no files to upload")
     failed = 0
-    with client(server, token_for(args, server)) as http:
+    with client(server, _token(args, server)) as http:
         for path in files:
             with path.open("rb") as f:
                 data = {"collection_id": args.collection[0]} if getattr(args, "collection", None) else None
@@ -149,6 +239,7 @@ def add_remote_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--server", metavar="URL", help="talk to this running server (default: RAGCHAT_SERVER)")
     parser.add_argument("--token", help="personal API token (default: RAGCHAT_TOKEN, else `ragchat login`'s)")
     parser.add_argument("--collection", action="append", metavar="ID", help="a collection (search: repeatable)")
+    parser.add_argument("--local", action="store_true", help="work on the database directly, even if a server runs")
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:

@@ -6,11 +6,14 @@ import argparse
 import json
 import sys
 import textwrap
+import time
+from contextlib import aclosing
 from pathlib import Path
 from typing import Any
 
+from server.chat.rag_routes import RagBody, RagFilters, rag_json, rag_request
 from server.cli import remote
-from server.cli.common import acting_as, add_user_option, run_async
+from server.cli.common import acting_as, add_user_option, run_async, where
 from server.core.search import SearchFilters
 from server.retrieval.filters import parse_metadata_filters
 from server.runtime import open_runtime
@@ -18,9 +21,15 @@ from server.settings import Settings
 
 
 async def search(settings: Settings, args: argparse.Namespace) -> int:
-    server = remote.server_url(args)
-    if server:  # a running server answers, as the token's user
+    server = remote.server_url(args, settings.data_dir)
+    if server:  # a running server answers, as the token's user: no cold start
+        print(f"ragchat: using the server at {server}", file=sys.stderr)
+        if args.rag:
+            return remote.rag(args, server, rag_filters(args))
         return print_results(remote.search(args, server), args.json)
+    print(f"ragchat: using {where(settings)}", file=sys.stderr)
+    if args.rag:
+        return await local_rag(settings, args)
     filters = SearchFilters(
         document_ids=args.document or None,
         collection_ids=args.collection or None,
@@ -36,6 +45,37 @@ async def search(settings: Settings, args: argparse.Namespace) -> int:
             rerank=args.rerank,
         )
     return print_results(result.to_api(), args.json)
+
+
+def rag_filters(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "document_ids": args.document or None,
+        "collection_ids": args.collection or None,
+        "metadata": parse_metadata_filters(args.filter),
+    }
+
+
+async def local_rag(settings: Settings, args: argparse.Namespace) -> int:
+    """`search --rag` on the database directly: the same answer as POST /api/rag, streamed to the terminal."""
+    body = RagBody(query=args.query, top_k=args.top_k, mode=args.mode, rerank=args.rerank,
+                   filters=RagFilters(**rag_filters(args)))  # fmt: skip
+    req = rag_request(body)
+    async with open_runtime(settings) as rt:
+        principal = await acting_as(rt, args.user)
+        if args.json:
+            start = time.perf_counter()
+            answer = await rt.chat.answer(principal, req)
+            print(json.dumps(rag_json(answer, (time.perf_counter() - start) * 1000), indent=2, default=str))
+            return 0
+        sources: list[dict[str, Any]] = []
+        async with aclosing(rt.chat.answer_stream(principal, req)) as events:
+            async for event in events:
+                if event.event == "token":
+                    print(event.data["delta"], end="", flush=True)
+                elif event.event == "tool_result":
+                    sources += event.data["chunks"]
+    remote.print_sources(sources)
+    return 0
 
 
 def print_results(api: dict[str, Any], as_json: bool) -> int:
@@ -98,7 +138,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--rerank", action=argparse.BooleanOptionalAction, default=None, help="LLM rerank the results")
     s.add_argument("--filter", action="append", metavar="KEY=VALUE", help="document metadata filter")
     s.add_argument("--document", action="append", metavar="ID", help="only this document (repeatable)")
-    s.add_argument("--json", action="store_true", help="print the same JSON as GET /api/search")
+    s.add_argument("--json", action="store_true", help="print the same JSON as GET /api/search (or /api/rag)")
+    s.add_argument("--rag", action="store_true", help="answer the query from the passages (streamed), with sources")
     remote.add_remote_options(s)
     add_user_option(s)
     s.set_defaults(func=run_async(search))

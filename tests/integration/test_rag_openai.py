@@ -130,3 +130,39 @@ async def test_a_client_that_leaves_mid_stream_cancels_the_llm_call(served: dict
             break
         await asyncio.sleep(0.05)
     assert fake_ollama.chat_requests[-1].disconnected
+
+
+async def test_cli_rag_through_the_server_and_locally(
+    served: dict[str, Any], fake_ollama: Any, db: str, tmp_path: Any
+) -> None:
+    import json
+    import os
+
+    from tests.integration.test_accounts import run_cli
+
+    url, token = served["server"].url, served["token"]
+    data_dir = tmp_path / "data"
+    env = {"RAGCHAT_DATA_DIR": str(data_dir), "RAGCHAT_TOKEN": token, "DATABASE_URL": db, "OLLAMA_HOST": fake_ollama.url}
+
+    fake_ollama.enqueue(Reply.text("The moon pulls the oceans [1]."))
+    out = await asyncio.to_thread(run_cli, "search", "what causes tides", "--rag", "--server", url, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("The moon pulls the oceans [1].") and "[1] tides.txt" in out.stdout
+    assert f"using the server at {url}" in out.stderr
+
+    fake_ollama.enqueue(Reply.text("Gravity [1]."))
+    out = await asyncio.to_thread(run_cli, "search", "tides", "--rag", "--json", "--server", url, env=env)
+    assert out.returncode == 0 and json.loads(out.stdout)["answer"] == "Gravity [1]."
+
+    # a server announced for the same data directory is found (alive, answering, a token for it)
+    data_dir.mkdir(parents=True)
+    (data_dir / "server.json").write_text(json.dumps({"url": url, "pid": os.getpid(), "auth": "on"}))
+    out = await asyncio.to_thread(run_cli, "search", "tides", env=env)
+    assert out.returncode == 0 and f"using the server at {url}" in out.stderr and "tides.txt" in out.stdout
+
+    # --local: the database directly (as the first admin), same answer path
+    fake_ollama.enqueue(Reply.text("Locally: the moon [1]."))
+    out = await asyncio.to_thread(run_cli, "search", "tides", "--rag", "--local", env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("Locally: the moon [1].") and "tides.txt" in out.stdout
+    assert "using embedded Postgres" in out.stderr or "DATABASE_URL" in out.stderr
