@@ -38,6 +38,7 @@ Mode = Literal["vector", "keyword", "hybrid"]
 ModeArg = Annotated[Mode | None, Field(description="vector, keyword or hybrid (default: the server's SEARCH_MODE)")]
 DocumentIds = Annotated[list[UUID] | None, Field(description="only these documents (ids from list_documents)")]
 CollectionIds = Annotated[list[UUID] | None, Field(description="only the documents of these collections")]
+Filters = Annotated[dict[str, str] | None, Field(description='document metadata key=value pairs, e.g. {"team": "geo"}')]
 Rerank = Annotated[bool | None, Field(description="rerank the candidates with the LLM (slower; default: server's)")]
 
 
@@ -86,9 +87,7 @@ async def search_documents(
     mode: ModeArg = None,
     limit: Annotated[int, Field(ge=1, le=50, description="how many passages (1–50)")] = 8,
     document_ids: DocumentIds = None,
-    filters: Annotated[
-        dict[str, str] | None, Field(description='documents whose metadata has these key=value pairs, e.g. {"team": "geo"}')
-    ] = None,
+    filters: Filters = None,
     collection_ids: CollectionIds = None,
     rerank: Rerank = None,
 ) -> Annotated[CallToolResult, SearchOutput]:

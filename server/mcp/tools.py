@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from uuid import UUID
 
+from server.chat.answer import AnswerRequest
+from server.chat.faults import as_http_error
 from server.core.errors import BadRequest, NotFound
 from server.core.principal import Principal
 from server.core.search import SearchFilters
@@ -41,7 +43,9 @@ def check_query(query: str, what: str = "query") -> str:
     return text
 
 
-async def check_readable(caller: Caller, document_ids: Sequence[UUID] | None, collection_ids: Sequence[UUID] | None) -> None:
+async def check_readable(
+    caller: Caller, document_ids: Sequence[UUID] | None, collection_ids: Sequence[UUID] | None
+) -> None:
     """Unknown (or unreadable) document or collection ids are an error, not silently no results."""
     rt, who = caller.runtime, caller.principal
     for document_id in document_ids or ():
@@ -151,14 +155,17 @@ async def ask(
     await check_readable(caller, document_ids, collection_ids)
     if caller.limited:
         await rt.limiter.hit(f"chat:{caller.principal.user_id}", rt.settings.rate_chat_per_min, what="chat messages")
-    answer = await rt.chat.answer(
-        caller.principal,
-        text,
+    request = AnswerRequest(
+        question=text,
         document_ids=document_ids or None,
         collection_ids=collection_ids or None,
         search_mode=mode,
         rerank=rerank,
     )
+    try:
+        answer = await rt.chat.answer(caller.principal, request)
+    except Exception as exc:  # the LLM's or the search's failure, as the chat's message naming the fix
+        raise as_http_error(exc) from exc
     return AskOutput(
         answer=answer.text,
         sources=[Source.of(n, chunk) for n, chunk in enumerate(answer.sources, 1)],

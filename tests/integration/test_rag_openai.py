@@ -142,7 +142,12 @@ async def test_cli_rag_through_the_server_and_locally(
 
     url, token = served["server"].url, served["token"]
     data_dir = tmp_path / "data"
-    env = {"RAGCHAT_DATA_DIR": str(data_dir), "RAGCHAT_TOKEN": token, "DATABASE_URL": db, "OLLAMA_HOST": fake_ollama.url}
+    env = {
+        "RAGCHAT_DATA_DIR": str(data_dir),
+        "RAGCHAT_TOKEN": token,
+        "DATABASE_URL": db,
+        "OLLAMA_HOST": fake_ollama.url,
+    }
 
     fake_ollama.enqueue(Reply.text("The moon pulls the oceans [1]."))
     out = await asyncio.to_thread(run_cli, "search", "what causes tides", "--rag", "--server", url, env=env)
