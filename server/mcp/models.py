@@ -147,7 +147,7 @@ def documents_text(out: DocumentList, query: str | None) -> str:
     if not out.documents:
         return f"No document matches {query!r}." if query else "No documents yet."
     lines = [
-        f"- {d.title} ({d.filename}) · id {d.id} · {d.status}, {d.chunks} chunks"
+        f"- {d.title} ({d.filename}) · id {d.id} · {d.status}, {d.chunks} chunk{'' if d.chunks == 1 else 's'}"
         + (f", {d.pages} pages" if d.pages else "")
         + f" · owner {d.owner} ({d.access})"
         for d in out.documents

@@ -7,6 +7,7 @@ ASGI scope, where the tools find it. Domain errors become tool errors (`isError`
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from dataclasses import dataclass
@@ -158,10 +159,19 @@ def build_server(lifespan: Lifespan) -> MCPServer[McpState]:
         "ragchat", version=__version__, instructions=INSTRUCTIONS, lifespan=lifespan, log_level="WARNING"
     )
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
-    server.add_tool(search_documents, title="Search documents", annotations=read_only)
-    server.add_tool(list_documents, title="List documents", annotations=read_only)
-    server.add_tool(read_document, title="Read a document", annotations=read_only, structured_output=False)
-    server.add_tool(ask, title="Ask (answer with citations)", annotations=read_only)
+    for fn, title in [
+        (search_documents, "Search documents"),
+        (list_documents, "List documents"),
+        (read_document, "Read a document"),
+        (ask, "Ask (an answer with citations)"),
+    ]:
+        server.add_tool(
+            fn,
+            title=title,
+            description=inspect.cleandoc(fn.__doc__ or ""),
+            annotations=read_only,
+            structured_output=None if fn is not read_document else False,  # its text is the whole answer
+        )
     return server
 
 

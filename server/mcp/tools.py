@@ -133,7 +133,9 @@ async def read_document(
         tail = f"(More follows: call read_document again with {again}.)"
     else:
         tail = "(End of the requested text.)" if last < total - 1 or page is not None else "(End of the document.)"
-    return "\n\n".join([f"{title}; chunks {shown[0]['chunk_index']}–{last}:", *blocks, tail])
+    first = int(shown[0]["chunk_index"])
+    span = f"chunk {first}" if first == last else f"chunks {first}–{last}"
+    return "\n\n".join([f"{title}; {span}:", *blocks, tail])
 
 
 def _located(row: dict[str, object]) -> str:
