@@ -4,12 +4,33 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from collections.abc import Callable, Coroutine
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Coroutine
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import TYPE_CHECKING, Any
 
 from server.core.principal import Principal, local_principal
-from server.runtime import Runtime
 from server.settings import Settings
+
+if TYPE_CHECKING:
+    from server.accounts.service import AccountService
+    from server.runtime import Runtime
+
+
+def open_runtime(settings: Settings) -> AbstractAsyncContextManager[Runtime]:
+    """server.runtime.open_runtime, imported when a command needs it: commands that only talk to a server
+    (or print help) start without loading the model stack (~1.5 s of imports)."""
+    from server.runtime import open_runtime as open_
+
+    return open_(settings)
+
+
+@asynccontextmanager
+async def open_accounts(settings: Settings) -> AsyncIterator[AccountService]:
+    from server.runtime import open_accounts as open_
+
+    async with open_(settings) as accounts:
+        yield accounts
+
 
 Command = Callable[[Settings, argparse.Namespace], int]
 

@@ -8,13 +8,15 @@ import signal
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 from uuid import UUID
 
 from server.cli import remote
-from server.cli.common import acting_as, add_user_option, run_async, where
-from server.documents.pipeline import Progress
-from server.runtime import open_runtime
+from server.cli.common import acting_as, add_user_option, open_runtime, run_async, where
 from server.settings import Settings
+
+if TYPE_CHECKING:
+    from server.documents.pipeline import Progress
 
 
 async def ingest(settings: Settings, args: argparse.Namespace) -> int:

@@ -14,9 +14,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import AsyncExitStack, contextmanager
 
-from server.cli.common import acting_as, add_user_option, run_async
-from server.mcp.server import McpState, build_server, fixed_lifespan
-from server.runtime import open_runtime
+from server.cli.common import acting_as, add_user_option, open_runtime, run_async
 from server.settings import Settings
 
 log = logging.getLogger("ragchat")
@@ -39,6 +37,8 @@ def stdout_to_stderr() -> Iterator[None]:
 async def serve_stdio(settings: Settings, args: argparse.Namespace) -> int:
     async with AsyncExitStack() as stack:
         with stdout_to_stderr():
+            from server.mcp.server import McpState, build_server, fixed_lifespan
+
             rt = await stack.enter_async_context(open_runtime(settings))
             principal = await acting_as(rt, args.user)
         log.info("ragchat mcp: serving over stdio as %s", principal.name)

@@ -11,12 +11,10 @@ from contextlib import aclosing
 from pathlib import Path
 from typing import Any
 
-from server.chat.rag_routes import RagBody, RagFilters, rag_json, rag_request
 from server.cli import remote
-from server.cli.common import acting_as, add_user_option, run_async, where
+from server.cli.common import acting_as, add_user_option, open_runtime, run_async, where
 from server.core.search import SearchFilters
 from server.retrieval.filters import parse_metadata_filters
-from server.runtime import open_runtime
 from server.settings import Settings
 
 
@@ -57,6 +55,8 @@ def rag_filters(args: argparse.Namespace) -> dict[str, Any]:
 
 async def local_rag(settings: Settings, args: argparse.Namespace) -> int:
     """`search --rag` on the database directly: the same answer as POST /api/rag, streamed to the terminal."""
+    from server.chat.rag_routes import RagBody, RagFilters, rag_json, rag_request
+
     body = RagBody(query=args.query, top_k=args.top_k, mode=args.mode, rerank=args.rerank,
                    filters=RagFilters(**rag_filters(args)))  # fmt: skip
     req = rag_request(body)

@@ -9,10 +9,9 @@ import os
 import sys
 from uuid import UUID
 
-from server.cli.common import run_async
+from server.cli.common import open_accounts, run_async
 from server.core.errors import RagchatError
 from server.core.principal import Principal
-from server.runtime import open_accounts
 from server.settings import Settings
 
 #: The CLI acts with an admin's rights but is no user: it may change anyone (the last-admin rule still holds).

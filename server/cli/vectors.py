@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
-from server.cli.common import run_async
-from server.runtime import open_runtime
+from server.cli.common import open_runtime, run_async
 from server.settings import Settings
-from server.vectors.reembed import ReembedProgress
+
+if TYPE_CHECKING:
+    from server.vectors.reembed import ReembedProgress
 
 
 async def reembed(settings: Settings, args: argparse.Namespace) -> int:
