@@ -22,9 +22,10 @@ from server.chat.faults import as_http_error, describe_failure
 from server.chat.loop import ChatEvent
 from server.chat.service import ChatService
 from server.chat.sse import server_sent_events
-from server.core.errors import BadRequest
+from server.core.errors import BadRequest, NotFound
 from server.core.principal import Principal
 from server.core.search import parse_mode
+from server.db.access import unreadable
 from server.db.ratelimit import RateLimiter
 from server.settings import SearchMode
 
@@ -134,6 +135,11 @@ async def rag(
     """Retrieve `top_k` passages for `query` and answer from them, citing [n]; `debug` traces each stage.
     With `stream: true` the answer comes as the chat SSE events instead (see docs/SSE.md), no `thread`."""
     req = rag_request(data)
+    if req.document_ids:
+        async with chat.pool.connection() as conn:
+            missing = await unreadable(conn, principal.user_id, req.document_ids)
+        if missing:
+            raise NotFound(f"document {missing[0]} not found")
     await limiter.hit(f"chat:{principal.user_id}", chat.settings.rate_chat_per_min, what="questions")
     if data.stream:
         return Stream(_sse(chat, principal, req), media_type="text/event-stream", headers={"Cache-Control": "no-store"})

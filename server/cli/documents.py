@@ -68,7 +68,7 @@ async def ingest(settings: Settings, args: argparse.Namespace) -> int:
         print(f"failed: {reason if reason.startswith(name) else f'{name}: {reason}'}", file=sys.stderr)
     if failures:
         print(f"{len(failures)} failed", file=sys.stderr)
-    return 1 if failures and not progress.documents_done and not duplicates else 0
+    return 1 if failures else 0  # any file that failed makes the command fail (scripts can tell)
 
 
 async def worker(settings: Settings, args: argparse.Namespace) -> int:

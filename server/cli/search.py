@@ -132,7 +132,7 @@ def write_json(path: Path, data: Any) -> None:
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
     s = sub.add_parser("search", help="search your documents")
-    s.add_argument("query")
+    s.add_argument("query", help="what to look for (a question or keywords)")
     s.add_argument("--mode", choices=["vector", "keyword", "hybrid"], help="default: SEARCH_MODE")
     s.add_argument("--top-k", type=int, default=10, help="how many chunks (default 10)")
     s.add_argument("--rerank", action=argparse.BooleanOptionalAction, default=None, help="LLM rerank the results")

@@ -73,7 +73,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     actions = u.add_subparsers(dest="action", required=True)
     actions.add_parser("list", help="all accounts")
     add = actions.add_parser("add", help="add an account (password prompted, or RAGCHAT_PASSWORD)")
-    add.add_argument("username")
+    add.add_argument("username", help="1-64 letters, digits, . _ - @ (case-insensitive)")
     add.add_argument("--admin", action="store_true", help="make it an admin")
     add.add_argument("--password-stdin", action="store_true", help="read the password from standard input")
     for name, text in [
@@ -83,7 +83,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         ("delete", "delete an account with its documents, threads and collections"),
     ]:
         p = actions.add_parser(name, help=text)
-        p.add_argument("username")
+        p.add_argument("username", help="the account")
         if name == "reset-password":
             p.add_argument("--password-stdin", action="store_true", help="read the password from standard input")
     u.set_defaults(func=run_async(user_command))

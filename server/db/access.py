@@ -56,3 +56,18 @@ def readable(scope: ReadScope, owner_col: str, document_col: str) -> str:
 
 def scope_params(scope: ReadScope) -> dict[str, Any]:
     return {"uid": scope.user_id}
+
+
+async def unreadable(conn: Conn, user_id: UUID, document_ids: list[UUID]) -> list[UUID]:
+    """Those of `document_ids` the user may not read (or that do not exist): say so instead of empty results."""
+    if not document_ids:
+        return []
+    rows = await (
+        await conn.execute(
+            f"SELECT d.id FROM documents d WHERE d.id = ANY(%(ids)s) "  # type: ignore[arg-type]  # constant SQL
+            f"AND (d.owner_id = %(uid)s OR d.id IN ({SHARED_DOCUMENTS}))",
+            {"ids": document_ids, "uid": user_id},
+        )
+    ).fetchall()
+    found = {r["id"] for r in rows}
+    return [i for i in document_ids if i not in found]

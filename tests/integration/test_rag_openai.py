@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -46,6 +47,8 @@ async def test_rag_answers_with_chunks_and_a_debug_trace(served: dict[str, Any],
 
     assert (await admin.post("/api/rag", json={"query": "  "})).status_code == 400
     assert (await admin.post("/api/rag", json={"query": "x", "top_k": 500})).status_code == 400
+    unknown = await admin.post("/api/rag", json={"query": "x", "filters": {"document_ids": [str(uuid.uuid4())]}})
+    assert unknown.status_code == 404 and unknown.json()["code"] == "not_found"
     fake_ollama.enqueue(Reply.text("n/a"))
     scoped = await admin.post(
         "/api/rag", json={"query": "bread", "filters": {"document_ids": [served["doc"]]}, "debug": False}

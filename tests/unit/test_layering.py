@@ -43,3 +43,22 @@ def test_no_import_cycles_between_modules() -> None:
         if module not in state:
             visit(module)
     assert cycles == [], "\n".join(" → ".join(c) for c in cycles)
+
+
+def test_every_cli_option_has_help() -> None:
+    import argparse
+
+    from server.cli import build_parser
+
+    missing: list[str] = []
+
+    def walk(parser: argparse.ArgumentParser, name: str) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub, subparser in action.choices.items():
+                    walk(subparser, f"{name} {sub}")
+            elif not action.help and action.dest != "help":
+                missing.append(f"{name}: {action.dest}")
+
+    walk(build_parser(), "ragchat")
+    assert missing == []
