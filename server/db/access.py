@@ -37,13 +37,16 @@ class ReadScope:
     shared: bool = False
 
 
+_ANY_SHARED = """SELECT EXISTS (
+    SELECT 1 FROM collection_members m
+    JOIN document_collections dc ON dc.collection_id = m.collection_id
+    JOIN documents sd ON sd.id = dc.document_id
+    WHERE m.user_id = %(uid)s AND sd.owner_id <> %(uid)s) AS shared"""
+
+
 async def read_scope(conn: Conn, user_id: UUID) -> ReadScope:
-    row = await (
-        await conn.execute(
-            f"SELECT EXISTS ({OTHERS_SHARED_DOCUMENTS}) AS shared",  # type: ignore[arg-type]  # constant SQL
-            {"uid": user_id},
-        )
-    ).fetchone()
+    """One indexed EXISTS that stops at the first shared document of another owner."""
+    row = await (await conn.execute(_ANY_SHARED, {"uid": user_id})).fetchone()
     return ReadScope(user_id, bool(row and row["shared"]))
 
 

@@ -114,9 +114,10 @@ WHERE c.document_id IN ({OTHERS_SHARED_DOCUMENTS})
 
 _SHARED_DF_SQL = f"""
 SELECT t.lexeme AS term, count(*) AS df
-FROM document_chunks c CROSS JOIN LATERAL unnest(c.search_vector) t
-WHERE c.document_id IN ({OTHERS_SHARED_DOCUMENTS})
-  AND c.search_vector @@ %(tsq)s::tsquery AND t.lexeme = ANY(%(lexemes)s)
+FROM document_chunks c
+-- only the query's lexemes: setweight marks them 'A', ts_filter drops the rest before unnest
+CROSS JOIN LATERAL unnest(ts_filter(setweight(c.search_vector, 'A', %(lexemes)s::text[]), '{{a}}')) t
+WHERE c.document_id IN ({OTHERS_SHARED_DOCUMENTS}) AND c.search_vector @@ %(tsq)s::tsquery
 GROUP BY t.lexeme
 """
 

@@ -46,7 +46,7 @@ async def vector_search(
     where, params = filter_sql(scope, filters, alias="e")
     params = {**params, "q": query_vector, "n": n}
     population = None
-    if (filters is not None and filters.active) or scope.shared:
+    if filters is not None and filters.active:
         population = await _filtered_rows(conn, space, where, params, exact_max_rows)
     exact = population is not None and population <= exact_max_rows
     rows = await _run(conn, space, where, params, exact=exact, ef_search=max(ef_search, n))
