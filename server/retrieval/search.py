@@ -86,7 +86,7 @@ class Searcher:
         do_rerank = bool(want_rerank) and self.reranker is not None
         fetch = limit * max(1, s.rerank_candidates_factor) if do_rerank else limit
         timings = Timings()
-        text = query.strip()
+        text = query.replace("\x00", " ").strip()  # Postgres text cannot hold NUL
         active = await self.spaces.active()
         scope = await self._scope(principal)
         if not text:

@@ -115,6 +115,10 @@ async def test_bad_uploads_and_bad_search_parameters(live_app: Any) -> None:
         assert bad_mode.status_code == 400 and "vector, keyword or hybrid" in bad_mode.json()["detail"]
         too_many = await client.get("/api/search", params={"q": "x", "limit": 1000})
         assert too_many.status_code == 400
+        for q in ("abc\x00def", "x" * 10_000, "a & !b | (c:*) <-> 'd'"):  # NUL, 10k chars, tsquery operators
+            for mode in ("vector", "keyword", "hybrid"):
+                r = await client.get("/api/search", params={"q": q, "mode": mode})
+                assert r.status_code == 200, (q[:20], mode, r.text)
         empty = await client.get("/api/search", params={"q": ""})
         assert empty.status_code == 200
         assert empty.json()["chunks"] == [] and empty.json()["has_embeddings"] is False
