@@ -78,6 +78,9 @@ def http_error_handler(_: Request[Any, Any, Any], exc: HTTPException) -> Respons
 
 def unexpected_error_handler(request: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, Any]]:
     """A bug: the traceback goes to the log, the client gets the one error shape without internals."""
+    if isinstance(exc, RecursionError):  # a JSON body nested thousands deep: refused by the decoder, quickly
+        body = {"status_code": 400, "code": "bad_request", "detail": "the request body is nested too deeply"}
+        return Response(body, status_code=400)
     log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
     body = {"status_code": 500, "code": "internal_error", "detail": "internal server error (logged on the server)"}
     return Response(body, status_code=500)
@@ -134,8 +137,8 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, overrides:
     @get(["/", "/{path:path}"], include_in_schema=False)
     async def client_app(path: str = "/") -> File:
         """The built web client; unknown paths get index.html so client-side routes work on reload."""
-        if path.startswith("/api"):
-            raise NotFoundException(f"no API route {path}")
+        if path.startswith("/api") or "\x00" in path:
+            raise NotFoundException(f"no route {path!r}")
         candidate = (dist / path.lstrip("/")).resolve()
         if candidate.is_file() and dist.resolve() in candidate.parents:
             return File(candidate, filename=candidate.name, content_disposition_type="inline")

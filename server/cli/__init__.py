@@ -8,6 +8,7 @@ import sys
 
 from pydantic import ValidationError
 
+from server import __version__
 from server.cli import documents, mcp, remote, search, users, vectors
 from server.core.errors import RagchatError
 from server.settings import Settings, is_loopback
@@ -51,6 +52,7 @@ def serve(settings: Settings, args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ragchat", description="Chat with your documents.")
+    parser.add_argument("--version", action="version", version=f"ragchat {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     s = sub.add_parser("serve", help="run the HTTP server")
     s.add_argument("--host", help="default: HOST (127.0.0.1)")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import uuid
 from typing import Any
 
 import httpx
@@ -123,3 +124,19 @@ async def test_bad_uploads_and_bad_search_parameters(live_app: Any) -> None:
         assert empty.status_code == 200
         assert empty.json()["chunks"] == [] and empty.json()["has_embeddings"] is False
         assert (await client.get("/api/documents/00000000-0000-0000-0000-00000000beef")).status_code == 404
+
+
+async def test_pathological_bodies_and_paths_are_4xx(live_app: Any) -> None:
+    server = live_app()
+    deep = "[" * 1000 + "]" * 1000
+    json_type = {"Content-Type": "application/json"}
+    async with httpx.AsyncClient(base_url=server.url) as client:
+        for method, path, body in [
+            ("POST", "/api/chat", '{"message": ' + deep + "}"),
+            ("PATCH", f"/api/threads/{uuid.uuid4()}", '{"title": ' + deep + "}"),
+            ("POST", "/api/chat", '{"message": "x", "x": ' + '{"a":' * 5000 + "1" + "}" * 5001),
+        ]:
+            r = await client.request(method, path, content=body, headers=json_type)
+            assert r.status_code == 400 and r.json()["code"] == "bad_request", (path, r.status_code)
+        r = await client.get("/abc%00def")
+        assert r.status_code == 404 and r.json()["code"] == "not_found"
