@@ -3,6 +3,7 @@ import { collectionsApi } from "../api/accounts";
 import { errorMessage } from "../api/client";
 import type { Access } from "../api/types";
 import { Field } from "../components/Field";
+import { RetryError } from "../components/RetryError";
 import { Spinner } from "../components/Spinner";
 import { plural } from "../lib/format";
 import { Link, navigate } from "../lib/router";
@@ -28,14 +29,7 @@ export function CollectionsPage() {
 
       <CreateCollection onCreated={refresh} />
 
-      {error && (
-        <div className="error-box" role="alert" data-testid="error-box">
-          <div className="error-text">{error}</div>
-          <button type="button" className="btn btn-small" onClick={() => void refresh()}>
-            Retry
-          </button>
-        </div>
-      )}
+      {error && <RetryError message={error} onRetry={() => void refresh()} />}
       {collections === null ? (
         !error && (
           <div className="center-state">

@@ -2,6 +2,7 @@ import { useState } from "react";
 import { api } from "../api/client";
 import { useCollections } from "../collections/CollectionsContext";
 import type { UploadResult } from "../api/types";
+import { RetryError } from "../components/RetryError";
 import { Spinner } from "../components/Spinner";
 import { DocumentRow } from "./DocumentRow";
 import { UploadZone } from "./UploadZone";
@@ -94,14 +95,7 @@ export function DocumentsPage() {
         </ul>
       )}
 
-      {error && (
-        <div className="error-box" role="alert" data-testid="error-box">
-          <div className="error-text">{error}</div>
-          <button type="button" className="btn btn-small" onClick={() => void refresh()}>
-            Retry
-          </button>
-        </div>
-      )}
+      {error && <RetryError message={error} onRetry={() => void refresh()} />}
 
       {docs === null ? (
         !error && (
