@@ -9,7 +9,7 @@ from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-from litestar import Litestar, Request, Response, asgi, get
+from litestar import Litestar, Request, Router, asgi, get
 from litestar.di import Provide
 from litestar.exceptions import HTTPException, NotFoundException
 from litestar.response import File
@@ -20,7 +20,6 @@ from server.accounts.routes import account_handlers, authenticate
 from server.accounts.service import AccountService
 from server.chat.routes import chat_handlers
 from server.chat.service import ChatService
-from server.core.errors import RagchatError, RateLimited
 from server.core.principal import CredentialCheck, Principal
 from server.db.ratelimit import RateLimiter
 from server.documents.collection_routes import CollectionController
@@ -28,62 +27,17 @@ from server.documents.collections import CollectionService
 from server.documents.routes import DocumentController
 from server.documents.service import DocumentService
 from server.mcp.http import McpHttp
+from server.resources import client_dist
 from server.retrieval.routes import search_handlers
 from server.retrieval.search import Searcher
 from server.runtime import Overrides, Runtime, open_runtime
 from server.settings import Settings
 from server.system_routes import system_handlers
-from server.web.docs import openapi_config
+from server.web.docs import document_errors, openapi_config
+from server.web.errors import error_response
 from server.web.security import SecurityMiddleware
 
 log = logging.getLogger(__name__)
-REPO_ROOT = Path(__file__).resolve().parents[1]
-
-
-HTTP_CODES = {
-    400: "bad_request",
-    401: "unauthorized",
-    403: "forbidden",
-    404: "not_found",
-    405: "method_not_allowed",
-    409: "conflict",
-    413: "payload_too_large",
-    415: "unsupported_media_type",
-    429: "rate_limited",
-    503: "service_unavailable",
-}
-
-
-def error_handler(_: Request[Any, Any, Any], exc: RagchatError) -> Response[dict[str, Any]]:
-    """The API's one error shape: {status_code, code, detail} (+ retry_after and Retry-After for 429)."""
-    body: dict[str, Any] = {"status_code": exc.status_code, "code": exc.code, "detail": exc.message}
-    headers: dict[str, str] = {}
-    if isinstance(exc, RateLimited):
-        body["retry_after"] = exc.retry_after
-        headers["Retry-After"] = str(exc.retry_after)
-    return Response(body, status_code=exc.status_code, headers=headers)
-
-
-def http_error_handler(_: Request[Any, Any, Any], exc: HTTPException) -> Response[dict[str, Any]]:
-    """Litestar's own errors (validation, unknown route, body too large) in the same shape."""
-    body: dict[str, Any] = {
-        "status_code": exc.status_code,
-        "code": HTTP_CODES.get(exc.status_code, "internal_error" if exc.status_code >= 500 else "error"),
-        "detail": exc.detail,
-    }
-    if exc.extra:
-        body["extra"] = exc.extra
-    return Response(body, status_code=exc.status_code, headers=exc.headers or None)
-
-
-def unexpected_error_handler(request: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, Any]]:
-    """A bug: the traceback goes to the log, the client gets the one error shape without internals."""
-    if isinstance(exc, RecursionError):  # a JSON body nested thousands deep: refused by the decoder, quickly
-        body = {"status_code": 400, "code": "bad_request", "detail": "the request body is nested too deeply"}
-        return Response(body, status_code=400)
-    log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
-    body = {"status_code": 500, "code": "internal_error", "detail": "internal server error (logged on the server)"}
-    return Response(body, status_code=500)
 
 
 async def provide_principal(request: Request[Any, Any, Any], runtime: Runtime) -> Principal:
@@ -92,7 +46,8 @@ async def provide_principal(request: Request[Any, Any, Any], runtime: Runtime) -
 
 
 def _client_dist(settings: Settings) -> Path:
-    return settings.client_dist or REPO_ROOT / "client" / "dist"
+    """CLIENT_DIST, else the installed package's copy of the built client, else the checkout's client/dist."""
+    return settings.client_dist or client_dist()
 
 
 def create_app(settings: Settings, runtime: Runtime | None = None, *, overrides: Overrides | None = None) -> Litestar:
@@ -149,11 +104,12 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, overrides:
             )
         return File(index, filename="index.html", content_disposition_type="inline")
 
-    return Litestar(
+    app = Litestar(
         route_handlers=[
             *system_handlers(),
             *account_handlers(),
-            DocumentController,
+            # uploads are the one route with a big body: MAX_UPLOAD_MB (+ framing), refused while streaming
+            Router("/", route_handlers=[DocumentController], request_max_body_size=settings.max_upload_request_bytes),
             CollectionController,
             *search_handlers(),
             *chat_handlers(),
@@ -183,17 +139,15 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, overrides:
             "CredentialCheck": CredentialCheck,
         },
         lifespan=[lifespan],
-        exception_handlers={
-            RagchatError: error_handler,
-            HTTPException: http_error_handler,
-            Exception: unexpected_error_handler,
-        },
+        exception_handlers={Exception: error_response},
         middleware=[
             lambda app: SecurityMiddleware(
                 app, allowed_hosts=settings.host_allowlist, trusted_origins=settings.trusted_origins
             )
         ],
         openapi_config=openapi_config(__version__),
-        request_max_body_size=int(settings.max_upload_bytes * 20) + 1_000_000,
+        request_max_body_size=settings.max_json_bytes,
         debug=False,
     )
+    document_errors(app)
+    return app

@@ -53,6 +53,12 @@ class Settings(BaseSettings):
     data_dir: Path = Field(default_factory=_default_data_dir, validation_alias="RAGCHAT_DATA_DIR")
     db_pool_min: int = 1
     db_pool_max: int = 10
+    db_pool_timeout_s: float = Field(default=10.0, gt=0)  # a request waits this long for a connection (then 503)
+    # how often the database is probed (0: never). While it does not answer, requests get a 503 at once and
+    # the embedded PostgreSQL is restarted if it died.
+    db_watchdog_interval_s: float = Field(default=1.0, ge=0)
+    # a probe (the watchdog's, /api/health's) slower than this counts as no answer
+    db_probe_timeout_s: float = Field(default=2.0, gt=0)
     log_level: str = "info"
     client_dist: Path | None = None  # built web client; defaults to <repo>/client/dist
 
@@ -73,8 +79,11 @@ class Settings(BaseSettings):
     rate_rerank_candidates_per_min: int = 600
     rerank_max_candidates: int = 60  # one request's limit × RERANK_CANDIDATES_FACTOR may not exceed this
 
+    # request bodies of JSON routes (chat, search, OpenAI /v1, accounts…); refused while streaming (413)
+    max_json_kb: int = Field(default=1024, ge=16)
+
     # --- documents ---
-    max_upload_mb: float = 50.0
+    max_upload_mb: float = 50.0  # one file; also one upload request's body (+1 MB for the multipart framing)
     chunk_tokens: int = 200
     chunk_overlap: int = 40
     ingest_workers: int = 1  # in-process background ingestion workers (0 = only `ragchat worker`)
@@ -182,6 +191,15 @@ class Settings(BaseSettings):
     @property
     def max_upload_bytes(self) -> int:
         return int(self.max_upload_mb * 1024 * 1024)
+
+    @property
+    def max_upload_request_bytes(self) -> int:
+        """One upload request's body: the file limit plus room for the multipart framing and a few fields."""
+        return self.max_upload_bytes + 1024 * 1024
+
+    @property
+    def max_json_bytes(self) -> int:
+        return self.max_json_kb * 1024
 
     @property
     def effective_rerank_model(self) -> str:

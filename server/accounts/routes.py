@@ -7,11 +7,28 @@ from uuid import UUID
 
 from litestar import Controller, Request, Response, delete, get, patch, post
 from litestar.datastructures import Cookie
-from pydantic import BaseModel, Field
 
+from server.accounts.schemas import (
+    CreatedToken,
+    Credentials,
+    Directory,
+    NewToken,
+    NewUser,
+    PasswordChange,
+    PasswordReset,
+    SessionInfo,
+    SignedIn,
+    Token,
+    TokenList,
+    User,
+    UserList,
+    UserPatch,
+)
 from server.accounts.service import AccountService, LoggedIn
 from server.core.errors import Forbidden, Unauthorized
+from server.core.http import error_responses
 from server.core.principal import Principal
+from server.core.schemas import Person
 
 SESSION_COOKIE = "ragchat_session"
 
@@ -47,66 +64,9 @@ def require_admin(principal: Principal) -> None:
         raise Forbidden("only an admin may do this")
 
 
-def user_json(row: dict[str, Any]) -> dict[str, Any]:
-    out = {
-        "id": str(row["id"]),
-        "username": row["username"],
-        "is_admin": bool(row["is_admin"]),
-        "disabled": bool(row["disabled"]),
-        "created_at": row["created_at"].isoformat(),
-    }
-    if "last_seen_at" in row:
-        out["last_seen_at"] = row["last_seen_at"].isoformat() if row["last_seen_at"] else None
-    if "documents" in row:
-        out["documents"] = int(row["documents"])
-    return out
-
-
-def token_json(row: dict[str, Any]) -> dict[str, Any]:
-    out = {
-        "id": str(row["id"]),
-        "name": row["name"],
-        "prefix": row["prefix"],
-        "created_at": row["created_at"].isoformat(),
-        "last_used_at": row["last_used_at"].isoformat() if row["last_used_at"] else None,
-    }
-    if "token" in row:
-        out["token"] = row["token"]
-    return out
-
-
-class Credentials(BaseModel):
-    username: str = Field(max_length=200)
-    password: str = Field(max_length=4096)
-
-
-class PasswordChange(BaseModel):
-    current_password: str = Field(max_length=4096)
-    new_password: str = Field(max_length=4096)
-
-
-class NewToken(BaseModel):
-    name: str = Field(max_length=1000)
-
-
-class NewUser(BaseModel):
-    username: str = Field(max_length=200)
-    password: str = Field(max_length=4096)
-    is_admin: bool = False
-
-
-class UserPatch(BaseModel):
-    disabled: bool | None = None
-    is_admin: bool | None = None
-
-
-class PasswordReset(BaseModel):
-    password: str = Field(max_length=4096)
-
-
 def _logged_in(
     request: Request[Any, Any, Any], accounts: AccountService, result: LoggedIn, status: int
-) -> Response[Any]:
+) -> Response[SignedIn]:
     secure = accounts.settings.cookie_secure == "true" or (
         accounts.settings.cookie_secure == "auto" and request.url.scheme == "https"
     )
@@ -119,7 +79,7 @@ def _logged_in(
         path="/",
         max_age=int(accounts.session_ttl_s),
     )
-    return Response({"user": user_json(result.user)}, status_code=status, cookies=[cookie])
+    return Response(SignedIn(user=User.of(result.user)), status_code=status, cookies=[cookie])
 
 
 def _cleared(status: int = 204) -> Response[None]:
@@ -132,32 +92,32 @@ class AuthController(Controller):
     path = "/api/auth"
 
     @get("/session")
-    async def session(self, request: Request[Any, Any, Any], accounts: AccountService) -> dict[str, Any]:
+    async def session(self, request: Request[Any, Any, Any], accounts: AccountService) -> SessionInfo:
         """Public: is auth on, must the first account be created, and who is signed in (null if nobody)."""
         user = None
         if not accounts.auth_enabled:
-            user = user_json(await accounts.me(accounts.local()))
+            user = User.of(await accounts.me(accounts.local()))
         else:
             try:
-                user = user_json(await accounts.me(await authenticate(request, accounts)))
+                user = User.of(await accounts.me(await authenticate(request, accounts)))
             except Unauthorized:
                 user = None
         setup = accounts.auth_enabled and await accounts.setup_required()  # AUTH=off needs no account
-        return {"auth": accounts.settings.auth, "setup_required": setup, "user": user}
+        return SessionInfo(auth=accounts.settings.auth, setup_required=setup, user=user)
 
-    @post("/setup", status_code=201)
+    @post("/setup", status_code=201, responses=error_responses(409, 429))
     async def setup(
         self, request: Request[Any, Any, Any], data: Credentials, accounts: AccountService
-    ) -> Response[Any]:
+    ) -> Response[SignedIn]:
         """Public, once: create the first account (an admin) and sign it in."""
         ua = request.headers.get("user-agent", "")
         result = await accounts.setup(data.username, data.password, ip=client_ip(request), user_agent=ua)
         return _logged_in(request, accounts, result, 201)
 
-    @post("/login", status_code=200)
+    @post("/login", status_code=200, responses=error_responses(401, 429))
     async def login(
         self, request: Request[Any, Any, Any], data: Credentials, accounts: AccountService
-    ) -> Response[Any]:
+    ) -> Response[SignedIn]:
         ua = request.headers.get("user-agent", "")
         result = await accounts.login(data.username, data.password, ip=client_ip(request), user_agent=ua)
         return _logged_in(request, accounts, result, 200)
@@ -180,53 +140,51 @@ class AuthController(Controller):
         await accounts.change_password(principal, data.current_password, data.new_password)
 
     @get("/tokens")
-    async def list_tokens(self, accounts: AccountService, principal: Principal) -> dict[str, Any]:
-        return {"tokens": [token_json(t) for t in await accounts.list_tokens(principal)]}
+    async def list_tokens(self, accounts: AccountService, principal: Principal) -> TokenList:
+        return TokenList(tokens=[Token.of(t) for t in await accounts.list_tokens(principal)])
 
     @post("/tokens", status_code=201)
-    async def create_token(self, data: NewToken, accounts: AccountService, principal: Principal) -> dict[str, Any]:
+    async def create_token(self, data: NewToken, accounts: AccountService, principal: Principal) -> CreatedToken:
         """The token is in this response only; the server keeps its hash."""
-        return token_json(await accounts.create_token(principal, data.name))
+        return CreatedToken.model_validate(await accounts.create_token(principal, data.name), from_attributes=False)
 
-    @delete("/tokens/{token_id:uuid}", status_code=204)
+    @delete("/tokens/{token_id:uuid}", status_code=204, responses=error_responses(404))
     async def revoke_token(self, token_id: UUID, accounts: AccountService, principal: Principal) -> None:
         await accounts.revoke_token(principal, token_id)
 
 
 @get("/api/users")
-async def user_directory(accounts: AccountService, principal: Principal) -> dict[str, Any]:
+async def user_directory(accounts: AccountService, principal: Principal) -> Directory:
     """Active users (id, username), to choose whom to share a collection with."""
-    return {"users": [{"id": str(u["id"]), "username": u["username"]} for u in await accounts.directory()]}
+    return Directory(users=[Person.of(u["id"], u["username"]) for u in await accounts.directory()])
 
 
 class AdminUserController(Controller):
     path = "/api/admin/users"
 
     @get("/")
-    async def list_users(self, accounts: AccountService, principal: Principal) -> dict[str, Any]:
+    async def list_users(self, accounts: AccountService, principal: Principal) -> UserList:
         require_admin(principal)
-        return {"users": [user_json(u) for u in await accounts.list_users()]}
+        return UserList(users=[User.of(u) for u in await accounts.list_users()])
 
-    @post("/", status_code=201)
-    async def add_user(self, data: NewUser, accounts: AccountService, principal: Principal) -> dict[str, Any]:
+    @post("/", status_code=201, responses=error_responses(409))
+    async def add_user(self, data: NewUser, accounts: AccountService, principal: Principal) -> User:
         require_admin(principal)
-        return user_json(await accounts.add_user(data.username, data.password, is_admin=data.is_admin))
+        return User.of(await accounts.add_user(data.username, data.password, is_admin=data.is_admin))
 
-    @patch("/{user_id:uuid}")
-    async def update_user(
-        self, user_id: UUID, data: UserPatch, accounts: AccountService, principal: Principal
-    ) -> dict[str, Any]:
+    @patch("/{user_id:uuid}", responses=error_responses(404, 409))
+    async def update_user(self, user_id: UUID, data: UserPatch, accounts: AccountService, principal: Principal) -> User:
         require_admin(principal)
-        return user_json(await accounts.update_user(principal, user_id, disabled=data.disabled, is_admin=data.is_admin))
+        return User.of(await accounts.update_user(principal, user_id, disabled=data.disabled, is_admin=data.is_admin))
 
-    @post("/{user_id:uuid}/password", status_code=204)
+    @post("/{user_id:uuid}/password", status_code=204, responses=error_responses(404))
     async def reset_password(
         self, user_id: UUID, data: PasswordReset, accounts: AccountService, principal: Principal
     ) -> None:
         require_admin(principal)
         await accounts.reset_password(user_id, data.password)
 
-    @delete("/{user_id:uuid}", status_code=204)
+    @delete("/{user_id:uuid}", status_code=204, responses=error_responses(404, 409))
     async def delete_user(self, user_id: UUID, accounts: AccountService, principal: Principal) -> None:
         require_admin(principal)
         await accounts.delete_user(principal, user_id)

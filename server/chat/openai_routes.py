@@ -10,6 +10,7 @@ personal API token (`api_key=` in the client). Errors are OpenAI-style `{"error"
 from __future__ import annotations
 
 import json
+import logging
 import time
 import uuid
 from collections.abc import AsyncGenerator
@@ -19,32 +20,29 @@ from typing import Any
 from litestar import Request, Response, Router, get, post
 from litestar.exceptions import HTTPException
 from litestar.response import Stream
-from pydantic import BaseModel, ConfigDict, Field
 
 from server.chat.answer import Answer, AnswerRequest, collect
 from server.chat.faults import as_http_error
 from server.chat.loop import Turn
+from server.chat.openai_schemas import (
+    MODEL_ID,
+    AssistantMessage,
+    ChatCompletion,
+    Choice,
+    Completion,
+    CompletionSource,
+    CompletionUsage,
+    Model,
+    ModelList,
+)
 from server.chat.service import ChatService
 from server.core.errors import BadRequest, RagchatError, RateLimited
+from server.core.http import error_responses, request_id_of, response_spec
 from server.core.principal import Principal
 from server.db.ratelimit import RateLimiter
 
-MODEL_ID = "ragchat"
-MAX_MESSAGES = 200
+log = logging.getLogger(__name__)
 MAX_CHARS = 64_000
-
-
-class Message(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    role: str
-    content: str | list[dict[str, Any]] | None = None
-
-
-class Completion(BaseModel):
-    model_config = ConfigDict(extra="allow")  # temperature, top_p, … are accepted and ignored
-    model: str = MODEL_ID
-    messages: list[Message] = Field(max_length=MAX_MESSAGES)
-    stream: bool = False
 
 
 def _text(content: str | list[dict[str, Any]] | None) -> str:
@@ -86,14 +84,21 @@ def _usage(answer: Answer) -> dict[str, int]:
 
 
 @get("/models")
-async def list_models(principal: Principal) -> dict[str, Any]:
-    return {"object": "list", "data": [{"id": MODEL_ID, "object": "model", "created": 0, "owned_by": "ragchat"}]}
+async def list_models(principal: Principal) -> ModelList:
+    return ModelList(data=[Model(id=MODEL_ID)])
 
 
-@post("/chat/completions", status_code=200)
+@post(
+    "/chat/completions",
+    status_code=200,
+    responses={
+        200: response_spec(ChatCompletion, "the answer; with `stream: true`, chat.completion.chunk SSE"),
+        **error_responses(429, 502, 504),
+    },
+)
 async def chat_completions(
     data: Completion, chat: ChatService, principal: Principal, limiter: RateLimiter
-) -> Response[Any] | Stream:
+) -> ChatCompletion | Stream:
     req = to_request(data)
     await limiter.hit(f"chat:{principal.user_id}", chat.settings.rate_chat_per_min, what="questions")
     cid, created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
@@ -102,17 +107,17 @@ async def chat_completions(
             answer = await chat.answer(principal, req)
         except Exception as exc:
             raise as_http_error(exc) from exc
-        message = {"role": "assistant", "content": answer.text + sources_block(answer)}
-        return Response(
-            {
-                "id": cid,
-                "object": "chat.completion",
-                "created": created,
-                "model": MODEL_ID,
-                "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-                "usage": _usage(answer),
-                "sources": _sources(answer),
-            }
+        return ChatCompletion(
+            id=cid,
+            created=created,
+            model=MODEL_ID,
+            choices=[
+                Choice(
+                    index=0, message=AssistantMessage(content=answer.text + sources_block(answer)), finish_reason="stop"
+                )
+            ],
+            usage=CompletionUsage(**_usage(answer)),
+            sources=[CompletionSource.model_validate(s) for s in _sources(answer)],
         )
     return Stream(_stream(chat, principal, req, cid, created), media_type="text/event-stream")
 
@@ -158,22 +163,26 @@ def _error_body(exc: RagchatError) -> dict[str, Any]:
     return {"message": exc.message, "type": kind, "code": exc.code}
 
 
-def openai_error(_: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, Any]]:
-    if isinstance(exc, RagchatError):
-        err = exc
-    elif isinstance(exc, HTTPException):
+def openai_error(request: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, Any]]:
+    """OpenAI's error shape (what its clients parse), with our code and the request id."""
+    if isinstance(exc, HTTPException):
         err = RagchatError(str(exc.detail))
         err.status_code, err.code = exc.status_code, "invalid_request" if exc.status_code < 500 else "server_error"
+        headers = dict(exc.headers or {})
     else:
         err = as_http_error(exc)
-    headers = {"Retry-After": str(err.retry_after)} if isinstance(err, RateLimited) else None
-    return Response({"error": _error_body(err)}, status_code=err.status_code, headers=headers)
+        if err.status_code >= 500 and err.code == "internal_error":  # a bug: traceback logged, no internals sent
+            log.error("request %s: unhandled error on %s", request_id_of(request), request.url.path, exc_info=exc)
+            err = RagchatError(f"internal server error (logged on the server as {request_id_of(request)})")
+        headers = {"Retry-After": str(err.retry_after)} if isinstance(err, RateLimited) else {}
+    body = {"error": {**_error_body(err), "request_id": request_id_of(request)}}
+    return Response(body, status_code=err.status_code, headers=headers)
 
 
 def openai_router() -> Router:
     return Router(
         path="/v1",
         route_handlers=[list_models, chat_completions],
-        exception_handlers={RagchatError: openai_error, HTTPException: openai_error},
+        exception_handlers={Exception: openai_error},
         tags=["OpenAI-compatible"],
     )

@@ -11,41 +11,23 @@ import time
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import Any
-from uuid import UUID
 
-from litestar import Response, post
+from litestar import post
 from litestar.response import Stream
-from pydantic import BaseModel, Field
 
 from server.chat.answer import Answer, AnswerRequest
 from server.chat.faults import as_http_error, describe_failure
 from server.chat.loop import ChatEvent
+from server.chat.schemas import MAX_QUERY_CHARS, RagAnswer, RagBody, RagFilters
 from server.chat.service import ChatService
 from server.chat.sse import server_sent_events
 from server.core.errors import BadRequest, NotFound
+from server.core.http import error_responses, response_spec
 from server.core.principal import Principal
 from server.core.search import parse_mode
 from server.db.access import unreadable
 from server.db.ratelimit import RateLimiter
 from server.settings import SearchMode
-
-MAX_QUERY_CHARS = 8000
-
-
-class RagFilters(BaseModel):
-    document_ids: list[UUID] | None = None
-    collection_ids: list[UUID] | None = None
-    metadata: dict[str, str] | None = None
-
-
-class RagBody(BaseModel):
-    query: str = Field(max_length=MAX_QUERY_CHARS * 2)
-    top_k: int = Field(default=5, ge=1, le=50)
-    mode: str | None = None
-    filters: RagFilters | None = None
-    rerank: bool | None = None
-    debug: bool = True
-    stream: bool = False  # true: the chat SSE events (tool_call, tool_result, token, done) instead of JSON
 
 
 def _arm(chunks: list[dict[str, Any]], rank_key: str, score_key: str) -> list[dict[str, Any]]:
@@ -63,7 +45,7 @@ def _arm(chunks: list[dict[str, Any]], rank_key: str, score_key: str) -> list[di
     ]
 
 
-def rag_json(answer: Answer, elapsed_ms: float, *, debug: bool = True) -> dict[str, Any]:
+def rag_answer(answer: Answer, elapsed_ms: float, *, debug: bool = True) -> RagAnswer:
     """The /api/rag response (also `ragchat search --rag --json`)."""
     out: dict[str, Any] = {
         "answer": answer.text,
@@ -90,7 +72,7 @@ def rag_json(answer: Answer, elapsed_ms: float, *, debug: bool = True) -> dict[s
             ],
             "stats": timings,
         }
-    return out
+    return RagAnswer.model_validate(out)
 
 
 def rag_request(body: RagBody) -> AnswerRequest:
@@ -128,10 +110,15 @@ async def _sse(chat: ChatService, principal: Principal, req: AnswerRequest) -> A
             yield event.encode()
 
 
-@post("/api/rag", status_code=200)
-async def rag(
-    data: RagBody, chat: ChatService, principal: Principal, limiter: RateLimiter
-) -> Response[dict[str, Any]] | Stream:
+@post(
+    "/api/rag",
+    status_code=200,
+    responses={
+        200: response_spec(RagAnswer, "the answer (JSON), or with `stream: true` the chat SSE events"),
+        **error_responses(404, 429, 502, 504),
+    },
+)
+async def rag(data: RagBody, chat: ChatService, principal: Principal, limiter: RateLimiter) -> RagAnswer | Stream:
     """Retrieve `top_k` passages for `query` and answer from them, citing [n]; `debug` traces each stage.
     With `stream: true` the answer comes as the chat SSE events instead (see docs/SSE.md), no `thread`."""
     req = rag_request(data)
@@ -148,4 +135,4 @@ async def rag(
         answer = await chat.answer(principal, req)
     except Exception as exc:
         raise as_http_error(exc) from exc
-    return Response(rag_json(answer, (time.perf_counter() - start) * 1000, debug=data.debug))
+    return rag_answer(answer, (time.perf_counter() - start) * 1000, debug=data.debug)

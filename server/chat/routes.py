@@ -7,15 +7,16 @@ from uuid import UUID
 
 import psycopg
 from litestar import Controller, delete, get, patch, post
-from pydantic import BaseModel
 from sse_starlette import EventSourceResponse
 
 from server.chat.faults import describe_failure
 from server.chat.openai_routes import openai_router
 from server.chat.rag_routes import rag
+from server.chat.schemas import ChatBody, ChatStream, Message, Thread, ThreadDetail, ThreadList, ThreadPatch
 from server.chat.service import ChatRequest, ChatService
 from server.chat.sse import server_sent_events
 from server.core.errors import BadRequest, ServiceUnavailable
+from server.core.http import error_responses, response_spec
 from server.core.principal import CredentialCheck, Principal
 from server.core.search import parse_mode
 from server.db.ratelimit import RateLimiter
@@ -24,19 +25,6 @@ from server.settings import SearchMode, Settings
 PING_S = 15  # keep-alive comment lines, so proxies don't close a stream while the model thinks
 SEND_TIMEOUT_S = 60  # a client that stops reading for this long is treated as gone
 TITLE_MAX_CHARS = 200
-
-
-class ChatBody(BaseModel):
-    message: str
-    thread_id: UUID | None = None
-    document_ids: list[UUID] | None = None
-    collection_ids: list[UUID] | None = None
-    search_mode: str | None = None
-    rerank: bool | None = None
-
-
-class ThreadPatch(BaseModel):
-    title: str
 
 
 def validate_chat(body: ChatBody, settings: Settings) -> ChatRequest:
@@ -61,7 +49,15 @@ def validate_chat(body: ChatBody, settings: Settings) -> ChatRequest:
     )
 
 
-@post("/api/chat", status_code=200, media_type="text/event-stream")
+@post(
+    "/api/chat",
+    status_code=200,
+    media_type="text/event-stream",
+    responses={
+        200: response_spec(ChatStream, "server-sent events (docs/SSE.md)", "text/event-stream"),
+        **error_responses(404, 429),
+    },
+)
 async def chat(
     data: ChatBody, chat: ChatService, principal: Principal, limiter: RateLimiter, credential_check: CredentialCheck
 ) -> EventSourceResponse:
@@ -81,54 +77,32 @@ async def chat(
     )
 
 
-def thread_json(row: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "id": str(row["id"]),
-        "title": row["title"],
-        "created_at": row["created_at"].isoformat(),
-        "updated_at": row["updated_at"].isoformat(),
-    }
-
-
-def message_json(row: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "id": str(row["id"]),
-        "role": row["role"],
-        "content": row["content"],
-        "status": row["status"],
-        "tool_calls": row["tool_calls"],
-        "tool_results": row["tool_results"],
-        "error": row["error"],
-        "created_at": row["created_at"].isoformat(),
-    }
-
-
 class ThreadController(Controller):
     path = "/api/threads"
 
     @get("/")
-    async def list_threads(self, chat: ChatService, principal: Principal) -> dict[str, Any]:
+    async def list_threads(self, chat: ChatService, principal: Principal) -> ThreadList:
         """Threads, most recently active first."""
-        return {"threads": [thread_json(r) for r in await chat.list_threads(principal)]}
+        return ThreadList(threads=[Thread.model_validate(r) for r in await chat.list_threads(principal)])
 
-    @get("/{thread_id:uuid}")
-    async def get_thread(self, thread_id: UUID, chat: ChatService, principal: Principal) -> dict[str, Any]:
+    @get("/{thread_id:uuid}", responses=error_responses(404))
+    async def get_thread(self, thread_id: UUID, chat: ChatService, principal: Principal) -> ThreadDetail:
         """A thread with its messages (assistant messages carry their tool calls and exact tool results)."""
         thread, messages = await chat.get_thread(principal, thread_id, with_messages=True)
-        return {**thread_json(thread), "messages": [message_json(m) for m in messages]}
+        return ThreadDetail(**Thread.model_validate(thread).model_dump(), messages=[Message.of(m) for m in messages])
 
-    @patch("/{thread_id:uuid}")
+    @patch("/{thread_id:uuid}", responses=error_responses(404))
     async def rename_thread(
         self, thread_id: UUID, data: ThreadPatch, chat: ChatService, principal: Principal
-    ) -> dict[str, Any]:
+    ) -> Thread:
         title = " ".join(data.title.replace("\x00", "").split())
         if not title:
             raise BadRequest("title is empty")
         if len(title) > TITLE_MAX_CHARS:
             raise BadRequest(f"title is too long (at most {TITLE_MAX_CHARS} characters)")
-        return thread_json(await chat.rename_thread(principal, thread_id, title))
+        return Thread.model_validate(await chat.rename_thread(principal, thread_id, title))
 
-    @delete("/{thread_id:uuid}", status_code=204)
+    @delete("/{thread_id:uuid}", status_code=204, responses=error_responses(404))
     async def delete_thread(self, thread_id: UUID, chat: ChatService, principal: Principal) -> None:
         await chat.delete_thread(principal, thread_id)
 

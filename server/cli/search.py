@@ -42,7 +42,7 @@ async def search(settings: Settings, args: argparse.Namespace) -> int:
             filters=filters,
             rerank=args.rerank,
         )
-    return print_results(result.to_api(), args.json)
+    return print_results(result.to_api().model_dump(mode="json"), args.json)
 
 
 def rag_filters(args: argparse.Namespace) -> dict[str, Any]:
@@ -55,7 +55,8 @@ def rag_filters(args: argparse.Namespace) -> dict[str, Any]:
 
 async def local_rag(settings: Settings, args: argparse.Namespace) -> int:
     """`search --rag` on the database directly: the same answer as POST /api/rag, streamed to the terminal."""
-    from server.chat.rag_routes import RagBody, RagFilters, rag_json, rag_request
+    from server.chat.rag_routes import rag_answer, rag_request
+    from server.chat.schemas import RagBody, RagFilters
 
     body = RagBody(query=args.query, top_k=args.top_k, mode=args.mode, rerank=args.rerank,
                    filters=RagFilters(**rag_filters(args)))  # fmt: skip
@@ -65,7 +66,7 @@ async def local_rag(settings: Settings, args: argparse.Namespace) -> int:
         if args.json:
             start = time.perf_counter()
             answer = await rt.chat.answer(principal, req)
-            print(json.dumps(rag_json(answer, (time.perf_counter() - start) * 1000), indent=2, default=str))
+            print(rag_answer(answer, (time.perf_counter() - start) * 1000).model_dump_json(indent=2))
             return 0
         sources: list[dict[str, Any]] = []
         async with aclosing(rt.chat.answer_stream(principal, req)) as events:

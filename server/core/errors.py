@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class RagchatError(Exception):
     status_code = 500
     code = "internal_error"
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, extra: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.message = message
+        self.extra = extra
 
 
 class BadRequest(RagchatError):
@@ -35,6 +38,15 @@ class UnsupportedMediaType(RagchatError):
 class ServiceUnavailable(RagchatError):
     status_code = 503
     code = "service_unavailable"
+
+
+class DatabaseUnavailable(ServiceUnavailable):
+    """The database does not answer (down, restarting, or the pool has no connection to give)."""
+
+    code = "database_unavailable"
+
+    def __init__(self, message: str = "the database is unavailable; retry shortly") -> None:
+        super().__init__(message)
 
 
 class Unauthorized(RagchatError):

@@ -87,39 +87,59 @@ class SearchResult(BaseModel):
     confidence: Confidence
     has_embeddings: bool
 
-    def documents(self) -> list[dict[str, Any]]:
+    def documents(self) -> list[DocumentHit]:
         """Chunks aggregated by document: best chunk, matched chunk count, max score; best first."""
-        by_doc: dict[UUID, dict[str, Any]] = {}
+        by_doc: dict[UUID, DocumentHit] = {}
         for hit in self.chunks:
             entry = by_doc.get(hit.document_id)
             if entry is None:
-                by_doc[hit.document_id] = {
-                    "document_id": str(hit.document_id),
-                    "filename": hit.filename,
-                    "title": hit.title,
-                    "max_score": hit.score,
-                    "matched_chunks": 1,
-                    "best_chunk": hit.model_dump(mode="json"),
-                }
+                by_doc[hit.document_id] = DocumentHit(
+                    document_id=hit.document_id,
+                    filename=hit.filename,
+                    title=hit.title,
+                    max_score=hit.score,
+                    matched_chunks=1,
+                    best_chunk=hit,
+                )
             else:
-                entry["matched_chunks"] += 1
-                if hit.score > entry["max_score"]:
-                    entry["max_score"] = hit.score
-                    entry["best_chunk"] = hit.model_dump(mode="json")
-        return sorted(by_doc.values(), key=lambda d: d["max_score"], reverse=True)
+                entry.matched_chunks += 1
+                if hit.score > entry.max_score:
+                    entry.max_score = hit.score
+                    entry.best_chunk = hit
+        return sorted(by_doc.values(), key=lambda d: d.max_score, reverse=True)
 
-    def to_api(self) -> dict[str, Any]:
-        """The JSON shape shared by GET /api/search and `ragchat search --json`."""
-        return {
-            "query": self.query,
-            "mode": self.mode,
-            "reranked": self.reranked,
-            "chunks": [c.model_dump(mode="json") for c in self.chunks],
-            "documents": self.documents(),
-            "timing_ms": self.timings.model_dump(),
-            "has_embeddings": self.has_embeddings,
-            "confidence": self.confidence.model_dump(),
-        }
+    def to_api(self) -> SearchResponse:
+        """The response of GET /api/search and `ragchat search --json`."""
+        return SearchResponse(
+            query=self.query,
+            mode=self.mode,
+            reranked=self.reranked,
+            chunks=self.chunks,
+            documents=self.documents(),
+            timing_ms=self.timings,
+            has_embeddings=self.has_embeddings,
+            confidence=self.confidence,
+        )
+
+
+class DocumentHit(BaseModel):
+    document_id: UUID
+    filename: str
+    title: str
+    max_score: float
+    matched_chunks: int
+    best_chunk: ChunkHit
+
+
+class SearchResponse(BaseModel):
+    query: str
+    mode: Literal["vector", "keyword", "hybrid"]
+    reranked: bool
+    chunks: list[ChunkHit] = Field(description="best first; `trace` shows each arm's rank and score")
+    documents: list[DocumentHit] = Field(description="the chunks grouped by document, best document first")
+    timing_ms: Timings
+    has_embeddings: bool = Field(description="false: nothing is embedded yet, so vector search found nothing")
+    confidence: Confidence
 
 
 class SearchService(Protocol):

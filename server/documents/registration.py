@@ -36,6 +36,7 @@ class Registered:
     status: Outcome
     document_id: UUID | None = None
     error: str | None = None
+    code: str | None = None  # a rejection's error code (payload_too_large, unsupported_media_type, bad_request)
 
 
 def validate_upload(filename: str, size: int, settings: Settings, *, check_size: bool = True) -> str:
@@ -67,12 +68,12 @@ async def register_bytes(
     try:
         content_type = validate_upload(filename, len(data), settings, check_size=check_size)
     except (BadRequest, PayloadTooLarge, UnsupportedMediaType) as exc:
-        return [Registered(filename, "rejected", error=exc.message)]
+        return [Registered(filename, "rejected", error=exc.message, code=exc.code)]
     if Path(filename).suffix.lower() == ".jsonl":
         try:
             records = list(iter_beir_jsonl(data))
         except ParseError as exc:
-            return [Registered(filename, "rejected", error=f"{filename}: {exc}")]
+            return [Registered(filename, "rejected", error=f"{filename}: {exc}", code="bad_request")]
         docs = [
             repo.NewDocument(
                 filename=f"{filename}#{r.source_id}",
@@ -148,7 +149,7 @@ async def register_paths(
         try:
             validate_upload(name, path.stat().st_size, settings, check_size=not bulk)
         except (BadRequest, PayloadTooLarge, UnsupportedMediaType) as exc:
-            out.append(Registered(name, "rejected", error=exc.message))
+            out.append(Registered(name, "rejected", error=exc.message, code=exc.code))
             continue
         data = await asyncio.to_thread(path.read_bytes)
         out.extend(

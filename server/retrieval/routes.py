@@ -9,8 +9,9 @@ from litestar import Response, get
 from litestar.params import Parameter
 
 from server.core.errors import BadRequest
+from server.core.http import error_responses
 from server.core.principal import Principal
-from server.core.search import SearchFilters
+from server.core.search import SearchFilters, SearchResponse
 from server.db.ratelimit import RateLimiter
 from server.retrieval.filters import parse_metadata_filters
 from server.retrieval.search import Searcher
@@ -40,7 +41,7 @@ async def charge(
     )
 
 
-@get("/api/search")
+@get("/api/search", responses=error_responses(429))
 async def search(
     searcher: Searcher,
     principal: Principal,
@@ -52,7 +53,7 @@ async def search(
     document_ids: Annotated[list[UUID] | None, Parameter(query="document_ids")] = None,
     collection_ids: Annotated[list[UUID] | None, Parameter(query="collection_ids")] = None,
     filter_: Annotated[list[str] | None, Parameter(query="filter")] = None,
-) -> Response[dict[str, Any]]:
+) -> Response[SearchResponse]:
     """Hybrid/vector/keyword search over what the caller may read (their documents and shared collections)."""
     await charge(searcher.settings, limiter, principal, limit, rerank)
     filters = SearchFilters(

@@ -11,7 +11,9 @@
 - **Security headers** on every response: CSP without inline script, `frame-ancestors 'none'`, nosniff,
   a referrer policy.
 
-Errors use the API's one shape: `{status_code, code, detail}`.
+It also gives every request its id (`X-Request-ID`: the client's when it sends a sane one, else a new one),
+kept in the connection state for the error body and the log, and sent back on every response.
+Errors use the API's one body (server/web/errors.py).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from urllib.parse import urlsplit
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 from server.core.errors import BadHost, CrossOrigin, RagchatError, UnsupportedMediaType
+from server.core.http import error_body, new_request_id
 
 UNSAFE = {"POST", "PUT", "PATCH", "DELETE"}
 #: Routes whose body is not JSON: (method, path prefix, accepted media types).
@@ -76,12 +79,14 @@ class SecurityMiddleware:
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         path: str = scope["path"]
+        rid = new_request_id(headers.get("x-request-id"))
+        scope.setdefault("state", {})["request_id"] = rid  # type: ignore[typeddict-item]
         try:
             self.check(scope["method"], path, headers)  # type: ignore[typeddict-item]
         except RagchatError as exc:
-            await _error(send, exc, path)
+            await _error(send, exc, path, rid)
             return
-        await self.app(scope, receive, _with_headers(send, path))
+        await self.app(scope, receive, _with_headers(send, path, rid))
 
     def check(self, method: str, path: str, headers: dict[str, str]) -> None:
         host = headers.get("host", "")
@@ -124,13 +129,13 @@ class SecurityMiddleware:
             raise UnsupportedMediaType(f"this route accepts only application/json (got {media or 'no type'})")
 
 
-def _security_headers(path: str) -> list[tuple[bytes, bytes]]:
+def _security_headers(path: str, rid: str) -> list[tuple[bytes, bytes]]:
     csp = DOCS_CSP if path.startswith("/schema") else CSP
-    return [(b"content-security-policy", csp.encode()), *HEADERS]
+    return [(b"content-security-policy", csp.encode()), *HEADERS, (b"x-request-id", rid.encode())]
 
 
-def _with_headers(send: Send, path: str) -> Send:
-    extra = _security_headers(path)
+def _with_headers(send: Send, path: str, rid: str) -> Send:
+    extra = _security_headers(path, rid)
 
     async def wrapped(message: Message) -> None:
         if message["type"] == "http.response.start":
@@ -142,13 +147,13 @@ def _with_headers(send: Send, path: str) -> Send:
     return wrapped
 
 
-async def _error(send: Send, exc: RagchatError, path: str) -> None:
-    body = json.dumps({"status_code": exc.status_code, "code": exc.code, "detail": exc.message}).encode()
+async def _error(send: Send, exc: RagchatError, path: str, rid: str) -> None:
+    body = json.dumps(error_body(exc.status_code, exc.code, exc.message, rid)).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     start: Any = {
         "type": "http.response.start",
         "status": exc.status_code,
-        "headers": headers + _security_headers(path),
+        "headers": headers + _security_headers(path, rid),
     }
     await send(start)
     await send({"type": "http.response.body", "body": body, "more_body": False})

@@ -100,12 +100,23 @@ async def test_bad_uploads_and_bad_search_parameters(live_app: Any) -> None:
                 ("files", ("photo.png", b"\x89PNG....", "image/png")),
             ],
         )
-        assert response.status_code == 201
-        results = response.json()["results"]
+        # all rejected: not a 201, but the first rejection's status with every file's result in `extra`
+        assert response.status_code == 400 and response.json()["code"] == "bad_request"
+        results = response.json()["extra"]["results"]
         assert [r["status"] for r in results] == ["rejected"] * 3
         assert "empty" in results[0]["error"] and "MAX_UPLOAD_MB" in results[1]["error"]
         assert "unsupported" in results[2]["error"]
         assert (await client.get("/api/documents")).json()["documents"] == []
+        big = await client.post("/api/documents", files=[("files", ("big.txt", b"x" * 20_000, "text/plain"))])
+        assert big.status_code == 413 and big.json()["code"] == "payload_too_large"
+        png = await client.post("/api/documents", files=[("files", ("photo.png", b"\x89PNG....", "image/png"))])
+        assert png.status_code == 415 and png.json()["code"] == "unsupported_media_type"
+        mixed = await client.post(
+            "/api/documents",
+            files=[("files", ("ok.txt", b"fine text", "text/plain")), ("files", ("photo.png", b"x", "image/png"))],
+        )
+        assert mixed.status_code == 201
+        assert [r["status"] for r in mixed.json()["results"]] == ["queued", "rejected"]
 
         form = await client.post("/api/documents", data={"other": "x"})
         assert form.status_code == 415 and form.json()["code"] == "unsupported_media_type"

@@ -1,0 +1,198 @@
+"""Request and response models of the chat, threads and RAG routes, and the payloads of the SSE events
+(docs/SSE.md). Event payloads are built as plain dicts on the hot path; tests validate every emitted event
+against these models, and the OpenAPI document carries them as the `text/event-stream` schema."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+from uuid import UUID
+
+from pydantic import BaseModel, Field
+
+from server.core.search import Confidence, Timings, Trace
+
+MAX_QUERY_CHARS = 8000
+
+
+class ChatBody(BaseModel):
+    message: str = Field(description="the question (CHAT_MAX_MESSAGE_CHARS at most)")
+    thread_id: UUID | None = Field(default=None, description="continue this thread; omitted: a new thread")
+    document_ids: list[UUID] | None = Field(default=None, description="search only these documents")
+    collection_ids: list[UUID] | None = Field(default=None, description="search only these collections")
+    search_mode: str | None = Field(default=None, description="vector, keyword or hybrid (default SEARCH_MODE)")
+    rerank: bool | None = Field(default=None, description="rerank with the LLM (default RERANK_ENABLED)")
+
+
+class ThreadPatch(BaseModel):
+    title: str
+
+
+class Thread(BaseModel):
+    id: UUID
+    title: str
+    created_at: datetime
+    updated_at: datetime
+
+
+class ThreadList(BaseModel):
+    threads: list[Thread]
+
+
+class Usage(BaseModel):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    llm_calls: int = 0
+    tool_rounds: int = 0
+
+
+class Citations(BaseModel):
+    cited: list[int] = Field(description="the [n] markers in the answer, in order of first use")
+    invalid: list[int] = Field(description="markers that point past the passages the searches returned")
+
+
+class ToolCall(BaseModel):
+    """`tool_call`: the model asked to search."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+class Passage(BaseModel):
+    """A passage as the model saw it (its [n] is its place among all passages of the turn, from 1)."""
+
+    id: int
+    document_id: UUID
+    filename: str
+    title: str
+    page: int | None = None
+    section: str | None = None
+    chunk_index: int
+    content: str
+    score: float
+    trace: Trace
+
+
+class ToolResult(BaseModel):
+    """`tool_result`: what the search returned, exactly as the model received it."""
+
+    id: str = Field(description="the tool_call's id")
+    name: str
+    chunks: list[Passage]
+    search_mode: Literal["vector", "keyword", "hybrid"]
+    reranked: bool
+    timings: Timings
+    confidence: Confidence
+
+
+class Message(BaseModel):
+    id: UUID
+    role: Literal["user", "assistant"]
+    content: str
+    status: Literal["complete", "incomplete", "error"]
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_results: list[ToolResult] = Field(default_factory=list, description="exactly what the model saw")
+    error: ErrorEvent | None = Field(default=None, description="why the answer failed (status error)")
+    created_at: datetime
+
+    @classmethod
+    def of(cls, row: dict[str, Any]) -> Message:
+        return cls(**{k: row[k] for k in cls.model_fields if k in row})
+
+
+class ThreadDetail(Thread):
+    messages: list[Message]
+
+
+class ThreadEvent(BaseModel):
+    """`thread`: first event of a chat stream: the thread (new or continued) and the answer's message id."""
+
+    thread_id: UUID
+    message_id: UUID
+
+
+class TokenEvent(BaseModel):
+    """`token`: the next piece of the answer."""
+
+    delta: str
+
+
+class DoneEvent(BaseModel):
+    """`done`: the answer is complete (and, in chat, saved)."""
+
+    message_id: UUID | None = Field(default=None, description="chat only")
+    finish_reason: str | None
+    usage: Usage
+    citations: Citations
+
+
+class ErrorEvent(BaseModel):
+    """`error`: the stream's last event when the answer fails (the partial answer is saved as incomplete)."""
+
+    code: str
+    message: str
+
+
+class ChatStream(BaseModel):
+    """The `text/event-stream` of POST /api/chat (and /api/rag with stream): each property is an SSE event
+    name and its `data:` JSON. Order: thread, then (tool_call, tool_result)*, token*, then done or error."""
+
+    thread: ThreadEvent | None = None
+    tool_call: ToolCall | None = None
+    tool_result: ToolResult | None = None
+    token: TokenEvent | None = None
+    done: DoneEvent | None = None
+    error: ErrorEvent | None = None
+
+
+class RagFilters(BaseModel):
+    document_ids: list[UUID] | None = None
+    collection_ids: list[UUID] | None = None
+    metadata: dict[str, str] | None = None
+
+
+class RagBody(BaseModel):
+    query: str = Field(max_length=MAX_QUERY_CHARS * 2)
+    top_k: int = Field(default=5, ge=1, le=50)
+    mode: str | None = None
+    filters: RagFilters | None = None
+    rerank: bool | None = None
+    debug: bool = True
+    stream: bool = Field(default=False, description="true: the chat SSE events instead of JSON")
+
+
+class Source(Passage):
+    n: int = Field(description="the passage's number, as cited [n] in the answer")
+
+
+class ArmHit(BaseModel):
+    id: int
+    document_id: UUID
+    filename: str
+    rank: int
+    score: float | None
+
+
+class RerankedHit(BaseModel):
+    id: int
+    filename: str
+    score: float
+
+
+class RagDebug(BaseModel):
+    search_mode: Literal["vector", "keyword", "hybrid"] | None
+    reranked: bool
+    vectorResults: list[ArmHit]
+    keywordResults: list[ArmHit]
+    rerankedResults: list[RerankedHit]
+    stats: dict[str, float] = Field(description="per-stage milliseconds: embed, vector, keyword, fuse, answer…")
+
+
+class RagAnswer(BaseModel):
+    answer: str
+    chunks: list[Source] = Field(description="every passage the model saw, numbered from 1")
+    citations: Citations
+    usage: Usage
+    finish_reason: str | None
+    debug: RagDebug | None = None
