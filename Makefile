@@ -4,8 +4,20 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 CLIENT_STAMP := client/node_modules/.installed
+# torch's CPU build, so that a machine whose default index serves CUDA wheels does not fetch gigabytes of them:
+# TORCH_SPEC from the configured indexes first, else torch==TORCH_VERSION from TORCH_INDEX. Another build:
+# e.g. `make install TORCH_SPEC=torch==2.13.0` (PyPI's, CUDA on Linux).
+TORCH_VERSION ?= 2.13.0
+TORCH_SPEC    ?= torch==$(TORCH_VERSION)+cpu
+TORCH_INDEX   ?= https://download.pytorch.org/whl/cpu
+# $(call install_torch,PIP): install TORCH_SPEC with that pip, falling back to TORCH_INDEX
+install_torch = $(1) install --quiet '$(TORCH_SPEC)' 2>/dev/null || { \
+	echo "$(TORCH_SPEC) is not on the configured package indexes: torch==$(TORCH_VERSION) from $(TORCH_INDEX)"; \
+	$(1) install --quiet --index-url $(TORCH_INDEX) 'torch==$(TORCH_VERSION)'; }
+WHEEL_DIR  ?= dist
+WHEEL_VENV ?= $(or $(TMPDIR),/tmp)/ragchat-wheel-venv
 
-.PHONY: run test install client test-python test-client test-e2e test-real lint bench-ingest bench-search bench-chat bench-rerank eval clean
+.PHONY: run test install client test-python test-client test-e2e test-real test-wheel wheel lint bench-ingest bench-search bench-chat bench-rerank eval clean
 
 run: install client
 	HF_HUB_OFFLINE=1 $(BIN)/ragchat serve
@@ -15,7 +27,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet torch==2.13.0
+	$(call install_torch,$(BIN)/pip)
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
@@ -44,11 +56,29 @@ test-e2e: install client
 test-real: install
 	RAGCHAT_REAL_LLM=1 HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q tests/real
 
-lint: install
-	$(BIN)/ruff check server tests bench
-	$(BIN)/ruff format --check server tests bench
+lint: install $(CLIENT_STAMP)
+	$(BIN)/ruff check server tests bench hatch_build.py
+	$(BIN)/ruff format --check server tests bench hatch_build.py
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/pyright
+	cd client && npm run --silent typecheck
+
+# The wheel `pip install .` builds: the server, its SQL migrations and the built web client (server/_bundle/).
+wheel: install client
+	rm -f $(WHEEL_DIR)/ragchat-*.whl
+	$(BIN)/pip wheel . --no-deps --quiet -w $(WHEEL_DIR)
+	@ls $(WHEEL_DIR)/ragchat-*.whl
+
+# What a user gets: `pip install .` with every dependency (torch's CPU build) into a fresh venv outside the
+# checkout, then tests/integration/test_packaging.py on it (`ragchat serve` on its own embedded Postgres).
+test-wheel: install client
+	rm -rf $(WHEEL_VENV)
+	$(PY) -m venv $(WHEEL_VENV)
+	$(WHEEL_VENV)/bin/pip install --quiet --upgrade pip
+	$(call install_torch,$(WHEEL_VENV)/bin/pip)
+	$(WHEEL_VENV)/bin/pip install --quiet .
+	RAGCHAT_WHEEL_VENV=$(WHEEL_VENV) HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/integration/test_packaging.py
+	rm -rf $(WHEEL_VENV)
 
 bench-ingest: install
 	HF_HUB_OFFLINE=1 $(BIN)/python bench/ingest.py
@@ -66,4 +96,4 @@ eval: install
 	HF_HUB_OFFLINE=1 $(BIN)/ragchat eval --dataset ../shared/data/scifact-dev --split train --json bench/results/eval.json
 
 clean:
-	rm -rf $(VENV) client/node_modules client/dist
+	rm -rf $(VENV) client/node_modules client/dist $(WHEEL_DIR)

@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from pathlib import Path
 
 from pydantic import ValidationError
 
 from server import __version__
 from server.cli import documents, mcp, remote, search, users, vectors
+from server.cli.common import run_server
 from server.core.errors import RagchatError
 from server.settings import Settings, is_loopback
 
@@ -17,8 +19,6 @@ log = logging.getLogger("ragchat")
 
 
 def serve(settings: Settings, args: argparse.Namespace) -> int:
-    import uvicorn
-
     from server.app import create_app
 
     host = args.host or settings.host
@@ -38,16 +38,27 @@ def serve(settings: Settings, args: argparse.Namespace) -> int:
             f"ALLOWED_HOSTS (now: {', '.join(settings.host_allowlist)}); put it behind HTTPS for real use.",
             file=sys.stderr,
         )
-    url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::', '') else host}:{port}"
-    print(f"ragchat: serving on http://{host}:{port} (auth {settings.auth})", flush=True)
-    announced = remote.announce(settings.data_dir, url, settings.auth)  # commands on this data dir use it
+    url = f"http://{_url_host(host)}:{port}"
+    print(f"ragchat: starting on {host}:{port} (auth {settings.auth})", flush=True)
+    announced: list[Path] = []
+
+    def ready() -> None:
+        announced.append(remote.announce(settings.data_dir, url, settings.auth))  # commands on this data dir use it
+        print(f"ragchat: ready at {url}", flush=True)
+
     try:
-        uvicorn.run(
-            create_app(settings), host=host, port=port, log_level=settings.log_level, timeout_graceful_shutdown=5
-        )
+        started = run_server(create_app(settings), host=host, port=port, log_level=settings.log_level, on_ready=ready)
     finally:
-        announced.unlink(missing_ok=True)
-    return 0
+        for path in announced:
+            path.unlink(missing_ok=True)
+    return 0 if started else 1
+
+
+def _url_host(host: str) -> str:
+    """How a browser on this machine reaches a server bound to `host`."""
+    if host in ("0.0.0.0", "::", ""):
+        return "127.0.0.1"
+    return f"[{host}]" if ":" in host else host
 
 
 def build_parser() -> argparse.ArgumentParser:

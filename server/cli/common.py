@@ -1,11 +1,12 @@
-"""What every command shares: running an async command, and whom a local command acts as."""
+"""What every command shares: running an async command, whom a local command acts as, running the server."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import socket
 from collections.abc import AsyncIterator, Callable, Coroutine
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
 from server.core.principal import Principal, local_principal
@@ -60,3 +61,21 @@ def where(settings: Settings) -> str:
     if settings.database_url:
         return "DATABASE_URL"
     return f"embedded Postgres in {settings.data_dir}"
+
+
+def run_server(app: Any, *, host: str, port: int, log_level: str, on_ready: Callable[[], None]) -> bool:
+    """Serve `app` with uvicorn until Ctrl-C or SIGTERM. `on_ready` runs once the app has started (lifespan
+    done: database migrated, models loaded) and the port accepts connections. False if it never got there."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)  # binds the listening socket last, then sets `started`
+            if self.started:
+                on_ready()
+
+    config = uvicorn.Config(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=5)
+    server = Server(config)
+    with suppress(KeyboardInterrupt):
+        server.run()
+    return server.started

@@ -1,4 +1,7 @@
-"""Apply `migrations/NNNN_*.sql` in order, each in its own transaction, under an advisory lock."""
+"""Apply `migrations/NNNN_*.sql` in order, each in its own transaction, under an advisory lock.
+
+The directory is the installed package's copy (`server/_bundle/migrations`) or the checkout's (server/resources.py).
+"""
 
 from __future__ import annotations
 
@@ -9,9 +12,11 @@ from typing import LiteralString, cast
 
 import psycopg
 
+from server.resources import migrations_dir
+
 log = logging.getLogger(__name__)
 
-MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
+MIGRATIONS_DIR = migrations_dir()
 _LOCK_KEY = 7_261_730_412  # arbitrary constant shared by every ragchat process
 _NAME = re.compile(r"^(\d{4})_[\w-]+\.sql$")
 

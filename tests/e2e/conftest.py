@@ -1,4 +1,8 @@
-"""Browser fixtures for the end-to-end tests: Debian's Chromium driven by (sync) Playwright.
+"""Browser fixtures for the end-to-end tests: a Chromium driven by (sync) Playwright.
+
+Which Chromium: the system's when there is one (/usr/bin/chromium, or chromium, chromium-browser, google-chrome on
+PATH); else, as root with apt-get, Debian's `chromium`, installed once (under a file lock, so parallel runs don't
+race); else Playwright's own (`python -m playwright install chromium`). The run's summary says which it used.
 
 The tests are plain `def` tests: the sync Playwright API runs its own event loop and must not be called from
 inside a running one (pytest runs with `asyncio_mode=auto`, which only affects `async def` tests).
@@ -6,8 +10,15 @@ inside a running one (pytest runs with `asyncio_mode=auto`, which only affects `
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +30,7 @@ from tests.fakes.ollama_server import FakeOllama
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CLIENT_INDEX = REPO_ROOT / "client" / "dist" / "index.html"
 SCREENSHOTS = REPO_ROOT / "docs" / "screenshots"
-CHROMIUM = Path("/usr/bin/chromium")
+SYSTEM_CHROMIUMS = ["/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome", "google-chrome-stable"]
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-background-networking",
@@ -32,17 +43,100 @@ DESKTOP = {"width": 1280, "height": 860}
 MOBILE = {"width": 375, "height": 760}
 
 
+@dataclass(frozen=True)
+class Chromium:
+    executable: str | None  # None: Playwright's own build
+    source: str  # how it was found, for the run's summary
+
+
+def _system_chromium() -> str | None:
+    """The first system Chromium that starts (`--version`); a snap stub or broken install does not count."""
+    for name in SYSTEM_CHROMIUMS:
+        path = shutil.which(name)
+        if not path:
+            continue
+        try:
+            done = subprocess.run([path, "--version"], capture_output=True, timeout=30, check=False)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if done.returncode == 0:
+            return path
+    return None
+
+
+@contextmanager
+def _locked(name: str) -> Iterator[None]:
+    """An exclusive lock on a file in the temp directory, shared by every pytest process of this machine."""
+    import fcntl
+
+    with open(Path(tempfile.gettempdir()) / name, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
+def _run_setup(args: list[str], env: dict[str, str] | None = None) -> str | None:
+    """Run an install step; None when it worked, else why not."""
+    try:
+        done = subprocess.run(args, capture_output=True, text=True, timeout=900, check=False, env=env)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"{' '.join(args)}: {exc}"
+    if done.returncode != 0:
+        return f"{' '.join(args)} exited {done.returncode}: {(done.stderr or done.stdout).strip()[-2000:]}"
+    return None
+
+
+def find_chromium() -> Chromium:
+    """The system's Chromium; else Debian's, installed with apt-get as root; else Playwright's own."""
+    found = _system_chromium()
+    if found:
+        return Chromium(found, f"system Chromium {found}")
+    problems: list[str] = []
+    with _locked("ragchat-e2e-chromium.lock"):
+        found = _system_chromium()  # another run may have installed it while this one waited
+        if found:
+            return Chromium(found, f"system Chromium {found} (installed by a parallel run)")
+        if sys.platform == "linux" and os.geteuid() == 0 and shutil.which("apt-get"):
+            env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+            problem = _run_setup(["apt-get", "update", "-qq"], env) or _run_setup(
+                ["apt-get", "install", "-y", "-qq", "chromium"], env
+            )
+            found = _system_chromium()
+            if found:
+                return Chromium(found, f"Debian's chromium {found}, installed now with apt-get")
+            problems.append(problem or "apt-get installed chromium, but no chromium starts")
+        problem = _run_setup([sys.executable, "-m", "playwright", "install", "chromium"])
+        if problem is None:
+            return Chromium(None, "Playwright's Chromium (python -m playwright install chromium)")
+        problems.append(problem)
+    pytest.fail("no Chromium for the browser tests:\n" + "\n".join(problems), pytrace=False)
+
+
+_CHROMIUM = pytest.StashKey[Chromium]()
+
+
+@pytest.fixture(scope="session")
+def chromium(pytestconfig: pytest.Config) -> Chromium:
+    """Found (or installed) once per test run; the terminal summary names it."""
+    found = find_chromium()
+    pytestconfig.stash[_CHROMIUM] = found
+    return found
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    found = config.stash.get(_CHROMIUM, None)
+    if found is not None:
+        terminalreporter.write_line(f"browser tests ran on: {found.source}")
+
+
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
+def browser(chromium: Chromium) -> Iterator[Any]:
     """One Chromium for the module; fails (not skips) with a clear message when something is missing."""
     if not CLIENT_INDEX.is_file():
         pytest.fail(f"{CLIENT_INDEX} is missing: build the web client first (`make client`, i.e. `npm run build`)")
-    if not CHROMIUM.exists():
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's Chromium (`apt-get install -y chromium`)")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        b = p.chromium.launch(executable_path=chromium.executable, args=CHROMIUM_ARGS)
         try:
             yield b
         finally:
