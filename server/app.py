@@ -13,6 +13,7 @@ from litestar import Litestar, Request, Router, asgi, get
 from litestar.di import Provide
 from litestar.exceptions import HTTPException, NotFoundException
 from litestar.response import File
+from litestar.routes import HTTPRoute
 from litestar.types import Receive, Scope, Send
 
 from server import __version__
@@ -35,7 +36,7 @@ from server.settings import Settings
 from server.system_routes import system_handlers
 from server.web.docs import document_errors, openapi_config
 from server.web.errors import error_response
-from server.web.security import SecurityMiddleware
+from server.web.security import SecurityMiddleware, response_headers
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +83,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, overrides:
     def current() -> Runtime:
         return holder["runtime"]
 
+    allow: dict[str, str] = {}
     dist = _client_dist(settings)
 
     @asgi("/mcp", is_mount=True, copy_scope=True, include_in_schema=False)
@@ -145,9 +147,13 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, overrides:
                 app, allowed_hosts=settings.host_allowlist, trusted_origins=settings.trusted_origins
             )
         ],
+        before_send=[response_headers(allow)],
         openapi_config=openapi_config(__version__),
         request_max_body_size=settings.max_json_bytes,
         debug=False,
     )
     document_errors(app)
+    for route in app.routes:  # for OPTIONS answers, by the path template routing puts in the scope
+        if isinstance(route, HTTPRoute):
+            allow[route.path] = allow[route.path_format] = ", ".join(sorted(route.methods))
     return app

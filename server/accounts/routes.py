@@ -12,6 +12,7 @@ from server.accounts.schemas import (
     CreatedToken,
     Credentials,
     Directory,
+    NewAccount,
     NewToken,
     NewUser,
     PasswordChange,
@@ -82,10 +83,8 @@ def _logged_in(
     return Response(SignedIn(user=User.of(result.user)), status_code=status, cookies=[cookie])
 
 
-def _cleared(status: int = 204) -> Response[None]:
-    response: Response[None] = Response(None, status_code=status)
-    response.delete_cookie(SESSION_COOKIE, path="/")
-    return response
+#: Sent by the logout routes: the session cookie, expired.
+CLEARED = [Cookie(key=SESSION_COOKIE, value="", max_age=0, expires=0, path="/", httponly=True, samesite="lax")]
 
 
 class AuthController(Controller):
@@ -107,7 +106,7 @@ class AuthController(Controller):
 
     @post("/setup", status_code=201, responses=error_responses(409, 429))
     async def setup(
-        self, request: Request[Any, Any, Any], data: Credentials, accounts: AccountService
+        self, request: Request[Any, Any, Any], data: NewAccount, accounts: AccountService
     ) -> Response[SignedIn]:
         """Public, once: create the first account (an admin) and sign it in."""
         ua = request.headers.get("user-agent", "")
@@ -122,18 +121,16 @@ class AuthController(Controller):
         result = await accounts.login(data.username, data.password, ip=client_ip(request), user_agent=ua)
         return _logged_in(request, accounts, result, 200)
 
-    @post("/logout", status_code=204)
-    async def logout(self, request: Request[Any, Any, Any], accounts: AccountService) -> Response[None]:
+    @post("/logout", status_code=204, response_cookies=CLEARED)
+    async def logout(self, request: Request[Any, Any, Any], accounts: AccountService) -> None:
         """Ends this session (idempotent: no session, nothing to end)."""
         session = request.cookies.get(SESSION_COOKIE)
         if session:
             await accounts.logout(session)
-        return _cleared()
 
-    @post("/logout-all", status_code=204)
-    async def logout_all(self, accounts: AccountService, principal: Principal) -> Response[None]:
+    @post("/logout-all", status_code=204, response_cookies=CLEARED)
+    async def logout_all(self, accounts: AccountService, principal: Principal) -> None:
         await accounts.logout_everywhere(principal)
-        return _cleared()
 
     @post("/password", status_code=204)
     async def change_password(self, data: PasswordChange, accounts: AccountService, principal: Principal) -> None:

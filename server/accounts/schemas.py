@@ -8,17 +8,35 @@ from uuid import UUID
 
 from pydantic import BaseModel, Field
 
-from server.core.schemas import Person
+from server.accounts.passwords import MAX_LENGTH, MIN_LENGTH
+from server.core.schemas import Flag, Person
+
+#: What the server accepts (it strips the spaces around a username); the schema says the same.
+USERNAME = r"^\s*[A-Za-z0-9._@-]{1,64}\s*$"
+NO_NUL = r"^[^\x00]*$"
+
+
+def new_password(description: str = "the new password") -> Any:
+    return Field(min_length=MIN_LENGTH, max_length=MAX_LENGTH, pattern=NO_NUL, description=description)
 
 
 class Credentials(BaseModel):
+    """A login: any strings (a wrong one is a 401, whatever its shape)."""
+
     username: str = Field(max_length=200)
     password: str = Field(max_length=4096)
 
 
+class NewAccount(BaseModel):
+    """The first account (setup): the username's characters and the password's length are checked."""
+
+    username: str = Field(pattern=USERNAME, description="1-64 letters, digits, '.', '_', '-' or '@'")
+    password: str = new_password("the password")
+
+
 class PasswordChange(BaseModel):
     current_password: str = Field(max_length=4096)
-    new_password: str = Field(max_length=4096)
+    new_password: str = new_password()
 
 
 class NewToken(BaseModel):
@@ -26,18 +44,18 @@ class NewToken(BaseModel):
 
 
 class NewUser(BaseModel):
-    username: str = Field(max_length=200)
-    password: str = Field(max_length=4096)
-    is_admin: bool = False
+    username: str = Field(pattern=USERNAME, description="1-64 letters, digits, '.', '_', '-' or '@'")
+    password: str = new_password("the password")
+    is_admin: Flag = False
 
 
 class UserPatch(BaseModel):
-    disabled: bool | None = None
-    is_admin: bool | None = None
+    disabled: Flag | None = None
+    is_admin: Flag | None = None
 
 
 class PasswordReset(BaseModel):
-    password: str = Field(max_length=4096)
+    password: str = new_password()
 
 
 class User(BaseModel):

@@ -37,7 +37,7 @@ from server.chat.openai_schemas import (
 )
 from server.chat.service import ChatService
 from server.core.errors import BadRequest, RagchatError, RateLimited
-from server.core.http import error_responses, request_id_of, response_spec
+from server.core.http import also_event_stream, error_responses, request_id_of, response_spec
 from server.core.principal import Principal
 from server.db.ratelimit import RateLimiter
 
@@ -95,6 +95,7 @@ async def list_models(principal: Principal) -> ModelList:
         200: response_spec(ChatCompletion, "the answer; with `stream: true`, chat.completion.chunk SSE"),
         **error_responses(429, 502, 504),
     },
+    operation_class=also_event_stream("with `stream: true`: `data:` lines of chat.completion.chunk JSON, then [DONE]"),
 )
 async def chat_completions(
     data: Completion, chat: ChatService, principal: Principal, limiter: RateLimiter

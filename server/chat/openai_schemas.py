@@ -7,6 +7,8 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from server.core.schemas import Flag
+
 MODEL_ID = "ragchat"
 MAX_MESSAGES = 200
 
@@ -21,7 +23,7 @@ class Completion(BaseModel):
     model_config = ConfigDict(extra="allow")  # temperature, top_p, … are accepted and ignored
     model: str = MODEL_ID
     messages: list[CompletionMessage] = Field(max_length=MAX_MESSAGES)
-    stream: bool = False
+    stream: Flag = False
 
 
 class Model(BaseModel):

@@ -22,7 +22,7 @@ from server.chat.schemas import MAX_QUERY_CHARS, RagAnswer, RagBody, RagFilters
 from server.chat.service import ChatService
 from server.chat.sse import server_sent_events
 from server.core.errors import BadRequest, NotFound
-from server.core.http import error_responses, response_spec
+from server.core.http import also_event_stream, error_responses, response_spec
 from server.core.principal import Principal
 from server.core.search import parse_mode
 from server.db.access import unreadable
@@ -117,6 +117,7 @@ async def _sse(chat: ChatService, principal: Principal, req: AnswerRequest) -> A
         200: response_spec(RagAnswer, "the answer (JSON), or with `stream: true` the chat SSE events"),
         **error_responses(404, 429, 502, 504),
     },
+    operation_class=also_event_stream("with `stream: true`: the chat events (docs/SSE.md, ChatStream), no `thread`"),
 )
 async def rag(data: RagBody, chat: ChatService, principal: Principal, limiter: RateLimiter) -> RagAnswer | Stream:
     """Retrieve `top_k` passages for `query` and answer from them, citing [n]; `debug` traces each stage.

@@ -12,7 +12,16 @@ from sse_starlette import EventSourceResponse
 from server.chat.faults import describe_failure
 from server.chat.openai_routes import openai_router
 from server.chat.rag_routes import rag
-from server.chat.schemas import ChatBody, ChatStream, Message, Thread, ThreadDetail, ThreadList, ThreadPatch
+from server.chat.schemas import (
+    TITLE_MAX_CHARS,
+    ChatBody,
+    ChatStream,
+    Message,
+    Thread,
+    ThreadDetail,
+    ThreadList,
+    ThreadPatch,
+)
 from server.chat.service import ChatRequest, ChatService
 from server.chat.sse import server_sent_events
 from server.core.errors import BadRequest, ServiceUnavailable
@@ -24,7 +33,6 @@ from server.settings import SearchMode, Settings
 
 PING_S = 15  # keep-alive comment lines, so proxies don't close a stream while the model thinks
 SEND_TIMEOUT_S = 60  # a client that stops reading for this long is treated as gone
-TITLE_MAX_CHARS = 200
 
 
 def validate_chat(body: ChatBody, settings: Settings) -> ChatRequest:

@@ -10,9 +10,11 @@ from uuid import UUID
 
 from pydantic import BaseModel, Field
 
+from server.core.schemas import Flag
 from server.core.search import Confidence, Timings, Trace
 
 MAX_QUERY_CHARS = 8000
+TITLE_MAX_CHARS = 200
 
 
 class ChatBody(BaseModel):
@@ -21,11 +23,11 @@ class ChatBody(BaseModel):
     document_ids: list[UUID] | None = Field(default=None, description="search only these documents")
     collection_ids: list[UUID] | None = Field(default=None, description="search only these collections")
     search_mode: str | None = Field(default=None, description="vector, keyword or hybrid (default SEARCH_MODE)")
-    rerank: bool | None = Field(default=None, description="rerank with the LLM (default RERANK_ENABLED)")
+    rerank: Flag | None = Field(default=None, description="rerank with the LLM (default RERANK_ENABLED)")
 
 
 class ThreadPatch(BaseModel):
-    title: str
+    title: str = Field(min_length=1, max_length=TITLE_MAX_CHARS, pattern=r"\S", description="spaces are collapsed")
 
 
 class Thread(BaseModel):
@@ -157,9 +159,9 @@ class RagBody(BaseModel):
     top_k: int = Field(default=5, ge=1, le=50)
     mode: str | None = None
     filters: RagFilters | None = None
-    rerank: bool | None = None
-    debug: bool = True
-    stream: bool = Field(default=False, description="true: the chat SSE events instead of JSON")
+    rerank: Flag | None = None
+    debug: Flag = True
+    stream: Flag = Field(default=False, description="true: the chat SSE events instead of JSON")
 
 
 class Source(Passage):

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import re
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from litestar import Request
 from litestar.openapi.datastructures import ResponseSpec
+from litestar.openapi.spec import OpenAPIMediaType, OpenAPIResponse, OpenAPIType, Operation, Schema
 from pydantic import BaseModel, Field
 
 HTTP_CODES = {
@@ -61,9 +63,18 @@ def new_request_id(incoming: str | None = None) -> str:
     return uuid.uuid4().hex
 
 
+def scope_request_id(scope: Any) -> str:
+    """The request's id, made on first use (the client's sane X-Request-ID, else new) and kept in its state."""
+    state = scope.setdefault("state", {})
+    rid = state.get("request_id")
+    if rid is None:
+        incoming = next((v for k, v in scope.get("headers", ()) if k.lower() == b"x-request-id"), b"")
+        rid = state["request_id"] = new_request_id(incoming.decode("latin-1"))
+    return str(rid)
+
+
 def request_id_of(request: Request[Any, Any, Any]) -> str:
-    state = request.scope.get("state") or {}
-    return str(state.get("request_id") or new_request_id())
+    return scope_request_id(request.scope)
 
 
 def error_body(
@@ -83,3 +94,17 @@ def response_spec(model: type[BaseModel], description: str, media_type: str = "a
 def error_responses(*statuses: int, model: type[BaseModel] = ErrorBody) -> dict[int, ResponseSpec]:
     """OpenAPI entries for a handler's error statuses, all with the one body (`model`)."""
     return {s: response_spec(model, DESCRIPTIONS.get(s, HTTP_CODES.get(s, "error"))) for s in statuses}
+
+
+def also_event_stream(description: str) -> type[Operation]:
+    """An `operation_class` for a route whose 200 is JSON, or server-sent events when the body asks to stream."""
+
+    @dataclass
+    class StreamingOperation(Operation):
+        def __post_init__(self) -> None:
+            ok = (self.responses or {}).get("200")
+            if isinstance(ok, OpenAPIResponse):
+                stream = OpenAPIMediaType(schema=Schema(type=OpenAPIType.STRING, description=description))
+                ok.content = {**(ok.content or {}), "text/event-stream": stream}
+
+    return StreamingOperation

@@ -27,7 +27,7 @@ class CollectionController(Controller):
         """Collections I own or that are shared with me, with my role in each."""
         return CollectionList(collections=[Collection.of(c) for c in await collections.list(principal)])
 
-    @post("/", status_code=201)
+    @post("/", status_code=201, responses=error_responses(409))
     async def create(self, data: NewCollection, collections: CollectionService, principal: Principal) -> Collection:
         return Collection.of(await collections.create(principal, data.name, data.description))
 
@@ -38,7 +38,7 @@ class CollectionController(Controller):
         """The collection with its members and documents."""
         return CollectionDetail.of(await collections.detail(principal, collection_id))
 
-    @patch("/{collection_id:uuid}", responses=error_responses(404))
+    @patch("/{collection_id:uuid}", responses=error_responses(404, 409))
     async def update(
         self, collection_id: UUID, data: CollectionPatch, collections: CollectionService, principal: Principal
     ) -> Collection:

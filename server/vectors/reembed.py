@@ -54,7 +54,7 @@ class Reembedder:
             active, building = await store.space_in_state(conn, "active"), await store.space_in_state(conn, "building")
         if self._check(active, building, provider, model) and building is not None:
             return building
-        embedder = await self.registry.embedder_for(provider, model)
+        embedder = await self.registry.embedder_for(provider, model, requested=True)
         dim = await embedder.dimension()  # asks a remote model: outside any transaction
         async with self.pool.connection() as conn, conn.transaction():
             await conn.execute("LOCK TABLE embedding_spaces IN SHARE ROW EXCLUSIVE MODE")

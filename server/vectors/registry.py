@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from server.core.errors import ServiceUnavailable
+from server.core.errors import BadRequest, ServiceUnavailable
 from server.db.pool import Pool
 from server.providers.embeddings.base import EmbeddingProvider
 from server.vectors import store
@@ -91,13 +91,17 @@ class SpaceRegistry:
             self.invalidate()
         return ActiveSpace(space, await self.embedder_for(space.provider, space.model))
 
-    async def embedder_for(self, provider: str, model: str) -> EmbeddingProvider:
+    async def embedder_for(self, provider: str, model: str, *, requested: bool = False) -> EmbeddingProvider:
+        """The embedder for (provider, model), built once. `requested`: a caller asked for this model (a re-embed),
+        so a model that cannot be built is their mistake (400), not a broken server (503)."""
         key = (provider, model)
         embedder = self._embedders.get(key)
         if embedder is None:
             try:
                 embedder = await asyncio.to_thread(self.factory, provider, model)
             except Exception as exc:
+                if requested:
+                    raise BadRequest(f"{model} ({provider}) cannot be used here: {exc}") from exc
                 raise ServiceUnavailable(
                     f"The stored vectors were made by {model} ({provider}), which cannot be loaded here ({exc}). "
                     f"Configure that provider, or run `ragchat reembed` to switch to "

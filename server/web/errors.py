@@ -56,5 +56,7 @@ def error_response(request: Request[Any, Any, Any], exc: Exception) -> Response[
         log.error("request %s: unhandled error on %s %s", rid, request.method, request.url.path, exc_info=exc)
         status, code = 500, "internal_error"
         detail = f"internal server error (logged on the server as {rid})"
+    if status == 413:  # the rest of the body is not wanted: close rather than read it to keep the connection
+        headers["Connection"] = "close"
     body = error_body(status, code, detail, rid, extra)
     return Response(body, status_code=status, headers=headers, media_type=MediaType.JSON)

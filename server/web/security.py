@@ -19,13 +19,14 @@ Errors use the API's one body (server/web/errors.py).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 from server.core.errors import BadHost, CrossOrigin, RagchatError, UnsupportedMediaType
-from server.core.http import error_body, new_request_id
+from server.core.http import error_body, scope_request_id
 
 UNSAFE = {"POST", "PUT", "PATCH", "DELETE"}
 #: Routes whose body is not JSON: (method, path prefix, accepted media types).
@@ -68,7 +69,13 @@ def host_allowed(host: str, allowlist: list[str]) -> bool:
 
 
 class SecurityMiddleware:
-    def __init__(self, app: ASGIApp, *, allowed_hosts: list[str], trusted_origins: list[str]) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        allowed_hosts: list[str],
+        trusted_origins: list[str],
+    ) -> None:
         self.app = app
         self.allowed_hosts = [h.lower() for h in allowed_hosts]
         self.trusted = {o.rstrip("/").lower() for o in trusted_origins}
@@ -78,15 +85,12 @@ class SecurityMiddleware:
             await self.app(scope, receive, send)
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        path: str = scope["path"]
-        rid = new_request_id(headers.get("x-request-id"))
-        scope.setdefault("state", {})["request_id"] = rid  # type: ignore[typeddict-item]
         try:
-            self.check(scope["method"], path, headers)  # type: ignore[typeddict-item]
+            self.check(scope["method"], scope["path"], headers)  # type: ignore[typeddict-item]
         except RagchatError as exc:
-            await _error(send, exc, path, rid)
+            await _error(send, exc, scope_request_id(scope))
             return
-        await self.app(scope, receive, _with_headers(send, path, rid))
+        await self.app(scope, receive, send)
 
     def check(self, method: str, path: str, headers: dict[str, str]) -> None:
         host = headers.get("host", "")
@@ -134,26 +138,27 @@ def _security_headers(path: str, rid: str) -> list[tuple[bytes, bytes]]:
     return [(b"content-security-policy", csp.encode()), *HEADERS, (b"x-request-id", rid.encode())]
 
 
-def _with_headers(send: Send, path: str, rid: str) -> Send:
-    extra = _security_headers(path, rid)
+def response_headers(allow: Mapping[str, str]) -> Callable[[Message, Scope], None]:
+    """A `before_send` hook: the security headers and X-Request-ID on every response, errors included (they are
+    sent outside the route's middleware), and a right `Allow` on OPTIONS answers. `allow`: path template →
+    the route's methods (Litestar's own OPTIONS answer can miss some)."""
 
-    async def wrapped(message: Message) -> None:
-        if message["type"] == "http.response.start":
-            own: list[Any] = list(message.get("headers", []))
-            present = {bytes(k).lower() for k, _ in own}
-            message["headers"] = [*own, *(h for h in extra if h[0] not in present)]
-        await send(message)
+    def hook(message: Message, scope: Scope) -> None:
+        if message["type"] != "http.response.start" or scope["type"] != "http":
+            return
+        extra = _security_headers(scope["path"], scope_request_id(scope))
+        own: list[Any] = list(message.get("headers", []))
+        if scope["method"] == "OPTIONS" and (methods := allow.get(str(scope.get("path_template", "")))):
+            own = [h for h in own if bytes(h[0]).lower() != b"allow"] + [(b"allow", methods.encode())]
+        present = {bytes(k).lower() for k, _ in own}
+        message["headers"] = [*own, *(h for h in extra if h[0] not in present)]
 
-    return wrapped
+    return hook
 
 
-async def _error(send: Send, exc: RagchatError, path: str, rid: str) -> None:
+async def _error(send: Send, exc: RagchatError, rid: str) -> None:
     body = json.dumps(error_body(exc.status_code, exc.code, exc.message, rid)).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    start: Any = {
-        "type": "http.response.start",
-        "status": exc.status_code,
-        "headers": headers + _security_headers(path, rid),
-    }
-    await send(start)
+    start: Any = {"type": "http.response.start", "status": exc.status_code, "headers": headers}
+    await send(start)  # the security headers are added by `response_headers`, as on every response
     await send({"type": "http.response.body", "body": body, "more_body": False})
