@@ -45,7 +45,11 @@ class DatabaseUnavailable(ServiceUnavailable):
 
     code = "database_unavailable"
 
-    def __init__(self, message: str = "the database is unavailable; retry shortly") -> None:
+    def __init__(
+        self,
+        message: str = "The database (PostgreSQL) is unavailable: check that it is running and that DATABASE_URL "
+        "is right, then retry.",
+    ) -> None:
         super().__init__(message)
 
 

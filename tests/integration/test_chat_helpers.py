@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import io
 import json
+import typing
 from typing import Any
 from uuid import UUID
 
 import httpx
 from httpx_sse import aconnect_sse
 
+from server.chat.schemas import ChatStream
 from server.documents.registration import register_bytes
 from server.settings import Settings
 from tests.support import LOCAL_OWNER_ID, make_pipeline
@@ -59,7 +61,18 @@ async def chat(base_url: str, body: dict[str, Any], *, read_timeout: float = 30.
     ):
         assert source.response.status_code == 200, source.response.status_code
         assert source.response.headers["content-type"].startswith("text/event-stream")
-        return [(e.event, json.loads(e.data)) async for e in source.aiter_sse() if e.data or e.event != "message"]
+        events = [(e.event, json.loads(e.data)) async for e in source.aiter_sse() if e.data or e.event != "message"]
+    for name, data in events:
+        check_event(name, data)
+    return events
+
+
+def check_event(name: str, data: dict[str, Any]) -> None:
+    """Every event is one the contract documents (ChatStream in the OpenAPI document), in its typed shape."""
+    assert name in ChatStream.model_fields, f"undocumented event {name!r}"
+    ChatStream.model_validate({name: data})
+    model = typing.get_args(ChatStream.model_fields[name].annotation)[0]
+    assert set(data) <= set(model.model_fields), f"{name}: undocumented fields {set(data) - set(model.model_fields)}"
 
 
 def names(events: Events) -> list[str]:
