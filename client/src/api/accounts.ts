@@ -1,16 +1,21 @@
 // Accounts, sessions, API tokens, admin and collections: the routes of docs/ACCOUNTS.md.
 import { json, request } from "./client";
+import type { components } from "./schema";
 import type {
-  AdminUser,
-  ApiToken,
   Collection,
   CollectionDetail,
+  CollectionList,
+  Directory,
   MemberRole,
   NewApiToken,
   SessionInfo,
+  SignedIn,
+  TokenList,
   User,
-  UserRef,
+  UserList,
 } from "./types";
+
+type Schemas = components["schemas"];
 
 const id = (s: string) => encodeURIComponent(s);
 
@@ -20,11 +25,11 @@ export const authApi = {
 
   /** Create the first (admin) account; 409 `setup_done` once one exists. Sets the session cookie. */
   setup: (username: string, password: string) =>
-    request<{ user: User }>("/api/auth/setup", json("POST", { username, password })).then((r) => r.user),
+    request<SignedIn>("/api/auth/setup", json("POST", { username, password })).then((r) => r.user),
 
   /** 401 `invalid_credentials` for a wrong username or password (never reported as a lost session). */
   login: (username: string, password: string) =>
-    request<{ user: User }>("/api/auth/login", json("POST", { username, password })).then((r) => r.user),
+    request<SignedIn>("/api/auth/login", json("POST", { username, password })).then((r) => r.user),
 
   logout: () => request<void>("/api/auth/logout", { method: "POST" }),
 
@@ -35,7 +40,7 @@ export const authApi = {
     request<void>("/api/auth/password", json("POST", { current_password, new_password })),
 
   listTokens: (signal?: AbortSignal) =>
-    request<{ tokens: ApiToken[] }>("/api/auth/tokens", { signal }).then((r) => r.tokens),
+    request<TokenList>("/api/auth/tokens", { signal }).then((r) => r.tokens),
 
   /** The answer's `token` is shown this once. */
   createToken: (name: string) => request<NewApiToken>("/api/auth/tokens", json("POST", { name })),
@@ -43,17 +48,17 @@ export const authApi = {
   revokeToken: (tokenId: string) => request<void>(`/api/auth/tokens/${id(tokenId)}`, { method: "DELETE" }),
 
   /** Active users, to pick whom to share a collection with. */
-  listUsers: (signal?: AbortSignal) => request<{ users: UserRef[] }>("/api/users", { signal }).then((r) => r.users),
+  listUsers: (signal?: AbortSignal) => request<Directory>("/api/users", { signal }).then((r) => r.users),
 };
 
 export const adminApi = {
   listUsers: (signal?: AbortSignal) =>
-    request<{ users: AdminUser[] }>("/api/admin/users", { signal }).then((r) => r.users),
+    request<UserList>("/api/admin/users", { signal }).then((r) => r.users),
 
-  createUser: (body: { username: string; password: string; is_admin?: boolean }) =>
+  createUser: (body: Schemas["NewUser"]) =>
     request<User>("/api/admin/users", json("POST", body)),
 
-  updateUser: (userId: string, patch: { disabled?: boolean; is_admin?: boolean }) =>
+  updateUser: (userId: string, patch: Schemas["UserPatch"]) =>
     request<User>(`/api/admin/users/${id(userId)}`, json("PATCH", patch)),
 
   resetPassword: (userId: string, password: string) =>
@@ -64,7 +69,7 @@ export const adminApi = {
 
 export const collectionsApi = {
   list: (signal?: AbortSignal) =>
-    request<{ collections: Collection[] }>("/api/collections", { signal }).then((r) => r.collections),
+    request<CollectionList>("/api/collections", { signal }).then((r) => r.collections),
 
   create: (name: string, description?: string) =>
     request<Collection>("/api/collections", json("POST", description ? { name, description } : { name })),
@@ -72,7 +77,7 @@ export const collectionsApi = {
   get: (collectionId: string, signal?: AbortSignal) =>
     request<CollectionDetail>(`/api/collections/${id(collectionId)}`, { signal }),
 
-  update: (collectionId: string, patch: { name?: string; description?: string }) =>
+  update: (collectionId: string, patch: Schemas["CollectionPatch"]) =>
     request<Collection>(`/api/collections/${id(collectionId)}`, json("PATCH", patch)),
 
   remove: (collectionId: string) => request<void>(`/api/collections/${id(collectionId)}`, { method: "DELETE" }),

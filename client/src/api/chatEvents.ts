@@ -1,24 +1,33 @@
-import type { ApiErrorBody, ToolResult } from "./types";
+import type { components } from "./schema";
+import type { ToolResult } from "./types";
 
-/** The typed events of POST /api/chat. */
-export type ChatEvent =
-  | { type: "thread"; thread_id: string; message_id: string }
-  | {
-      type: "tool_call";
-      id: string;
-      name: string;
-      arguments: { query?: string; document_ids?: string[] | null } & Record<string, unknown>;
-    }
-  | ({ type: "tool_result" } & ToolResult)
-  | { type: "token"; delta: string }
-  | { type: "done"; message_id?: string; finish_reason?: string | null; usage?: unknown }
-  | ({ type: "error" } & ApiErrorBody);
+/**
+ * The SSE events of POST /api/chat (docs/SSE.md), from the OpenAPI document's `ChatStream`: each of its
+ * properties is an event name and its `data:` payload (ThreadEvent, ToolCall, ToolResult, TokenEvent,
+ * DoneEvent, ErrorEvent).
+ */
+type ChatStream = components["schemas"]["ChatStream"];
 
-const KNOWN = new Set(["thread", "tool_call", "tool_result", "token", "done", "error"]);
+export type ChatEventType = keyof ChatStream;
+
+/** One typed event: its name as `type`, plus its payload's fields. */
+export type ChatEvent = { [K in ChatEventType]-?: { type: K } & NonNullable<ChatStream[K]> }[ChatEventType];
+
+// A Record over every event name: the compiler flags a name the schema adds or drops.
+const KNOWN: Record<ChatEventType, true> = {
+  thread: true,
+  tool_call: true,
+  tool_result: true,
+  token: true,
+  done: true,
+  error: true,
+};
+
+const isKnown = (name: string): name is ChatEventType => Object.prototype.hasOwnProperty.call(KNOWN, name);
 
 /** Turn a raw SSE event into a ChatEvent, or null for unknown/garbled events. */
 export function toChatEvent(name: string, data: string): ChatEvent | null {
-  if (!KNOWN.has(name)) return null;
+  if (!isKnown(name)) return null;
   let payload: unknown;
   try {
     payload = JSON.parse(data);

@@ -1,27 +1,49 @@
 import type {
-  Document,
+  DocumentList,
+  ErrorBody,
   Health,
+  OpenAIError,
+  ReembedBody,
   ReembedProgress,
   SearchMode,
   SearchResponse,
   Thread,
   ThreadDetail,
+  ThreadList,
   UploadResult,
+  UploadResults,
 } from "./types";
 
-/** Error from a non-2xx API response; `detail` is the server's message, `code` its error code. */
+/**
+ * Error from a non-2xx API response: `detail` is the server's message, `code` its error code. For a 5xx the
+ * `message` also names the request id, so that a user can report it (the server logs it).
+ */
 export class ApiError extends Error {
+  /** Seconds to wait, from a 429's `Retry-After` header or `extra.retry_after` in the body. */
+  public retryAfter: number | null;
+  /** The request's id (the body's `request_id`, else the `X-Request-ID` header): the server's log names it. */
+  public requestId: string | null;
+  /** The body's `extra`: invalid fields, the per-file results of a refused upload, retry_after. */
+  public extra: ErrorBody["extra"];
+
   constructor(
     public status: number,
     public detail: string,
     /** The body's `code` (e.g. "unauthorized", "forbidden", "conflict"), when it has one. */
     public code: string | null = null,
-    /** Seconds to wait, from a 429's `Retry-After` header or `retry_after` in the body. */
-    public retryAfter: number | null = null,
+    more: { retryAfter?: number | null; requestId?: string | null; extra?: ErrorBody["extra"] } = {},
   ) {
-    super(detail);
+    super(withRequestId(detail, status, more.requestId ?? null));
     this.name = "ApiError";
+    this.retryAfter = more.retryAfter ?? null;
+    this.requestId = more.requestId ?? null;
+    this.extra = more.extra ?? null;
   }
+}
+
+/** A 5xx's detail with its request id appended (unless the detail names it already). */
+function withRequestId(detail: string, status: number, requestId: string | null): string {
+  return status >= 500 && requestId && !detail.includes(requestId) ? `${detail} (request id ${requestId})` : detail;
 }
 
 /** The session is gone: a 401 from any call except a failed login (`invalid_credentials`). */
@@ -41,23 +63,34 @@ function positive(v: unknown): number | null {
   return Number.isFinite(n) && n >= 0 ? n : null;
 }
 
-/** Extract a human message (and code) from a Litestar-style error body; reports a lost session. */
+const isRecord = (v: unknown): v is Record<string, unknown> => !!v && typeof v === "object" && !Array.isArray(v);
+const str = (v: unknown) => (typeof v === "string" && v ? v : null);
+
+/**
+ * The ApiError of an error response; reports a lost session. Reads the one error body of the /api routes
+ * (`{status_code, code, detail, extra?, request_id}`) and the OpenAI-style `{"error": {...}}` of /v1.
+ */
 export async function errorFromResponse(res: Response): Promise<ApiError> {
   let detail = `${res.status} ${res.statusText}`.trim();
   let code: string | null = null;
+  let extra: ErrorBody["extra"] = null;
   let retryAfter = positive(res.headers.get("Retry-After"));
+  let requestId = str(res.headers.get("X-Request-ID"));
   try {
-    const body = (await res.json()) as Record<string, unknown>;
-    if (typeof body.detail === "string") detail = body.detail;
-    else if (typeof body.message === "string") detail = body.message;
-    else if (body.error && typeof (body.error as { message?: unknown }).message === "string")
-      detail = (body.error as { message: string }).message;
-    if (typeof body.code === "string") code = body.code;
-    retryAfter ??= positive(body.retry_after);
+    const body = (await res.json()) as unknown;
+    if (isRecord(body)) {
+      const b = body as Partial<ErrorBody> & Partial<OpenAIError> & { message?: unknown };
+      const openai = isRecord(b.error) ? b.error : null;
+      detail = str(b.detail) ?? str(b.message) ?? str(openai?.message) ?? detail;
+      code = str(b.code) ?? str(openai?.code);
+      requestId = str(b.request_id) ?? str(openai?.request_id) ?? requestId;
+      if (isRecord(b.extra) || Array.isArray(b.extra)) extra = b.extra;
+      if (isRecord(extra)) retryAfter ??= positive(extra.retry_after);
+    }
   } catch {
     /* not JSON */
   }
-  const err = new ApiError(res.status, detail, code, retryAfter);
+  const err = new ApiError(res.status, detail, code, { retryAfter, requestId, extra });
   if (isSessionLost(err)) for (const l of [...unauthorizedListeners]) l(err);
   return err;
 }
@@ -79,14 +112,84 @@ export function json(method: string, body: unknown): RequestInit {
   return { method, headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) };
 }
 
-/** The server's message as a sentence ("Wrong username or password."); a 429 says when to try again. */
+/**
+ * The server's message as a sentence ("Wrong username or password."); a 429 says when to try again, a 5xx
+ * names the request id (to report it).
+ */
 export function errorMessage(e: unknown): string {
-  const raw = e instanceof ApiError ? e.detail : e instanceof Error ? e.message : String(e);
+  const raw = e instanceof Error ? e.message : String(e);
   let text = raw.charAt(0).toUpperCase() + raw.slice(1);
   if (text && !/[.!?]$/.test(text)) text += ".";
   if (e instanceof ApiError && e.status === 429 && e.retryAfter != null)
     text += ` Try again in ${Math.ceil(e.retryAfter)} s.`;
   return text;
+}
+
+/** Uploads in flight at once: each file is its own request (a request's body is limited to MAX_UPLOAD_MB). */
+export const UPLOAD_CONCURRENCY = 2;
+
+/** Statuses about the file itself: that file is rejected, the others still go. */
+const FILE_REFUSALS = new Set([400, 413, 415]);
+
+/** The per-file results of a refused upload (`extra.results` of its 400/413/415). */
+function refusedResults(e: ApiError): UploadResult[] | null {
+  const results = isRecord(e.extra) ? e.extra.results : null;
+  return Array.isArray(results) && results.length ? (results as UploadResult[]) : null;
+}
+
+const rejected = (filename: string, error: string): UploadResult => ({
+  filename,
+  status: "rejected",
+  document: null,
+  error,
+});
+
+/** Upload one file; a refusal of the file (or a failure of its request) is its `rejected` result. */
+async function uploadOne(file: File, collectionId: string | null): Promise<UploadResult[]> {
+  const form = new FormData();
+  form.append("files", file, file.name);
+  if (collectionId) form.append("collection_id", collectionId);
+  try {
+    return (await request<UploadResults>("/api/documents", { method: "POST", body: form })).results;
+  } catch (e) {
+    if (e instanceof ApiError) {
+      // 401 (signed out), 403 and 404 (the collection) would fail every file the same way: stop the batch.
+      if (e.status === 401 || e.status === 403 || e.status === 404) throw e;
+      return (FILE_REFUSALS.has(e.status) && refusedResults(e)) || [rejected(file.name, e.message)];
+    }
+    // A network failure (the server may also drop a connection whose body is over its limit).
+    return [rejected(file.name, "the upload did not reach the server")];
+  }
+}
+
+/**
+ * Upload `files`, one request per file (at most UPLOAD_CONCURRENCY at a time), so a batch may exceed the
+ * server's per-request limit. Resolves with every file's results, in the order of `files`; `onFile` hears
+ * each file's as it arrives. Rejects (after the requests under way) only when the session is lost or the
+ * collection may not be written to (401/403/404), which no file of the batch would get past.
+ */
+export async function uploadFiles(
+  files: File[],
+  collectionId?: string | null,
+  onFile?: (results: UploadResult[], index: number) => void,
+): Promise<UploadResult[]> {
+  const out: UploadResult[][] = files.map(() => []);
+  const failures: unknown[] = [];
+  let next = 0;
+  const worker = async () => {
+    while (!failures.length && next < files.length) {
+      const i = next++;
+      try {
+        out[i] = await uploadOne(files[i], collectionId ?? null);
+        onFile?.(out[i], i);
+      } catch (error) {
+        failures.push(error);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(UPLOAD_CONCURRENCY, files.length) }, worker));
+  if (failures.length) throw failures[0];
+  return out.flat();
 }
 
 export const api = {
@@ -96,25 +199,17 @@ export const api = {
   reembedProgress: (signal?: AbortSignal) => request<ReembedProgress>("/api/admin/reembed", { signal }),
 
   /** Start re-embedding (admin only); defaults to the configured EMBED_PROVIDER / EMBED_MODEL. */
-  startReembed: (target: { provider?: string; model?: string } = {}) =>
+  startReembed: (target: ReembedBody = {}) =>
     request<ReembedProgress>("/api/admin/reembed", json("POST", target)),
 
   listDocuments: (signal?: AbortSignal, collectionId?: string) =>
-    request<{ documents: Document[] }>(
+    request<DocumentList>(
       collectionId ? `/api/documents?collection_id=${encodeURIComponent(collectionId)}` : "/api/documents",
       { signal },
     ).then((r) => r.documents),
 
-  /** `collectionId`: the uploads also go into that collection (write access needed). */
-  uploadDocuments: (files: File[], collectionId?: string | null) => {
-    const form = new FormData();
-    for (const f of files) form.append("files", f, f.name);
-    if (collectionId) form.append("collection_id", collectionId);
-    return request<{ results: UploadResult[] }>("/api/documents", {
-      method: "POST",
-      body: form,
-    }).then((r) => r.results);
-  },
+  /** One request per file (see uploadFiles); `collectionId`: the uploads also go into that collection. */
+  uploadDocuments: uploadFiles,
 
   deleteDocument: (id: string) =>
     request<void>(`/api/documents/${encodeURIComponent(id)}`, { method: "DELETE" }),
@@ -140,7 +235,7 @@ export const api = {
     return request<SearchResponse>(`/api/search?${qs.toString()}`, { signal });
   },
 
-  listThreads: () => request<{ threads: Thread[] }>("/api/threads").then((r) => r.threads),
+  listThreads: () => request<ThreadList>("/api/threads").then((r) => r.threads),
 
   getThread: (id: string, signal?: AbortSignal) =>
     request<ThreadDetail>(`/api/threads/${encodeURIComponent(id)}`, { signal }),

@@ -1,12 +1,29 @@
-// Types mirroring the ragchat server JSON API. Keep in sync with the server.
+// The server's JSON payloads, as names the rest of the client uses. Every type here is an alias of the types
+// generated from the server's OpenAPI document (./schema.d.ts, `npm run gen:api`): do not hand-write a server
+// payload here. The few refinements below narrow what the document leaves open (an untyped object), each
+// saying why; they go away when the server types those fields.
+import type { components } from "./schema";
 
-export type SearchMode = "hybrid" | "vector" | "keyword";
-export type DocStatus = "queued" | "processing" | "ready" | "failed";
+type Schemas = components["schemas"];
+
+// ---- errors ----
+
+/** Every non-2xx body of the /api routes: `{status_code, code, detail, extra?, request_id}`. */
+export type ErrorBody = Schemas["ErrorBody"];
+/** The /v1 (OpenAI-compatible) routes' error body: `{"error": {message, type, code, request_id}}`. */
+export type OpenAIError = Schemas["OpenAIError"];
+
+// ---- health and embeddings ----
+
+export type SearchMode = Schemas["SearchResponse"]["mode"];
+
+// `llm` and `embeddings` of GET /api/health, and GET/POST /api/admin/reembed, are plain objects in the OpenAPI
+// document (`dict[str, Any]` on the server): these are the fields the server's code fills in.
 
 /** An LLM provider's status as reported by `GET /api/health` (`llm`). */
 export interface LlmStatus {
-  /** "ollama" | "openai" (OpenAI-compatible server); absent on an old server's `ollama` block. */
-  provider?: string;
+  /** "ollama" | "openai" (OpenAI-compatible server). */
+  provider: string;
   reachable: boolean;
   model: string;
   model_available: boolean;
@@ -32,16 +49,15 @@ export interface EmbeddingsStatus {
   message: string | null;
 }
 
-export interface Health {
-  status: "ok" | "degraded" | (string & {});
-  database: string;
-  embedder: string;
-  /** null when the database did not answer; absent on an old server. */
-  embeddings?: EmbeddingsStatus | null;
-  llm?: LlmStatus;
-  /** Old servers only (before `llm`). */
-  ollama?: LlmStatus;
-}
+/** `GET /api/health`. */
+export type Health = Omit<Schemas["Health"], "llm" | "embeddings"> & {
+  llm: LlmStatus;
+  /** null when the database did not answer. */
+  embeddings: EmbeddingsStatus | null;
+};
+
+/** The body of `POST /api/admin/reembed`: the target model (default: EMBED_PROVIDER / EMBED_MODEL). */
+export type ReembedBody = Schemas["ReembedBody"];
 
 /** `GET`/`POST /api/admin/reembed`: progress of a switch of embedding model. */
 export interface ReembedProgress {
@@ -55,230 +71,75 @@ export interface ReembedProgress {
   embeddings?: EmbeddingsStatus | null;
 }
 
-/** Codes of chat `error` events (the server may add more). */
-export type ChatErrorCode =
-  | "llm_unreachable"
-  | "llm_timeout"
-  | "llm_bad_response"
-  | "llm_error"
-  | "llm_auth"
-  | "llm_rate_limited"
-  | "context_overflow"
-  | "embeddings_unavailable"
-  | "model_not_found"
-  | "database_unavailable"
-  | (string & {});
+// ---- documents ----
 
+export type DocStatus = Schemas["Document"]["status"];
 /** `{id, username}`: how other users appear (owners, members, the user picker). */
-export interface UserRef {
-  id: string;
-  username: string;
-}
-
+export type UserRef = Schemas["Person"];
 /** What the signed-in user may do with a document or collection. */
-export type Access = "owner" | "write" | "read";
-export type MemberRole = "read" | "write";
+export type Access = Schemas["Document"]["access"];
+export type MemberRole = Schemas["Membership"]["role"];
 
-export interface Document {
-  id: string;
-  filename: string;
-  title: string | null;
-  content_type: string;
-  byte_size: number;
-  status: DocStatus;
-  chunks_total: number | null;
-  chunks_done: number;
-  page_count: number | null;
-  error: string | null;
-  metadata: Record<string, unknown>;
-  created_at: string;
-  updated_at: string;
-  owner: UserRef;
-  /** "owner": mine; "write"/"read": shared with me through a collection. */
-  access: Access;
-  collection_ids: string[];
-}
+export type Document = Schemas["Document"];
+export type DocumentList = Schemas["DocumentList"];
+/** One file of an upload: queued, a duplicate, requeued (a failed one retried) or rejected (`error` says why). */
+export type UploadResult = Schemas["UploadResult"];
+export type UploadResults = Schemas["UploadResults"];
 
-export interface UploadResult {
-  filename: string;
-  status: "queued" | "duplicate" | "rejected";
-  document: Document | null;
-  error: string | null;
-}
+// ---- search ----
 
-export interface ChunkTrace {
-  vector_rank: number | null;
-  vector_score: number | null;
-  keyword_rank: number | null;
-  keyword_score: number | null;
-  fused_score: number | null;
-  rerank_score: number | null;
-}
-
-export interface Chunk {
-  id: string;
-  document_id: string;
-  filename: string;
-  title: string | null;
-  page: number | null;
-  section: string | null;
-  chunk_index: number;
-  content: string;
-  score: number;
-  trace?: ChunkTrace | null;
-}
-
-export interface DocumentHit {
-  document_id: string;
-  filename: string;
-  title: string | null;
-  max_score: number;
-  matched_chunks: number;
-  best_chunk: Chunk;
-}
-
-export interface Timing {
-  embed_ms?: number | null;
-  vector_ms?: number | null;
-  keyword_ms?: number | null;
-  fuse_ms?: number | null;
-  rerank_ms?: number | null;
-  total_ms?: number | null;
-}
-
-export interface Confidence {
-  label: "high" | "moderate" | "low";
-  best_similarity: number | null;
-  insufficient_confidence: boolean;
-}
-
-export interface SearchResponse {
-  chunks: Chunk[];
+export type ChunkTrace = Schemas["Trace"];
+/** A passage a chat search returned, as the model saw it (`tool_result` chunks). */
+export type Chunk = Schemas["Passage"];
+export type Timing = Schemas["Timings"];
+export type Confidence = Schemas["Confidence"];
+// The document's ChunkHit lists content_hash, metadata and similarity, which the server never sends
+// (`exclude=True` in server/core/search.py): they are left out here.
+type Unsent = "content_hash" | "metadata" | "similarity";
+/** A search hit (GET /api/search). */
+export type SearchChunk = Omit<Schemas["ChunkHit"], Unsent>;
+export type DocumentHit = Omit<Schemas["DocumentHit"], "best_chunk"> & { best_chunk: SearchChunk };
+export type SearchResponse = Omit<Schemas["SearchResponse"], "chunks" | "documents"> & {
+  chunks: SearchChunk[];
   documents: DocumentHit[];
-  query: string;
-  mode: SearchMode;
-  reranked: boolean;
-  timing_ms: Timing;
-  has_embeddings: boolean;
-  confidence: Confidence;
-}
+};
 
-export interface Thread {
-  id: string;
-  title: string;
-  created_at: string;
-  updated_at: string;
-}
+// ---- chat ----
 
-export interface ToolCall {
-  id: string;
-  name: string;
-  arguments: { query?: string; document_ids?: string[] | null } & Record<string, unknown>;
-}
+export type Thread = Schemas["Thread"];
+export type ThreadList = Schemas["ThreadList"];
+export type ToolCall = Schemas["ToolCall"];
+export type ToolResult = Schemas["ToolResult"];
+/** An answer's failure: the chat `error` event, and a stored message's `error`. */
+export type ChatError = Schemas["ErrorEvent"];
+/** Codes of chat `error` events, e.g. llm_unreachable, llm_timeout, context_overflow, database_unavailable. */
+export type ChatErrorCode = ChatError["code"];
 
-/** A tool result. Fields other than id/chunks may be absent on old history. */
-export interface ToolResult {
-  id: string;
-  name?: string;
-  chunks: Chunk[];
-  search_mode?: SearchMode | null;
-  reranked?: boolean | null;
-  timings?: Timing | null;
-  confidence?: Confidence | null;
-}
+// The document leaves Message.error untyped (server/chat/schemas.py annotates it with ErrorEvent, which is
+// declared after Message): it is an ErrorEvent or null.
+export type Message = Omit<Schemas["Message"], "error"> & { error?: ChatError | null };
+export type ThreadDetail = Omit<Schemas["ThreadDetail"], "messages"> & { messages: Message[] };
 
-export interface ApiErrorBody {
-  code: ChatErrorCode;
-  message: string;
-}
-
-export interface Message {
-  id: string;
-  role: "user" | "assistant";
-  content: string;
-  status: "complete" | "incomplete" | "error";
-  tool_calls: ToolCall[];
-  tool_results: ToolResult[];
-  error: ApiErrorBody | null;
-  created_at: string;
-}
-
-export interface ThreadDetail extends Thread {
-  messages: Message[];
-}
-
-export interface ChatRequest {
-  thread_id?: string;
-  message: string;
-  document_ids?: string[];
-  collection_ids?: string[];
-  search_mode?: SearchMode;
-  rerank?: boolean;
-}
+/** The body of POST /api/chat. */
+export type ChatRequest = Schemas["ChatBody"];
 
 // ---- accounts (docs/ACCOUNTS.md) ----
 
-export interface User {
-  id: string;
-  username: string;
-  is_admin: boolean;
-  disabled: boolean;
-  created_at: string;
-}
-
-/** `GET /api/auth/session` */
-export interface SessionInfo {
-  auth: "on" | "off";
-  /** True while no account exists: the page offers "create the admin account". */
-  setup_required: boolean;
-  user: User | null;
-}
-
-/** A user as the admin page lists them. */
-export interface AdminUser extends User {
-  last_seen_at: string | null;
-  documents: number;
-}
-
-export interface ApiToken {
-  id: string;
-  name: string;
-  /** The first characters of the token, e.g. "rc_a1b2c3". */
-  prefix: string;
-  created_at: string;
-  last_used_at: string | null;
-}
-
+export type User = Schemas["User"];
+export type SessionInfo = Schemas["SessionInfo"];
+export type SignedIn = Schemas["SignedIn"];
+/** A user as the admin page lists them (`last_seen_at` and `documents` are set in that listing). */
+export type AdminUser = User;
+export type UserList = Schemas["UserList"];
+export type Directory = Schemas["Directory"];
+export type ApiToken = Schemas["Token"];
+export type TokenList = Schemas["TokenList"];
 /** `POST /api/auth/tokens`: the only time `token` is ever sent. */
-export interface NewApiToken extends ApiToken {
-  token: string;
-}
+export type NewApiToken = Schemas["CreatedToken"];
 
-export interface Collection {
-  id: string;
-  name: string;
-  description: string | null;
-  owner: UserRef;
-  /** My role in it. */
-  role: Access;
-  document_count: number;
-  created_at: string;
-}
-
-export interface CollectionMember {
-  user: UserRef;
-  /** The owner is listed too (first, role "owner"). */
-  role: Access;
-}
-
-export interface CollectionDocument {
-  id: string;
-  filename: string;
-  title: string | null;
-  owner: UserRef;
-}
-
-export interface CollectionDetail extends Collection {
-  members: CollectionMember[];
-  documents: CollectionDocument[];
-}
+export type Collection = Schemas["Collection"];
+export type CollectionList = Schemas["CollectionList"];
+/** The owner is listed too (first, role "owner"). */
+export type CollectionMember = Schemas["Member"];
+export type CollectionDocument = Schemas["CollectionDocument"];
+export type CollectionDetail = Schemas["CollectionDetail"];

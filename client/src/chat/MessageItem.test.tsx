@@ -1,6 +1,6 @@
 import { fireEvent, render, screen, within } from "@testing-library/react";
 import { describe, expect, it, vi } from "vitest";
-import { chunk, serverMessage, toolResult } from "../test/fixtures";
+import { bareToolResult, chunk, serverMessage, toolResult } from "../test/fixtures";
 import { MessageItem } from "./MessageItem";
 import { fromServerMessage, type ChatMessage } from "./state";
 
@@ -46,7 +46,7 @@ describe("tool-call indicator", () => {
       serverMessage({
         content: "Old answer [1]",
         tool_calls: [{ id: "c", name: "search_documents", arguments: { query: "q" } }],
-        tool_results: [{ id: "c", chunks: [chunk()] }],
+        tool_results: [bareToolResult("c", [chunk()])],
       }),
     );
     renderMsg(m);
@@ -97,7 +97,7 @@ describe("citations in an answer", () => {
       content: "See [3].",
       searches: [
         { id: "a", query: "1", status: "done", result: toolResult({ id: "a" }) },
-        { id: "b", query: "2", status: "done", result: toolResult({ id: "b", chunks: [chunk({ id: "z", title: "Third" })] }) },
+        { id: "b", query: "2", status: "done", result: toolResult({ id: "b", chunks: [chunk({ id: 26, title: "Third" })] }) },
       ],
     });
     fireEvent.click(screen.getByTestId("citation"));

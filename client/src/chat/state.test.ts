@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { ChatEvent } from "../api/chatEvents";
-import { chunk, serverMessage, toolResult } from "../test/fixtures";
+import { bareToolResult, chunk, serverMessage, toolResult } from "../test/fixtures";
 import { chatReducer, fromServerMessage, initialChatState, messageSources, type ChatState } from "./state";
 
 const run = (state: ChatState, ...events: ChatEvent[]) =>
@@ -46,7 +46,13 @@ describe("chatReducer", () => {
     let s = run(sent(), { type: "token", delta: "It is " }, { type: "token", delta: "11434 [1]." });
     expect(last(s).content).toBe("It is 11434 [1].");
     expect(last(s).status).toBe("streaming");
-    s = run(s, { type: "done", message_id: "m2", finish_reason: "stop" });
+    s = run(s, {
+      type: "done",
+      message_id: "m2",
+      finish_reason: "stop",
+      usage: { prompt_tokens: 1, completion_tokens: 2, llm_calls: 1, tool_rounds: 1 },
+      citations: { cited: [1], invalid: [] },
+    });
     expect(last(s).status).toBe("complete");
     expect(last(s).id).toBe("m2");
     expect(s.sending).toBe(false);
@@ -107,7 +113,7 @@ describe("chatReducer", () => {
           serverMessage({
             id: "a",
             tool_calls: [{ id: "call_1", name: "search_documents", arguments: { query: "old" } }],
-            tool_results: [{ id: "call_1", chunks: [chunk()] }],
+            tool_results: [bareToolResult("call_1", [chunk()])],
             status: "incomplete",
           }),
         ],
@@ -128,10 +134,10 @@ describe("helpers", () => {
           { id: "a", name: "search_documents", arguments: { query: "1" } },
           { id: "b", name: "search_documents", arguments: { query: "2" } },
         ],
-        tool_results: [toolResult({ id: "a" }), toolResult({ id: "b", chunks: [chunk({ id: "c3" })] })],
+        tool_results: [toolResult({ id: "a" }), toolResult({ id: "b", chunks: [chunk({ id: 3 })] })],
       }),
     );
-    expect(messageSources(m).map((c) => c.id)).toEqual(["c1", "c2", "c3"]);
+    expect(messageSources(m).map((c) => c.id)).toEqual([1, 2, 3]);
   });
 
   it("a call without a result is shown as stopped", () => {

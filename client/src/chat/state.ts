@@ -1,5 +1,5 @@
 import type { ChatEvent } from "../api/chatEvents";
-import type { ApiErrorBody, Chunk, Message, ThreadDetail, ToolResult } from "../api/types";
+import type { ChatError, Chunk, Message, ThreadDetail, ToolResult } from "../api/types";
 
 export interface SearchStep {
   id: string;
@@ -19,7 +19,7 @@ export interface ChatMessage {
   content: string;
   status: MessageStatus;
   searches: SearchStep[];
-  error: ApiErrorBody | null;
+  error: ChatError | null;
   /** The stream dropped before done/error: the UI offers Retry. */
   connectionLost: boolean;
   /** For live assistant messages: the user text that produced it (for Retry). */

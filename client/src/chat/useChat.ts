@@ -69,7 +69,7 @@ export function useChat(opts: Options = {}) {
       if (!active()) return outcome === "unauthorized" ? outcome : "stopped"; // stopped or superseded: handled
       if (isAbortError(e)) dispatch({ type: "aborted" });
       else if (e instanceof ConnectionLostError) dispatch({ type: "connection_lost", message: e.message });
-      else if (e instanceof ApiError) dispatch({ type: "request_failed", code: `http_${e.status}`, message: e.detail });
+      else if (e instanceof ApiError) dispatch({ type: "request_failed", code: `http_${e.status}`, message: e.message });
       else dispatch({ type: "request_failed", message: e instanceof Error ? e.message : String(e) });
     } finally {
       if (active()) stream.current = null;

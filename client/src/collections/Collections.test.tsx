@@ -17,6 +17,7 @@ const coll = (over: Partial<Collection> = {}): Collection => ({
   role: "owner",
   document_count: 1,
   created_at: "2024-01-01T00:00:00Z",
+  updated_at: "2024-01-01T00:00:00Z",
   ...over,
 });
 const doc = (id: string, title: string, over: Partial<Document> = {}): Document => ({
@@ -48,7 +49,7 @@ function server(role: Access = "owner") {
       { user: role === "owner" ? ALICE : CAROL, role: "owner" },
       { user: role === "owner" ? BOB : ALICE, role: role === "owner" ? "write" : role },
     ],
-    documents: [{ id: "d1", filename: "d1.md", title: "Holidays", owner: ALICE }],
+    documents: [{ id: "d1", filename: "d1.md", title: "Holidays", owner: ALICE, status: "ready" }],
   };
   const srv = mockServer(
     on("GET", "/api/auth/session", () => jsonResponse(session({ user: user({ ...ALICE, is_admin: false }) }))),
@@ -75,7 +76,7 @@ function server(role: Access = "owner") {
       return noContent();
     }),
     on("PUT", "/api/collections/c1/documents/d2", () => {
-      detail.documents = [...detail.documents, { id: "d2", filename: "d2.md", title: "Expenses", owner: ALICE }];
+      detail.documents = [...detail.documents, { id: "d2", filename: "d2.md", title: "Expenses", owner: ALICE, status: "ready" }];
       return noContent();
     }),
     on("DELETE", "/api/collections/c1/documents/d1", () => {

@@ -35,21 +35,13 @@ const health = (
   return {
     status: "ok",
     database: "ok",
+    db: { embedded: true, ok: true, latency_ms: 0.4, restarts: 0, error: null },
     embedder: "all-MiniLM-L6-v2 (sentence-transformers)",
     embeddings: embeddings("ok"),
     llm: { provider, reachable, model: "llama3.2", model_available, message, context_length: null },
     ...rest,
   };
 };
-
-/** The shape an older server sent: an `ollama` block, no `llm`/`embeddings`. */
-const legacyHealth = (reachable: boolean, model_available: boolean, message: string | null = null) =>
-  ({
-    status: "ok",
-    database: "ok",
-    embedder: "e",
-    ollama: { reachable, model: "llama3.2", model_available, message },
-  }) as Health;
 
 const progress = (done: number, total: number, over: Record<string, unknown> = {}) => ({
   state: "building",
@@ -128,20 +120,8 @@ describe("healthProblem", () => {
     expect(text).not.toMatch(/ollama|OPENAI/i);
   });
 
-  it("falls back to the `ollama` block of an older server", () => {
-    expect(healthProblem(legacyHealth(true, true), false)).toBeNull();
-    expect(healthProblem(legacyHealth(false, false), false)?.kind).toBe("ollama");
-    expect(healthProblem(legacyHealth(false, false, "Run ollama serve"), false)?.text).toBe("Run ollama serve");
-    expect(healthProblem(legacyHealth(true, false), false)?.text).toContain("ollama pull llama3.2");
-  });
-
-  it("reads `llm` over a leftover `ollama` block", () => {
-    const h = { ...health(true, true), ollama: { reachable: false, model: "x", model_available: false, message: "old" } };
-    expect(healthProblem(h, false)).toBeNull();
-  });
-
   it("is null without any LLM status", () => {
-    expect(healthProblem({ status: "ok", database: "ok", embedder: "e" }, false)).toBeNull();
+    expect(healthProblem({ ...health(true, true), llm: undefined } as unknown as Health, false)).toBeNull();
   });
 
   it("flags an unreachable server", () => expect(healthProblem(null, true)?.kind).toBe("server"));
@@ -151,7 +131,6 @@ describe("embeddingsNotice", () => {
   it("is null when the stored vectors match, or when unknown", () => {
     expect(embeddingsNotice(health(true, true), false)).toBeNull();
     expect(embeddingsNotice(health(true, true, null, { embeddings: null }), false)).toBeNull();
-    expect(embeddingsNotice(legacyHealth(true, true), false)).toBeNull();
     expect(embeddingsNotice(null, false)).toBeNull();
   });
 

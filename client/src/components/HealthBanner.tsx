@@ -11,11 +11,9 @@ export const REEMBED_POLL_MS = 5_000;
 export type ProblemKind = "server" | "ollama" | "llm" | "model";
 type Problem = { kind: ProblemKind; text: string } | null;
 
-/** The chat model's status: `llm`, or `ollama` from a server older than the LLM providers. */
-export function llmStatus(h: Health): (LlmStatus & { provider: string }) | null {
-  if (h.llm) return { ...h.llm, provider: h.llm.provider ?? "" };
-  if (h.ollama) return { ...h.ollama, provider: h.ollama.provider ?? "ollama" };
-  return null;
+/** The chat model's status (`llm`); null when the answer lacks it. */
+export function llmStatus(h: Health): LlmStatus | null {
+  return h.llm ?? null;
 }
 
 export function healthProblem(h: Health | null, failed: boolean): Problem {

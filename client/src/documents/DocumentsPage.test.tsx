@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Document } from "../api/types";
 import { CollectionsProvider } from "../collections/CollectionsContext";
 import { jsonResponse } from "../test/fixtures";
-import { mockServer, on } from "../test/server";
+import { apiError, mockServer, on } from "../test/server";
 import { DocumentsPage } from "./DocumentsPage";
 
 const doc = (over: Partial<Document> = {}): Document => ({
@@ -85,38 +85,63 @@ describe("DocumentsPage", () => {
     expect(fetchMock.mock.calls.length).toBe(n);
   });
 
-  it("uploads several files as multipart 'files' fields and reports duplicates", async () => {
-    const fetchMock = vi.fn(async (url: string, init?: RequestInit) => {
-      if (init?.method === "POST")
-        return jsonResponse(
-          {
-            results: [
-              { filename: "a.md", status: "queued", document: doc({ id: "n1", filename: "a.md", status: "queued" }), error: null },
-              { filename: "b.txt", status: "duplicate", document: null, error: null },
-            ],
-          },
-          201,
-        );
-      void url;
-      return jsonResponse({ documents: [] });
-    });
-    vi.stubGlobal("fetch", fetchMock);
+  it("uploads each file in its own multipart request and reports duplicates", async () => {
+    const srv = mockServer(
+      on("POST", "/api/documents", (c) => {
+        const name = ((c.init.body as FormData).get("files") as File).name;
+        return name === "a.md"
+          ? jsonResponse({ results: [{ filename: "a.md", status: "queued", document: doc({ id: "n1", filename: "a.md", status: "queued" }), error: null }] }, 201)
+          : jsonResponse({ results: [{ filename: "b.txt", status: "duplicate", document: doc({ id: "d0", filename: "b.txt" }), error: null }] }, 201);
+      }),
+    );
     render(<DocumentsPage />);
     await screen.findByTestId("documents-empty");
     const files = [new File(["# A"], "a.md", { type: "text/markdown" }), new File(["b"], "b.txt", { type: "text/plain" })];
     fireEvent.change(screen.getByTestId("upload-input"), { target: { files } });
     await waitFor(() => expect(screen.getByTestId("upload-result")).toHaveTextContent("already uploaded"));
-    const post = fetchMock.mock.calls.find(([, i]) => i?.method === "POST")!;
-    const form = post[1]!.body as FormData;
-    expect(form.getAll("files").map((f) => (f as File).name)).toEqual(["a.md", "b.txt"]);
+    const forms = srv.find("POST", "/api/documents").map((c) => c.init.body as FormData);
+    expect(forms.map((f) => f.getAll("files").map((x) => (x as File).name))).toEqual([["a.md"], ["b.txt"]]);
+    await waitFor(() => expect(screen.queryByTestId("upload-progress")).toBeNull());
   });
 
-  it("shows a 413 error detail", async () => {
+  it("shows each refused file's reason next to it, and adds the accepted ones", async () => {
+    const rejected = (filename: string, error: string) => ({ filename, status: "rejected", document: null, error });
+    mockServer(
+      on("POST", "/api/documents", (c) => {
+        const name = ((c.init.body as FormData).get("files") as File).name;
+        if (name === "big.pdf") {
+          const results = [rejected("big.pdf", "big.pdf is 80 MB, over the limit of 50 MB")];
+          return jsonResponse({ status_code: 413, code: "payload_too_large", detail: results[0].error, extra: { results }, request_id: "r1" }, 413);
+        }
+        if (name === "tool.exe") {
+          const results = [rejected("tool.exe", "unsupported file type .exe")];
+          return jsonResponse({ status_code: 415, code: "unsupported_media_type", detail: results[0].error, extra: { results }, request_id: "r2" }, 415);
+        }
+        if (name === "old.md")
+          return jsonResponse({ results: [{ filename: name, status: "requeued", document: doc({ id: "o1", filename: name, status: "queued" }), error: null }] }, 201);
+        return jsonResponse({ results: [{ filename: name, status: "queued", document: doc({ id: "n1", filename: name, status: "queued" }), error: null }] }, 201);
+      }),
+    );
+    render(<DocumentsPage />);
+    await screen.findByTestId("documents-empty");
+    fireEvent.drop(screen.getByTestId("upload-dropzone"), {
+      dataTransfer: { files: [new File(["x"], "big.pdf"), new File(["# A"], "a.md"), new File(["MZ"], "tool.exe"), new File(["o"], "old.md")], types: ["Files"] },
+    });
+    await waitFor(() => expect(screen.getAllByTestId("upload-result")).toHaveLength(3));
+    const rows = screen.getAllByTestId("upload-result");
+    expect(rows.map((r) => r.dataset.status)).toEqual(["rejected", "rejected", "requeued"]);
+    expect(rows[0]).toHaveTextContent("big.pdf: big.pdf is 80 MB, over the limit of 50 MB");
+    expect(rows[1]).toHaveTextContent("tool.exe: unsupported file type .exe");
+    expect(rows[2]).toHaveTextContent("old.md: failed before — processing it again.");
+    expect(screen.queryByTestId("upload-error")).toBeNull();
+  });
+
+  it("shows the detail of a 413 without per-file results next to the file", async () => {
     vi.stubGlobal(
       "fetch",
       vi.fn(async (_u: string, init?: RequestInit) =>
         init?.method === "POST"
-          ? jsonResponse({ status_code: 413, detail: "File too large (max 50 MB)" }, 413)
+          ? jsonResponse({ status_code: 413, code: "payload_too_large", detail: "File too large (max 50 MB)", request_id: "r" }, 413)
           : jsonResponse({ documents: [] }),
       ),
     );
@@ -125,7 +150,17 @@ describe("DocumentsPage", () => {
     fireEvent.drop(screen.getByTestId("upload-dropzone"), {
       dataTransfer: { files: [new File(["x"], "big.pdf")], types: ["Files"] },
     });
-    expect(await screen.findByTestId("upload-error")).toHaveTextContent("File too large (max 50 MB)");
+    const row = await screen.findByTestId("upload-result");
+    expect(row).toHaveAttribute("data-status", "rejected");
+    expect(row).toHaveTextContent("big.pdf: File too large (max 50 MB)");
+  });
+
+  it("a refused collection stops the upload with one notice", async () => {
+    mockServer(on("POST", "/api/documents", () => apiError(403, "forbidden", "you may only read this collection")));
+    render(<DocumentsPage />);
+    await screen.findByTestId("documents-empty");
+    fireEvent.change(screen.getByTestId("upload-input"), { target: { files: [new File(["a"], "a.md"), new File(["b"], "b.md")] } });
+    expect(await screen.findByTestId("upload-error")).toHaveTextContent("Upload failed: You may only read this collection.");
   });
 
   it("deletes after confirmation", async () => {
@@ -179,7 +214,7 @@ describe("DocumentsPage", () => {
     expect(screen.queryByTestId("upload-collection")).toBeNull();
   });
 
-  it("uploads into a chosen collection (the collection_id form field)", async () => {
+  it("uploads into a chosen collection (the collection_id form field of each request)", async () => {
     const srv = mockServer(
       on("GET", "/api/collections", () =>
         jsonResponse({

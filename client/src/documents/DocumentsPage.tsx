@@ -1,5 +1,5 @@
 import { useState } from "react";
-import { api } from "../api/client";
+import { api, errorMessage } from "../api/client";
 import { useCollections } from "../collections/CollectionsContext";
 import type { UploadResult } from "../api/types";
 import { RetryError } from "../components/RetryError";
@@ -8,12 +8,22 @@ import { DocumentRow } from "./DocumentRow";
 import { UploadZone } from "./UploadZone";
 import { useDocuments } from "./useDocuments";
 
-const errText = (e: unknown) => (e instanceof Error ? e.message : String(e));
+/** Results the page lists: the files that did not simply become a new document. */
+const noteworthy = (r: UploadResult) => r.status !== "queued";
+
+const RESULT_TEXT: Record<UploadResult["status"], string> = {
+  queued: "uploaded.",
+  duplicate: "already uploaded — skipped.",
+  requeued: "failed before — processing it again.",
+  rejected: "rejected.",
+};
 
 export function DocumentsPage() {
   const { docs, setDocs, error, refresh } = useDocuments();
-  const [uploading, setUploading] = useState(false);
-  const [results, setResults] = useState<UploadResult[]>([]);
+  const [uploading, setUploading] = useState<{ done: number; total: number } | null>(null);
+  // Per file of the last upload, in the order chosen: the results worth listing.
+  const [perFile, setPerFile] = useState<UploadResult[][]>([]);
+  const results = perFile.flat();
   const [notice, setNotice] = useState<string | null>(null);
   const [target, setTarget] = useState("");
   const { collections, refresh: refreshCollections } = useCollections();
@@ -21,19 +31,28 @@ export function DocumentsPage() {
   const names = new Map((collections ?? []).map((c) => [c.id, c.name]));
   const targetId = writable.some((c) => c.id === target) ? target : "";
 
+  // One request per file (api.uploadDocuments): each file's result shows as it arrives, next to its name.
   const upload = async (files: File[]) => {
-    setUploading(true);
+    let done = 0;
+    setUploading({ done, total: files.length });
     setNotice(null);
-    setResults([]);
-    try {
-      const res = await api.uploadDocuments(files, targetId || null);
-      setResults(res.filter((r) => r.status !== "queued"));
-      const fresh = res.flatMap((r) => (r.document && r.status === "queued" ? [r.document] : []));
+    setPerFile([]);
+    const onFile = (res: UploadResult[], index: number) => {
+      setUploading({ done: ++done, total: files.length });
+      setPerFile((p) => {
+        const next = p.slice();
+        next[index] = res.filter(noteworthy);
+        return next;
+      });
+      const fresh = res.flatMap((r) => (r.document && (r.status === "queued" || r.status === "requeued") ? [r.document] : []));
       if (fresh.length) setDocs((d) => [...fresh, ...(d ?? []).filter((x) => !fresh.some((f) => f.id === x.id))]);
+    };
+    try {
+      await api.uploadDocuments(files, targetId || null, onFile);
     } catch (e) {
-      setNotice(`Upload failed: ${errText(e)}`);
+      setNotice(`Upload failed: ${errorMessage(e)}`);
     } finally {
-      setUploading(false);
+      setUploading(null);
       void refresh();
       if (targetId) void refreshCollections(); // document counts
     }
@@ -44,7 +63,7 @@ export function DocumentsPage() {
       await api.deleteDocument(id);
       setDocs((d) => (d ?? []).filter((x) => x.id !== id));
     } catch (e) {
-      setNotice(`Delete failed: ${errText(e)}`);
+      setNotice(`Delete failed: ${errorMessage(e)}`);
     }
   };
 
@@ -73,10 +92,11 @@ export function DocumentsPage() {
           </select>
         </div>
       )}
-      <UploadZone busy={uploading} onFiles={upload} />
+      <UploadZone busy={uploading !== null} onFiles={upload} />
       {uploading && (
         <p className="muted small" data-testid="upload-progress">
           <Spinner label="Uploading" /> Uploading…
+          {uploading.total > 1 && ` ${uploading.done} of ${uploading.total} files done`}
         </p>
       )}
       {notice && (
@@ -88,8 +108,7 @@ export function DocumentsPage() {
         <ul className="upload-results" data-testid="upload-results">
           {results.map((r, i) => (
             <li key={`${r.filename}-${i}`} data-testid="upload-result" data-status={r.status} className={`upload-result ${r.status}`}>
-              <strong>{r.filename}</strong>:{" "}
-              {r.status === "duplicate" ? "already uploaded — skipped." : r.error || "rejected."}
+              <strong>{r.filename}</strong>: {r.status === "rejected" ? r.error || RESULT_TEXT.rejected : RESULT_TEXT[r.status]}
             </li>
           ))}
         </ul>

@@ -1,4 +1,4 @@
-import type { Chunk } from "../api/types";
+import type { ChunkTrace } from "../api/types";
 
 export type ScoreLabel = "Relevance" | "Similarity";
 
@@ -6,7 +6,7 @@ export type ScoreLabel = "Relevance" | "Similarity";
  * "Relevance" only when the search was reranked AND this chunk actually has a
  * rerank score; otherwise the score is a similarity (vector/keyword/fused).
  */
-export function scoreLabel(chunk: Pick<Chunk, "trace">, reranked: boolean | null | undefined): ScoreLabel {
+export function scoreLabel(chunk: { trace?: ChunkTrace | null }, reranked: boolean | null | undefined): ScoreLabel {
   return reranked === true && chunk.trace?.rerank_score != null ? "Relevance" : "Similarity";
 }
 

@@ -5,15 +5,15 @@ import { chunk, jsonResponse } from "../test/fixtures";
 import { parseSearchParams, SearchPage } from "./SearchPage";
 
 const response = (over: Partial<SearchResponse> = {}): SearchResponse => ({
-  chunks: [chunk({ content: "Ollama listens on port 11434." }), chunk({ id: "c2", document_id: "d2", title: "Other", content: "Ports." })],
+  chunks: [chunk({ content: "Ollama listens on port 11434." }), chunk({ id: 2, document_id: "d2", title: "Other", content: "Ports." })],
   documents: [
     { document_id: "d1", filename: "guide.pdf", title: "User Guide", max_score: 0.82, matched_chunks: 1, best_chunk: chunk() },
-    { document_id: "d2", filename: "o.md", title: "Other", max_score: 0.5, matched_chunks: 1, best_chunk: chunk({ id: "c2" }) },
+    { document_id: "d2", filename: "o.md", title: "Other", max_score: 0.5, matched_chunks: 1, best_chunk: chunk({ id: 2 }) },
   ],
   query: "ollama port",
   mode: "hybrid",
   reranked: false,
-  timing_ms: { embed_ms: 3, vector_ms: 2, keyword_ms: 1, fuse_ms: 0.1, rerank_ms: null, total_ms: 6.4 },
+  timing_ms: { embed_ms: 3, vector_ms: 2, keyword_ms: 1, fuse_ms: 0.1, rerank_ms: 0, total_ms: 6.4 },
   has_embeddings: true,
   confidence: { label: "high", best_similarity: 0.8, insufficient_confidence: false },
   ...over,

@@ -5,7 +5,7 @@ import { highlight } from "../lib/highlight";
 import { plural } from "../lib/format";
 import { scoreLabel } from "../lib/score";
 
-const where = (page: number | null, section: string | null) =>
+const where = (page?: number | null, section?: string | null) =>
   [page != null ? `p. ${page}` : null, section ? `§ ${section}` : null].filter(Boolean).join(" · ");
 
 export function ResultsByDocument({ data }: { data: SearchResponse }) {

@@ -2,7 +2,7 @@ import type { Chunk, Message, ToolResult } from "../api/types";
 
 export function chunk(over: Partial<Chunk> = {}): Chunk {
   return {
-    id: "c1",
+    id: 1,
     document_id: "d1",
     filename: "guide.pdf",
     title: "User Guide",
@@ -27,14 +27,17 @@ export function toolResult(over: Partial<ToolResult> = {}): ToolResult {
   return {
     id: "call_1",
     name: "search_documents",
-    chunks: [chunk(), chunk({ id: "c2", page: 4, content: "Second passage.", score: 0.5 })],
+    chunks: [chunk(), chunk({ id: 2, page: 4, content: "Second passage.", score: 0.5 })],
     search_mode: "hybrid",
     reranked: false,
-    timings: { total_ms: 12 },
+    timings: { embed_ms: 2, vector_ms: 3, keyword_ms: 1, fuse_ms: 0.1, rerank_ms: 0, total_ms: 12 },
     confidence: { label: "high", best_similarity: 0.8, insufficient_confidence: false },
     ...over,
   };
 }
+
+/** A tool result as history stored before search_mode, timings etc. existed: only `id` and `chunks`. */
+export const bareToolResult = (id: string, chunks: Chunk[]) => ({ id, chunks }) as unknown as ToolResult;
 
 export function serverMessage(over: Partial<Message> = {}): Message {
   return {

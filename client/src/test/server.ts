@@ -1,6 +1,6 @@
 import axe from "axe-core";
 import { vi } from "vitest";
-import type { SessionInfo, User } from "../api/types";
+import type { ErrorBody, SessionInfo, User } from "../api/types";
 import { jsonResponse } from "./fixtures";
 
 export interface Call {
@@ -32,11 +32,14 @@ export const session = (over: Partial<SessionInfo> = {}): SessionInfo => ({
 
 export const noContent = () => new Response(null, { status: 204 });
 
-export const apiError = (status: number, code: string, detail: string, headers: Record<string, string> = {}) =>
-  new Response(JSON.stringify({ status_code: status, code, detail }), {
+/** The server's one error body (`ErrorBody`); its request id is the X-Request-ID header's, else "req-test". */
+export const apiError = (status: number, code: string, detail: string, headers: Record<string, string> = {}) => {
+  const body: ErrorBody = { status_code: status, code, detail, request_id: headers["X-Request-ID"] ?? "req-test" };
+  return new Response(JSON.stringify(body), {
     status,
     headers: { "Content-Type": "application/json", ...headers },
   });
+};
 
 /** Boot routes every page calls, plus what the handlers answer; anything else throws (a test bug). */
 export function mockServer(...handlers: Handler[]) {
