@@ -4,6 +4,7 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 CLIENT_STAMP := client/node_modules/.installed
+
 # torch's CPU build, so that a machine whose default index serves CUDA wheels does not fetch gigabytes of them:
 # TORCH_SPEC from the configured indexes first, else torch==TORCH_VERSION from TORCH_INDEX. Another build:
 # e.g. `make install TORCH_SPEC=torch==2.13.0` (PyPI's, CUDA on Linux).

@@ -90,8 +90,21 @@ def empty_database(request: pytest.FixtureRequest) -> Iterator[str | None]:
     try:
         yield make_conninfo(pg_uri, dbname=name)
     finally:
-        with psycopg.connect(pg_uri, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        drop_database(pg_uri, name)
+
+
+def drop_database(uri: str, name: str) -> None:
+    """DROP DATABASE once the stopped server's sessions have ended (they end just after its process does)."""
+    deadline = time.monotonic() + 15
+    with psycopg.connect(uri, autocommit=True) as conn:
+        while True:
+            try:
+                conn.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(name)))
+                return
+            except psycopg.errors.ObjectInUse:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
 
 
 def test_the_wheel_imports_from_itself_and_carries_its_files(venv: Path, tmp_path: Path) -> None:
