@@ -84,7 +84,7 @@ def _logged_in(
 
 
 #: Sent by the logout routes: the session cookie, expired.
-CLEARED = [Cookie(key=SESSION_COOKIE, value="", max_age=0, expires=0, path="/", httponly=True, samesite="lax")]
+CLEARED = [Cookie(key=SESSION_COOKIE, value="", max_age=0, path="/", httponly=True, samesite="lax")]
 
 
 class AuthController(Controller):

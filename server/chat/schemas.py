@@ -11,7 +11,7 @@ from uuid import UUID
 from pydantic import BaseModel, Field
 
 from server.core.schemas import Flag
-from server.core.search import Confidence, Timings, Trace
+from server.core.search import Confidence, Passage, Timings
 
 MAX_QUERY_CHARS = 8000
 TITLE_MAX_CHARS = 200
@@ -61,21 +61,6 @@ class ToolCall(BaseModel):
     arguments: dict[str, Any]
 
 
-class Passage(BaseModel):
-    """A passage as the model saw it (its [n] is its place among all passages of the turn, from 1)."""
-
-    id: int
-    document_id: UUID
-    filename: str
-    title: str
-    page: int | None = None
-    section: str | None = None
-    chunk_index: int
-    content: str
-    score: float
-    trace: Trace
-
-
 class ToolResult(BaseModel):
     """`tool_result`: what the search returned, exactly as the model received it."""
 
@@ -86,6 +71,13 @@ class ToolResult(BaseModel):
     reranked: bool
     timings: Timings
     confidence: Confidence
+
+
+class ErrorEvent(BaseModel):
+    """`error`: the stream's last event when the answer fails (the partial answer is saved as incomplete)."""
+
+    code: str
+    message: str
 
 
 class Message(BaseModel):
@@ -127,13 +119,6 @@ class DoneEvent(BaseModel):
     finish_reason: str | None
     usage: Usage
     citations: Citations
-
-
-class ErrorEvent(BaseModel):
-    """`error`: the stream's last event when the answer fails (the partial answer is saved as incomplete)."""
-
-    code: str
-    message: str
 
 
 class ChatStream(BaseModel):

@@ -47,7 +47,9 @@ class Trace(BaseModel):
     rerank_score: float | None = None
 
 
-class ChunkHit(BaseModel):
+class Passage(BaseModel):
+    """A search hit as the API shows it (a chat passage: its [n] is its place among the turn's passages)."""
+
     id: int
     document_id: UUID
     filename: str
@@ -56,11 +58,20 @@ class ChunkHit(BaseModel):
     section: str | None = None
     chunk_index: int
     content: str
+    score: float
+    trace: Trace
+
+
+class ChunkHit(Passage):
+    """A hit inside the server: the public fields plus what fusion, dedup and confidence need."""
+
     content_hash: str = Field(default="", exclude=True)
     metadata: dict[str, Any] = Field(default_factory=dict, exclude=True)
     similarity: float | None = Field(default=None, exclude=True)
-    score: float
     trace: Trace = Field(default_factory=Trace)
+
+    def public(self) -> Passage:
+        return Passage.model_validate(self.model_dump())
 
 
 class Timings(BaseModel):
@@ -99,13 +110,13 @@ class SearchResult(BaseModel):
                     title=hit.title,
                     max_score=hit.score,
                     matched_chunks=1,
-                    best_chunk=hit,
+                    best_chunk=hit.public(),
                 )
             else:
                 entry.matched_chunks += 1
                 if hit.score > entry.max_score:
                     entry.max_score = hit.score
-                    entry.best_chunk = hit
+                    entry.best_chunk = hit.public()
         return sorted(by_doc.values(), key=lambda d: d.max_score, reverse=True)
 
     def to_api(self) -> SearchResponse:
@@ -114,7 +125,7 @@ class SearchResult(BaseModel):
             query=self.query,
             mode=self.mode,
             reranked=self.reranked,
-            chunks=self.chunks,
+            chunks=[c.public() for c in self.chunks],
             documents=self.documents(),
             timing_ms=self.timings,
             has_embeddings=self.has_embeddings,
@@ -128,14 +139,14 @@ class DocumentHit(BaseModel):
     title: str
     max_score: float
     matched_chunks: int
-    best_chunk: ChunkHit
+    best_chunk: Passage
 
 
 class SearchResponse(BaseModel):
     query: str
     mode: Literal["vector", "keyword", "hybrid"]
     reranked: bool
-    chunks: list[ChunkHit] = Field(description="best first; `trace` shows each arm's rank and score")
+    chunks: list[Passage] = Field(description="best first; `trace` shows each arm's rank and score")
     documents: list[DocumentHit] = Field(description="the chunks grouped by document, best document first")
     timing_ms: Timings
     has_embeddings: bool = Field(description="false: nothing is embedded yet, so vector search found nothing")

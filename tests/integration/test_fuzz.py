@@ -68,4 +68,5 @@ def test_schemathesis_finds_no_5xx_and_no_schema_violation(
     run = subprocess.run(command, capture_output=True, text=True, timeout=900, cwd=tmp_path)
     elapsed = time.monotonic() - start
     print(run.stdout[-3000:])
-    assert run.returncode == 0, f"schemathesis failed after {elapsed:.0f} s:\n{run.stdout[-20000:]}\n{run.stderr[-3000:]}"
+    report = f"{run.stdout[-20000:]}\n{run.stderr[-3000:]}"
+    assert run.returncode == 0, f"schemathesis failed after {elapsed:.0f} s:\n{report}"

@@ -1,7 +1,7 @@
 """The API contract the web client is typed from.
 
 The client's types are generated from the OpenAPI document (`cd client && npm run gen:api`: `python -m
-server.web.openapi` → client/openapi.json (not committed), then openapi-typescript → client/src/api/schema.d.ts).
+server.cli.openapi` → client/openapi.json (not committed), then openapi-typescript → client/src/api/schema.d.ts).
 The committed schema.d.ts must be what the server's document gives now, or the client compiles against a stale
 API. The document itself must give every operation a typed success response and the one error body on every
 error response.

@@ -1,4 +1,4 @@
-"""Print the OpenAPI document without starting a server: `python -m server.web.openapi [OUT]`.
+"""Print the OpenAPI document without starting a server: `python -m server.cli.openapi [OUT]`.
 
 The client's generated types (client/src/api/schema.d.ts, `npm run gen:api`) are made from this output,
 and a test fails when the committed types differ from what the server would emit now.
