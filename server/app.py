@@ -151,6 +151,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, overrides:
         openapi_config=openapi_config(__version__),
         request_max_body_size=settings.max_json_bytes,
         debug=False,
+        logging_config=None,  # the CLI (or the embedding program) configures logging; errors are logged by us
     )
     document_errors(app)
     for route in app.routes:  # for OPTIONS answers, by the path template routing puts in the scope

@@ -60,7 +60,7 @@ class Settings(BaseSettings):
     # a probe (the watchdog's, /api/health's) slower than this counts as no answer
     db_probe_timeout_s: float = Field(default=2.0, gt=0)
     log_level: str = "info"
-    client_dist: Path | None = None  # built web client; defaults to <repo>/client/dist
+    client_dist: Path | None = None  # built web client; default: the installed package's copy, else <repo>/client/dist
 
     # --- accounts and browser protections ---
     # on: every request needs a session or an API token. off: one person on one machine (loopback only).
@@ -148,6 +148,11 @@ class Settings(BaseSettings):
     # Prompt + answer must fit the model's context: None asks the server (llama.cpp /props; Ollama's num_ctx).
     chat_context_tokens: int | None = None
     chat_answer_reserve_tokens: int = 512
+
+    @field_validator("data_dir", "client_dist", mode="after")
+    @classmethod
+    def _expand_user(cls, value: Path | None) -> Path | None:
+        return value.expanduser() if value is not None else None
 
     @field_validator("search_mode", mode="before")
     @classmethod
