@@ -19,6 +19,7 @@ from server.accounts.service import AccountService
 from server.chat.service import ChatService
 from server.db.pool import Database, Pool, make_pool, prepare_database
 from server.db.ratelimit import RateLimiter
+from server.db.watchdog import DatabaseWatchdog
 from server.documents.collections import CollectionService
 from server.documents.service import DocumentService
 from server.providers.embeddings import build_embedder
@@ -59,6 +60,7 @@ class Runtime:
     collections: CollectionService
     limiter: RateLimiter
     database: Database | None = None
+    watchdog: DatabaseWatchdog | None = None  # when the runtime opened the database itself
     tasks: list[asyncio.Task[Any]] = field(default_factory=list)
 
     def spawn(self, make: Callable[[], Awaitable[Any]], name: str) -> asyncio.Task[Any]:
@@ -92,13 +94,28 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
     given = overrides or Overrides()
     async with AsyncExitStack() as stack:
         database: Database | None = None
+        watchdog: DatabaseWatchdog | None = None
         pool = given.pool
         if pool is None:
             database = await asyncio.to_thread(prepare_database, settings)
             stack.callback(database.close)
-            pool = make_pool(database.uri, min_size=settings.db_pool_min, max_size=settings.db_pool_max)
-            await pool.open(wait=True)
-            stack.push_async_callback(pool.close)
+            owned = make_pool(
+                database.uri,
+                min_size=settings.db_pool_min,
+                max_size=settings.db_pool_max,
+                timeout=settings.db_pool_timeout_s,
+            )
+            await owned.open(wait=True)
+            stack.push_async_callback(owned.close)
+            pool = owned
+            if settings.db_watchdog_interval_s > 0:
+                watchdog = DatabaseWatchdog(
+                    owned,
+                    database.uri,
+                    embedded=database.embedded,
+                    interval_s=settings.db_watchdog_interval_s,
+                    timeout_s=settings.db_probe_timeout_s,
+                )
 
         embedder = given.embedder
         if embedder is None:
@@ -136,7 +153,10 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
             collections=CollectionService(pool),
             limiter=limiter,
             database=database,
+            watchdog=watchdog,
         )
+        if watchdog is not None:
+            runtime.spawn(watchdog.run, "db-watchdog")
         try:
             yield runtime
         finally:
@@ -151,7 +171,7 @@ async def open_accounts(settings: Settings) -> AsyncIterator[AccountService]:
     """Only the database and the accounts service: `ragchat user …` needs no model."""
     database = await asyncio.to_thread(prepare_database, settings)
     try:
-        pool = make_pool(database.uri, min_size=1, max_size=2)
+        pool = make_pool(database.uri, min_size=1, max_size=2, timeout=settings.db_pool_timeout_s)
         await pool.open(wait=True)
         try:
             yield AccountService(pool, settings, RateLimiter(pool))

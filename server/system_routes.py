@@ -2,38 +2,98 @@
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+import logging
+import time
+from typing import Any, Literal
 
-from litestar import get, post
-from pydantic import BaseModel
+import psycopg
+from litestar import Response, get, post
+from litestar.datastructures import CacheControlHeader
+from litestar.openapi import ResponseSpec
+from psycopg_pool import PoolTimeout
+from pydantic import BaseModel, Field
 
 from server.accounts.routes import require_admin
-from server.core.errors import BadRequest
+from server.core.errors import BadRequest, DatabaseUnavailable
 from server.core.principal import Principal
+from server.db.watchdog import DatabaseStatus, bounded, describe_failure, probe_pool
 from server.runtime import Runtime
 from server.settings import EmbedProvider
 
+log = logging.getLogger(__name__)
 
-@get("/api/health")
-async def health(runtime: Runtime) -> dict[str, Any]:
-    """Database, embeddings (stored vs configured model) and LLM status; `status` is "ok" when the database
-    answers and the stored vectors match the configured model."""
-    database = "ok"
-    embeddings: dict[str, Any] | None = None
-    try:
-        async with runtime.pool.connection(timeout=2) as conn:
-            await conn.execute("SELECT 1")
-        embeddings = await runtime.spaces.status()
-    except Exception as exc:
-        database = f"error: {exc}"
-    llm = await runtime.llm.status(runtime.settings.chat_model)
-    return {
-        "status": "ok" if database == "ok" else "degraded",
-        "database": database,
-        "embedder": f"{runtime.embedder.model_name} ({runtime.embedder.provider})",
-        "embeddings": embeddings,
-        "llm": llm.to_json(),
-    }
+
+class DatabaseHealth(BaseModel):
+    """The database as this server sees it (no connection string: the route is public)."""
+
+    ok: bool
+    latency_ms: float | None = Field(description="round trip of the last probe (`SELECT 1`), when it answered")
+    embedded: bool = Field(description="the server's own PostgreSQL (DATABASE_URL unset)")
+    restarts: int = Field(description="times this server restarted the embedded PostgreSQL after it died")
+    error: str | None = Field(default=None, description="why it does not answer, in words")
+
+
+class Health(BaseModel):
+    """`status`: "down" (HTTP 503) when the database does not answer; "degraded" when it answers but the stored
+    vectors are not (yet) from the configured embedding model, or their status could not be read."""
+
+    status: Literal["ok", "degraded", "down"]
+    database: Literal["ok", "unavailable"] = Field(description="kept for older clients; details in `db`")
+    db: DatabaseHealth
+    embedder: str = Field(description="the configured embedding model and provider")
+    embeddings: dict[str, Any] | None = Field(
+        description="stored vs configured embedding model (null when the database did not answer)"
+    )
+    llm: dict[str, Any] = Field(description="the chat model's server: reachable, model available, the fix")
+
+
+@get(
+    "/api/health",
+    cache_control=CacheControlHeader(no_store=True),
+    responses={503: ResponseSpec(data_container=Health, description="the database does not answer")},
+)
+async def health(runtime: Runtime) -> Response[Health]:
+    """Database, embeddings (stored vs configured model) and LLM status. 503 when the database does not answer;
+    the database part answers within DB_PROBE_TIMEOUT_S even when the database hangs."""
+    limit = runtime.settings.db_probe_timeout_s
+    watchdog = runtime.watchdog
+
+    async def database() -> tuple[DatabaseStatus, dict[str, Any] | None]:
+        # the watchdog's last probe (at most about a second old), else one now, through the pool
+        db = watchdog.status if watchdog is not None and watchdog.fresh() else await probe_pool(runtime.pool, limit)
+        if not db.ok:
+            return db, None
+        try:
+            return db, await bounded(runtime.spaces.status(), limit)
+        except (TimeoutError, psycopg.Error, PoolTimeout, DatabaseUnavailable) as exc:  # it stopped answering
+            return DatabaseStatus(ok=False, error=describe_failure(exc), checked_at=time.monotonic()), None
+        except Exception:
+            log.warning("health: the embeddings' status could not be read", exc_info=True)
+            return db, None
+
+    (db, embeddings), llm = await asyncio.gather(database(), runtime.llm.status(runtime.settings.chat_model))
+    if not db.ok:
+        status = "down"
+    elif embeddings is None or embeddings.get("status") != "ok":
+        status = "degraded"
+    else:
+        status = "ok"
+    body = Health(
+        status=status,
+        database="ok" if db.ok else "unavailable",
+        db=DatabaseHealth(
+            ok=db.ok,
+            latency_ms=db.latency_ms,
+            embedded=runtime.database is not None and runtime.database.embedded is not None,
+            restarts=watchdog.restarts if watchdog is not None else 0,
+            error=db.error,
+        ),
+        embedder=f"{runtime.embedder.model_name} ({runtime.embedder.provider})",
+        embeddings=embeddings,
+        llm=llm.to_json(),
+    )
+    return Response(body, status_code=200 if db.ok else 503)
 
 
 class ReembedBody(BaseModel):
