@@ -225,9 +225,10 @@ class DatabaseWatchdog:
             detail = f": {self._detail}" if self._detail else ""
             log.warning("the database does not answer (%s%s): requests get 503 until it does", status.error, detail)
             await self.pool.close_gate(
-                "The database (the embedded PostgreSQL) does not answer; it is being restarted: retry shortly."
+                "The database (the embedded Postgres server) does not answer; it is being restarted: retry shortly."
                 if self.embedded is not None
-                else None
+                else "The database does not answer: check that Postgres is running and that DATABASE_URL is right, "
+                "then retry."
             )
 
     async def _back(self) -> None:
