@@ -34,6 +34,31 @@ class DatabaseHealth(BaseModel):
     error: str | None = Field(default=None, description="why it does not answer, in words")
 
 
+class ModelRef(BaseModel):
+    provider: str
+    model: str
+    dim: int | None = None
+
+
+class EmbeddingsStatus(BaseModel):
+    """The model of the stored vectors against the configured one, and a switch under way."""
+
+    configured: ModelRef
+    stored: ModelRef | None = Field(description="the model of the vectors search uses (null: none yet)")
+    building: ModelRef | None = Field(description="a re-embed under way")
+    status: Literal["ok", "reembedding", "mismatch"]
+    message: str | None = Field(description="what is going on and the fix")
+
+
+class LlmStatus(BaseModel):
+    provider: str
+    reachable: bool
+    model: str
+    model_available: bool
+    message: str | None = Field(description="what is wrong and the fix")
+    context_length: int | None = None
+
+
 class Health(BaseModel):
     """`status`: "down" (HTTP 503) when the database does not answer; "degraded" when it answers but the stored
     vectors are not (yet) from the configured embedding model, or their status could not be read."""
@@ -42,10 +67,10 @@ class Health(BaseModel):
     database: Literal["ok", "unavailable"] = Field(description="kept for older clients; details in `db`")
     db: DatabaseHealth
     embedder: str = Field(description="the configured embedding model and provider")
-    embeddings: dict[str, Any] | None = Field(
+    embeddings: EmbeddingsStatus | None = Field(
         description="stored vs configured embedding model (null when the database did not answer)"
     )
-    llm: dict[str, Any] = Field(description="the chat model's server: reachable, model available, the fix")
+    llm: LlmStatus = Field(description="the chat model's server: reachable, model available, the fix")
 
 
 @get(
@@ -90,8 +115,8 @@ async def health(runtime: Runtime) -> Response[Health]:
             error=db.error,
         ),
         embedder=f"{runtime.embedder.model_name} ({runtime.embedder.provider})",
-        embeddings=embeddings,
-        llm=llm.to_json(),
+        embeddings=EmbeddingsStatus.model_validate(embeddings) if embeddings is not None else None,
+        llm=LlmStatus.model_validate(llm.to_json()),
     )
     return Response(body, status_code=200 if db.ok else 503)
 
@@ -101,15 +126,28 @@ class ReembedBody(BaseModel):
     model: str | None = None
 
 
+class ReembedProgress(BaseModel):
+    state: Literal["idle", "building"]
+    target: str | None = Field(description="the model being built, e.g. `nomic-embed-text (ollama)`")
+    done: int = Field(description="chunks embedded with the new model")
+    total: int
+    percent: float
+
+
+class ReembedStatus(ReembedProgress):
+    embeddings: EmbeddingsStatus
+
+
 @get("/api/admin/reembed")
-async def reembed_progress(runtime: Runtime, principal: Principal) -> dict[str, Any]:
+async def reembed_progress(runtime: Runtime, principal: Principal) -> ReembedStatus:
     """Progress of a switch of embedding model (`state`: idle or building; done / total chunks)."""
     require_admin(principal)
-    return {**(await runtime.reembedder.progress()).to_json(), "embeddings": await runtime.spaces.status()}
+    progress = (await runtime.reembedder.progress()).to_json()
+    return ReembedStatus.model_validate({**progress, "embeddings": await runtime.spaces.status()})
 
 
 @post("/api/admin/reembed", status_code=202)
-async def reembed_start(data: ReembedBody, runtime: Runtime, principal: Principal) -> dict[str, Any]:
+async def reembed_start(data: ReembedBody, runtime: Runtime, principal: Principal) -> ReembedProgress:
     """Build vectors with another embedding model (default: EMBED_PROVIDER / EMBED_MODEL) beside the current
     ones, in the background; search keeps answering from the current ones until the switch."""
     require_admin(principal)
@@ -120,7 +158,7 @@ async def reembed_start(data: ReembedBody, runtime: Runtime, principal: Principa
     await runtime.reembedder.start(provider, model)
     if not any(t.get_name() == "reembed" for t in runtime.tasks):
         runtime.spawn(runtime.reembedder.run, "reembed")
-    return (await runtime.reembedder.progress()).to_json()
+    return ReembedProgress.model_validate((await runtime.reembedder.progress()).to_json())
 
 
 def system_handlers() -> list[Any]:

@@ -47,7 +47,7 @@ class DatabaseUnavailable(ServiceUnavailable):
 
     def __init__(
         self,
-        message: str = "The database (PostgreSQL) is unavailable: check that it is running and that DATABASE_URL "
+        message: str = "The database (Postgres) is unavailable: check that it is running and that DATABASE_URL "
         "is right, then retry.",
     ) -> None:
         super().__init__(message)

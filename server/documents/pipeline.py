@@ -18,8 +18,10 @@ from typing import Any
 from uuid import UUID
 
 import numpy as np
+import psycopg
+from psycopg_pool import PoolTimeout
 
-from server.core.errors import RagchatError
+from server.core.errors import DatabaseUnavailable, RagchatError
 from server.db.pool import Pool
 from server.documents import repository as repo
 from server.documents.chunking import chunk_sections, content_hash, embedding_text
@@ -289,14 +291,23 @@ async def run_worker(
     `wake` (set by the upload route) starts the next round at once; otherwise the queue is polled.
     """
     wake = wake or asyncio.Event()
+    down = False
     while not stop.is_set():
         wake.clear()
         try:
             progress = await IngestionPipeline(pool, spaces, settings).run()
             if progress.documents_done or progress.documents_failed:
                 log.info("ingested %d documents (%d failed)", progress.documents_done, progress.documents_failed)
+        except (DatabaseUnavailable, psycopg.OperationalError, PoolTimeout) as exc:
+            if not down:  # one line per outage, not a traceback every poll
+                log.warning("ingestion waits for the database: %s", str(exc).splitlines()[0] if str(exc) else exc)
+            down = True
         except Exception:
             log.exception("ingestion worker iteration failed")
+        else:
+            if down:
+                log.warning("the database answers again: ingestion goes on")
+            down = False
         waiters = [asyncio.create_task(stop.wait()), asyncio.create_task(wake.wait())]
         await asyncio.wait(waiters, timeout=poll_s, return_when=asyncio.FIRST_COMPLETED)
         for waiter in waiters:

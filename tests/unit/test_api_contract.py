@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from server.web import openapi
+from server.cli import openapi
 
 ROOT = Path(__file__).resolve().parents[2]
 CLIENT = ROOT / "client"

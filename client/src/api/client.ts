@@ -193,7 +193,19 @@ export async function uploadFiles(
 }
 
 export const api = {
-  health: (signal?: AbortSignal) => request<Health>("/api/health", { signal }),
+  /** The server's health; a 503 (the database does not answer) carries the same body, `status: "down"`. */
+  health: async (signal?: AbortSignal): Promise<Health> => {
+    const res = await fetch("/api/health", { cache: "no-store", signal, headers: { Accept: "application/json" } });
+    if (res.status === 503) {
+      const body = (await res
+        .clone()
+        .json()
+        .catch(() => null)) as Health | null;
+      if (body && body.status === "down") return body;
+    }
+    if (!res.ok) throw await errorFromResponse(res);
+    return (await res.json()) as Health;
+  },
 
   /** Progress of a switch of embedding model (admin only). */
   reembedProgress: (signal?: AbortSignal) => request<ReembedProgress>("/api/admin/reembed", { signal }),

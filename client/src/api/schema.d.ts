@@ -543,26 +543,6 @@ export interface components {
             index: number;
             message: components["schemas"]["AssistantMessage"];
         };
-        /** ChunkHit */
-        ChunkHit: {
-            chunk_index: number;
-            content: string;
-            /** @default  */
-            content_hash: string;
-            /** Format: uuid */
-            document_id: string;
-            filename: string;
-            id: number;
-            metadata?: {
-                [key: string]: unknown;
-            };
-            page?: number | null;
-            score: number;
-            section?: string | null;
-            similarity?: number | null;
-            title: string;
-            trace?: components["schemas"]["Trace"];
-        };
         /** Citations */
         Citations: {
             /** @description the [n] markers in the answer, in order of first use */
@@ -735,7 +715,7 @@ export interface components {
         };
         /** DocumentHit */
         DocumentHit: {
-            best_chunk: components["schemas"]["ChunkHit"];
+            best_chunk: components["schemas"]["Passage"];
             /** Format: uuid */
             document_id: string;
             filename: string;
@@ -760,6 +740,18 @@ export interface components {
          * @enum {string}
          */
         EmbedProvider: "sentence-transformers" | "ollama" | "openai";
+        /** EmbeddingsStatus */
+        EmbeddingsStatus: {
+            /** @description a re-embed under way */
+            building: components["schemas"]["ModelRef"] | null;
+            configured: components["schemas"]["ModelRef"];
+            /** @description what is going on and the fix */
+            message: string | null;
+            /** @enum {string} */
+            status: "ok" | "reembedding" | "mismatch";
+            /** @description the model of the vectors search uses (null: none yet) */
+            stored: components["schemas"]["ModelRef"] | null;
+        };
         /** ErrorBody */
         ErrorBody: {
             /** @description stable machine-readable code, e.g. not_found, rate_limited, database_unavailable */
@@ -791,15 +783,24 @@ export interface components {
             /** @description the configured embedding model and provider */
             embedder: string;
             /** @description stored vs configured embedding model (null when the database did not answer) */
-            embeddings: {
-                [key: string]: unknown;
-            } | null;
+            embeddings: components["schemas"]["EmbeddingsStatus"] | null;
             /** @description the chat model's server: reachable, model available, the fix */
-            llm: {
-                [key: string]: unknown;
-            };
+            llm: components["schemas"]["LlmStatus"];
             /** @enum {string} */
             status: "ok" | "degraded" | "down";
+        };
+        /**
+         * LlmStatus
+         * @description the chat model's server: reachable, model available, the fix
+         */
+        LlmStatus: {
+            context_length?: number | null;
+            /** @description what is wrong and the fix */
+            message: string | null;
+            model: string;
+            model_available: boolean;
+            provider: string;
+            reachable: boolean;
         };
         /** Member */
         Member: {
@@ -818,7 +819,7 @@ export interface components {
             /** Format: date-time */
             created_at: string;
             /** @description why the answer failed (status error) */
-            error?: unknown;
+            error?: components["schemas"]["ErrorEvent"] | null;
             /** Format: uuid */
             id: string;
             /** @enum {string} */
@@ -850,6 +851,12 @@ export interface components {
              * @constant
              */
             object: "list";
+        };
+        /** ModelRef */
+        ModelRef: {
+            dim?: number | null;
+            model: string;
+            provider: string;
         };
         /** NewAccount */
         NewAccount: {
@@ -972,6 +979,29 @@ export interface components {
             model?: string | null;
             provider?: components["schemas"]["EmbedProvider"] | null;
         };
+        /** ReembedProgress */
+        ReembedProgress: {
+            /** @description chunks embedded with the new model */
+            done: number;
+            percent: number;
+            /** @enum {string} */
+            state: "idle" | "building";
+            /** @description the model being built, e.g. `nomic-embed-text (ollama)` */
+            target: string | null;
+            total: number;
+        };
+        /** ReembedStatus */
+        ReembedStatus: {
+            /** @description chunks embedded with the new model */
+            done: number;
+            embeddings: components["schemas"]["EmbeddingsStatus"];
+            percent: number;
+            /** @enum {string} */
+            state: "idle" | "building";
+            /** @description the model being built, e.g. `nomic-embed-text (ollama)` */
+            target: string | null;
+            total: number;
+        };
         /** RerankedHit */
         RerankedHit: {
             filename: string;
@@ -981,7 +1011,7 @@ export interface components {
         /** SearchResponse */
         SearchResponse: {
             /** @description best first; `trace` shows each arm's rank and score */
-            chunks: components["schemas"]["ChunkHit"][];
+            chunks: components["schemas"]["Passage"][];
             confidence: components["schemas"]["Confidence"];
             /** @description the chunks grouped by document, best document first */
             documents: components["schemas"]["DocumentHit"][];
@@ -1201,9 +1231,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ReembedStatus"];
                 };
             };
             /** @description Bad request: invalid parameters or body, a disallowed Host, a body nested too deeply */
@@ -1272,9 +1300,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ReembedProgress"];
                 };
             };
             /** @description Bad request: invalid parameters or body, a disallowed Host, a body nested too deeply */

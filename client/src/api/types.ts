@@ -1,7 +1,6 @@
 // The server's JSON payloads, as names the rest of the client uses. Every type here is an alias of the types
 // generated from the server's OpenAPI document (./schema.d.ts, `npm run gen:api`): do not hand-write a server
-// payload here. The few refinements below narrow what the document leaves open (an untyped object), each
-// saying why; they go away when the server types those fields.
+// payload here.
 import type { components } from "./schema";
 
 type Schemas = components["schemas"];
@@ -17,59 +16,20 @@ export type OpenAIError = Schemas["OpenAIError"];
 
 export type SearchMode = Schemas["SearchResponse"]["mode"];
 
-// `llm` and `embeddings` of GET /api/health, and GET/POST /api/admin/reembed, are plain objects in the OpenAPI
-// document (`dict[str, Any]` on the server): these are the fields the server's code fills in.
-
 /** An LLM provider's status as reported by `GET /api/health` (`llm`). */
-export interface LlmStatus {
-  /** "ollama" | "openai" (OpenAI-compatible server). */
-  provider: string;
-  reachable: boolean;
-  model: string;
-  model_available: boolean;
-  message: string | null;
-  context_length?: number | null;
-}
-
-export interface EmbeddingModelRef {
-  provider: string;
-  model: string;
-}
-
-export interface EmbeddingSpace extends EmbeddingModelRef {
-  dim: number;
-}
-
+export type LlmStatus = Schemas["LlmStatus"];
+export type EmbeddingModelRef = Schemas["ModelRef"];
+export type EmbeddingSpace = Schemas["ModelRef"];
 /** Stored vectors vs the configured embedding model. */
-export interface EmbeddingsStatus {
-  configured: EmbeddingModelRef;
-  stored: EmbeddingSpace | null;
-  building: EmbeddingSpace | null;
-  status: "ok" | "mismatch" | "reembedding";
-  message: string | null;
-}
-
-/** `GET /api/health`. */
-export type Health = Omit<Schemas["Health"], "llm" | "embeddings"> & {
-  llm: LlmStatus;
-  /** null when the database did not answer. */
-  embeddings: EmbeddingsStatus | null;
-};
-
+export type EmbeddingsStatus = Schemas["EmbeddingsStatus"];
+/** `GET /api/health` (503 with the same body when the database does not answer). */
+export type Health = Schemas["Health"];
 /** The body of `POST /api/admin/reembed`: the target model (default: EMBED_PROVIDER / EMBED_MODEL). */
 export type ReembedBody = Schemas["ReembedBody"];
-
-/** `GET`/`POST /api/admin/reembed`: progress of a switch of embedding model. */
-export interface ReembedProgress {
-  state: "idle" | "building";
-  /** Label of the model being built, e.g. "nomic-embed-text (ollama, 768 dims)". */
-  target: string | null;
-  done: number;
-  total: number;
-  percent: number;
-  /** Only on GET. */
-  embeddings?: EmbeddingsStatus | null;
-}
+/** `POST /api/admin/reembed`: progress of a switch of embedding model. */
+export type ReembedProgress = Schemas["ReembedProgress"] & { embeddings?: EmbeddingsStatus | null };
+/** `GET /api/admin/reembed`: the progress and the embeddings' status. */
+export type ReembedStatus = Schemas["ReembedStatus"];
 
 // ---- documents ----
 
@@ -93,16 +53,10 @@ export type ChunkTrace = Schemas["Trace"];
 export type Chunk = Schemas["Passage"];
 export type Timing = Schemas["Timings"];
 export type Confidence = Schemas["Confidence"];
-// The document's ChunkHit lists content_hash, metadata and similarity, which the server never sends
-// (`exclude=True` in server/core/search.py): they are left out here.
-type Unsent = "content_hash" | "metadata" | "similarity";
 /** A search hit (GET /api/search). */
-export type SearchChunk = Omit<Schemas["ChunkHit"], Unsent>;
-export type DocumentHit = Omit<Schemas["DocumentHit"], "best_chunk"> & { best_chunk: SearchChunk };
-export type SearchResponse = Omit<Schemas["SearchResponse"], "chunks" | "documents"> & {
-  chunks: SearchChunk[];
-  documents: DocumentHit[];
-};
+export type SearchChunk = Schemas["Passage"];
+export type DocumentHit = Schemas["DocumentHit"];
+export type SearchResponse = Schemas["SearchResponse"];
 
 // ---- chat ----
 
@@ -115,10 +69,8 @@ export type ChatError = Schemas["ErrorEvent"];
 /** Codes of chat `error` events, e.g. llm_unreachable, llm_timeout, context_overflow, database_unavailable. */
 export type ChatErrorCode = ChatError["code"];
 
-// The document leaves Message.error untyped (server/chat/schemas.py annotates it with ErrorEvent, which is
-// declared after Message): it is an ErrorEvent or null.
-export type Message = Omit<Schemas["Message"], "error"> & { error?: ChatError | null };
-export type ThreadDetail = Omit<Schemas["ThreadDetail"], "messages"> & { messages: Message[] };
+export type Message = Schemas["Message"];
+export type ThreadDetail = Schemas["ThreadDetail"];
 
 /** The body of POST /api/chat. */
 export type ChatRequest = Schemas["ChatBody"];

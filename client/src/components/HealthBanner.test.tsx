@@ -303,3 +303,20 @@ describe("HealthBanner", () => {
     expect(calls(fetchMock, "/api/admin/reembed")).toBe(0);
   });
 });
+
+describe("healthProblem with the database down", () => {
+  it("names the database, not the server, when /api/health answers 503 status down", () => {
+    const down = {
+      status: "down",
+      database: "unavailable",
+      db: { ok: false, latency_ms: null, embedded: true, restarts: 1, error: "connection refused" },
+      embedder: "all-MiniLM-L6-v2 (sentence-transformers)",
+      embeddings: null,
+      llm: { provider: "ollama", reachable: true, model: "llama3.2", model_available: true, message: null },
+    } as Health;
+    const problem = healthProblem(down, false);
+    expect(problem?.kind).toBe("database");
+    expect(problem?.text).toContain("connection refused");
+    expect(problem?.text).toContain("wait a few seconds");
+  });
+});

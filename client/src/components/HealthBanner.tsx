@@ -8,7 +8,7 @@ export const HEALTH_POLL_MS = 30_000;
 export const REEMBED_POLL_MS = 5_000;
 
 /** "ollama": the Ollama server is down; "llm": another (OpenAI-compatible) model server is down. */
-export type ProblemKind = "server" | "ollama" | "llm" | "model";
+export type ProblemKind = "server" | "database" | "ollama" | "llm" | "model";
 type Problem = { kind: ProblemKind; text: string } | null;
 
 /** The chat model's status (`llm`); null when the answer lacks it. */
@@ -19,6 +19,15 @@ export function llmStatus(h: Health): LlmStatus | null {
 export function healthProblem(h: Health | null, failed: boolean): Problem {
   if (failed) return { kind: "server", text: "Can't reach the ragchat server. Is it running?" };
   if (!h) return null;
+  if (h.status === "down")
+    return {
+      kind: "database",
+      text: `The server can't reach its database${h.db?.error ? ` (${h.db.error})` : ""}. ${
+        h.db?.embedded
+          ? "It restarts its own database by itself: wait a few seconds."
+          : "Check that Postgres is running and DATABASE_URL is right."
+      } Nothing works until it answers.`,
+    };
   const llm = llmStatus(h);
   if (!llm) return null;
   const ollama = llm.provider === "ollama";
@@ -138,7 +147,14 @@ export function HealthBanner() {
     <>
       {problem && (
         <div className="banner" role="alert" data-testid="health-banner" data-kind={problem.kind}>
-          <strong>{problem.kind === "server" ? "Server offline" : "Chat unavailable"}:</strong>{" "}
+          <strong>
+            {problem.kind === "server"
+              ? "Server offline"
+              : problem.kind === "database"
+                ? "Database unavailable"
+                : "Chat unavailable"}
+            :
+          </strong>{" "}
           <CodeText text={problem.text} />
         </div>
       )}
