@@ -16,7 +16,7 @@ import httpx
 
 from tests.fakes.ollama_server import FakeOllama
 
-MAX_EXAMPLES = int(os.environ.get("RAGCHAT_FUZZ_EXAMPLES", "20"))
+MAX_EXAMPLES = int(os.environ.get("RAGCHAT_FUZZ_EXAMPLES", "12"))
 CHECKS = [
     "not_a_server_error",
     "status_code_conformance",
