@@ -37,15 +37,20 @@ class DatabaseHealth(BaseModel):
 class ModelRef(BaseModel):
     provider: str
     model: str
-    dim: int | None = None
+
+
+class SpaceRef(ModelRef):
+    """Vectors made by a model (`dim` dimensions)."""
+
+    dim: int
 
 
 class EmbeddingsStatus(BaseModel):
     """The model of the stored vectors against the configured one, and a switch under way."""
 
     configured: ModelRef
-    stored: ModelRef | None = Field(description="the model of the vectors search uses (null: none yet)")
-    building: ModelRef | None = Field(description="a re-embed under way")
+    stored: SpaceRef | None = Field(description="the model of the vectors search uses (null: none yet)")
+    building: SpaceRef | None = Field(description="a re-embed under way")
     status: Literal["ok", "reembedding", "mismatch"]
     message: str | None = Field(description="what is going on and the fix")
 

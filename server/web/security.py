@@ -8,12 +8,13 @@
 - **JSON only**: a body sent to a JSON route must be `application/json` (415 otherwise), so a form or a
   `text/plain` post, which a browser sends cross-site without a preflight, never reaches a handler.
   Uploads are the one multipart route.
+- **No NUL** in the URL (path or query): 400.
 - **Security headers** on every response: CSP without inline script, `frame-ancestors 'none'`, nosniff,
   a referrer policy.
 
-It also gives every request its id (`X-Request-ID`: the client's when it sends a sane one, else a new one),
-kept in the connection state for the error body and the log, and sent back on every response.
-Errors use the API's one body (server/web/errors.py).
+The headers, with the request's id (`X-Request-ID`: the client's when it sends a sane one, else a new one,
+as in the error body and the log), are added by the `response_headers` hook, which sees every response,
+errors included. Errors use the API's one body (server/core/http.py).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from urllib.parse import urlsplit
 
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
-from server.core.errors import BadHost, CrossOrigin, RagchatError, UnsupportedMediaType
+from server.core.errors import BadHost, BadRequest, CrossOrigin, RagchatError, UnsupportedMediaType
 from server.core.http import error_body, scope_request_id
 
 UNSAFE = {"POST", "PUT", "PATCH", "DELETE"}
@@ -86,6 +87,8 @@ class SecurityMiddleware:
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         try:
+            if "\x00" in scope["path"] or b"%00" in scope["query_string"]:
+                raise BadRequest("the URL contains a NUL character")
             self.check(scope["method"], scope["path"], headers)  # type: ignore[typeddict-item]
         except RagchatError as exc:
             await _error(send, exc, scope_request_id(scope))

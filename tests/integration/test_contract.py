@@ -129,6 +129,8 @@ def test_oversized_bodies_are_refused_while_streaming(live_app: Any, declare: bo
         status, sent = send_streamed_body(server.url, path, ctype, 300, declare=declare)
         results.append((path, status, sent, time.monotonic() - start))
     grown = rss_mb() - before
+    how = ", ".join(f"{p} {status} after {sent} MB sent in {t * 1000:.0f} ms" for p, status, sent, t in results)
+    print(f"\nrefused 2 × 300 MB ({'content-length' if declare else 'chunked'}): server grew {grown:.1f} MB; {how}")
     for path, status, sent, elapsed in results:
         assert status == 413, (path, status)
         assert sent < 300 and elapsed < 30, (path, sent, elapsed)  # refused before the whole body arrived

@@ -743,14 +743,14 @@ export interface components {
         /** EmbeddingsStatus */
         EmbeddingsStatus: {
             /** @description a re-embed under way */
-            building: components["schemas"]["ModelRef"] | null;
+            building: components["schemas"]["SpaceRef"] | null;
             configured: components["schemas"]["ModelRef"];
             /** @description what is going on and the fix */
             message: string | null;
             /** @enum {string} */
             status: "ok" | "reembedding" | "mismatch";
             /** @description the model of the vectors search uses (null: none yet) */
-            stored: components["schemas"]["ModelRef"] | null;
+            stored: components["schemas"]["SpaceRef"] | null;
         };
         /** ErrorBody */
         ErrorBody: {
@@ -854,7 +854,6 @@ export interface components {
         };
         /** ModelRef */
         ModelRef: {
-            dim?: number | null;
             model: string;
             provider: string;
         };
@@ -1051,6 +1050,12 @@ export interface components {
             section?: string | null;
             title: string;
             trace: components["schemas"]["Trace"];
+        };
+        /** SpaceRef */
+        SpaceRef: {
+            dim: number;
+            model: string;
+            provider: string;
         };
         /** Thread */
         Thread: {

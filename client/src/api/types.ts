@@ -19,7 +19,7 @@ export type SearchMode = Schemas["SearchResponse"]["mode"];
 /** An LLM provider's status as reported by `GET /api/health` (`llm`). */
 export type LlmStatus = Schemas["LlmStatus"];
 export type EmbeddingModelRef = Schemas["ModelRef"];
-export type EmbeddingSpace = Schemas["ModelRef"];
+export type EmbeddingSpace = Schemas["SpaceRef"];
 /** Stored vectors vs the configured embedding model. */
 export type EmbeddingsStatus = Schemas["EmbeddingsStatus"];
 /** `GET /api/health` (503 with the same body when the database does not answer). */
