@@ -87,6 +87,15 @@ class Settings(BaseSettings):
     chunk_tokens: int = 200
     chunk_overlap: int = 40
     ingest_workers: int = 1  # in-process background ingestion workers (0 = only `ragchat worker`)
+    max_inflated_mb: float = Field(default=200.0, gt=0)  # a zip-based file (.docx) inflated, all parts together
+    max_zip_member_mb: float = Field(default=100.0, gt=0)  # one part of a zip-based file, inflated
+    max_zip_members: int = Field(default=5000, ge=1)  # parts in a zip-based file
+    max_compression_ratio: float = Field(default=200.0, gt=1)  # inflated:compressed of a part over 1 MB (zip bombs)
+    max_elements: int = Field(default=200_000, ge=1)  # docx paragraphs + table cells, HTML tags, Markdown blocks
+    max_pdf_pages: int = Field(default=2000, ge=1)  # pages in one PDF
+    parse_timeout_s: float = Field(default=120.0, gt=0)  # parsing one file (checked between pages / elements)
+    max_jsonl_records: int = Field(default=200_000, ge=1)  # records in one BEIR .jsonl corpus
+    max_jsonl_record_kb: int = Field(default=1024, ge=1)  # one line of a BEIR .jsonl corpus
 
     # --- embeddings ---
     embed_provider: EmbedProvider = EmbedProvider.sentence_transformers

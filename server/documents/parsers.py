@@ -8,14 +8,27 @@ from __future__ import annotations
 import codecs
 import json
 import re
+import zipfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from io import BytesIO
 from typing import Any
 
+from server.documents.limits import (
+    MB,
+    Deadline,
+    ParseError,
+    ParseLimits,
+    _zip_kind,  # pyright: ignore[reportPrivateUsage]
+    member_size,
+    mislabelled,
+    open_member,
+    open_zip,
+    sniff,
+    too_many_elements,
+)
 
-class ParseError(Exception):
-    """A file could not be turned into text; the message is shown to the user."""
+__all__ = ["ParseError", "ParseLimits"]
 
 
 class UnsupportedFormat(ParseError):
@@ -68,6 +81,7 @@ _GARBAGE_RE = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f\ufffd]")  # Cc excep
 _COMMON_ENCODINGS = re.compile(
     r"cp125\d|iso8859_\d+|latin_1|koi8_\w+|cp874|cp93[26]|cp949|cp950|shift_jis\w*|euc_\w+|gb\w+|big5\w*|tis_620"
 )
+_BINARY_RE = re.compile(rb"[\x00-\x08\x0e-\x1a\x1c-\x1f]")
 _SPACES_RE = re.compile(r" {2,}")
 _BLANK_LINES_RE = re.compile(r"\n[ \t]*\n\s*")
 _HYPHEN_RE = re.compile(r"([^\W\d_]{2})-[ \t]*\n[ \t]*([^\W\d_]+)")
@@ -178,9 +192,16 @@ def _encoding_rank(match: Any) -> tuple[float, float]:
     return match.chaos + (0.0 if _COMMON_ENCODINGS.fullmatch(match.encoding) else 0.2), -match.coherence
 
 
-def _decode_text(data: bytes) -> tuple[str, str]:
-    """Decode text bytes: BOM, then UTF-8, then charset-normalizer (preferring cp1252 on ties)."""
+def _decode_text(data: bytes, ext: str) -> tuple[str, str]:
+    """Decode text bytes: BOM, then UTF-8, then charset-normalizer (preferring cp1252 on ties).
+
+    Bytes that start like a known binary format (PDF, ZIP, executable, image...) are refused by name.
+    """
     encoding = next((enc for bom, enc in _BOMS if data.startswith(bom)), None)
+    kind = None if encoding else sniff(data)
+    # printable magic ("GIF87a", "ID3"...) may start real text: name a format only with binary bytes around
+    if kind and (data.startswith((b"%PDF-", b"PK\x03\x04")) or _BINARY_RE.search(data[:1024])):
+        raise ParseError(f"{mislabelled(kind, ext)} (the file does not look like text)")
     if encoding is None and b"\x00" in data:
         raise ParseError(_NOT_TEXT)
     try:
@@ -206,8 +227,8 @@ def _decode_text(data: bytes) -> tuple[str, str]:
     return text, encoding
 
 
-def _parse_txt(data: bytes, stem: str) -> ParsedDocument:
-    text, encoding = _decode_text(data)
+def _parse_txt(data: bytes, stem: str, limits: ParseLimits, deadline: Deadline) -> ParsedDocument:
+    text, encoding = _decode_text(data, ".txt")
     paras = _paragraphs(text)
     first = paras[0].split("\n", 1)[0].strip() if paras else ""
     title = first if 0 < len(first) <= 120 else stem
@@ -230,11 +251,15 @@ def _md_inline(children: Iterable[Any]) -> str:
     return "".join(out)
 
 
-def _parse_markdown(data: bytes, stem: str) -> ParsedDocument:
+def _parse_markdown(data: bytes, stem: str, limits: ParseLimits, deadline: Deadline) -> ParsedDocument:
     from markdown_it import MarkdownIt
 
-    text, encoding = _decode_text(data)
+    text, encoding = _decode_text(data, ".md")
+    _check_markup_count(text.count("\n") + 1, limits, "lines")  # markdown-it builds every token up front
     tokens = MarkdownIt("commonmark").enable("table").parse(_normalize_newlines(text))
+    if len(tokens) > limits.max_elements:
+        raise too_many_elements(limits, "Markdown blocks")
+    deadline.check("Markdown tokens")
     out, title = _Builder(), None
     cells: list[str] = []
     rows: list[str] = []
@@ -272,6 +297,7 @@ def _parse_markdown(data: bytes, stem: str) -> ParsedDocument:
     return _doc(title or stem, out.finish(), {"encoding": encoding})
 
 
+_TAG_START_RE = re.compile(rb"<[A-Za-z]")
 _DROP_TAGS = ["script", "style", "noscript", "template", "nav", "footer", "svg", "head", "iframe"]
 _HEADINGS = {f"h{i}": i for i in range(1, 7)}
 _BLOCK_TAGS = {
@@ -295,11 +321,23 @@ def _simple_row(tr: Any) -> str | None:
     return " | ".join(t for t in (_one_line(" ".join(c.stripped_strings)) for c in cells) if t)
 
 
-def _parse_html(data: bytes, stem: str) -> ParsedDocument:
+def _check_markup_count(count: int, limits: ParseLimits, what: str) -> None:
+    """An upper bound of the elements a markup parser will build, checked before it builds them."""
+    if count > limits.max_elements:
+        raise too_many_elements(limits, what)
+
+
+def _parse_html(data: bytes, stem: str, limits: ParseLimits, deadline: Deadline) -> ParsedDocument:
     from bs4 import BeautifulSoup, CData, Tag
     from bs4.element import NavigableString
 
+    kind = sniff(data)
+    if kind:
+        raise ParseError(f"{mislabelled(kind, '.html')} (the file does not look like text)")
+    # every element starts with "<" + a letter: an upper bound known before BeautifulSoup builds the tree
+    _check_markup_count(len(_TAG_START_RE.findall(data)), limits, "HTML elements")
     soup = BeautifulSoup(data, "lxml")
+    deadline.check("the HTML tree")
     metadata: dict[str, Any] = {"encoding": soup.original_encoding} if soup.original_encoding else {}
     title_tag = soup.head.find("title") if soup.head else None
     title = _one_line(title_tag.get_text(" ")) if isinstance(title_tag, Tag) else ""
@@ -311,8 +349,12 @@ def _parse_html(data: bytes, stem: str) -> ParsedDocument:
 
     out, buf = _Builder(), []
     stack: list[tuple[Any, bool]] = [(soup, False)]
+    steps = 0
     while stack:  # iterative walk: deep nesting cannot hit the recursion limit
         node, closing = stack.pop()
+        steps += 1
+        if steps % 4096 == 0:
+            deadline.check(f"HTML node {steps:,}")
         if closing:
             out.add("".join(buf))
             buf = []
@@ -344,10 +386,13 @@ def _parse_html(data: bytes, stem: str) -> ParsedDocument:
     return _doc(title or stem, out.finish(), metadata)
 
 
-def _parse_pdf(data: bytes, stem: str) -> ParsedDocument:
+def _parse_pdf(data: bytes, stem: str, limits: ParseLimits, deadline: Deadline) -> ParsedDocument:
     from pypdf import PdfReader
 
     if b"%PDF-" not in data[:1024]:
+        kind = sniff(data)
+        if kind:
+            raise ParseError(f"not a valid PDF file: {mislabelled(kind, '.pdf')}")
         raise ParseError("not a valid PDF file: no PDF header found (is it really a PDF?)")
     try:
         reader = PdfReader(BytesIO(data))
@@ -361,7 +406,12 @@ def _parse_pdf(data: bytes, stem: str) -> ParsedDocument:
                     "PDF is encrypted/password-protected; remove the password "
                     "(e.g. `qpdf --decrypt --password=... in.pdf out.pdf`) and upload it again"
                 )
-        pages = list(reader.pages)
+        page_count = len(reader.pages)
+        if page_count > limits.max_pdf_pages:
+            raise ParseError(
+                f"the PDF has {page_count:,} pages, over the {limits.max_pdf_pages:,} page limit (MAX_PDF_PAGES); "
+                "split it into smaller files"
+            )
         info = reader.metadata
         title, author = (_one_line(str(v or "")) for v in ((info.title, info.author) if info else ("", "")))
         title, author = ("" if v.lower() in _PLACEHOLDERS else v for v in (title, author))
@@ -371,9 +421,10 @@ def _parse_pdf(data: bytes, stem: str) -> ParsedDocument:
         raise ParseError(f"not a valid PDF file: {_short(exc)}") from exc
 
     sections = []
-    for number, page in enumerate(pages, start=1):
+    for number in range(1, page_count + 1):
+        deadline.check(f"page {number:,} of {page_count:,}")
         try:
-            raw = page.extract_text() or ""
+            raw = reader.pages[number - 1].extract_text() or ""
         except Exception:  # a single broken page should not sink the document
             raw = ""
         paras = _paragraphs(_dehyphenate(raw))
@@ -384,42 +435,166 @@ def _parse_pdf(data: bytes, stem: str) -> ParsedDocument:
             "PDF has no extractable text (scanned or image-only?); run OCR first, "
             "e.g. `ocrmypdf in.pdf out.pdf`, and upload the result"
         )
-    metadata = {"page_count": len(pages)} | {k: v for k, v in (("title", title), ("author", author)) if v}
+    metadata = {"page_count": page_count} | {k: v for k, v in (("title", title), ("author", author)) if v}
     return _doc(title or stem, sections, metadata)
 
 
-def _parse_docx(data: bytes, stem: str) -> ParsedDocument:
-    import docx
-    from docx.table import Table
+_W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+_W_P, _W_TC, _W_TR, _W_TBL, _W_R, _W_T = (_W + t for t in ("p", "tc", "tr", "tbl", "r", "t"))
+_W_PSTYLE, _W_STYLE, _W_NAME = _W + "pStyle", _W + "style", _W + "name"
+_W_VAL, _W_STYLE_ID, _W_TYPE, _W_DEFAULT = _W + "val", _W + "styleId", _W + "type", _W + "default"
+_RUN_CHARS = {_W + "tab": "\t", _W + "ptab": "\t", _W + "br": "\n", _W + "cr": "\n", _W + "noBreakHyphen": "-"}
+_DOCX_PARTS = ("word/document.xml", "word/styles.xml", "docProps/core.xml")
+_DOCX_NOT_VALID = (
+    "not a valid DOCX file ({}); if it is an old .doc file, save it as .docx (Word or LibreOffice) and upload again"
+)
 
+
+def _iterparse(source: Any, events: tuple[str, ...], tag: Any = None) -> Iterator[tuple[str, Any]]:
+    """lxml's streaming parser with entities, DTDs and the network off (no billion laughs, no XXE)."""
+    from lxml import etree  # pyright: ignore[reportAttributeAccessIssue]  (no stubs for the C module)
+
+    return etree.iterparse(
+        source, events=events, tag=tag, resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False
+    )
+
+
+def _docx_styles(zf: zipfile.ZipFile) -> tuple[dict[str, str], str]:
+    """Paragraph style id -> name, and the default paragraph style's name (streamed)."""
+    names: dict[str, str] = {}
+    default = ""
+    if member_size(zf, "word/styles.xml") is None:
+        return names, default
+    for _, elem in _iterparse(open_member(zf, "word/styles.xml"), ("end",), _W_STYLE):
+        name_el = elem.find(_W_NAME)
+        name = str(name_el.get(_W_VAL) or "") if name_el is not None else ""
+        if elem.get(_W_TYPE) == "paragraph":
+            names[str(elem.get(_W_STYLE_ID) or "")] = name
+            if elem.get(_W_DEFAULT) in ("1", "true", "on"):
+                default = name
+        elem.clear()
+    return names, default
+
+
+def _docx_core(zf: zipfile.ZipFile) -> tuple[str, str]:
+    """(title, author) from docProps/core.xml; a missing or oversized part gives empty strings."""
+    size = member_size(zf, "docProps/core.xml")
+    if size is None or size > MB:
+        return "", ""
+    found = {"title": "", "creator": ""}
+    for _, elem in _iterparse(open_member(zf, "docProps/core.xml"), ("end",)):
+        local = str(elem.tag).rpartition("}")[2]
+        if local in found and not found[local] and not elem.getchildren():
+            found[local] = _one_line(elem.text)
+    return found["title"], found["creator"]
+
+
+def _docx_level(style_name: str) -> int | None:
+    """0 for Title, N for "heading N", None for body text."""
+    style = style_name.strip()
+    if style.lower() == "title":
+        return 0
+    match = re.fullmatch(r"heading\s*(\d)", style, re.I)
+    return int(match.group(1)) if match else None
+
+
+def _docx_body(zf: zipfile.ZipFile, limits: ParseLimits, deadline: Deadline) -> tuple[list[Section], str]:
+    """Stream word/document.xml: paragraphs (with heading styles) and table rows; memory stays flat.
+
+    Paragraphs and table cells together may not exceed MAX_ELEMENTS; processed elements are cleared.
+    """
+    styles, default_style = _docx_styles(zf)
+    out, first_heading = _Builder(), ""
+    paras: list[list[str]] = []  # text of the open paragraphs (a text box nests one inside a run)
+    styles_open: list[str] = []
+    rows: list[list[str]] = []  # per open table: finished row strings
+    cells: list[list[str]] = []  # per open row: finished cell texts
+    cell_paras: list[list[str]] = []  # per open cell: its paragraphs
+    blocks = events = 0
+    for event, elem in _iterparse(open_member(zf, "word/document.xml"), ("start", "end")):
+        events += 1
+        if events % 4096 == 0:
+            deadline.check(f"XML element {events:,} of word/document.xml")
+        tag = elem.tag
+        if event == "start":
+            if tag == _W_P or tag == _W_TC:
+                blocks += 1
+                if blocks > limits.max_elements:
+                    raise too_many_elements(limits, "paragraphs and table cells")
+            if tag == _W_P:
+                paras.append([])
+                styles_open.append(default_style)
+            elif tag == _W_TBL:
+                rows.append([])
+            elif tag == _W_TR:
+                cells.append([])
+            elif tag == _W_TC:
+                cell_paras.append([])
+            continue
+        if tag == _W_T:
+            if paras and elem.text:
+                paras[-1].append(elem.text)
+        elif tag in _RUN_CHARS:
+            parent = elem.getparent()
+            if paras and parent is not None and parent.tag == _W_R:
+                paras[-1].append(_RUN_CHARS[tag])
+        elif tag == _W_PSTYLE:
+            if styles_open:
+                styles_open[-1] = styles.get(str(elem.get(_W_VAL) or ""), "")
+        elif tag == _W_P and paras:
+            text, style = "".join(paras.pop()), styles_open.pop()
+            if cell_paras:
+                cell_paras[-1].append(text)
+            else:
+                level = _docx_level(style)
+                if level is None:
+                    out.add(text)
+                else:
+                    if level <= 1 and not first_heading:
+                        first_heading = _one_line(text)
+                    out.heading(level, text)
+            _drop(elem)
+        elif tag == _W_TC and cell_paras and cells:
+            cells[-1].append(_one_line("\n".join(cell_paras.pop())))
+        elif tag == _W_TR and cells and rows:
+            rows[-1].append(" | ".join(c for c in cells.pop() if c))
+            _drop(elem)
+        elif tag == _W_TBL and rows:
+            table = "\n".join(r for r in rows.pop() if r)
+            if cell_paras:  # a table inside a cell: its rows become the cell's text
+                cell_paras[-1].append(table)
+            else:
+                out.add(table)
+            _drop(elem)
+    return out.finish(), first_heading
+
+
+def _drop(elem: Any) -> None:
+    """Free a processed element and the siblings before it (iterparse keeps the tree otherwise)."""
+    elem.clear()
+    parent = elem.getparent()
+    if parent is not None:
+        while elem.getprevious() is not None:
+            del parent[0]
+
+
+def _parse_docx(data: bytes, stem: str, limits: ParseLimits, deadline: Deadline) -> ParsedDocument:
+    if not data.startswith(b"PK\x03\x04"):
+        kind = sniff(data)
+        reason = mislabelled(kind, ".docx") if kind else "it is not a ZIP-based Word file"
+        raise ParseError(_DOCX_NOT_VALID.format(reason))
     try:
-        document = docx.Document(BytesIO(data))
-        props = document.core_properties
-        title, author = _one_line(props.title), _one_line(props.author)
-        out, first_heading = _Builder(), ""
-        for block in document.iter_inner_content():
-            if isinstance(block, Table):
-                rows = []
-                for row in block.rows:
-                    cells = {id(c._tc): c for c in row.cells}.values()  # merged cells repeat one <w:tc>
-                    rows.append(" | ".join(t for t in (_one_line(c.text) for c in cells) if t))
-                out.add("\n".join(r for r in rows if r))
-                continue
-            style = (block.style.name if block.style is not None else "") or ""
-            match = re.fullmatch(r"heading\s*(\d)", style.strip(), re.I)
-            level = 0 if style.strip().lower() == "title" else int(match.group(1)) if match else None
-            if level is None:
-                out.add(block.text)
-                continue
-            if level <= 1 and not first_heading:
-                first_heading = _one_line(block.text)
-            out.heading(level, block.text)
-        sections = out.finish()
-    except Exception as exc:  # zip errors, missing parts, malformed XML...
-        raise ParseError(
-            f"not a valid DOCX file ({_short(exc)}); if it is an old .doc file, "
-            "save it as .docx (Word or LibreOffice) and upload again"
-        ) from exc
+        zf = open_zip(data, limits, "the .docx file")
+        if member_size(zf, "word/document.xml") is None:
+            kind = _zip_kind(data)
+            reason = mislabelled(kind, ".docx") if kind != "a ZIP archive" else "no word/document.xml inside"
+            raise ParseError(_DOCX_NOT_VALID.format(reason))
+        title, author = _docx_core(zf)
+        sections, first_heading = _docx_body(zf, limits, deadline)
+    except ParseError:
+        raise
+    except Exception as exc:  # zip errors, malformed XML...
+        raise ParseError(_DOCX_NOT_VALID.format(_short(exc))) from exc
     return _doc(title or first_heading or stem, sections, {"author": author} if author else {})
 
 
@@ -448,8 +623,12 @@ def content_type_for(filename: str) -> str:
     return CONTENT_TYPES[ext]
 
 
-def parse(data: bytes, filename: str) -> ParsedDocument:
-    """Parse file bytes by (case-insensitive) extension. Raises ParseError / UnsupportedFormat."""
+def parse(data: bytes, filename: str, limits: ParseLimits | None = None) -> ParsedDocument:
+    """Parse file bytes by (case-insensitive) extension. Raises ParseError / UnsupportedFormat.
+
+    Runs under `limits` (default: the Settings defaults): sizes, element counts, pages and PARSE_TIMEOUT_S.
+    """
+    limits = limits or ParseLimits()
     ext, stem = _split_name(filename)
     if ext == ".jsonl":
         raise UnsupportedFormat("JSONL (BEIR corpus) files hold many documents; import them with iter_beir_jsonl()")
@@ -459,24 +638,55 @@ def parse(data: bytes, filename: str) -> ParsedDocument:
     if not data:
         raise ParseError("file is empty (0 bytes); upload a file with content")
     try:
-        return parser(data, _one_line(stem) or filename)
+        return parser(data, _one_line(stem) or filename, limits, Deadline(limits))
     except RecursionError as exc:
         raise ParseError("document is too deeply nested to parse") from exc
 
 
-def iter_beir_jsonl(data: bytes) -> Iterator[BeirRecord]:
-    """Yield records of a BEIR corpus.jsonl ({"_id", "title", "text"} per line); skips blank lines."""
+def _lines(data: bytes) -> Iterator[bytes]:
+    """Lines of `data` without building a list of them all."""
+    start = 0
+    while start < len(data):
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end
+        yield data[start:end]
+        start = end + 1
+
+
+def iter_beir_jsonl(data: bytes, limits: ParseLimits | None = None) -> Iterator[BeirRecord]:
+    """Yield records of a BEIR corpus.jsonl ({"_id", "title", "text"} per line); skips blank lines.
+
+    At most MAX_JSONL_RECORDS records of at most MAX_JSONL_RECORD_KB each.
+    """
+    limits = limits or ParseLimits()
     if not data:
         raise ParseError("file is empty (0 bytes); upload a file with content")
-    for number, raw in enumerate(data.removeprefix(codecs.BOM_UTF8).split(b"\n"), start=1):
+    kind = sniff(data)
+    if kind:
+        raise ParseError(mislabelled(kind, ".jsonl"))
+    records = 0
+    for number, raw in enumerate(_lines(data.removeprefix(codecs.BOM_UTF8)), start=1):
         if not raw.strip():
             continue
+        records += 1
+        if records > limits.max_jsonl_records:
+            raise ParseError(
+                f"line {number}: more than {limits.max_jsonl_records:,} records (MAX_JSONL_RECORDS); "
+                "split the file into smaller ones"
+            )
+        if len(raw) > limits.max_jsonl_record_kb * 1024:
+            raise ParseError(
+                f"line {number}: a record of {len(raw) / 1024:,.0f} KB is over the "
+                f"{limits.max_jsonl_record_kb:,} KB limit (MAX_JSONL_RECORD_KB)"
+            )
         try:
             obj = json.loads(raw.decode("utf-8"))
         except UnicodeDecodeError:
             raise ParseError(f"line {number}: not valid UTF-8") from None
         except json.JSONDecodeError as exc:
             raise ParseError(f"line {number}: invalid JSON ({exc.msg} at column {exc.colno})") from None
+        except RecursionError:
+            raise ParseError(f"line {number}: JSON nested too deeply") from None
         if not isinstance(obj, dict) or not isinstance(obj.get("_id"), str | int) or "text" not in obj:
             raise ParseError(f'line {number}: expected a JSON object with "_id" and "text" (and optionally "title")')
         title, text = obj.get("title") or "", obj.get("text") or ""

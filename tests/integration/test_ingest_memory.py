@@ -1,0 +1,128 @@
+"""Hostile files parse in bounded memory and time (issue 17).
+
+Each file is parsed in its own subprocess through `pipeline.parse_document` (what the workers call). Its peak
+memory is the process's high-water mark (VmHWM, reset through /proc/self/clear_refs after the imports and the
+read, so import-time peaks do not hide it) minus the resident size just before parsing. Run with -s for the table.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.hostile_files import (
+    MB,
+    many_pages_pdf,
+    paragraph_bomb_docx,
+    write_long_run_text,
+    write_zip_bomb_docx,
+)
+from tests.unit.test_parsers import make_pdf
+
+PEAK_MB = 300
+SECONDS = 20
+
+_MEASURE = """
+import json, sys, time
+from server.documents.parsers import content_type_for
+from server.documents.pipeline import parse_document
+
+def status(key):
+    line = next(l for l in open("/proc/self/status") if l.startswith(key + ":"))
+    return int(line.split()[1]) / 1024
+
+path = sys.argv[1]
+data = open(path, "rb").read()
+with open("/proc/self/clear_refs", "w") as f:
+    f.write("5")  # resets VmHWM to the current resident size
+base = status("VmRSS")
+started = time.monotonic()
+try:
+    doc = parse_document(content_type_for(path), path, data)
+    result = f"ok: {len(doc.sections)} sections, {sum(len(s.text) for s in doc.sections):,} chars"
+except Exception as exc:
+    result = f"{type(exc).__name__}: {exc}"
+seconds = time.monotonic() - started
+peak = status("VmHWM") - base
+print(json.dumps({"result": result, "peak_mb": peak, "seconds": seconds}))
+"""
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    expect: str  # a substring of the result
+
+
+CASES = [
+    Case("paragraph-bomb.docx", "MAX_COMPRESSION_RATIO"),
+    Case("zip-bomb.docx", "MAX_ZIP_MEMBER_MB"),
+    Case("long-run.txt", "ok: 1 sections, 41,943,040 chars"),
+    Case("3000-pages.pdf", "MAX_PDF_PAGES"),
+    Case("report-is-a-pdf.txt", "this file looks like a PDF, not .txt"),
+    Case("ordinary.pdf", "ok: 1 sections"),
+]
+
+
+def _build(case: Case, path: Path) -> None:
+    match case.name:
+        case "paragraph-bomb.docx":
+            path.write_bytes(paragraph_bomb_docx(900_000))
+        case "zip-bomb.docx":
+            write_zip_bomb_docx(path, 1024 * MB)
+        case "long-run.txt":
+            write_long_run_text(path, 40 * MB)
+        case "3000-pages.pdf":
+            path.write_bytes(many_pages_pdf(3000))
+        case "report-is-a-pdf.txt" | "ordinary.pdf":
+            path.write_bytes(make_pdf([["An ordinary page of text."]]))
+        case _:
+            raise AssertionError(case.name)
+
+
+def test_hostile_files_parse_in_bounded_memory_and_time(tmp_path: Path) -> None:
+    rows: list[tuple[str, str, float, float, float]] = []
+    for case in CASES:
+        path = tmp_path / case.name
+        started = time.monotonic()
+        _build(case, path)
+        built = time.monotonic() - started
+        proc = subprocess.run(
+            [sys.executable, "-c", _MEASURE, str(path)], capture_output=True, text=True, timeout=120, check=False
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        out = json.loads(proc.stdout.strip().splitlines()[-1])
+        rows.append(
+            (f"{case.name} ({path.stat().st_size / MB:.2f} MB)", out["result"], out["peak_mb"], out["seconds"], built)
+        )
+    print(f"\n{'file':34} {'peak MB':>8} {'parse s':>8} {'build s':>8}  result")
+    for name, result, peak, seconds, built in rows:
+        print(f"{name:34} {peak:8.1f} {seconds:8.2f} {built:8.2f}  {result[:110]}")
+    for case, (name, result, peak, seconds, _) in zip(CASES, rows, strict=True):
+        assert case.expect in result, (name, result)
+        assert peak < PEAK_MB, (name, peak)
+        assert seconds < SECONDS, (name, seconds)
+
+
+@pytest.mark.parametrize("name", ["paragraph-bomb.docx"])
+def test_paragraph_bomb_streams_when_the_ratio_check_is_off(tmp_path: Path, name: str) -> None:
+    """Past the zip checks, the 900k-paragraph body is streamed: the element cap stops it, memory stays flat."""
+    path = tmp_path / name
+    path.write_bytes(paragraph_bomb_docx(900_000))
+    script = _MEASURE.replace(
+        "parse_document(content_type_for(path), path, data)",
+        "__import__('server.documents.parsers').documents.parsers.parse("
+        "data, path, __import__('server.documents.limits').documents.limits.ParseLimits(max_compression_ratio=1e9))",
+    )
+    proc = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, text=True, timeout=120)
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    print(f"\n{name} with MAX_COMPRESSION_RATIO off: {out}")
+    assert "MAX_ELEMENTS" in out["result"]
+    assert out["peak_mb"] < 50
+    assert out["seconds"] < SECONDS
