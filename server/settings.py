@@ -86,6 +86,7 @@ class Settings(BaseSettings):
     max_upload_mb: float = 50.0  # one file; also one upload request's body (+1 MB for the multipart framing)
     chunk_tokens: int = 200
     chunk_overlap: int = 40
+    chunk_max_chars: int = Field(default=2000, ge=100)  # characters per chunk, whatever the tokens (no-space runs)
     ingest_workers: int = 1  # in-process background ingestion workers (0 = only `ragchat worker`)
     max_inflated_mb: float = Field(default=200.0, gt=0)  # a zip-based file (.docx) inflated, all parts together
     max_zip_member_mb: float = Field(default=100.0, gt=0)  # one part of a zip-based file, inflated

@@ -1,24 +1,46 @@
-"""Split parsed sections into chunks sized in the embedding model's own tokens.
+"""Split parsed sections into chunks sized in the embedding model's own tokens and capped in characters.
 
-Units are sentences (a sentence longer than a chunk is cut into word runs), packed greedily up to
-`max_tokens`, with trailing sentences of the previous chunk repeated as overlap. A chunk never crosses
-a section (page or heading), never cuts a word, and empty text yields no chunk.
+Units are sentences; a sentence over either cap is cut into word runs, and a word over either cap (a
+base64 blob, a 10 MB line with no spaces: WordPiece counts any word over 100 characters as one token) is
+cut at character boundaries, preferably just after punctuation, '/', '-' or '_'. Units are packed greedily
+up to `max_tokens` and `max_chars`, with trailing units of the previous chunk repeated as overlap. A chunk
+never crosses a section (page or heading), never cuts a word that fits, and empty text yields no chunk.
+
+Nothing is dropped: whitespace runs become one space (a blank line stays a paragraph break) and every
+other character lands in order in some chunk; each chunk is a substring of the normalised section text.
+
+The text is processed as a stream (`iter_chunks`): paragraphs, sentences and words are found with
+`finditer`, token counts are asked for in bounded batches, and only the units of the chunk being built
+are held, so memory does not grow with the size of a section beyond the text itself.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+import unicodedata
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from server.documents.parsers import Section
 from server.vectors.store import content_hash, embedding_text
 
-__all__ = ["Chunk", "chunk_sections", "content_hash", "embedding_text"]
+__all__ = ["DEFAULT_MAX_CHARS", "Chunk", "chunk_sections", "content_hash", "embedding_text", "iter_chunks"]
+
+# Longest of 10,929 SciFact + NFCorpus chunks at 256 tokens (the largest CHUNK_TOKENS): 1,578 characters
+# (6.45 per token). 2,000 never cuts prose and bounds a chunk of giant "words" (1 token each) to 2 KB.
+DEFAULT_MAX_CHARS = 2000
 
 _SENTENCE_END = re.compile(r"(?<=[.!?。])\s+(?=[\"'(\[“‘]?[A-Z0-9À-ÖØ-Þ])")
+_PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
+_SPACES = re.compile(r"\s+")
+_WORD = re.compile(r"[^ ]+")
+# A cut inside an over-long word goes just after one of these when one is in the window's second half.
+_BREAK_AFTER = re.compile(r"[/\\\-_.,;:!?|&=+#~)\]}>'\"]")
+_COUNT_BATCH_CHARS = 256 * 1024  # text handed to the tokenizer per call: bounds its per-token buffers
 
 TokenCounter = Callable[[Sequence[str]], list[int]]
+_Sep = Literal["\n\n", " ", ""]
 
 
 @dataclass(frozen=True)
@@ -33,81 +55,225 @@ class Chunk:
 class _Unit:
     text: str
     tokens: int
-    paragraph_start: bool
+    sep: _Sep  # what joins it to the unit before it in the same chunk ("" inside a cut word)
 
 
-def _sentences(paragraph: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE_END.split(paragraph) if s.strip()]
+def _split_iter(pattern: re.Pattern[str], text: str) -> Iterator[str]:
+    """`pattern.split(text)` as a stream, without the list."""
+    pos = 0
+    for match in pattern.finditer(text):
+        yield text[pos : match.start()]
+        pos = match.end()
+    yield text[pos:]
 
 
-def _units(text: str, max_tokens: int, count: TokenCounter) -> list[_Unit]:
-    pieces: list[tuple[str, bool]] = []
-    for paragraph in re.split(r"\n\s*\n", text):
-        paragraph = " ".join(paragraph.split())
-        for i, sentence in enumerate(_sentences(paragraph)):
-            pieces.append((sentence, i == 0))
-    if not pieces:
-        return []
-    counts = count([p for p, _ in pieces])
-    units: list[_Unit] = []
-    for (piece, starts), tokens in zip(pieces, counts, strict=True):
-        if tokens <= max_tokens:
-            units.append(_Unit(piece, tokens, starts))
+def _counted(pieces: Iterable[tuple[str, _Sep]], count: TokenCounter, max_chars: int) -> Iterator[_Unit]:
+    """Token counts for a stream of pieces, asked for in batches of about `_COUNT_BATCH_CHARS`. A piece over
+    `max_chars` will be cut anyway: it is not counted (-1), so one huge line never reaches the tokenizer."""
+    batch: list[tuple[str, _Sep]] = []
+    size = 0
+    for piece in pieces:
+        if len(piece[0]) > max_chars:
+            yield from _count_batch(batch, count)
+            batch, size = [], 0
+            yield _Unit(piece[0], -1, piece[1])
             continue
-        units.extend(_split_long(piece, starts, max_tokens, count))
-    return units
+        batch.append(piece)
+        size += len(piece[0])
+        if size >= _COUNT_BATCH_CHARS:
+            yield from _count_batch(batch, count)
+            batch, size = [], 0
+    if batch:
+        yield from _count_batch(batch, count)
 
 
-def _split_long(sentence: str, starts: bool, max_tokens: int, count: TokenCounter) -> list[_Unit]:
-    """Cut an over-long sentence into runs of whole words of at most `max_tokens` tokens."""
-    words = sentence.split(" ")
-    out: list[_Unit] = []
-    buf: list[str] = []
-    used = 0
-    for word, tokens in zip(words, count(words), strict=True):
-        if tokens > max_tokens:  # a pathological "word" (e.g. a base64 blob): cut by characters
-            word = word[: max_tokens * 2]
-            tokens = min(tokens, max_tokens)
-        if buf and used + tokens > max_tokens:
-            out.append(_Unit(" ".join(buf), used, starts and not out))
-            buf, used = [], 0
-        buf.append(word)
-        used += tokens
-    if buf:
-        out.append(_Unit(" ".join(buf), used, starts and not out))
-    return out
+def _count_batch(batch: list[tuple[str, _Sep]], count: TokenCounter) -> list[_Unit]:
+    if not batch:
+        return []
+    counts = count([text for text, _ in batch])
+    return [_Unit(text, tokens, sep) for (text, sep), tokens in zip(batch, counts, strict=True)]
+
+
+def _sentences(text: str) -> Iterator[tuple[str, _Sep]]:
+    first = True
+    for paragraph in _split_iter(_PARAGRAPH_BREAK, text):
+        paragraph = _SPACES.sub(" ", paragraph).strip()
+        if not paragraph:
+            continue
+        for i, sentence in enumerate(_split_iter(_SENTENCE_END, paragraph)):
+            sentence = sentence.strip()
+            if sentence:
+                yield sentence, ("\n\n" if i == 0 and not first else " ")
+                first = False
+
+
+def _words(sentence: str) -> Iterator[tuple[str, _Sep]]:
+    for match in _WORD.finditer(sentence):
+        yield match.group(), " "
+
+
+def _units(text: str, max_tokens: int, max_chars: int, count: TokenCounter) -> Iterator[_Unit]:
+    """Units within both caps, in order; the first has no separator that matters."""
+    for unit in _counted(_sentences(text), count, max_chars):
+        if unit.tokens <= max_tokens and len(unit.text) <= max_chars:
+            yield unit
+            continue
+        for i, word in enumerate(_counted(_words(unit.text), count, max_chars)):
+            sep: _Sep = unit.sep if i == 0 else " "
+            if word.tokens <= max_tokens and len(word.text) <= max_chars:
+                yield _Unit(word.text, word.tokens, sep)
+            else:
+                yield from _cut_word(word.text, sep, max_tokens, max_chars, count)
+
+
+def _cut_word(word: str, sep: _Sep, max_tokens: int, max_chars: int, count: TokenCounter) -> Iterator[_Unit]:
+    """Pieces of an over-long word, each within both caps, glued back together (separator "").
+
+    Pieces are counted a batch at a time; after each batch the piece length adapts to the characters per
+    token seen, so dense text (many word pieces per character) is not cut and counted twice throughout."""
+    first = True
+    limit, pos = max_chars, 0
+    while pos < len(word):
+        pieces: list[str] = []
+        size = 0
+        for piece in _char_pieces(word, limit, pos):
+            pieces.append(piece)
+            size += len(piece)
+            if size >= _COUNT_BATCH_CHARS:
+                break
+        pos += size
+        counts = count(pieces)
+        for piece, tokens in zip(pieces, counts, strict=True):
+            for unit in _fit_tokens(_Unit(piece, tokens, ""), max_tokens, count):
+                yield _Unit(unit.text, unit.tokens, sep if first else "")
+                first = False
+        if total := sum(counts):
+            limit = max(1, min(max_chars, size * max_tokens * 9 // (total * 10)))
+
+
+def _fit_tokens(unit: _Unit, max_tokens: int, count: TokenCounter) -> Iterator[_Unit]:
+    """`unit` cut shorter until each piece has at most `max_tokens` tokens (one character always passes)."""
+    if unit.tokens <= max_tokens or len(unit.text) <= 1:
+        yield unit
+        return
+    limit = max(1, min(len(unit.text) - 1, len(unit.text) * max_tokens // unit.tokens))
+    pieces = list(_char_pieces(unit.text, limit))  # at most len(unit.text) ≤ max_chars pieces
+    for piece, tokens in zip(pieces, count(pieces), strict=True):
+        yield from _fit_tokens(_Unit(piece, tokens, ""), max_tokens, count)
+
+
+def _char_pieces(text: str, limit: int, pos: int = 0) -> Iterator[str]:
+    """`text[pos:]` in pieces of at most `limit` characters, cut after punctuation in the window's second
+    half when there is some, and never just before a combining mark (unless a piece would be empty)."""
+    while len(text) - pos > limit:
+        end = pos + limit
+        cut = end
+        for match in _BREAK_AFTER.finditer(text, pos + limit // 2, end):
+            cut = match.end()
+        while cut - 1 > pos and unicodedata.combining(text[cut]):
+            cut -= 1
+        yield text[pos:cut]
+        pos = cut
+    if pos < len(text):
+        yield text[pos:]
 
 
 def _join(units: Sequence[_Unit]) -> str:
-    text = ""
-    for i, unit in enumerate(units):
-        if i == 0:
-            text = unit.text
-        else:
-            text += ("\n\n" if unit.paragraph_start else " ") + unit.text
-    return text
+    return "".join(u.text if i == 0 else u.sep + u.text for i, u in enumerate(units))
+
+
+class _Packer:
+    """Greedy packing of a stream of units into chunks within both caps, with token overlap."""
+
+    def __init__(self, count: TokenCounter, max_tokens: int, max_chars: int, overlap: int) -> None:
+        self.count, self.max_tokens, self.max_chars, self.overlap = count, max_tokens, max_chars, overlap
+        self.units: list[_Unit] = []
+        self.tokens = 0
+        self.chars = 0
+        self.fresh = 0  # units not yet emitted in any chunk
+
+    def _fits(self, unit: _Unit) -> bool:
+        extra = len(unit.text) + (len(unit.sep) if self.units else 0)
+        return self.tokens + unit.tokens <= self.max_tokens and self.chars + extra <= self.max_chars
+
+    def _push(self, unit: _Unit) -> None:
+        self.chars += len(unit.text) + (len(unit.sep) if self.units else 0)
+        self.tokens += unit.tokens
+        self.units.append(unit)
+        self.fresh += 1
+
+    def _drop_first(self) -> None:
+        gone = self.units.pop(0)
+        self.tokens -= gone.tokens
+        self.chars -= len(gone.text) + (len(self.units[0].sep) if self.units else 0)
+
+    def add(self, unit: _Unit) -> Iterator[tuple[str, int]]:
+        if self.units and not self._fits(unit):
+            if self.fresh:
+                yield from self._emit()
+            while self.units and not self._fits(unit):  # overlap gives way to new text
+                self._drop_first()
+        self._push(unit)
+
+    def _emit(self) -> Iterator[tuple[str, int]]:
+        units, carry = self.units, []
+        text, tokens = _join(units), self.tokens
+        if any(u.sep == "" for u in units[1:]):  # a word cut in pieces counts differently once glued
+            tokens = self.count([text])[0]
+            first_fresh = len(units) - self.fresh
+            while tokens > self.max_tokens and len(units) > 1:
+                if len(units) - first_fresh > 1:  # new text goes to the next chunk
+                    carry.insert(0, units.pop())
+                else:  # or, when only one new unit is left, the overlap goes
+                    units.pop(0)
+                    first_fresh -= 1
+                text = _join(units)
+                tokens = self.count([text])[0]
+        yield text, tokens
+        # the next chunk starts with trailing units within the overlap budget (never the whole chunk)
+        kept, back = 0, len(units)
+        while back - 1 > 0 and kept + units[back - 1].tokens <= self.overlap:
+            back -= 1
+            kept += units[back].tokens
+        self.units, self.tokens, self.chars, self.fresh = [], 0, 0, 0
+        for unit in units[back:]:
+            self._push(unit)
+        self.fresh = 0
+        for unit in carry:
+            while self.units and not self._fits(unit):
+                self._drop_first()
+            self._push(unit)
+
+    def finish(self) -> Iterator[tuple[str, int]]:
+        while self.fresh:
+            yield from self._emit()
+
+
+def iter_chunks(
+    sections: Iterable[Section],
+    count: TokenCounter,
+    *,
+    max_tokens: int = 200,
+    overlap: int = 40,
+    max_chars: int = DEFAULT_MAX_CHARS,
+) -> Iterator[Chunk]:
+    """Chunks in document order for every section with text, as a stream."""
+    for section in sections:
+        packer = _Packer(count, max_tokens, max_chars, overlap)
+        for unit in _units(section.text, max_tokens, max_chars, count):
+            for text, tokens in packer.add(unit):
+                yield Chunk(text, section.page, section.heading, tokens)
+        for text, tokens in packer.finish():
+            yield Chunk(text, section.page, section.heading, tokens)
 
 
 def chunk_sections(
-    sections: Sequence[Section], count: TokenCounter, *, max_tokens: int = 200, overlap: int = 40
+    sections: Iterable[Section],
+    count: TokenCounter,
+    *,
+    max_tokens: int = 200,
+    overlap: int = 40,
+    max_chars: int = DEFAULT_MAX_CHARS,
 ) -> list[Chunk]:
-    """Chunks in document order for every section with text."""
-    chunks: list[Chunk] = []
-    for section in sections:
-        units = _units(section.text, max_tokens, count)
-        start = 0
-        while start < len(units):
-            end, used = start, 0
-            while end < len(units) and (end == start or used + units[end].tokens <= max_tokens):
-                used += units[end].tokens
-                end += 1
-            chunks.append(Chunk(_join(units[start:end]), section.page, section.heading, used))
-            if end >= len(units):
-                break
-            # step back over trailing units that fit in the overlap budget, but always advance
-            back, kept = end, 0
-            while back - 1 > start and kept + units[back - 1].tokens <= overlap:
-                back -= 1
-                kept += units[back].tokens
-            start = back
-    return chunks
+    """Chunks in document order for every section with text (`iter_chunks` as a list)."""
+    return list(iter_chunks(sections, count, max_tokens=max_tokens, overlap=overlap, max_chars=max_chars))
