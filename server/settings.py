@@ -97,6 +97,8 @@ class Settings(BaseSettings):
     parse_timeout_s: float = Field(default=120.0, gt=0)  # parsing one file (checked between pages / elements)
     max_jsonl_records: int = Field(default=200_000, ge=1)  # records in one BEIR .jsonl corpus
     max_jsonl_record_kb: int = Field(default=1024, ge=1)  # one line of a BEIR .jsonl corpus
+    ingest_lease_s: float = Field(default=60.0, ge=1)  # a worker's hold on a document, renewed every third of it
+    ingest_max_attempts: int = Field(default=3, ge=1)  # claims of one document before it is failed for good
 
     # --- embeddings ---
     embed_provider: EmbedProvider = EmbedProvider.sentence_transformers

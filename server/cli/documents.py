@@ -1,4 +1,4 @@
-"""`ragchat ingest` and `ragchat worker`."""
+"""`ragchat ingest`, `ragchat worker` and `ragchat retry`."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from uuid import UUID
 
 from server.cli import remote
 from server.cli.common import acting_as, add_user_option, open_runtime, run_async, where
+from server.core.errors import RagchatError
 from server.settings import Settings
 
 if TYPE_CHECKING:
@@ -82,6 +83,56 @@ async def worker(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+async def retry(settings: Settings, args: argparse.Namespace) -> int:
+    """Queue failed (or stuck) documents again: through a running server when there is one, else locally."""
+    if not args.all_failed and not args.document_ids:
+        print("ragchat retry: name documents (DOC_ID ...) or pass --all-failed", file=sys.stderr)
+        return 2
+    ids = [UUID(i) for i in args.document_ids]
+    server = remote.server_url(args, settings.data_dir)
+    if server:
+        print(f"ragchat: using the server at {server}", file=sys.stderr)
+        return retry_remote(args, server, ids)
+    print(f"ragchat: using {where(settings)}", file=sys.stderr)
+    failed = 0
+    async with open_runtime(settings) as rt:
+        principal = await acting_as(rt, args.user)
+        if args.all_failed:
+            ids += await rt.documents.retry_all_failed(principal)
+            print(f"queued again {len(ids)} failed documents")
+            ids = []
+        for doc_id in ids:
+            try:
+                row = await rt.documents.retry(principal, doc_id)
+                print(f"queued     {doc_id}  {row['filename']}")
+            except RagchatError as exc:
+                failed += 1
+                print(f"ragchat: {exc.message}", file=sys.stderr)
+    print("a running server or `ragchat worker` ingests them", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def retry_remote(args: argparse.Namespace, server: str, ids: list[UUID]) -> int:
+    """`ragchat retry` through the server's API (POST /api/documents/{id}/retry), as the token's user."""
+    failed = 0
+    with remote.client(server, remote.token_for(args, server, required=False)) as http:
+        if args.all_failed:
+            listing = remote.check(http.get("/api/documents"))["documents"]
+            ids += [UUID(d["id"]) for d in listing if d["status"] == "failed" and d["access"] == "owner"]
+        for doc_id in ids:
+            response = http.post(f"/api/documents/{doc_id}/retry")
+            if response.is_success:
+                print(f"queued     {doc_id}  {response.json()['filename']}")
+                continue
+            failed += 1
+            try:
+                remote.check(response)
+            except RagchatError as exc:
+                print(f"ragchat: {exc.message}", file=sys.stderr)
+    print(f"the server at {server} ingests them in the background", file=sys.stderr)
+    return 1 if failed else 0
+
+
 def add_commands(sub: argparse._SubParsersAction) -> None:
     w = sub.add_parser("worker", help="process queued documents (run as many as you like)")
     w.add_argument("--poll", type=float, default=2.0, help="seconds between queue polls")
@@ -94,3 +145,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     remote.add_remote_options(ing)
     add_user_option(ing)
     ing.set_defaults(func=run_async(ingest))
+
+    rt = sub.add_parser("retry", help="queue failed (or stuck) documents again, attempts reset")
+    rt.add_argument("document_ids", nargs="*", metavar="DOC_ID", help="documents to retry")
+    rt.add_argument("--all-failed", action="store_true", help="every failed document of yours")
+    rt.add_argument("--server", metavar="URL", help="retry through this running server (default: RAGCHAT_SERVER)")
+    rt.add_argument("--token", help="personal API token (default: RAGCHAT_TOKEN, else `ragchat login`'s)")
+    rt.add_argument("--local", action="store_true", help="work on the database directly, even if a server runs")
+    add_user_option(rt)
+    rt.set_defaults(func=run_async(retry))

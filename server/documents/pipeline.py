@@ -1,7 +1,11 @@
 """Processing queued documents: parse → chunk → embed → store, in three overlapping stages.
 
 The documents table is the job queue: rows are claimed with `FOR UPDATE SKIP LOCKED`, so any number of
-worker processes (the CLI, `ragchat worker`, the server's in-process worker) can share it. A document's
+worker processes (the CLI, `ragchat worker`, the server's in-process worker) can share it. A claim is a lease
+(`lease_until`, `worker_id`) for INGEST_LEASE_S seconds, renewed by a heartbeat every third of that while the
+worker lives: a slow document is never taken twice, a killed worker's is taken again once its lease runs out,
+and after INGEST_MAX_ATTEMPTS claims it is failed with the last error. A document cancelled, deleted or taken
+over meanwhile is dropped at the next batch (the store checks the lease under a row lock). A document's
 chunks and vectors are written and its status flipped to `ready` in one transaction, so search never sees
 half of one. Vectors go into the active embedding space (server/vectors).
 """
@@ -11,6 +15,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
+import socket
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,9 +95,47 @@ class IngestionPipeline:
         self.on_progress = on_progress or (lambda _p: None)
         self.progress = Progress()
         self.group_chunks = max(settings.embed_batch_size * 4, 64)
+        self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.lease_s = settings.ingest_lease_s
+        self.lost: set[UUID] = set()  # claimed, then cancelled, deleted or taken over: dropped, never stored
+        self.requeued = False  # a document went back to the queue after a fault that may pass
+
+    def _alive(self, docs: list[Prepared]) -> list[Prepared]:
+        return [d for d in docs if d.id not in self.lost]
+
+    async def _heartbeat(self) -> None:
+        """Renew this worker's leases every third of the lease; note the documents it no longer holds."""
+        while True:
+            await asyncio.sleep(self.lease_s / 3)
+            try:
+                async with self.pool.connection() as conn:
+                    await repo.renew_leases(conn, self.worker_id, self.lease_s)
+            except Exception as exc:  # the database is away: the next beat tries again (the store re-checks)
+                log.warning("could not renew ingestion leases: %s", exc)
+
+    async def _check_held(self, docs: list[Prepared]) -> list[Prepared]:
+        """Between batches: drop the documents cancelled, deleted or taken over since they were claimed."""
+        docs = self._alive(docs)
+        if not docs:
+            return docs
+        async with self.pool.connection() as conn:
+            kept = await repo.held(conn, self.worker_id, [d.id for d in docs])
+        for d in docs:
+            if d.id not in kept:
+                log.info("document %s was cancelled, deleted or taken over: its work is dropped", d.id)
+                self.lost.add(d.id)
+        return self._alive(docs)
 
     async def run(self, ids: Sequence[UUID] | None = None) -> Progress:
-        """Process queued documents (only `ids` when given) until none is left to claim."""
+        """Process queued documents (only `ids` when given) until none is left to claim (documents queued
+        again after a passing fault included: they come back until INGEST_MAX_ATTEMPTS)."""
+        while True:
+            self.requeued = False
+            await self._round(ids)
+            if not self.requeued:
+                return self.progress
+
+    async def _round(self, ids: Sequence[UUID] | None) -> None:
         prepared: asyncio.Queue[list[Prepared] | None] = asyncio.Queue(maxsize=2)
         embedded: asyncio.Queue[list[Prepared] | None] = asyncio.Queue(maxsize=2)
         stages = [
@@ -98,12 +143,13 @@ class IngestionPipeline:
             asyncio.create_task(self._embed_stage(prepared, embedded)),
             asyncio.create_task(self._store_stage(embedded)),
         ]
+        heartbeat = asyncio.create_task(self._heartbeat())
         try:
             await asyncio.gather(*stages)
         finally:
+            heartbeat.cancel()
             for task in stages:
                 task.cancel()
-        return self.progress
 
     async def _prepare_stage(self, ids: Sequence[UUID] | None, out: asyncio.Queue[list[Prepared] | None]) -> None:
         try:
@@ -111,19 +157,24 @@ class IngestionPipeline:
             size = 0
             while True:
                 async with self.pool.connection() as conn:
-                    rows = await repo.claim(conn, limit=32, ids=ids)
+                    given_up = await repo.give_up_expired(conn, max_attempts=self.settings.ingest_max_attempts)
+                    if given_up:
+                        log.warning("%d documents failed: their worker stopped on every attempt", given_up)
+                    rows = await repo.claim(conn, limit=32, ids=ids, worker_id=self.worker_id, lease_s=self.lease_s)
                 if not rows:
                     break
                 try:
                     target = await self.spaces.for_ingest()
                 except RagchatError as exc:  # the embedding model cannot answer: say why on each document
                     for row in rows:
-                        await self._fail(row["id"], row["filename"], exc.message)
+                        await self._fail(row["id"], row["filename"], exc.message, retry=True)
                     continue
                 results = await asyncio.to_thread(self._prepare_rows, rows, target.embedder)
                 for row, result in zip(rows, results, strict=True):
                     if isinstance(result, str):
                         await self._fail(row["id"], row["filename"], result)
+                        continue
+                    if result.id in self.lost:
                         continue
                     if len(result.chunks) > self.settings.embed_batch_size:
                         async with self.pool.connection() as conn:
@@ -186,17 +237,22 @@ class IngestionPipeline:
         try:
             while (group := await inp.get()) is not None:
                 try:
-                    await self._embed_group(group)
+                    group = await self._embed_group(group)
                 except Exception as exc:
                     log.exception("embedding failed")
                     for doc in group:
-                        await self._fail(doc.id, doc.title, f"embedding failed: {exc}")
+                        await self._fail(doc.id, doc.title, f"embedding failed: {exc}", retry=True)
                     continue
-                await out.put(group)
+                if group:
+                    await out.put(group)
         finally:
             await out.put(None)
 
-    async def _embed_group(self, group: list[Prepared]) -> None:
+    async def _embed_group(self, group: list[Prepared]) -> list[Prepared]:
+        """Embed the group's chunks (cached vectors reused); returns the documents still held at the end."""
+        group = await self._check_held(group)
+        if not group:
+            return group
         target = await self.spaces.for_ingest()
         owners = {d.owner for d in group}
         cache: dict[str, np.ndarray] = {}
@@ -212,18 +268,22 @@ class IngestionPipeline:
         todo = list(missing.items())
         step = self.settings.embed_batch_size * 4
         for start in range(0, len(todo), step):
+            if start and not await self._check_held(group):  # all cancelled or deleted: stop embedding
+                return []
             batch = todo[start : start + step]
             made = await target.embedder.embed_documents([t for _, t in batch])
             cache.update({h: v for (h, _), v in zip(batch, made, strict=True)})
             self.progress.chunks_embedded += len(batch)
             await self._report_partial(group, cache)
         self.progress.chunks_reused += sum(len(d.hashes) for d in group) - len(todo)
+        group = self._alive(group)
         for doc in group:
             doc.vectors = np.stack([cache[h] for h in doc.hashes])
             doc.space = target
+        return group
 
     async def _report_partial(self, group: list[Prepared], cache: dict[str, np.ndarray]) -> None:
-        big = [d for d in group if len(d.hashes) > self.settings.embed_batch_size]
+        big = [d for d in self._alive(group) if len(d.hashes) > self.settings.embed_batch_size]
         if not big:
             return
         async with self.pool.connection() as conn:
@@ -253,26 +313,37 @@ class IngestionPipeline:
                     page_count=doc.page_count,
                     metadata=doc.metadata,
                     replaces_source=doc.source_path,
+                    worker_id=self.worker_id,
                 )
+        except repo.LeaseLost:
+            log.info("document %s was cancelled, deleted or taken over before it was stored: dropped", doc.id)
+            self.lost.add(doc.id)
+            return
         except repo.SpaceChanged:
             if retried:
                 await self._fail(doc.id, doc.title, "the embedding model switched twice while this document was stored")
                 return
             self.spaces.invalidate()  # a re-embed switched models meanwhile: embed again with the new one
-            await self._embed_group([doc])
-            await self._store(doc, retried=True)
+            if await self._embed_group([doc]):
+                await self._store(doc, retried=True)
             return
         except Exception as exc:
             log.exception("storing %s failed", doc.id)
-            await self._fail(doc.id, doc.title, f"could not store chunks: {exc}")
+            await self._fail(doc.id, doc.title, f"could not store chunks: {exc}", retry=True)
             return
         self.progress.documents_done += 1
         self.progress.chunks_done += len(stored)
         self.on_progress(self.progress)
 
-    async def _fail(self, document_id: UUID, name: str, reason: str) -> None:
+    async def _fail(self, document_id: UUID, name: str, reason: str, *, retry: bool = False) -> None:
+        """Record the failure while this worker holds the document. `retry` (a fault that may pass: the model
+        or the database) queues it again until INGEST_MAX_ATTEMPTS; a bad file fails at once."""
+        limit = self.settings.ingest_max_attempts if retry else 0
         async with self.pool.connection() as conn:
-            await repo.mark_failed(conn, document_id, reason)
+            status = await repo.mark_failed(conn, document_id, reason, worker_id=self.worker_id, retry_below=limit)
+        self.requeued = self.requeued or status == "queued"
+        if status != "failed":  # queued again, or no longer ours (cancelled, deleted, taken over)
+            return
         self.progress.documents_failed += 1
         self.progress.failures.append((name, reason))
         self.on_progress(self.progress)

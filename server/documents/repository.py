@@ -65,18 +65,64 @@ async def insert_document(conn: Conn, owner: UUID, doc: NewDocument) -> tuple[UU
 
 
 async def requeue_failed(conn: Conn, owner: UUID, document_id: UUID) -> bool:
+    """Queue a failed document of `owner` again, with a fresh count of attempts."""
     cur = await conn.execute(
-        """UPDATE documents SET status = 'queued', error = NULL, chunks_done = 0, updated_at = now()
+        """UPDATE documents SET status = 'queued', error = NULL, chunks_done = 0, attempts = 0, lease_until = NULL,
+               worker_id = NULL, updated_at = now()
            WHERE id = %s AND owner_id = %s AND status = 'failed'""",
         (document_id, owner),
     )
     return cur.rowcount == 1
 
 
+async def retry(conn: Conn, owner: UUID, document_id: UUID) -> bool:
+    """Queue again a failed document, or a stuck one (processing with its lease run out); attempts start over."""
+    cur = await conn.execute(
+        """UPDATE documents SET status = 'queued', error = NULL, chunks_done = 0, attempts = 0, lease_until = NULL,
+               worker_id = NULL, updated_at = now()
+           WHERE id = %s AND owner_id = %s
+             AND (status = 'failed' OR (status = 'processing' AND coalesce(lease_until, locked_at) < now()))""",
+        (document_id, owner),
+    )
+    return cur.rowcount == 1
+
+
+async def cancel(conn: Conn, owner: UUID, document_id: UUID) -> bool:
+    """Stop a queued or processing document: failed with the error "cancelled" (the worker holding it notices
+    its lease is gone and drops its work)."""
+    cur = await conn.execute(
+        """UPDATE documents SET status = 'failed', error = 'cancelled', lease_until = NULL, worker_id = NULL,
+               updated_at = now()
+           WHERE id = %s AND owner_id = %s AND status IN ('queued', 'processing')""",
+        (document_id, owner),
+    )
+    return cur.rowcount == 1
+
+
+async def give_up_expired(conn: Conn, *, max_attempts: int) -> int:
+    """Fail documents whose lease ran out on their last allowed attempt (the worker died each time), with
+    the last error they had; returns how many."""
+    cur = await conn.execute(
+        """UPDATE documents SET status = 'failed', lease_until = NULL, worker_id = NULL, updated_at = now(),
+               error = left('gave up after ' || attempts || ' attempts: ' || coalesce(error,
+                   'the worker processing it stopped (crashed or was killed) before it finished'), 2000)
+           WHERE status = 'processing' AND lease_until < now() AND attempts >= %s""",
+        (max_attempts,),
+    )
+    return cur.rowcount
+
+
 async def claim(
-    conn: Conn, *, limit: int, ids: Sequence[UUID] | None = None, stale_after_s: int = 600
+    conn: Conn,
+    *,
+    limit: int,
+    ids: Sequence[UUID] | None = None,
+    stale_after_s: int = 600,
+    worker_id: str | None = None,
+    lease_s: float = 60.0,
 ) -> list[dict[str, Any]]:
-    """Lock up to `limit` queued documents (or ones a crashed worker left processing) for this worker."""
+    """Lease up to `limit` queued documents (or ones whose lease ran out: a crashed worker's) to `worker_id`
+    for `lease_s` seconds. A processing row without a lease (from before leases) is stale after `stale_after_s`."""
     # Two statements, so each can use its index: the primary key for an explicit id list (the CLI's own
     # documents), the partial queued index otherwise. A generic `ids IS NULL OR id = ANY(ids)` uses neither
     # and rescans the whole list for every queued row.
@@ -84,7 +130,8 @@ async def claim(
         where, params = "status = 'queued'", []
     else:
         where, params = "id = ANY(%s::uuid[]) AND status = 'queued'", [list(ids)]
-    stale_where = "status = 'processing' AND locked_at < now() - make_interval(secs => %s)"
+    stale_where = """status = 'processing' AND (lease_until < now()
+        OR (lease_until IS NULL AND locked_at < now() - make_interval(secs => %s)))"""
     stale_params: list[Any] = [stale_after_s]
     if ids is not None:
         stale_where += " AND id = ANY(%s::uuid[])"
@@ -98,31 +145,71 @@ async def claim(
                      picked AS (SELECT id FROM (SELECT * FROM fresh UNION ALL SELECT * FROM stale) both_kinds
                                 ORDER BY created_at LIMIT %s)
                 UPDATE documents d SET status = 'processing', locked_at = now(), attempts = attempts + 1,
-                       updated_at = now()
+                       lease_until = now() + make_interval(secs => %s), worker_id = %s, updated_at = now()
                 FROM picked
                 WHERE d.id = picked.id
                 RETURNING d.id, d.owner_id, d.filename, d.title, d.content_type, d.metadata, d.created_at,
-                          (SELECT data FROM document_blobs b WHERE b.document_id = d.id) AS data""",
-            (*params, limit, *stale_params, limit, limit),
+                          d.attempts, (SELECT data FROM document_blobs b WHERE b.document_id = d.id) AS data""",
+            (*params, limit, *stale_params, limit, limit, lease_s, worker_id),
         )
     ).fetchall()
     return sorted(rows, key=lambda r: r["created_at"])  # RETURNING has no order of its own
 
 
+async def renew_leases(conn: Conn, worker_id: str, lease_s: float) -> set[UUID]:
+    """The heartbeat: extend every lease `worker_id` holds; returns the documents it still holds (one that was
+    cancelled, deleted or taken over is missing)."""
+    rows = await (
+        await conn.execute(
+            """UPDATE documents SET lease_until = now() + make_interval(secs => %s)
+               WHERE worker_id = %s AND status = 'processing' RETURNING id""",
+            (lease_s, worker_id),
+        )
+    ).fetchall()
+    return {r["id"] for r in rows}
+
+
+async def held(conn: Conn, worker_id: str, document_ids: Sequence[UUID]) -> set[UUID]:
+    """Which of `document_ids` `worker_id` still holds (not cancelled, deleted or reclaimed)."""
+    rows = await (
+        await conn.execute(
+            "SELECT id FROM documents WHERE id = ANY(%s::uuid[]) AND worker_id = %s AND status = 'processing'",
+            (list(document_ids), worker_id),
+        )
+    ).fetchall()
+    return {r["id"] for r in rows}
+
+
 async def set_progress(conn: Conn, document_id: UUID, done: int, total: int | None) -> None:
     await conn.execute(
         """UPDATE documents SET chunks_done = %s, chunks_total = coalesce(%s, chunks_total), updated_at = now()
-           WHERE id = %s""",
+           WHERE id = %s AND status = 'processing'""",
         (done, total, document_id),
     )
 
 
-async def mark_failed(conn: Conn, document_id: UUID, error: str) -> None:
-    await conn.execute(
-        """UPDATE documents SET status = 'failed', error = %s, locked_at = NULL, updated_at = now()
-           WHERE id = %s""",
-        (error[:2000], document_id),
-    )
+async def mark_failed(
+    conn: Conn, document_id: UUID, error: str, *, worker_id: str | None = None, retry_below: int = 0
+) -> str | None:
+    """Record why processing failed: queued again while the attempts are under `retry_below`, else failed.
+    With `worker_id`, only while that worker still holds the lease. Returns the new status (None: not held)."""
+    holder = "AND worker_id = %s AND status = 'processing'" if worker_id is not None else ""
+    params: list[Any] = [retry_below, error[:2000], document_id]
+    if worker_id is not None:
+        params.append(worker_id)
+    row = await (
+        await conn.execute(
+            f"""UPDATE documents SET status = CASE WHEN attempts < %s THEN 'queued' ELSE 'failed' END,
+                   error = %s, locked_at = NULL, lease_until = NULL, worker_id = NULL, updated_at = now()
+               WHERE id = %s {holder} RETURNING status""",
+            params,
+        )
+    ).fetchone()
+    return row["status"] if row else None
+
+
+class LeaseLost(Exception):
+    """The document was cancelled, deleted or taken over by another worker while this one worked on it."""
 
 
 async def store_chunks(
@@ -136,9 +223,21 @@ async def store_chunks(
     page_count: int | None,
     metadata: dict[str, Any],
     replaces_source: str | None,
+    worker_id: str | None = None,
 ) -> None:
     """Replace the document's chunks and their vectors (in `space`, which must still be the active one) and
-    flip it to ready, in the caller's transaction."""
+    flip it to ready, in the caller's transaction. With `worker_id`, only while that worker holds the lease
+    (the row stays locked until commit, so a cancel or delete waits; otherwise LeaseLost)."""
+    if worker_id is not None:
+        mine = await (
+            await conn.execute(
+                """SELECT 1 FROM documents WHERE id = %s AND worker_id = %s AND status = 'processing'
+                   FOR UPDATE""",
+                (document_id, worker_id),
+            )
+        ).fetchone()
+        if mine is None:
+            raise LeaseLost(f"document {document_id} is no longer held by {worker_id}")
     state = await (
         await conn.execute("SELECT state FROM embedding_spaces WHERE id = %s FOR SHARE", (space.id,))
     ).fetchone()
@@ -174,7 +273,8 @@ async def store_chunks(
     )
     await conn.execute(
         """UPDATE documents SET status = 'ready', error = NULL, title = %s, chunks_total = %s, chunks_done = %s,
-               page_count = %s, metadata = metadata || %s, locked_at = NULL, updated_at = now()
+               page_count = %s, metadata = metadata || %s, locked_at = NULL, lease_until = NULL,
+               worker_id = NULL, updated_at = now()
            WHERE id = %s""",
         (title, len(chunks), len(chunks), page_count, Jsonb(metadata), document_id),
     )

@@ -1,4 +1,4 @@
-"""HTTP routes for documents: upload (queued for ingestion), list with progress, get, delete."""
+"""HTTP routes for documents: upload (queued for ingestion), list with progress, get, retry, cancel, delete."""
 
 from __future__ import annotations
 
@@ -81,6 +81,18 @@ class DocumentController(Controller):
         if row is None:
             raise NotFound(f"document {document_id} not found")
         return Document.of(row)
+
+    @post("/{document_id:uuid}/retry", status_code=200, responses=error_responses(403, 404, 409))
+    async def retry_document(self, document_id: UUID, documents: DocumentService, principal: Principal) -> Document:
+        """Queue a failed document again (or a stuck one: processing whose worker's lease ran out), with its
+        attempts reset. Only the owner (403 for a reader); 409 when it is queued, processing or ready."""
+        return Document.of(await documents.retry(principal, document_id))
+
+    @post("/{document_id:uuid}/cancel", status_code=200, responses=error_responses(403, 404, 409))
+    async def cancel_document(self, document_id: UUID, documents: DocumentService, principal: Principal) -> Document:
+        """Stop a queued or processing document: it becomes failed with the error "cancelled" and its worker
+        drops the work at the next batch (Retry queues it again). Only the owner; 409 when ready or failed."""
+        return Document.of(await documents.cancel(principal, document_id))
 
     @delete("/{document_id:uuid}", status_code=204, responses=error_responses(404))
     async def delete_document(self, document_id: UUID, documents: DocumentService, principal: Principal) -> None:

@@ -65,7 +65,7 @@ class UploadResults(BaseModel):
 class UploadForm(BaseModel):
     """multipart/form-data: one or more `files` parts, and optionally the collection to put them in."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     files: list[UploadFile]
     collection_id: UUID | None = None

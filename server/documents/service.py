@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-from server.core.errors import Forbidden, NotFound
+from server.core.errors import Conflict, Forbidden, NotFound
 from server.core.principal import Principal
 from server.db.pool import Pool
 from server.documents import repository as repo
@@ -92,6 +92,48 @@ class DocumentService:
             if await repo.get_document(conn, principal.user_id, document_id) is not None:
                 raise Forbidden("only the document's owner can delete it (you can remove it from a collection)")
         raise NotFound(f"document {document_id} not found")
+
+    # ---- retry and cancel -----------------------------------------------------------------------------------
+    async def retry(self, principal: Principal, document_id: UUID) -> dict[str, Any]:
+        """Queue a failed (or stuck: processing with its lease run out) document again, attempts reset.
+        Only the owner: a reader gets 403, anyone else 404; 409 when it is neither failed nor stuck."""
+        async with self.pool.connection() as conn:
+            done = await repo.retry(conn, principal.user_id, document_id)
+            row = await self._owned(conn, principal, document_id, "retry")
+        if not done:
+            raise Conflict(f"document {document_id} is {row['status']}: only a failed or stuck one can be retried")
+        self._wake.set()
+        return row
+
+    async def cancel(self, principal: Principal, document_id: UUID) -> dict[str, Any]:
+        """Stop a queued or processing document (failed, error "cancelled"; the worker drops its work at the
+        next batch). Only the owner; 409 when it is already ready or failed."""
+        async with self.pool.connection() as conn:
+            done = await repo.cancel(conn, principal.user_id, document_id)
+            row = await self._owned(conn, principal, document_id, "cancel")
+        if not done:
+            status = row["status"]
+            raise Conflict(f"document {document_id} is {status}: only a queued or processing one can be cancelled")
+        return row
+
+    async def retry_all_failed(self, principal: Principal) -> list[UUID]:
+        """Queue again every failed document of the principal (`ragchat retry --all-failed`)."""
+        async with self.pool.connection() as conn:
+            rows = await repo.list_documents(conn, principal.user_id)
+            ids = [r["id"] for r in rows if r["status"] == "failed" and r["owner_id"] == principal.user_id]
+            retried = [i for i in ids if await repo.retry(conn, principal.user_id, i)]
+        if retried:
+            self._wake.set()
+        return retried
+
+    @staticmethod
+    async def _owned(conn: Any, principal: Principal, document_id: UUID, what: str) -> dict[str, Any]:
+        row = await repo.get_document(conn, principal.user_id, document_id)
+        if row is None:
+            raise NotFound(f"document {document_id} not found")
+        if row["owner_id"] != principal.user_id:
+            raise Forbidden(f"only the document's owner can {what} it")
+        return row
 
     # ---- collections ----------------------------------------------------------------------------------------
     async def check_collection_writable(self, principal: Principal, collection_id: UUID) -> None:

@@ -9,13 +9,27 @@ const STATUS_TEXT = { queued: "Queued", processing: "Processing", ready: "Ready"
 interface Props {
   doc: Document;
   onDelete: (id: string) => Promise<void>;
+  /** Queue a failed document again (POST /api/documents/{id}/retry). */
+  onRetry?: (id: string) => Promise<void>;
+  /** Stop a queued or processing document (POST /api/documents/{id}/cancel). */
+  onCancel?: (id: string) => Promise<void>;
   /** Names of the collections the document is in (those I can see). */
   collections?: string[];
 }
 
-export function DocumentRow({ doc, onDelete, collections = [] }: Props) {
+export function DocumentRow({ doc, onDelete, onRetry, onCancel, collections = [] }: Props) {
   const [confirm, setConfirm] = useState(false);
   const [busy, setBusy] = useState(false);
+  const [acting, setActing] = useState(false);
+  const act = async (action?: (id: string) => Promise<void>) => {
+    if (!action) return;
+    setActing(true);
+    try {
+      await action(doc.id);
+    } finally {
+      setActing(false);
+    }
+  };
   const active = isActive(doc);
   const total = doc.chunks_total;
   const pct = total ? Math.min(100, Math.round((doc.chunks_done / total) * 100)) : null;
@@ -77,6 +91,30 @@ export function DocumentRow({ doc, onDelete, collections = [] }: Props) {
         {active && pct != null ? ` ${pct}%` : ""}
       </span>
       <div className="doc-actions">
+        {mine && !confirm && doc.status === "failed" && onRetry && (
+          <button
+            type="button"
+            className="btn btn-small"
+            disabled={acting}
+            aria-label={`Retry ${doc.filename}`}
+            onClick={() => void act(onRetry)}
+            data-testid="document-retry"
+          >
+            Retry
+          </button>
+        )}
+        {mine && !confirm && active && onCancel && (
+          <button
+            type="button"
+            className="btn btn-small"
+            disabled={acting}
+            aria-label={`Cancel ingesting ${doc.filename}`}
+            onClick={() => void act(onCancel)}
+            data-testid="document-stop"
+          >
+            Cancel
+          </button>
+        )}
         {!mine ? null : confirm ? (
           <>
             <button

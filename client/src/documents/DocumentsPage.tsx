@@ -1,7 +1,7 @@
 import { useState } from "react";
-import { api, errorMessage } from "../api/client";
+import { api, errorMessage, request } from "../api/client";
 import { useCollections } from "../collections/CollectionsContext";
-import type { UploadResult } from "../api/types";
+import type { Document, UploadResult } from "../api/types";
 import { RetryError } from "../components/RetryError";
 import { Spinner } from "../components/Spinner";
 import { DocumentRow } from "./DocumentRow";
@@ -64,6 +64,17 @@ export function DocumentsPage() {
       setDocs((d) => (d ?? []).filter((x) => x.id !== id));
     } catch (e) {
       setNotice(`Delete failed: ${errorMessage(e)}`);
+    }
+  };
+
+  /** Retry (a failed document) or cancel (a queued or processing one); the row shows the server's answer. */
+  const transition = (action: "retry" | "cancel") => async (id: string) => {
+    try {
+      const updated = await request<Document>(`/api/documents/${encodeURIComponent(id)}/${action}`, { method: "POST" });
+      setDocs((d) => (d ?? []).map((x) => (x.id === id ? updated : x)));
+    } catch (e) {
+      setNotice(`${action === "retry" ? "Retry" : "Cancel"} failed: ${errorMessage(e)}`);
+      void refresh();
     }
   };
 
@@ -137,6 +148,8 @@ export function DocumentsPage() {
               key={d.id}
               doc={d}
               onDelete={remove}
+              onRetry={transition("retry")}
+              onCancel={transition("cancel")}
               collections={(d.collection_ids ?? []).flatMap((id) => names.get(id) ?? [])}
             />
           ))}
