@@ -3,8 +3,9 @@
 Units are sentences; a sentence over either cap is cut into word runs, and a word over either cap (a
 base64 blob, a 10 MB line with no spaces: WordPiece counts any word over 100 characters as one token) is
 cut at character boundaries, preferably just after punctuation, '/', '-' or '_'. Units are packed greedily
-up to `max_tokens` and `max_chars`, with trailing units of the previous chunk repeated as overlap. A chunk
-never crosses a section (page or heading), never cuts a word that fits, and empty text yields no chunk.
+up to `max_tokens` and `max_chars`, with trailing units of the previous chunk repeated as overlap (`overlap`
+tokens, and the same share of `max_chars`). A chunk never crosses a section (page or heading), never cuts a
+word that fits, and empty text yields no chunk.
 
 Nothing is dropped: whitespace runs become one space (a blank line stays a paragraph break) and every
 other character lands in order in some chunk; each chunk is a substring of the normalised section text.
@@ -187,6 +188,7 @@ class _Packer:
 
     def __init__(self, count: TokenCounter, max_tokens: int, max_chars: int, overlap: int) -> None:
         self.count, self.max_tokens, self.max_chars, self.overlap = count, max_tokens, max_chars, overlap
+        self.overlap_chars = max_chars * overlap // max_tokens
         self.units: list[_Unit] = []
         self.tokens = 0
         self.chars = 0
@@ -208,10 +210,10 @@ class _Packer:
         self.chars -= len(gone.text) + (len(self.units[0].sep) if self.units else 0)
 
     def add(self, unit: _Unit) -> Iterator[tuple[str, int]]:
-        if self.units and not self._fits(unit):
-            if self.fresh:
+        while self.units and not self._fits(unit):
+            if self.fresh:  # new text is waiting: it goes out first
                 yield from self._emit()
-            while self.units and not self._fits(unit):  # overlap gives way to new text
+            else:  # only overlap is left: it gives way to new text
                 self._drop_first()
         self._push(unit)
 
@@ -230,17 +232,23 @@ class _Packer:
                 text = _join(units)
                 tokens = self.count([text])[0]
         yield text, tokens
-        # the next chunk starts with trailing units within the overlap budget (never the whole chunk)
-        kept, back = 0, len(units)
-        while back - 1 > 0 and kept + units[back - 1].tokens <= self.overlap:
+        # the next chunk starts with trailing units within the overlap budget (never the whole chunk); the
+        # budget is also a share of the character cap, or chunks cut by characters would step one unit at a time
+        kept, kept_chars, back = 0, 0, len(units)
+        while (
+            back - 1 > 0
+            and kept + units[back - 1].tokens <= self.overlap
+            and kept_chars + len(units[back - 1].text) + 1 <= self.overlap_chars
+        ):
             back -= 1
             kept += units[back].tokens
+            kept_chars += len(units[back].text) + 1
         self.units, self.tokens, self.chars, self.fresh = [], 0, 0, 0
         for unit in units[back:]:
             self._push(unit)
         self.fresh = 0
-        for unit in carry:
-            while self.units and not self._fits(unit):
+        for unit in carry:  # never dropped: they fitted together in the chunk they come from
+            while len(self.units) > self.fresh and not self._fits(unit):
                 self._drop_first()
             self._push(unit)
 
