@@ -251,21 +251,79 @@ def _md_inline(children: Iterable[Any]) -> str:
     return "".join(out)
 
 
+_MD_BATCH_LINES = 2000
+_MD_BATCH_CHARS = 64 * 1024
+_MD_LONG_LINE = 16 * 1024
+
+
+def _md_lines(text: str) -> Iterator[str]:
+    """Lines of `text`; a line over _MD_LONG_LINE is cut at a space (a soft break: it reads as that space)."""
+    pos = 0
+    while pos < len(text):
+        end = text.find("\n", pos)
+        end = len(text) if end < 0 else end
+        while end - pos > _MD_LONG_LINE:
+            cut = text.rfind(" ", pos + 1, pos + _MD_LONG_LINE)
+            if cut < 0:  # a run with no space: cut anyway
+                yield text[pos : pos + _MD_LONG_LINE]
+                pos += _MD_LONG_LINE
+            else:
+                yield text[pos:cut]
+                pos = cut + 1
+        yield text[pos:end]
+        pos = end + 1
+
+
+def _md_batches(text: str) -> Iterator[str]:
+    """Runs of about _MD_BATCH_LINES lines or _MD_BATCH_CHARS, cut at a blank line outside a code fence if any.
+
+    markdown-it builds every token of its input up front (~400 bytes each); batches keep that bounded.
+    A batch forced to end inside a fence reopens it in the next one.
+    """
+    batch: list[str] = []
+    size = 0
+    fence = ""
+    for line in _md_lines(text):
+        stripped = line.lstrip(" ")
+        if fence:
+            fence = "" if stripped.startswith(fence) else fence
+        elif stripped.startswith(("```", "~~~")):
+            fence = stripped[:3]
+        batch.append(line)
+        size += len(line) + 1
+        lines = len(batch)
+        if (lines >= _MD_BATCH_LINES or size >= _MD_BATCH_CHARS) and (
+            (not fence and not stripped.strip()) or lines >= 2 * _MD_BATCH_LINES or size >= 2 * _MD_BATCH_CHARS
+        ):
+            yield "\n".join(batch)
+            batch, size = ([fence] if fence else []), 0
+    if batch:
+        yield "\n".join(batch)
+
+
+def _md_tokens(md: Any, text: str, limits: ParseLimits, deadline: Deadline) -> Iterator[Any]:
+    """Block tokens of `text`, parsed batch by batch; more than MAX_ELEMENTS in all is refused."""
+    seen = 0
+    for batch in _md_batches(text):
+        tokens = md.parse(batch)
+        seen += len(tokens)
+        if seen > limits.max_elements:
+            raise too_many_elements(limits, "Markdown blocks")
+        deadline.check(f"Markdown block {seen:,}")
+        yield from tokens
+
+
 def _parse_markdown(data: bytes, stem: str, limits: ParseLimits, deadline: Deadline) -> ParsedDocument:
     from markdown_it import MarkdownIt
 
     text, encoding = _decode_text(data, ".md")
-    _check_markup_count(text.count("\n") + 1, limits, "lines")  # markdown-it builds every token up front
-    tokens = MarkdownIt("commonmark").enable("table").parse(_normalize_newlines(text))
-    if len(tokens) > limits.max_elements:
-        raise too_many_elements(limits, "Markdown blocks")
-    deadline.check("Markdown tokens")
+    md = MarkdownIt("commonmark").enable("table")
     out, title = _Builder(), None
     cells: list[str] = []
     rows: list[str] = []
     level = 0  # > 0 while inside a heading
     in_cell = False
-    for tok in tokens:
+    for tok in _md_tokens(md, _normalize_newlines(text), limits, deadline):
         kind = tok.type
         if kind == "heading_open":
             level = int(tok.tag[1])

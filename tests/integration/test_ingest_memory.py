@@ -65,6 +65,7 @@ CASES = [
     Case("zip-bomb.docx", "MAX_ZIP_MEMBER_MB"),
     Case("long-run.txt", "ok: 1 sections, 41,943,040 chars"),
     Case("3000-pages.pdf", "MAX_PDF_PAGES"),
+    Case("list-bomb.md", "MAX_ELEMENTS"),
     Case("report-is-a-pdf.txt", "this file looks like a PDF, not .txt"),
     Case("ordinary.pdf", "ok: 1 sections"),
 ]
@@ -80,6 +81,8 @@ def _build(case: Case, path: Path) -> None:
             write_long_run_text(path, 40 * MB)
         case "3000-pages.pdf":
             path.write_bytes(many_pages_pdf(3000))
+        case "list-bomb.md":
+            path.write_bytes(b"- item\n" * 300_000)
         case "report-is-a-pdf.txt" | "ordinary.pdf":
             path.write_bytes(make_pdf([["An ordinary page of text."]]))
         case _:

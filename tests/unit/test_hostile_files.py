@@ -127,9 +127,18 @@ def test_markdown_block_cap() -> None:
     text = "\n\n".join(f"para {i}" for i in range(400)).encode()
     with pytest.raises(ParseError, match=r"Markdown blocks \(MAX_ELEMENTS\)"):
         parse(text, "big.md", ParseLimits(max_elements=1000))
-    with pytest.raises(ParseError, match=r"lines \(MAX_ELEMENTS\)"):
-        parse(text, "big.md", ParseLimits(max_elements=500))
     assert len(parse(text, "big.md", ParseLimits(max_elements=1200)).sections[0].text.split("\n\n")) == 400
+
+
+def test_markdown_parsed_in_batches_keeps_fences_and_headings() -> None:
+    filler = "\n\n".join(f"line {i}" for i in range(1500))  # 2999 lines: the fence below spans a batch cut
+    code = "```\n" + "\n\n".join(f"code {i}" for i in range(600)) + "\n```"
+    text = f"# Top\n\n{filler}\n\n{code}\n\n## Sub\n\n{filler}\n".encode()
+    doc = parse(text, "long.md")
+    assert doc.title == "Top"
+    assert [s.heading for s in doc.sections] == ["Top", "Top > Sub"]
+    assert "\n\n".join(f"code {i}" for i in range(600)) in doc.sections[0].text
+    assert doc.sections[1].text == "\n\n".join(f"line {i}" for i in range(1500))
 
 
 # --------------------------------------------------------------------------- PDF
@@ -204,3 +213,13 @@ def test_jsonl_mislabelled_and_deep_nesting() -> None:
         list(iter_beir_jsonl(make_pdf([["x"]])))
     with pytest.raises(ParseError, match=r"line 1: (JSON nested too deeply|invalid JSON)"):
         list(iter_beir_jsonl(b"[" * 100_000 + b"]" * 100_000))
+
+
+def test_markdown_long_lists_and_lines_are_batched() -> None:
+    items = "".join(f"- item {i}\n" for i in range(5000)).encode()  # no blank line: cut mid-list
+    doc = parse(items, "list.md")
+    assert doc.sections[0].text.split("\n\n") == [f"item {i}" for i in range(5000)]
+    words = " ".join(f"w{i}" for i in range(100_000))  # one 600 KB line
+    assert " ".join(parse(words.encode(), "line.md").sections[0].text.split()) == words  # nothing dropped
+    code = "```\n" + "\n".join(f"c{i}" for i in range(5000)) + "\n```\n"  # a fence longer than two batches
+    assert parse(code.encode(), "code.md").sections[0].text.split() == [f"c{i}" for i in range(5000)]
