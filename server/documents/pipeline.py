@@ -32,6 +32,7 @@ from server.core.errors import DatabaseUnavailable, RagchatError
 from server.db.pool import Pool
 from server.documents import repository as repo
 from server.documents.chunking import chunk_sections, content_hash, embedding_text
+from server.documents.limits import ParseLimits
 from server.documents.parsers import ParsedDocument, ParseError, Section, parse
 from server.documents.registration import BEIR_RECORD_TYPE
 from server.providers.embeddings.base import EmbeddingProvider
@@ -67,7 +68,8 @@ class Progress:
     failures: list[tuple[str, str]] = field(default_factory=list)
 
 
-def parse_document(content_type: str, filename: str, data: bytes) -> ParsedDocument:
+def parse_document(content_type: str, filename: str, data: bytes, limits: ParseLimits | None = None) -> ParsedDocument:
+    """The parsed file (a BEIR record is already text), within `limits` (the defaults when None)."""
     if content_type == BEIR_RECORD_TYPE:
         record = json.loads(data)
         return ParsedDocument(
@@ -75,7 +77,7 @@ def parse_document(content_type: str, filename: str, data: bytes) -> ParsedDocum
             sections=[Section(text=record.get("text") or "")] if (record.get("text") or "").strip() else [],
             metadata={},
         )
-    return parse(data, filename)
+    return parse(data, filename, limits)
 
 
 class IngestionPipeline:
@@ -205,12 +207,14 @@ class IngestionPipeline:
     def _prepare_one(self, row: dict[str, Any], embedder: EmbeddingProvider) -> Prepared:
         if row["data"] is None:
             raise ParseError("the file's bytes are missing; upload it again")
-        parsed = parse_document(row["content_type"], row["filename"], bytes(row["data"]))
+        limits = ParseLimits.from_settings(self.settings)
+        parsed = parse_document(row["content_type"], row["filename"], bytes(row["data"]), limits)
         chunks = chunk_sections(
             parsed.sections,
             embedder.count_tokens,
             max_tokens=min(self.settings.chunk_tokens, embedder.max_tokens),
             overlap=self.settings.chunk_overlap,
+            max_chars=self.settings.chunk_max_chars,
         )
         if not chunks:
             raise ParseError("no text found in the document (empty or whitespace only)")

@@ -16,6 +16,7 @@ from uuid import UUID
 from server.core.errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
 from server.db.pool import Pool
 from server.documents import repository as repo
+from server.documents.limits import ParseLimits
 from server.documents.parsers import (
     ParseError,
     UnsupportedFormat,
@@ -71,7 +72,7 @@ async def register_bytes(
         return [Registered(filename, "rejected", error=exc.message, code=exc.code)]
     if Path(filename).suffix.lower() == ".jsonl":
         try:
-            records = list(iter_beir_jsonl(data))
+            records = list(iter_beir_jsonl(data, ParseLimits.from_settings(settings)))
         except ParseError as exc:
             return [Registered(filename, "rejected", error=f"{filename}: {exc}", code="bad_request")]
         docs = [
