@@ -1,29 +1,13 @@
 import { fireEvent, render, screen, waitFor } from "@testing-library/react";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Document } from "../api/types";
-import { jsonResponse } from "../test/fixtures";
+import { jsonResponse, makeDocument } from "../test/fixtures";
 import { apiError } from "../test/server";
 import { DocumentsPage } from "./DocumentsPage";
 
-const doc = (over: Partial<Document> = {}): Document => ({
-  id: "d1",
-  filename: "guide.pdf",
-  title: "Guide",
-  content_type: "application/pdf",
-  byte_size: 2048,
-  status: "failed",
-  chunks_total: null,
-  chunks_done: 0,
-  page_count: null,
-  error: "embedding failed: model crashed",
-  metadata: {},
-  created_at: "2024-01-01T00:00:00Z",
-  updated_at: "2024-01-01T00:00:00Z",
-  owner: { id: "u1", username: "alice" },
-  access: "owner",
-  collection_ids: [],
-  ...over,
-});
+const failed = { status: "failed", chunks_total: null, chunks_done: 0, page_count: null } as const;
+const doc = (over: Partial<Document> = {}): Document =>
+  makeDocument({ ...failed, error: "embedding failed: model crashed", ...over });
 
 afterEach(() => {
   vi.unstubAllGlobals();

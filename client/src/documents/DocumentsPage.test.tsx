@@ -2,29 +2,11 @@ import { act, fireEvent, render, screen, waitFor } from "@testing-library/react"
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Document } from "../api/types";
 import { CollectionsProvider } from "../collections/CollectionsContext";
-import { jsonResponse } from "../test/fixtures";
+import { jsonResponse, makeDocument } from "../test/fixtures";
 import { apiError, mockServer, on } from "../test/server";
 import { DocumentsPage } from "./DocumentsPage";
 
-const doc = (over: Partial<Document> = {}): Document => ({
-  id: "d1",
-  filename: "guide.pdf",
-  title: "Guide",
-  content_type: "application/pdf",
-  byte_size: 2048,
-  status: "ready",
-  chunks_total: 12,
-  chunks_done: 12,
-  page_count: 4,
-  error: null,
-  metadata: {},
-  created_at: "2024-01-01T00:00:00Z",
-  updated_at: "2024-01-01T00:00:00Z",
-  owner: { id: "u1", username: "alice" },
-  access: "owner",
-  collection_ids: [],
-  ...over,
-});
+const doc = (over: Partial<Document> = {}): Document => makeDocument(over);
 
 afterEach(() => {
   vi.unstubAllGlobals();

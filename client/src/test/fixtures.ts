@@ -1,4 +1,4 @@
-import type { Chunk, Message, ToolResult } from "../api/types";
+import type { Chunk, Document, Message, ToolResult } from "../api/types";
 
 export function chunk(over: Partial<Chunk> = {}): Chunk {
   return {
@@ -87,4 +87,27 @@ export function bootResponse(url: string): Response | null {
   if (url === "/api/auth/session") return jsonResponse(SESSION_AUTH_OFF);
   if (url === "/api/collections") return jsonResponse({ collections: [] });
   return null;
+}
+
+/** A document row as the server sends it: a ready PDF of alice's unless `over` says otherwise. */
+export function makeDocument(over: Partial<Document> = {}): Document {
+  return {
+    id: "d1",
+    filename: "guide.pdf",
+    title: "Guide",
+    content_type: "application/pdf",
+    byte_size: 2048,
+    status: "ready",
+    chunks_total: 12,
+    chunks_done: 12,
+    page_count: 4,
+    error: null,
+    metadata: {},
+    created_at: "2024-01-01T00:00:00Z",
+    updated_at: "2024-01-01T00:00:00Z",
+    owner: { id: "u1", username: "alice" },
+    access: "owner",
+    collection_ids: [],
+    ...over,
+  };
 }
