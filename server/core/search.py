@@ -98,39 +98,41 @@ class SearchResult(BaseModel):
     confidence: Confidence
     has_embeddings: bool
 
-    def documents(self) -> list[DocumentHit]:
-        """Chunks aggregated by document: best chunk, matched chunk count, max score; best first."""
-        by_doc: dict[UUID, DocumentHit] = {}
-        for hit in self.chunks:
-            entry = by_doc.get(hit.document_id)
-            if entry is None:
-                by_doc[hit.document_id] = DocumentHit(
-                    document_id=hit.document_id,
-                    filename=hit.filename,
-                    title=hit.title,
-                    max_score=hit.score,
-                    matched_chunks=1,
-                    best_chunk=hit.public(),
-                )
-            else:
-                entry.matched_chunks += 1
-                if hit.score > entry.max_score:
-                    entry.max_score = hit.score
-                    entry.best_chunk = hit.public()
-        return sorted(by_doc.values(), key=lambda d: d.max_score, reverse=True)
-
     def to_api(self) -> SearchResponse:
-        """The response of GET /api/search and `ragchat search --json`."""
+        """The response of GET /api/search and `ragchat search --json` (each hit made public once)."""
+        passages = [c.public() for c in self.chunks]
         return SearchResponse(
             query=self.query,
             mode=self.mode,
             reranked=self.reranked,
-            chunks=[c.public() for c in self.chunks],
-            documents=self.documents(),
+            chunks=passages,
+            documents=by_document(passages),
             timing_ms=self.timings,
             has_embeddings=self.has_embeddings,
             confidence=self.confidence,
         )
+
+
+def by_document(passages: list[Passage]) -> list[DocumentHit]:
+    """Passages aggregated by document: best passage, matched count, max score; best first."""
+    by_doc: dict[UUID, DocumentHit] = {}
+    for hit in passages:
+        entry = by_doc.get(hit.document_id)
+        if entry is None:
+            by_doc[hit.document_id] = DocumentHit(
+                document_id=hit.document_id,
+                filename=hit.filename,
+                title=hit.title,
+                max_score=hit.score,
+                matched_chunks=1,
+                best_chunk=hit,
+            )
+        else:
+            entry.matched_chunks += 1
+            if hit.score > entry.max_score:
+                entry.max_score = hit.score
+                entry.best_chunk = hit
+    return sorted(by_doc.values(), key=lambda d: d.max_score, reverse=True)
 
 
 class DocumentHit(BaseModel):

@@ -9,10 +9,9 @@ import time
 import zipfile
 from dataclasses import dataclass, fields
 from io import BytesIO
-from typing import IO, TYPE_CHECKING, Self
+from typing import IO, Any, Self
 
-if TYPE_CHECKING:
-    from server.settings import Settings
+from server.settings import Settings
 
 MB = 1024 * 1024
 _RATIO_MIN_BYTES = MB  # members smaller than this inflated are never "too compressed"
@@ -22,19 +21,24 @@ class ParseError(Exception):
     """A file could not be turned into text; the message is shown to the user."""
 
 
+def _setting_default(name: str) -> Any:
+    """The default of the setting of that name: the one place the limits' defaults are written."""
+    return Settings.model_fields[name].default
+
+
 @dataclass(frozen=True)
 class ParseLimits:
-    """The caps a parse runs under; defaults match the Settings defaults (`ParseLimits.from_settings`)."""
+    """The caps a parse runs under: by default the settings' defaults (`from_settings` for the configured)."""
 
-    max_inflated_mb: float = 200.0
-    max_zip_member_mb: float = 100.0
-    max_zip_members: int = 5000
-    max_compression_ratio: float = 200.0
-    max_elements: int = 200_000
-    max_pdf_pages: int = 2000
-    parse_timeout_s: float = 120.0
-    max_jsonl_records: int = 200_000
-    max_jsonl_record_kb: int = 1024
+    max_inflated_mb: float = _setting_default("max_inflated_mb")
+    max_zip_member_mb: float = _setting_default("max_zip_member_mb")
+    max_zip_members: int = _setting_default("max_zip_members")
+    max_compression_ratio: float = _setting_default("max_compression_ratio")
+    max_elements: int = _setting_default("max_elements")
+    max_pdf_pages: int = _setting_default("max_pdf_pages")
+    parse_timeout_s: float = _setting_default("parse_timeout_s")
+    max_jsonl_records: int = _setting_default("max_jsonl_records")
+    max_jsonl_record_kb: int = _setting_default("max_jsonl_record_kb")
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Self:
