@@ -99,6 +99,11 @@ class Settings(BaseSettings):
     max_jsonl_record_kb: int = Field(default=1024, ge=1)  # one line of a BEIR .jsonl corpus
     ingest_lease_s: float = Field(default=60.0, ge=1)  # a worker's hold on a document, renewed every third of it
     ingest_max_attempts: int = Field(default=3, ge=1)  # claims of one document before it is failed for good
+    # web pages by URL: fetch private, loopback and link-local addresses too (off: only public addresses, SSRF guard)
+    allow_private_urls: bool = False
+    url_fetch_timeout_s: float = Field(default=20.0, gt=0)  # one URL fetch, redirects and body included
+    # a document queued again after a passing fault (model or database away) waits this long, doubled per attempt
+    ingest_retry_backoff_s: float = Field(default=2.0, ge=0, le=3600)
 
     # --- embeddings ---
     embed_provider: EmbedProvider = EmbedProvider.sentence_transformers

@@ -79,3 +79,13 @@ def run_server(app: Any, *, host: str, port: int, log_level: str, on_ready: Call
     with suppress(KeyboardInterrupt):
         server.run()
     return server.started
+
+
+def format_duration(seconds: float) -> str:
+    """12 s, 3 min 05 s, 1 h 02 min: what a progress line says is left."""
+    s = round(seconds)
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60:02d} s"
+    return f"{s // 3600} h {s % 3600 // 60:02d} min"

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from uuid import UUID
 
 from server.cli import remote
-from server.cli.common import acting_as, add_user_option, open_runtime, run_async, where
+from server.cli.common import acting_as, add_user_option, format_duration, open_runtime, run_async, where
 from server.core.errors import RagchatError
 from server.settings import Settings
 
@@ -45,10 +45,16 @@ async def ingest(settings: Settings, args: argparse.Namespace) -> int:
         started = time.perf_counter()
         bar = tqdm(total=len(queued), unit="doc", desc="ingesting", disable=not queued or args.quiet)
 
-        def report(p: Progress) -> None:
+        def report(p: Progress) -> None:  # after every embedded batch and every stored or failed document
             bar.n = p.documents_done + p.documents_failed
-            rate = p.chunks_done / max(time.perf_counter() - started, 1e-9)
-            bar.set_postfix(chunks=p.chunks_done, chunks_per_s=f"{rate:.1f}", failed=p.documents_failed)
+            elapsed = time.perf_counter() - started
+            rate = (p.chunks_embedded + p.chunks_reused) / max(elapsed, 1e-9)
+            eta = p.eta_s(len(queued), elapsed)
+            bar.set_postfix_str(
+                f"{p.chunks_embedded + p.chunks_reused}/{p.chunks_total} chunks, {rate:.1f}/s"
+                + (f", ~{format_duration(eta)} left" if eta is not None else "")
+                + (f", {p.documents_failed} failed" if p.documents_failed else "")
+            )
             bar.refresh()
 
         progress = await rt.documents.ingest([r.document_id for r in queued if r.document_id], report)

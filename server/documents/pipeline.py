@@ -56,6 +56,7 @@ class Prepared:
     source_path: str | None
     vectors: np.ndarray | None = None
     space: ActiveSpace | None = None
+    embedded: int = 0  # chunks this worker embedded for it (the rest came from the vector cache)
 
 
 @dataclass
@@ -65,6 +66,17 @@ class Progress:
     chunks_done: int = 0
     chunks_embedded: int = 0
     chunks_reused: int = 0
+    chunks_total: int = 0  # chunks of the documents parsed so far (stored, under way or failed later)
+    documents_parsed: int = 0
+
+    def eta_s(self, documents: int, elapsed_s: float) -> float | None:
+        """Seconds left for `documents` in all, from the chunk rate so far (documents not parsed yet are
+        assumed to be as long as the parsed ones); None until something was embedded."""
+        embedded = self.chunks_embedded + self.chunks_reused
+        if not embedded or not self.documents_parsed or elapsed_s <= 0:
+            return None
+        expected = self.chunks_total / self.documents_parsed * max(documents - self.documents_failed, 0)
+        return max(expected - embedded, 0.0) / (embedded / elapsed_s)
     failures: list[tuple[str, str]] = field(default_factory=list)
 
 
@@ -130,12 +142,18 @@ class IngestionPipeline:
 
     async def run(self, ids: Sequence[UUID] | None = None) -> Progress:
         """Process queued documents (only `ids` when given) until none is left to claim (documents queued
-        again after a passing fault included: they come back until INGEST_MAX_ATTEMPTS)."""
+        again after a passing fault included: they come back, after their backoff, until INGEST_MAX_ATTEMPTS)."""
         while True:
             self.requeued = False
             await self._round(ids)
             if not self.requeued:
                 return self.progress
+            async with self.pool.connection() as conn:
+                wait = await repo.next_due(conn, ids)
+            if wait:
+                await asyncio.sleep(
+                    min(wait, self.settings.ingest_retry_backoff_s * 2**self.settings.ingest_max_attempts)
+                )
 
     async def _round(self, ids: Sequence[UUID] | None) -> None:
         prepared: asyncio.Queue[list[Prepared] | None] = asyncio.Queue(maxsize=2)
@@ -172,15 +190,17 @@ class IngestionPipeline:
                         await self._fail(row["id"], row["filename"], exc.message, retry=True)
                     continue
                 results = await asyncio.to_thread(self._prepare_rows, rows, target.embedder)
+                parsed = [r for r in results if not isinstance(r, str) and r.id not in self.lost]
+                async with self.pool.connection() as conn:  # the totals, so the page can show N of M at once
+                    await repo.set_progress(conn, {r.id: len(r.chunks) for r in parsed}, total=True)
+                self.progress.chunks_total += sum(len(r.chunks) for r in parsed)
+                self.progress.documents_parsed += len(parsed)
                 for row, result in zip(rows, results, strict=True):
                     if isinstance(result, str):
                         await self._fail(row["id"], row["filename"], result)
                         continue
                     if result.id in self.lost:
                         continue
-                    if len(result.chunks) > self.settings.embed_batch_size:
-                        async with self.pool.connection() as conn:
-                            await repo.set_progress(conn, result.id, 0, len(result.chunks))
                     group.append(result)
                     size += len(result.chunks)
                     if size >= self.group_chunks:
@@ -266,11 +286,13 @@ class IngestionPipeline:
                 cache.update(await vectors.cached_vectors(conn, target.space, owner, hashes))
         missing: dict[str, str] = {}
         for doc in group:
+            before = len(missing)
             for h, text in zip(doc.hashes, doc.texts, strict=True):
                 if h not in cache:
                     missing.setdefault(h, text)
+            doc.embedded = len(missing) - before
         todo = list(missing.items())
-        step = self.settings.embed_batch_size * 4
+        step = self.settings.embed_batch_size  # progress after every batch: the page's bar and ETA move steadily
         for start in range(0, len(todo), step):
             if start and not await self._check_held(group):  # all cancelled or deleted: stop embedding
                 return []
@@ -279,6 +301,7 @@ class IngestionPipeline:
             cache.update({h: v for (h, _), v in zip(batch, made, strict=True)})
             self.progress.chunks_embedded += len(batch)
             await self._report_partial(group, cache)
+            self.on_progress(self.progress)
         self.progress.chunks_reused += sum(len(d.hashes) for d in group) - len(todo)
         group = self._alive(group)
         for doc in group:
@@ -287,12 +310,12 @@ class IngestionPipeline:
         return group
 
     async def _report_partial(self, group: list[Prepared], cache: dict[str, np.ndarray]) -> None:
-        big = [d for d in self._alive(group) if len(d.hashes) > self.settings.embed_batch_size]
-        if not big:
-            return
+        """chunks_done of every document of the group with some but not all of its chunks embedded (one
+        statement; a document done in one batch goes from 0 to ready)."""
+        done = {d.id: sum(h in cache for h in d.hashes) for d in self._alive(group)}
+        partial = {i: n for i, n in done.items() if n}
         async with self.pool.connection() as conn:
-            for doc in big:
-                await repo.set_progress(conn, doc.id, sum(h in cache for h in doc.hashes), None)
+            await repo.set_progress(conn, partial)
 
     async def _store_stage(self, inp: asyncio.Queue[list[Prepared] | None]) -> None:
         while (group := await inp.get()) is not None:
@@ -302,7 +325,7 @@ class IngestionPipeline:
     async def _store(self, doc: Prepared, retried: bool = False) -> None:
         assert doc.vectors is not None and doc.space is not None
         stored = [
-            repo.StoredChunk(i, c.content, c.page, c.section, c.token_count, h, v)
+            repo.StoredChunk(i, c.content, c.page, c.section, c.token_count, h, v, c.location)
             for i, (c, h, v) in enumerate(zip(doc.chunks, doc.hashes, doc.vectors, strict=True))
         ]
         try:
@@ -335,6 +358,14 @@ class IngestionPipeline:
             log.exception("storing %s failed", doc.id)
             await self._fail(doc.id, doc.title, f"could not store chunks: {exc}", retry=True)
             return
+        log.info(
+            "stored document %s: %d chunks (%d embedded here, %d from the cache) by worker %s",
+            doc.id,
+            len(stored),
+            doc.embedded,
+            len(stored) - doc.embedded,
+            self.worker_id,
+        )
         self.progress.documents_done += 1
         self.progress.chunks_done += len(stored)
         self.on_progress(self.progress)
@@ -344,7 +375,14 @@ class IngestionPipeline:
         or the database) queues it again until INGEST_MAX_ATTEMPTS; a bad file fails at once."""
         limit = self.settings.ingest_max_attempts if retry else 0
         async with self.pool.connection() as conn:
-            status = await repo.mark_failed(conn, document_id, reason, worker_id=self.worker_id, retry_below=limit)
+            status = await repo.mark_failed(
+                conn,
+                document_id,
+                reason,
+                worker_id=self.worker_id,
+                retry_below=limit,
+                backoff_s=self.settings.ingest_retry_backoff_s,
+            )
         self.requeued = self.requeued or status == "queued"
         if status != "failed":  # queued again, or no longer ours (cancelled, deleted, taken over)
             return

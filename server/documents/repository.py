@@ -15,7 +15,8 @@ from server.db.pool import Conn
 from server.vectors.store import Space, VectorRow, insert_vectors
 
 DOCUMENT_COLUMNS = """id, owner_id, filename, title, content_type, byte_size, sha256, status, chunks_total,
-    chunks_done, page_count, error, metadata, created_at, updated_at"""
+    chunks_done, page_count, error, metadata, created_at, updated_at, attempts, locked_at, progress_started_at,
+    not_before"""
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,7 @@ class StoredChunk:
     token_count: int
     content_hash: str
     embedding: np.ndarray
+    location: dict[str, Any] | None = None  # where in the file: time span, sheet rows, slide, chapter
 
 
 class SpaceChanged(Exception):
@@ -68,7 +70,7 @@ async def requeue_failed(conn: Conn, owner: UUID, document_id: UUID) -> bool:
     """Queue a failed document of `owner` again, with a fresh count of attempts."""
     cur = await conn.execute(
         """UPDATE documents SET status = 'queued', error = NULL, chunks_done = 0, attempts = 0, lease_until = NULL,
-               worker_id = NULL, updated_at = now()
+               worker_id = NULL, not_before = NULL, progress_started_at = NULL, updated_at = now()
            WHERE id = %s AND owner_id = %s AND status = 'failed'""",
         (document_id, owner),
     )
@@ -79,7 +81,7 @@ async def retry(conn: Conn, owner: UUID, document_id: UUID) -> bool:
     """Queue again a failed document, or a stuck one (processing with its lease run out); attempts start over."""
     cur = await conn.execute(
         """UPDATE documents SET status = 'queued', error = NULL, chunks_done = 0, attempts = 0, lease_until = NULL,
-               worker_id = NULL, updated_at = now()
+               worker_id = NULL, not_before = NULL, progress_started_at = NULL, updated_at = now()
            WHERE id = %s AND owner_id = %s
              AND (status = 'failed' OR (status = 'processing' AND coalesce(lease_until, locked_at) < now()))""",
         (document_id, owner),
@@ -112,6 +114,21 @@ async def give_up_expired(conn: Conn, *, max_attempts: int) -> int:
     return cur.rowcount
 
 
+_DUE = "(not_before IS NULL OR not_before <= now())"  # a requeued document waits out its backoff
+
+
+async def next_due(conn: Conn, ids: Sequence[UUID] | None = None) -> float | None:
+    """Seconds until the first queued document (of `ids`) is due again after a backoff; None if none waits."""
+    row = await (
+        await conn.execute(
+            """SELECT extract(epoch FROM min(not_before) - now())::float8 AS wait FROM documents
+               WHERE status = 'queued' AND not_before IS NOT NULL AND (%s::uuid[] IS NULL OR id = ANY(%s::uuid[]))""",
+            (None if ids is None else list(ids), None if ids is None else list(ids)),
+        )
+    ).fetchone()
+    return None if row is None or row["wait"] is None else max(0.0, float(row["wait"]))
+
+
 async def claim(
     conn: Conn,
     *,
@@ -127,9 +144,9 @@ async def claim(
     # documents), the partial queued index otherwise. A generic `ids IS NULL OR id = ANY(ids)` uses neither
     # and rescans the whole list for every queued row.
     if ids is None:
-        where, params = "status = 'queued'", []
+        where, params = f"status = 'queued' AND {_DUE}", []
     else:
-        where, params = "id = ANY(%s::uuid[]) AND status = 'queued'", [list(ids)]
+        where, params = f"id = ANY(%s::uuid[]) AND status = 'queued' AND {_DUE}", [list(ids)]
     stale_where = """status = 'processing' AND (lease_until < now()
         OR (lease_until IS NULL AND locked_at < now() - make_interval(secs => %s)))"""
     stale_params: list[Any] = [stale_after_s]
@@ -145,7 +162,8 @@ async def claim(
                      picked AS (SELECT id FROM (SELECT * FROM fresh UNION ALL SELECT * FROM stale) both_kinds
                                 ORDER BY created_at LIMIT %s)
                 UPDATE documents d SET status = 'processing', locked_at = now(), attempts = attempts + 1,
-                       lease_until = now() + make_interval(secs => %s), worker_id = %s, updated_at = now()
+                       lease_until = now() + make_interval(secs => %s), worker_id = %s, updated_at = now(),
+                       chunks_done = 0, chunks_total = NULL, progress_started_at = NULL, not_before = NULL
                 FROM picked
                 WHERE d.id = picked.id
                 RETURNING d.id, d.owner_id, d.filename, d.title, d.content_type, d.metadata, d.created_at,
@@ -180,26 +198,46 @@ async def held(conn: Conn, worker_id: str, document_ids: Sequence[UUID]) -> set[
     return {r["id"] for r in rows}
 
 
-async def set_progress(conn: Conn, document_id: UUID, done: int, total: int | None) -> None:
+async def set_progress(conn: Conn, done: dict[UUID, int], *, total: bool = False) -> None:
+    """One statement for many documents: `done` chunks embedded so far (the first report starts the clock the
+    ETA is measured by), or with `total=True` the chunk totals once parsed (chunks_done reset to 0)."""
+    if not done:
+        return
+    column = (
+        "chunks_total = p.n, chunks_done = 0"
+        if total
+        else ("chunks_done = p.n, progress_started_at = coalesce(d.progress_started_at, now())")
+    )
     await conn.execute(
-        """UPDATE documents SET chunks_done = %s, chunks_total = coalesce(%s, chunks_total), updated_at = now()
-           WHERE id = %s AND status = 'processing'""",
-        (done, total, document_id),
+        f"""UPDATE documents d SET {column}, updated_at = now()
+            FROM unnest(%s::uuid[], %s::int[]) AS p(id, n)
+            WHERE d.id = p.id AND d.status = 'processing'""",
+        (list(done), list(done.values())),
     )
 
 
 async def mark_failed(
-    conn: Conn, document_id: UUID, error: str, *, worker_id: str | None = None, retry_below: int = 0
+    conn: Conn,
+    document_id: UUID,
+    error: str,
+    *,
+    worker_id: str | None = None,
+    retry_below: int = 0,
+    backoff_s: float = 0.0,
+    backoff_max_s: float = 300.0,
 ) -> str | None:
-    """Record why processing failed: queued again while the attempts are under `retry_below`, else failed.
-    With `worker_id`, only while that worker still holds the lease. Returns the new status (None: not held)."""
+    """Record why processing failed: queued again while the attempts are under `retry_below` (not before
+    `backoff_s` × 2^(attempts-1), at most `backoff_max_s`), else failed. With `worker_id`, only while that
+    worker still holds the lease. Returns the new status (None: not held)."""
     holder = "AND worker_id = %s AND status = 'processing'" if worker_id is not None else ""
-    params: list[Any] = [retry_below, error[:2000], document_id]
+    params: list[Any] = [retry_below, retry_below, backoff_s, backoff_max_s, error[:2000], document_id]
     if worker_id is not None:
         params.append(worker_id)
     row = await (
         await conn.execute(
             f"""UPDATE documents SET status = CASE WHEN attempts < %s THEN 'queued' ELSE 'failed' END,
+                   not_before = CASE WHEN attempts < %s
+                       THEN now() + make_interval(secs => least(%s * 2 ^ greatest(attempts - 1, 0), %s)) END,
                    error = %s, locked_at = NULL, lease_until = NULL, worker_id = NULL, updated_at = now()
                WHERE id = %s {holder} RETURNING status""",
             params,
@@ -246,7 +284,7 @@ async def store_chunks(
     await conn.execute("DELETE FROM document_chunks WHERE document_id = %s", (document_id,))
     async with conn.cursor().copy(
         """COPY document_chunks (document_id, owner_id, chunk_index, title, content, page, section,
-                                 token_count, content_hash) FROM STDIN"""
+                                 token_count, content_hash, location) FROM STDIN"""
     ) as copy:
         for c in chunks:
             await copy.write_row(
@@ -260,6 +298,7 @@ async def store_chunks(
                     c.section,
                     c.token_count,
                     c.content_hash,
+                    None if c.location is None else Jsonb(c.location),
                 )
             )
     ids = await (

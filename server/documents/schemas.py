@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 from uuid import UUID
 
@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from server.core.schemas import Person
 
 DocumentStatus = Literal["queued", "processing", "ready", "failed"]
+IngestStage = Literal["queued", "waiting", "reading", "embedding", "ready", "failed"]
 Role = Literal["owner", "write", "read"]
 
 
@@ -32,15 +33,49 @@ class Document(BaseModel):
     owner: Person
     access: Role = Field(description="the caller's access: their own document, or shared to them read/write")
     collection_ids: list[UUID] = Field(description="collections the document is in that the caller can see")
+    attempts: int = Field(default=0, description="times a worker has taken it up (capped by INGEST_MAX_ATTEMPTS)")
+    stage: IngestStage = Field(
+        default="queued",
+        description="queued; waiting (queued again after a fault, until retry_at); reading (parsing and "
+        "chunking); embedding (chunks_done of chunks_total); ready; failed",
+    )
+    retry_at: datetime | None = Field(default=None, description="stage waiting: when it is tried again")
+    eta_s: float | None = Field(
+        default=None, description="stage embedding: seconds left at the rate since embedding started"
+    )
 
     @classmethod
     def of(cls, row: dict[str, Any]) -> Document:
+        computed = ("owner", "access", "collection_ids", "stage", "retry_at", "eta_s")
+        stage, eta = ingest_stage(row)
         return cls(
-            **{k: row[k] for k in cls.model_fields if k in row and k not in ("owner", "access", "collection_ids")},
+            **{k: row[k] for k in cls.model_fields if k in row and k not in computed},
             owner=Person.of(row["owner_id"], row.get("owner_name")),
             access=row.get("access", "owner"),
             collection_ids=list(row.get("collection_ids") or []),
+            stage=stage,
+            retry_at=row.get("not_before") if stage == "waiting" else None,
+            eta_s=eta,
         )
+
+
+def ingest_stage(row: dict[str, Any], now: datetime | None = None) -> tuple[IngestStage, float | None]:
+    """Where a document is in ingestion, and for one being embedded the seconds left (None until a batch is
+    done): the rate since its first embedded batch applied to the chunks still to embed."""
+    now = now or datetime.now(UTC)
+    status = row["status"]
+    if status == "queued":
+        not_before = row.get("not_before")
+        return ("waiting" if not_before is not None and not_before > now else "queued"), None
+    if status != "processing":
+        return status, None
+    total, done, started = row.get("chunks_total"), row.get("chunks_done") or 0, row.get("progress_started_at")
+    if not total:
+        return "reading", None
+    if not done or started is None:
+        return "embedding", None
+    elapsed = max((now - started).total_seconds(), 0.001)
+    return "embedding", round(max(total - done, 0) / (done / elapsed), 1)
 
 
 class DocumentList(BaseModel):
@@ -69,6 +104,15 @@ class UploadForm(BaseModel):
 
     files: list[UploadFile]
     collection_id: UUID | None = None
+
+
+class UrlIngest(BaseModel):
+    """A web page (or a document file) to fetch and ingest like an upload."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: str = Field(min_length=1, max_length=2048, description="an http:// or https:// URL")
+    collection_id: UUID | None = Field(default=None, description="put the document into this collection")
 
 
 class NewCollection(BaseModel):
