@@ -2,7 +2,7 @@ import { fireEvent, render, screen, waitFor, within } from "@testing-library/rea
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { App } from "../App";
 import type { Access, Collection, CollectionDetail, Document } from "../api/types";
-import { jsonResponse } from "../test/fixtures";
+import { jsonResponse, makeDocument } from "../test/fixtures";
 import { apiError, axeViolations, mockServer, noContent, on, session, user } from "../test/server";
 
 const ALICE = { id: "u-alice", username: "alice" };
@@ -20,25 +20,8 @@ const coll = (over: Partial<Collection> = {}): Collection => ({
   updated_at: "2024-01-01T00:00:00Z",
   ...over,
 });
-const doc = (id: string, title: string, over: Partial<Document> = {}): Document => ({
-  id,
-  filename: `${id}.md`,
-  title,
-  content_type: "text/markdown",
-  byte_size: 10,
-  status: "ready",
-  chunks_total: 1,
-  chunks_done: 1,
-  page_count: null,
-  error: null,
-  metadata: {},
-  created_at: "2024-01-01T00:00:00Z",
-  updated_at: "2024-01-01T00:00:00Z",
-  owner: ALICE,
-  access: "owner",
-  collection_ids: [],
-  ...over,
-});
+const doc = (id: string, title: string, over: Partial<Document> = {}): Document =>
+  makeDocument({ id, filename: `${id}.md`, title, content_type: "text/markdown", byte_size: 10, chunks_total: 1, chunks_done: 1, page_count: null, owner: ALICE, ...over });
 
 /** A tiny stateful fake of the collection routes, as alice (or whoever `me` is, with `role`). */
 function server(role: Access = "owner") {

@@ -1,10 +1,31 @@
 import { useState } from "react";
 import type { Document } from "../api/types";
 import { Icon } from "../components/Icon";
-import { formatBytes, formatDate, plural } from "../lib/format";
+import { formatBytes, formatDate, formatEta, plural } from "../lib/format";
 import { isActive } from "./useDocuments";
 
 const STATUS_TEXT = { queued: "Queued", processing: "Processing", ready: "Ready", failed: "Failed" } as const;
+
+/** What an active document is doing, in words: the stage, the count, the time left, a retry's reason. */
+export function stageText(doc: Document, now = Date.now()): string | null {
+  const attempt = doc.attempts > 1 ? ` (attempt ${doc.attempts})` : "";
+  switch (doc.stage) {
+    case "queued":
+      return doc.attempts > 0 ? `Queued to try again${attempt}` : "Queued";
+    case "waiting": {
+      const wait = doc.retry_at ? Math.max(0, Math.round((Date.parse(doc.retry_at) - now) / 1000)) : null;
+      return `Waiting to retry${wait != null ? ` in ${wait} s` : ""}${doc.error ? ` — last error: ${doc.error}` : ""}`;
+    }
+    case "reading":
+      return `Reading the file${attempt}…`;
+    case "embedding": {
+      const eta = formatEta(doc.eta_s);
+      return `Embedding ${doc.chunks_done} of ${doc.chunks_total ?? "?"} chunks${eta ? ` · ${eta} left` : ""}${attempt}`;
+    }
+    default:
+      return null;
+  }
+}
 
 interface Props {
   doc: Document;
@@ -54,11 +75,7 @@ export function DocumentRow({ doc, onDelete, onRetry, onCancel, collections = []
           {doc.title && doc.title !== doc.filename && <span>{doc.filename}</span>}
           <span>{formatBytes(doc.byte_size)}</span>
           {doc.page_count != null && <span data-testid="document-pages">{plural(doc.page_count, "page")}</span>}
-          {(doc.status === "ready" || total != null) && (
-            <span data-testid="document-chunks">
-              {doc.status === "ready" ? plural(total ?? doc.chunks_done, "chunk") : `${doc.chunks_done}/${total} chunks`}
-            </span>
-          )}
+          {doc.status === "ready" && <span data-testid="document-chunks">{plural(total ?? doc.chunks_done, "chunk")}</span>}
           <span>{formatDate(doc.created_at)}</span>
           {!mine && doc.owner && <span data-testid="doc-owner">Owner: {doc.owner.username}</span>}
           {collections.length > 0 && (
@@ -67,6 +84,11 @@ export function DocumentRow({ doc, onDelete, onRetry, onCancel, collections = []
             </span>
           )}
         </div>
+        {active && (
+          <p className="doc-stage muted small" data-testid="document-stage" data-stage={doc.stage}>
+            {stageText(doc)}
+          </p>
+        )}
         {active && (
           <div
             className={`progress${pct == null ? " indeterminate" : ""}`}

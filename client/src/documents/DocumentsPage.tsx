@@ -4,6 +4,7 @@ import { useCollections } from "../collections/CollectionsContext";
 import type { Document, UploadResult } from "../api/types";
 import { RetryError } from "../components/RetryError";
 import { Spinner } from "../components/Spinner";
+import { type Batch, BatchProgress } from "./BatchProgress";
 import { DocumentRow } from "./DocumentRow";
 import { UploadZone } from "./UploadZone";
 import { useDocuments } from "./useDocuments";
@@ -20,7 +21,9 @@ const RESULT_TEXT: Record<UploadResult["status"], string> = {
 
 export function DocumentsPage() {
   const { docs, setDocs, error, refresh } = useDocuments();
-  const [uploading, setUploading] = useState<{ done: number; total: number } | null>(null);
+  const [uploading, setUploading] = useState(false);
+  // The last upload, followed until its documents are ingested: one overall bar when it has several.
+  const [batch, setBatch] = useState<Batch | null>(null);
   // Per file of the last upload, in the order chosen: the results worth listing.
   const [perFile, setPerFile] = useState<UploadResult[][]>([]);
   const results = perFile.flat();
@@ -33,12 +36,14 @@ export function DocumentsPage() {
 
   // One request per file (api.uploadDocuments): each file's result shows as it arrives, next to its name.
   const upload = async (files: File[]) => {
-    let done = 0;
-    setUploading({ done, total: files.length });
+    setUploading(true);
+    setBatch({ files: files.length, sent: 0, ids: [], skipped: 0, started: performance.now() });
     setNotice(null);
     setPerFile([]);
     const onFile = (res: UploadResult[], index: number) => {
-      setUploading({ done: ++done, total: files.length });
+      const queued = res.flatMap((r) => (r.document && (r.status === "queued" || r.status === "requeued") ? [r.document.id] : []));
+      const skipped = res.filter((r) => r.status === "rejected" || r.status === "duplicate").length;
+      setBatch((b) => b && { ...b, sent: b.sent + 1, ids: [...b.ids, ...queued], skipped: b.skipped + skipped });
       setPerFile((p) => {
         const next = p.slice();
         next[index] = res.filter(noteworthy);
@@ -51,8 +56,9 @@ export function DocumentsPage() {
       await api.uploadDocuments(files, targetId || null, onFile);
     } catch (e) {
       setNotice(`Upload failed: ${errorMessage(e)}`);
+      setBatch((b) => b && { ...b, sent: b.files });
     } finally {
-      setUploading(null);
+      setUploading(false);
       void refresh();
       if (targetId) void refreshCollections(); // document counts
     }
@@ -103,13 +109,13 @@ export function DocumentsPage() {
           </select>
         </div>
       )}
-      <UploadZone busy={uploading !== null} onFiles={upload} />
+      <UploadZone busy={uploading} onFiles={upload} />
       {uploading && (
         <p className="muted small" data-testid="upload-progress">
           <Spinner label="Uploading" /> Uploading…
-          {uploading.total > 1 && ` ${uploading.done} of ${uploading.total} files done`}
         </p>
       )}
+      {batch && (batch.files > 1 || batch.ids.length > 1) && <BatchProgress batch={batch} docs={docs} />}
       {notice && (
         <div className="error-box" role="alert" data-testid="upload-error">
           <div className="error-text">{notice}</div>

@@ -25,3 +25,13 @@ export const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n ==
 
 let counter = 0;
 export const localId = (prefix = "local") => `${prefix}-${Date.now().toString(36)}-${(counter++).toString(36)}`;
+
+/** "about 40 s", "about 3 min", "about 1 h 05 min": what an ETA says is left (null: not known yet). */
+export function formatEta(seconds: number | null | undefined): string | null {
+  if (seconds == null || !Number.isFinite(seconds) || seconds < 0) return null;
+  const s = Math.round(seconds);
+  if (s < 5) return "a few seconds";
+  if (s < 60) return `about ${s} s`;
+  if (s < 3600) return `about ${Math.round(s / 60)} min`;
+  return `about ${Math.floor(s / 3600)} h ${String(Math.round((s % 3600) / 60)).padStart(2, "0")} min`;
+}

@@ -108,6 +108,16 @@ export function makeDocument(over: Partial<Document> = {}): Document {
     owner: { id: "u1", username: "alice" },
     access: "owner",
     collection_ids: [],
+    attempts: 1,
+    eta_s: null,
+    retry_at: null,
     ...over,
+    stage: over.stage ?? stageOf(over.status ?? "ready", over.chunks_total === undefined ? 12 : over.chunks_total),
   };
+}
+
+/** The stage the server would report for a status (a test that sets only `status` gets a consistent row). */
+function stageOf(status: Document["status"], total: number | null): Document["stage"] {
+  if (status === "processing") return total ? "embedding" : "reading";
+  return status;
 }

@@ -1,0 +1,63 @@
+import { render, screen } from "@testing-library/react";
+import { describe, expect, it } from "vitest";
+import { makeDocument } from "../test/fixtures";
+import { BatchProgress, summarize } from "./BatchProgress";
+import { stageText } from "./DocumentRow";
+
+const batch = (over = {}) => ({ files: 4, sent: 4, ids: ["a", "b", "c"], skipped: 1, started: 0, ...over });
+
+describe("one overall bar for an upload of many files", () => {
+  it("counts sent files, ready and failed documents, and a processing one by its chunks", () => {
+    const docs = [
+      makeDocument({ id: "a" }),
+      makeDocument({ id: "b", status: "failed", error: "bad file" }),
+      makeDocument({ id: "c", status: "processing", chunks_total: 10, chunks_done: 5 }),
+    ];
+    const s = summarize(batch(), docs, 10_000);
+    expect(s).toMatchObject({ ready: 1, failed: 1, active: 1 });
+    // 3 of 4 units finished (skipped duplicate included) plus half of one: 0.1 + 0.9 × 3.5 / 4
+    expect(s.fraction).toBeCloseTo(0.1 + 0.9 * (3.5 / 4));
+    // the rate so far applied to what is left: 10 s for 0.8875 → about 1.3 s more
+    expect(s.etaS).toBeCloseTo((10 * (1 - s.fraction)) / s.fraction);
+  });
+
+  it("while files are still being sent the bar covers only the share sent", () => {
+    const s = summarize(batch({ sent: 1, ids: ["a"], skipped: 0 }), [makeDocument({ id: "a", status: "queued" })], 5000);
+    expect(s.fraction).toBeCloseTo(0.25 * 0.1);
+    expect(s.active).toBe(1);
+  });
+
+  it("renders one progressbar with words a screen reader announces", () => {
+    const docs = [makeDocument({ id: "a" }), makeDocument({ id: "b" }), makeDocument({ id: "c", status: "queued" })];
+    render(<BatchProgress batch={batch({ skipped: 1 })} docs={docs} />);
+    expect(screen.getAllByRole("progressbar")).toHaveLength(1);
+    expect(screen.getByTestId("batch-progress-text")).toHaveTextContent("4 files uploaded · 2 of 3 ready · 1 in progress");
+    expect(screen.getByTestId("batch-progress-text")).toHaveAttribute("aria-live", "polite");
+  });
+
+  it("says Done when every document is finished", () => {
+    render(<BatchProgress batch={batch({ skipped: 0, ids: ["a"], files: 1, sent: 1 })} docs={[makeDocument({ id: "a" })]} />);
+    expect(screen.getByTestId("batch-progress")).toHaveAttribute("data-done", "true");
+    expect(screen.getByTestId("batch-progress-text")).toHaveTextContent("Done: 1 of 1 ready");
+  });
+});
+
+describe("a document's stage in words", () => {
+  it("embedding with the time left, reading, waiting to retry with the reason", () => {
+    expect(stageText(makeDocument({ status: "processing", chunks_total: 700, chunks_done: 120, eta_s: 31 }))).toBe(
+      "Embedding 120 of 700 chunks · about 31 s left",
+    );
+    expect(stageText(makeDocument({ status: "processing", chunks_total: null, chunks_done: 0, attempts: 2 }))).toBe(
+      "Reading the file (attempt 2)…",
+    );
+    const retryAt = new Date(Date.parse("2026-01-01T00:00:10Z")).toISOString();
+    expect(
+      stageText(
+        makeDocument({ status: "queued", stage: "waiting", retry_at: retryAt, error: "embedding failed: connection refused" }),
+        Date.parse("2026-01-01T00:00:06Z"),
+      ),
+    ).toBe("Waiting to retry in 4 s — last error: embedding failed: connection refused");
+    expect(stageText(makeDocument({ status: "queued", attempts: 0 }))).toBe("Queued");
+    expect(stageText(makeDocument({ status: "ready" }))).toBeNull();
+  });
+});
