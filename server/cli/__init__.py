@@ -1,4 +1,4 @@
-"""The `ragchat` command: serve, worker, ingest, search, eval, reembed, user, login, mcp."""
+"""The `ragchat` command: serve, worker, ingest, sync, search, eval, reembed, user, login, mcp."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from server import __version__
-from server.cli import documents, mcp, remote, search, users, vectors
+from server.cli import documents, mcp, remote, search, sync, users, vectors
 from server.cli.common import run_server
 from server.core.errors import RagchatError
 from server.settings import Settings, is_loopback
@@ -70,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--port", type=int, help="default: PORT (8000)")
     s.set_defaults(func=serve)
     documents.add_commands(sub)
+    sync.add_commands(sub)
     search.add_commands(sub)
     vectors.add_commands(sub)
     users.add_commands(sub)
