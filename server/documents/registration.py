@@ -10,7 +10,7 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 from uuid import UUID
 
 from server.core.errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
@@ -64,8 +64,11 @@ async def register_bytes(
     source_path: str | None = None,
     check_size: bool = True,
     retry_failed: bool = True,
+    title: str | None = None,
+    metadata: dict[str, Any] | None = None,
 ) -> list[Registered]:
-    """Queue one uploaded file (a BEIR `.jsonl` corpus becomes one document per record)."""
+    """Queue one uploaded file (a BEIR `.jsonl` corpus becomes one document per record); `title` and `metadata`
+    (e.g. a fetched page's title and source_url) are the document's, else its filename's stem and nothing."""
     try:
         content_type = validate_upload(filename, len(data), settings, check_size=check_size)
     except (BadRequest, PayloadTooLarge, UnsupportedMediaType) as exc:
@@ -92,11 +95,11 @@ async def register_bytes(
         docs = [
             repo.NewDocument(
                 filename=filename,
-                title=Path(filename).stem,
+                title=title or Path(filename).stem,
                 content_type=content_type,
                 sha256=hashlib.sha256(data).hexdigest(),
                 data=data,
-                metadata=meta,
+                metadata={**meta, **(metadata or {})},
             )
         ]
     return await _insert_all(pool, owner, docs, retry_failed)

@@ -1,4 +1,5 @@
-"""HTTP routes for documents: upload (queued for ingestion), list with progress, get, retry, cancel, delete."""
+"""HTTP routes for documents: upload or fetch by URL (queued for ingestion), list with progress, get, retry,
+cancel, delete."""
 
 from __future__ import annotations
 
@@ -10,12 +11,19 @@ from litestar.enums import RequestEncodingType
 from litestar.params import Body
 
 from server.core.errors import BadRequest, NotFound, PayloadTooLarge, RagchatError, UnsupportedMediaType
-from server.core.http import error_responses
+from server.core.http import ErrorBody, error_responses, response_spec
 from server.core.principal import Principal
-from server.documents.schemas import Document, DocumentList, UploadForm, UploadResult, UploadResults
+from server.documents.registration import Registered
+from server.documents.schemas import Document, DocumentList, UploadForm, UploadResult, UploadResults, UrlIngest
 from server.documents.service import DocumentService
 
 REJECTION = {"payload_too_large": PayloadTooLarge, "unsupported_media_type": UnsupportedMediaType}
+URL_BODY_BYTES = 16 * 1024  # POST /api/documents/url: a URL and a collection id
+URL_ERRORS = {
+    **error_responses(400, 404, 413, 415),
+    502: response_spec(ErrorBody, "The site could not be reached, or answered with an HTTP error"),
+    504: response_spec(ErrorBody, "Fetching the URL took longer than URL_FETCH_TIMEOUT_S"),
+}
 
 
 def refuse(results: list[UploadResult], codes: list[str | None]) -> RagchatError:
@@ -25,6 +33,28 @@ def refuse(results: list[UploadResult], codes: list[str | None]) -> RagchatError
     if len(results) > 1:
         detail = f"all {len(results)} files were rejected; the first: {detail}"
     return kind(detail, extra={"results": [r.model_dump(mode="json") for r in results]})
+
+
+async def upload_results(
+    documents: DocumentService, principal: Principal, outcomes: list[Registered], collection_id: UUID | None
+) -> UploadResults:
+    """Each registered file as a result (added to the collection when one is given); all rejected: the error."""
+    results: list[UploadResult] = []
+    for outcome in outcomes:
+        if collection_id is not None and outcome.document_id:
+            await documents.add_to_collection(principal, outcome.document_id, collection_id)
+        row = await documents.get(principal, outcome.document_id) if outcome.document_id else None
+        results.append(
+            UploadResult(
+                filename=outcome.filename,
+                status=outcome.status,
+                document=Document.of(row) if row else None,
+                error=outcome.error,
+            )
+        )
+    if results and all(r.status == "rejected" for r in results):
+        raise refuse(results, [o.code for o in outcomes])
+    return UploadResults(results=results)
 
 
 class DocumentController(Controller):
@@ -54,26 +84,23 @@ class DocumentController(Controller):
             raise BadRequest("no files in the upload (send multipart/form-data with one or more 'files' fields)")
         if collection_id is not None:
             await documents.check_collection_writable(principal, collection_id)
-        results: list[UploadResult] = []
-        codes: list[str | None] = []
+        outcomes: list[Registered] = []
         for upload in data.files:
             content = await upload.read()
-            for outcome in await documents.register_upload(principal, upload.filename or "upload", content):
-                if collection_id is not None and outcome.document_id:
-                    await documents.add_to_collection(principal, outcome.document_id, collection_id)
-                row = await documents.get(principal, outcome.document_id) if outcome.document_id else None
-                results.append(
-                    UploadResult(
-                        filename=outcome.filename,
-                        status=outcome.status,
-                        document=Document.of(row) if row else None,
-                        error=outcome.error,
-                    )
-                )
-                codes.append(outcome.code)
-        if results and all(r.status == "rejected" for r in results):
-            raise refuse(results, codes)
-        return UploadResults(results=results)
+            outcomes += await documents.register_upload(principal, upload.filename or "upload", content)
+        return await upload_results(documents, principal, outcomes, collection_id)
+
+    @post("/url", status_code=201, request_max_body_size=URL_BODY_BYTES, responses=URL_ERRORS)
+    async def ingest_url(self, data: UrlIngest, documents: DocumentService, principal: Principal) -> UploadResults:
+        """Fetch a web page (its main content, as Markdown) or a document file by URL and queue it like an upload;
+        the document's metadata has `source_url` (after redirects) and `fetched_at`. Only public addresses unless
+        ALLOW_PRIVATE_URLS (400 naming the address otherwise, before any connection); redirects (at most 5) are
+        checked the same way. Bounded by URL_FETCH_TIMEOUT_S (504) and MAX_UPLOAD_MB (413); a type ragchat cannot
+        read is 415; the site failing or answering 4xx/5xx is 502."""
+        if data.collection_id is not None:
+            await documents.check_collection_writable(principal, data.collection_id)
+        outcomes = await documents.register_url(principal, data.url)
+        return await upload_results(documents, principal, outcomes, data.collection_id)
 
     @get("/{document_id:uuid}", responses=error_responses(404))
     async def get_document(self, document_id: UUID, documents: DocumentService, principal: Principal) -> Document:

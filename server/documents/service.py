@@ -14,6 +14,7 @@ from server.db.pool import Pool
 from server.documents import repository as repo
 from server.documents.pipeline import IngestionPipeline, Progress, run_worker
 from server.documents.registration import Registered, register_bytes, register_paths
+from server.documents.web import WebFetcher
 from server.settings import Settings
 from server.vectors.registry import SpaceRegistry
 
@@ -23,12 +24,24 @@ class DocumentService:
         self.pool = pool
         self.spaces = spaces
         self.settings = settings
+        self.web = WebFetcher(settings)  # tests replace it with one that allows their local server
         self._wake = asyncio.Event()
 
     # ---- registration -------------------------------------------------------------------------------------
     async def register_upload(self, principal: Principal, filename: str, data: bytes) -> list[Registered]:
         """Queue one uploaded file; the in-process worker starts on it at once."""
         out = await register_bytes(self.pool, principal.user_id, filename, data, self.settings)
+        self._wake.set()
+        return out
+
+    async def register_url(self, principal: Principal, url: str) -> list[Registered]:
+        """Fetch a web page or file (server/documents/web.py: SSRF guard, time and size limits) and queue it like
+        an upload, its metadata naming `source_url` (after redirects) and `fetched_at`."""
+        page = await self.web.fetch(url)
+        owner, settings = principal.user_id, self.settings
+        out = await register_bytes(
+            self.pool, owner, page.filename, page.data, settings, title=page.title, metadata=page.metadata
+        )
         self._wake.set()
         return out
 
