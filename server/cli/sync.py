@@ -108,6 +108,8 @@ def show(report: SyncReport, *, verbose: bool = False, quiet_when_unchanged: boo
     _lines("removed", report.removed, limit)
     _lines("skipped", [f"{rel}: {why}" for rel, why in report.skipped], limit)
     _lines("failed", [f"{rel}: {why}" for rel, why in report.failed], None, err=True)
+    if report.resumed:
+        print(f"ingested {report.resumed} documents an earlier, interrupted sync had left queued")
     if report.chunks_embedded or report.chunks_reused:
         print(f"embedded {report.chunks_embedded} chunks ({report.chunks_reused} embeddings reused)")
     if report.pending:

@@ -14,8 +14,8 @@ an interrupted run left queued are ingested by the next):
 - hidden, unsupported, empty and too-big files are skipped with the reason, as uploads would be refused.
 
 A folder that cannot be listed, or a file that cannot be read, keeps what was synced from it (a permissions
-glitch must not empty the library), and a folder that turned up empty keeps its documents unless
-`allow_empty` (an unmounted drive looks empty).
+glitch must not empty the library), and a folder that turned up with nothing in it at all keeps its documents
+unless `allow_empty` (an unmounted drive looks empty).
 """
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ class SyncReport:
     documents_deleted: int = 0
     chunks_embedded: int = 0
     chunks_reused: int = 0
+    resumed: int = 0  # documents an earlier, interrupted run left queued, ingested by this one
     pending: int = 0  # documents still queued, or held by another worker (a server's): it finishes them
     failed_before: int = 0  # unchanged files whose document failed in an earlier run
     failed_before_examples: list[tuple[str, str]] = field(default_factory=list)
@@ -127,8 +128,11 @@ class FolderSync:
                 self.root_id = await srepo.find_root(conn, self.owner, self.root)
                 yield self
                 return
-            self.root_id = await srepo.ensure_root(conn, self.owner, self.root)
-            if not await srepo.try_lock_root(conn, self.root_id):
+            async with conn.transaction():
+                self.root_id = await srepo.ensure_root(conn, self.owner, self.root)
+            locked = await srepo.try_lock_root(conn, self.root_id)
+            await conn.commit()  # the lock is the session's: no transaction stays open while it is held
+            if not locked:
                 raise Conflict(f"another `ragchat sync` of {self.root} is running; stop it first")
             try:
                 yield self
@@ -148,7 +152,7 @@ class FolderSync:
         for entry, old in plan.changed:
             await self._changed(entry, old)
         vanished = plan.vanished()
-        if vanished and not plan.seen and not self.allow_empty:
+        if vanished and not plan.seen and not report.skipped and not self.allow_empty:
             report.failed.append(
                 (
                     ".",
@@ -285,9 +289,11 @@ class FolderSync:
             metadata={"source_path": source},
         )
         async with self.pool.connection() as conn, conn.transaction():
-            doc_id, _created, _status = await repo.insert_document(conn, self.owner, doc)
+            doc_id, created, _status = await repo.insert_document(conn, self.owner, doc)
             await srepo.save_file(conn, self.root_id, entry.rel, content.size, content.mtime_ns, doc.sha256, doc_id)
             await srepo.release_path(conn, self.owner, source, keep=doc_id, delete=False)
+            if not created:
+                await srepo.adopt(conn, self.owner, doc_id, self.root_id, self.root, source)
         self._registered.setdefault(doc_id, []).append(entry.rel)
         if into is self.report.updated:
             self._updated[entry.rel] = doc_id
@@ -310,6 +316,7 @@ class FolderSync:
         report = self.report
         async with self.pool.connection() as conn:
             pending = await srepo.pending_documents(conn, self.root_id)
+        report.resumed = sum(1 for doc_id in pending if doc_id not in self._registered)
         if pending:
             progress = await self.ingest(pending)
             report.chunks_embedded += progress.chunks_embedded

@@ -147,6 +147,30 @@ async def release_path(conn: Conn, owner: UUID, source: str, *, keep: UUID | Non
     return deleted
 
 
+async def adopt(conn: Conn, owner: UUID, document_id: UUID, root_id: UUID, root_path: str, source: str) -> bool:
+    """A file whose content an existing document holds takes that document over when it came from another
+    path of this folder that no longer holds it (content moved between files): so the ingestion of that
+    path's new content, which replaces what the path owns, leaves it alone."""
+    prefix = root_path.rstrip("/") + "/"
+    cur = await conn.execute(
+        """UPDATE documents d SET filename = %(name)s, metadata = d.metadata || %(meta)s, updated_at = now()
+           WHERE d.id = %(id)s AND d.owner_id = %(owner)s AND d.metadata->>'source_path' <> %(source)s
+             AND starts_with(d.metadata->>'source_path', %(prefix)s)
+             AND NOT EXISTS (SELECT 1 FROM sync_files f WHERE f.root_id = %(root)s AND f.document_id = d.id
+                             AND f.rel_path = substr(d.metadata->>'source_path', length(%(prefix)s) + 1))""",
+        {
+            "name": posixpath.basename(source),
+            "meta": Jsonb({"source_path": source}),
+            "id": document_id,
+            "owner": owner,
+            "source": source,
+            "prefix": prefix,
+            "root": root_id,
+        },
+    )
+    return cur.rowcount == 1
+
+
 async def drop_replaced(conn: Conn, owner: UUID, source: str, current: UUID) -> int:
     """Once `current` (a changed file's new content) is ready, delete the older versions `source` still owns
     (the ingestion replaces them itself when it stores a new document; not when the new content was already

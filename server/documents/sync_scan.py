@@ -73,7 +73,7 @@ def walk(root: str, dirs: list[str] | None = None) -> Iterator[Found]:
         for entry in entries:
             rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
             if not _valid_name(entry.name):
-                yield Skipped(rel.encode("utf-8", "backslashreplace").decode(), "the name is not valid UTF-8")
+                yield Skipped(os.fsencode(rel).decode("utf-8", "backslashreplace"), "the name is not valid UTF-8")
             elif entry.name.startswith("."):
                 yield Skipped(rel, "hidden")
             else:
