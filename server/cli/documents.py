@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import signal
 import sys
 import time
@@ -17,7 +18,10 @@ from server.core.errors import RagchatError
 from server.settings import Settings
 
 if TYPE_CHECKING:
+    from server.core.principal import Principal
     from server.documents.pipeline import Progress
+    from server.documents.registration import Registered
+    from server.documents.service import DocumentService
 
 
 async def ingest(settings: Settings, args: argparse.Namespace) -> int:
@@ -32,9 +36,9 @@ async def ingest(settings: Settings, args: argparse.Namespace) -> int:
         principal = await acting_as(rt, args.user)
         if args.collection:
             await rt.documents.check_collection_writable(principal, UUID(args.collection[0]))
-        registered = await rt.documents.register_paths(
-            principal, [Path(p) for p in args.paths], retry_failed=args.retry_failed
-        )
+        paths = [Path(p) for p in args.paths if not remote.is_url(p)]
+        registered = await rt.documents.register_paths(principal, paths, retry_failed=args.retry_failed)
+        registered += await register_urls(rt.documents, principal, [p for p in args.paths if remote.is_url(p)])
         if args.collection:
             for r in registered:
                 if r.document_id:
@@ -78,11 +82,25 @@ async def ingest(settings: Settings, args: argparse.Namespace) -> int:
     return 1 if failures else 0  # any file that failed makes the command fail (scripts can tell)
 
 
+async def register_urls(documents: DocumentService, principal: Principal, urls: list[str]) -> list[Registered]:
+    """Fetch and queue each URL (web page or document file); a URL that cannot be fetched comes back rejected."""
+    from server.documents.registration import Registered  # with the runtime, not at every command's start
+
+    out: list[Registered] = []
+    for url in urls:
+        try:
+            out += await documents.register_url(principal, url)
+        except RagchatError as exc:
+            out.append(Registered(url, "rejected", error=f"{url}: {exc.message}", code=exc.code))
+    return out
+
+
 async def worker(settings: Settings, args: argparse.Namespace) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    logging.getLogger("server.documents").setLevel(logging.INFO)  # a line per stored document, for operators
     async with open_runtime(settings) as rt:
         print("ragchat worker: waiting for queued documents (Ctrl+C to stop)", flush=True)
         await rt.documents.run_worker(stop, poll_s=args.poll)
@@ -144,8 +162,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     w.add_argument("--poll", type=float, default=2.0, help="seconds between queue polls")
     w.set_defaults(func=run_async(worker))
 
-    ing = sub.add_parser("ingest", help="ingest files and folders (recursively)")
-    ing.add_argument("paths", nargs="+", help="files or folders")
+    ing = sub.add_parser("ingest", help="ingest files, folders (recursively) and web pages (http:// or https://)")
+    ing.add_argument("paths", nargs="+", help="files, folders or URLs")
     ing.add_argument("--quiet", action="store_true", help="no progress bar")
     ing.add_argument("--retry-failed", action="store_true", help="queue again files that failed before")
     remote.add_remote_options(ing)
