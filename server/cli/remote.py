@@ -212,21 +212,40 @@ def search(args: argparse.Namespace, server: str) -> dict[str, Any]:
         return check(http.get("/api/search", params=params))
 
 
+def is_url(arg: str) -> bool:
+    """`ragchat ingest` fetches arguments that start with http:// or https://; the others are paths."""
+    return arg.lower().startswith(("http://", "https://"))
+
+
 def ingest(args: argparse.Namespace, server: str) -> int:
-    files = [p for path in args.paths for p in _walk(Path(path))]
-    if not files:
+    urls = [p for p in args.paths if is_url(p)]
+    files = [p for path in args.paths if not is_url(path) for p in _walk(Path(path))]
+    if not files and not urls:
         raise RagchatError("no files to upload")
-    failed = 0
+    collection = args.collection[0] if getattr(args, "collection", None) else None
+    results: list[dict[str, Any]] = []
     with client(server, _token(args, server)) as http:
         for path in files:
             with path.open("rb") as f:
-                data = {"collection_id": args.collection[0]} if getattr(args, "collection", None) else None
-                body = check(http.post("/api/documents", files={"files": (path.name, f)}, data=data))
-            for r in body["results"]:
-                failed += r["status"] == "rejected"
-                print(f"{r['status']:<10} {r['filename']}" + (f"  ({r['error']})" if r.get("error") else ""))
-    print(f"uploaded {len(files)} files to {server}; the server ingests them in the background", file=sys.stderr)
-    return 1 if failed else 0
+                data = {"collection_id": collection} if collection else None
+                results += _show(check(http.post("/api/documents", files={"files": (path.name, f)}, data=data)))
+        for url in urls:  # the server fetches the page (its SSRF guard and limits apply)
+            response = http.post("/api/documents/url", json={"url": url, "collection_id": collection})
+            try:
+                results += _show(check(response))
+            except Unauthorized:
+                raise
+            except RagchatError as exc:
+                results += _show({"results": [{"status": "rejected", "filename": url, "error": exc.message}]})
+    sent = ", ".join(f"{n} {what}" for n, what in ((len(files), "files"), (len(urls), "URLs")) if n)
+    print(f"sent {sent} to {server}; the server ingests them in the background", file=sys.stderr)
+    return 1 if any(r["status"] == "rejected" for r in results) else 0
+
+
+def _show(body: dict[str, Any]) -> list[dict[str, Any]]:
+    for r in body["results"]:
+        print(f"{r['status']:<10} {r['filename']}" + (f"  ({r['error']})" if r.get("error") else ""))
+    return body["results"]
 
 
 def _walk(path: Path) -> list[Path]:
