@@ -78,6 +78,8 @@ def _source_line(number: int, hit: ChunkHit) -> str:
         parts.append(f"page {hit.page}")
     if hit.section:
         parts.append(f"section: {hit.section}")
+    if hit.location and hit.location.label:
+        parts.append(f"at {hit.location.label}")
     return f"[{number}] " + ", ".join(parts)
 
 

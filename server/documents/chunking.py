@@ -21,7 +21,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from server.documents.parsers import Section
 from server.vectors.store import content_hash, embedding_text
@@ -50,6 +50,7 @@ class Chunk:
     page: int | None
     section: str | None
     token_count: int
+    location: dict[str, Any] | None = None  # the section's: every chunk of a section shares it
 
 
 @dataclass(frozen=True)
@@ -270,9 +271,9 @@ def iter_chunks(
         packer = _Packer(count, max_tokens, max_chars, overlap)
         for unit in _units(section.text, max_tokens, max_chars, count):
             for text, tokens in packer.add(unit):
-                yield Chunk(text, section.page, section.heading, tokens)
+                yield Chunk(text, section.page, section.heading, tokens, section.location)
         for text, tokens in packer.finish():
-            yield Chunk(text, section.page, section.heading, tokens)
+            yield Chunk(text, section.page, section.heading, tokens, section.location)
 
 
 def chunk_sections(

@@ -9,7 +9,7 @@ import codecs
 import json
 import re
 import zipfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from io import BytesIO
 from typing import Any
@@ -37,11 +37,13 @@ class UnsupportedFormat(ParseError):
 
 @dataclass(frozen=True)
 class Section:
-    """A run of text sharing one page (PDF) or one heading path."""
+    """A run of text sharing one page (PDF) or one heading path, and where it sits in its source (`location`:
+    a transcript's time span, a sheet's rows, a slide, a chapter; JSON-serializable)."""
 
     text: str
     page: int | None = None
     heading: str | None = None
+    location: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,12 @@ CONTENT_TYPES: dict[str, str] = {
     ".pdf": "application/pdf",
     ".docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
     ".jsonl": "application/x-ndjson",
+    ".vtt": "text/vtt",
+    ".srt": "application/x-subrip",
+    ".csv": "text/csv",
+    ".xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    ".pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+    ".epub": "application/epub+zip",
 }
 SUPPORTED_EXTENSIONS: frozenset[str] = frozenset(CONTENT_TYPES)
 
@@ -656,7 +664,9 @@ def _parse_docx(data: bytes, stem: str, limits: ParseLimits, deadline: Deadline)
     return _doc(title or first_heading or stem, sections, {"author": author} if author else {})
 
 
-_PARSERS = {
+Parser = Callable[[bytes, str, ParseLimits, Deadline], ParsedDocument]
+
+_PARSERS: dict[str, Parser] = {
     ".txt": _parse_txt,
     ".md": _parse_markdown,
     ".markdown": _parse_markdown,
@@ -665,6 +675,14 @@ _PARSERS = {
     ".pdf": _parse_pdf,
     ".docx": _parse_docx,
 }
+
+
+def _format_parser(ext: str) -> Parser | None:
+    """The parser of a format kept in `server.documents.formats` (imported on first use: those modules build on
+    this one's sections and text helpers)."""
+    from server.documents.formats import FORMAT_PARSERS
+
+    return FORMAT_PARSERS.get(ext)
 
 
 def _unsupported(filename: str, ext: str) -> UnsupportedFormat:
@@ -690,7 +708,7 @@ def parse(data: bytes, filename: str, limits: ParseLimits | None = None) -> Pars
     ext, stem = _split_name(filename)
     if ext == ".jsonl":
         raise UnsupportedFormat("JSONL (BEIR corpus) files hold many documents; import them with iter_beir_jsonl()")
-    parser = _PARSERS.get(ext)
+    parser = _PARSERS.get(ext) or _format_parser(ext)
     if parser is None:
         raise _unsupported(filename, ext)
     if not data:

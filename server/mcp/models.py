@@ -24,10 +24,15 @@ class Passage(BaseModel):
     content: str
     score: float = Field(description="cosine similarity, or the rerank relevance when reranked")
     trace: Trace
+    location: str | None = Field(default=None, description='where in the file: "00:12:31–00:12:58", "Slide 3"…')
+    url: str | None = Field(default=None, description="the document's source web page, if any")
 
     @classmethod
     def of(cls, number: int, hit: ChunkHit) -> Passage:
-        return cls(number=number, **hit.model_dump(mode="json", include=_HIT_FIELDS))
+        label = hit.location.label if hit.location else None
+        return cls(
+            number=number, location=label or None, url=hit.url, **hit.model_dump(mode="json", include=_HIT_FIELDS)
+        )
 
 
 _HIT_FIELDS = {"id", "document_id", "title", "filename", "page", "section", "chunk_index", "content", "score", "trace"}
@@ -94,9 +99,12 @@ class Source(BaseModel):
     chunk_index: int | None = None
     score: float | None = None
     content: str = ""
+    location: str | None = None
+    url: str | None = None
 
     @classmethod
     def of(cls, number: int, chunk: dict[str, Any]) -> Source:
+        location = chunk.get("location")
         return cls(
             number=number,
             document_id=str(chunk.get("document_id", "")),
@@ -107,6 +115,8 @@ class Source(BaseModel):
             chunk_index=chunk.get("chunk_index"),
             score=chunk.get("score"),
             content=chunk.get("content") or "",
+            location=(location.get("label") or None) if isinstance(location, dict) else None,
+            url=chunk.get("url"),
         )
 
 
@@ -117,13 +127,15 @@ class AskOutput(BaseModel):
     usage: dict[str, Any] = Field(default_factory=dict)
 
 
-def where(filename: str, page: int | None, section: str | None = None) -> str:
-    """`handbook.pdf, page 3, § Holidays`."""
+def where(filename: str, page: int | None, section: str | None = None, location: str | None = None) -> str:
+    """`handbook.pdf, page 3, § Holidays`, `talk.vtt, at 00:12:31–00:12:58`."""
     parts = [filename]
     if page is not None:
         parts.append(f"page {page}")
     if section:
         parts.append(f"§ {section}")
+    if location:
+        parts.append(f"at {location}")
     return ", ".join(parts)
 
 
@@ -136,7 +148,7 @@ def search_text(out: SearchOutput) -> str:
     if out.confidence.insufficient_confidence:
         head += " Nothing matched closely: the documents may not answer this."
     blocks = [
-        f"[{p.number}] {where(p.filename, p.page, p.section)} · score {p.score:.3f}\n"
+        f"[{p.number}] {where(p.filename, p.page, p.section, p.location)} · score {p.score:.3f}\n"
         f"(document_id {p.document_id}, chunk {p.chunk_index}: {p.title})\n{p.content}"
         for p in out.chunks
     ]
@@ -161,5 +173,8 @@ def documents_text(out: DocumentList, query: str | None) -> str:
 def ask_text(out: AskOutput) -> str:
     if not out.sources:
         return out.answer
-    lines = [f"[{s.number}] {where(s.filename, s.page, s.section)} (document_id {s.document_id})" for s in out.sources]
+    lines = [
+        f"[{s.number}] {where(s.filename, s.page, s.section, s.location)} (document_id {s.document_id})"
+        for s in out.sources
+    ]
     return "\n".join([out.answer.rstrip(), "", "Sources:", *lines])

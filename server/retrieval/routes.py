@@ -13,7 +13,7 @@ from server.core.http import error_responses
 from server.core.principal import Principal
 from server.core.search import SearchFilters, SearchResponse
 from server.db.ratelimit import RateLimiter
-from server.retrieval.filters import parse_metadata_filters
+from server.retrieval.filters import parse_location_filters, parse_metadata_filters
 from server.retrieval.search import Searcher
 from server.settings import Settings
 
@@ -53,6 +53,14 @@ async def search(
     document_ids: Annotated[list[UUID] | None, Parameter(query="document_ids")] = None,
     collection_ids: Annotated[list[UUID] | None, Parameter(query="collection_ids")] = None,
     filter_: Annotated[list[str] | None, Parameter(query="filter")] = None,
+    location: Annotated[
+        list[str] | None,
+        Parameter(
+            query="location",
+            description="key=value, repeatable: sheet=Q1, slide=3, chapter=<title>, row=12 (in the passage's "
+            "rows), t=751 (seconds, in the passage's time span)",
+        ),
+    ] = None,
 ) -> Response[SearchResponse]:
     """Hybrid/vector/keyword search over what the caller may read (their documents and shared collections)."""
     await charge(searcher.settings, limiter, principal, limit, rerank)
@@ -60,6 +68,7 @@ async def search(
         document_ids=document_ids or None,
         collection_ids=collection_ids or None,
         metadata=parse_metadata_filters(filter_),
+        location=parse_location_filters(location),
     )
     result = await searcher.search(q, principal=principal, limit=limit, mode=mode, filters=filters, rerank=rerank)
     # Not cacheable: a browser's cache is keyed on the URL, not the user, and shares change what is readable.

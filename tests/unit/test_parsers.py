@@ -90,7 +90,14 @@ def make_docx(*, core_title: str | None = None, author: str | None = None) -> by
 
 
 def test_supported_extensions_and_content_types() -> None:
-    assert {".txt", ".md", ".markdown", ".html", ".htm", ".pdf", ".docx", ".jsonl"} == SUPPORTED_EXTENSIONS
+    assert {".txt", ".md", ".markdown", ".html", ".htm", ".pdf", ".docx", ".jsonl"} | {
+        ".vtt",
+        ".srt",
+        ".csv",
+        ".xlsx",
+        ".pptx",
+        ".epub",
+    } == SUPPORTED_EXTENSIONS
     assert set(CONTENT_TYPES) == SUPPORTED_EXTENSIONS
     assert content_type_for("Report.PDF") == "application/pdf"
     assert content_type_for("notes.md") == "text/markdown"

@@ -3,14 +3,15 @@ library builds them, and sections of bounded size with a location.
 
 The libraries (openpyxl, python-pptx, ebooklib) build whole XML trees or whole rows in memory. So before one
 touches a file, `open_container` runs the zip checks of `server.documents.limits` (member count, inflated sizes,
-compression ratios) and `scan_xml` streams every XML part once through lxml (no entities, DTDs or network),
-freeing elements as it goes, under an element budget: what a library then builds is bounded.
+compression ratios) and `scan_xml` counts the elements of every XML part, streamed, under an element budget,
+and refuses DTDs: what a library then builds is bounded.
 """
 
 from __future__ import annotations
 
+import re
 import zipfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +27,7 @@ from server.documents.limits import (
     sniff,
     too_many_elements,
 )
-from server.documents.parsers import Section, _iterparse  # pyright: ignore[reportPrivateUsage]
+from server.documents.parsers import Section
 
 # XML elements per MAX_ELEMENTS unit (a spreadsheet cell is 2-3 elements, a slide paragraph 3-6): the budget of
 # all XML parts of one file together is this many times MAX_ELEMENTS.
@@ -53,10 +54,16 @@ def open_container(data: bytes, limits: ParseLimits, ext: str, required: str, la
 
 @dataclass
 class XmlCounts:
-    """Elements seen while scanning, and the elements of one tag (e.g. spreadsheet cells) per part."""
+    """Elements seen while scanning (an upper bound: every "<" before a name), and per counted tag."""
 
     elements: int = 0
     tagged: dict[str, int] = field(default_factory=dict)
+
+
+_ELEMENT = re.compile(rb"<[A-Za-z_]")
+_DOCTYPE = re.compile(rb"<!DOCTYPE")
+_ENTITY = re.compile(rb"<!ENTITY")
+_SCAN_BLOCK = 1 << 20
 
 
 def scan_xml(
@@ -65,71 +72,62 @@ def scan_xml(
     deadline: Deadline,
     label: str,
     *,
-    names: Iterable[str] | None = None,
-    count_tags: tuple[str, ...] = (),
+    count_tags: dict[str, str] | None = None,
     allow_doctype: bool = False,
 ) -> XmlCounts:
-    """Stream the XML parts (`names`, default: every part with an XML-like suffix) under the element budget.
+    """Count the elements of every XML-like part, streamed in blocks at C speed, before a library parses them.
 
-    Elements named in `count_tags` (local names, e.g. "c" for cells) are also counted per part. A DOCTYPE is refused
-    (Office parts never have one; an entity bomb does), or with `allow_doctype` (XHTML) one declaring entities;
-    malformed XML is left to the library.
+    All parts together may hold `XML_ELEMENTS_PER_UNIT` × MAX_ELEMENTS elements; each tag of `count_tags`
+    (local name -> what it is, e.g. {"c": "cells"}) at most MAX_ELEMENTS. A DOCTYPE is refused (Office parts
+    never have one; an entity bomb does), or with `allow_doctype` (XHTML) any entity declaration. In XML a "<"
+    before a name always opens an element (text and attributes escape it), so the count is an upper bound.
     """
-    from lxml import etree  # pyright: ignore[reportAttributeAccessIssue]  (no stubs for the C module)
-
     budget = limits.max_elements * XML_ELEMENTS_PER_UNIT
+    tags = {
+        tag: re.compile(rb"<(?:[A-Za-z_][\w.-]*:)?" + re.escape(tag.encode()) + rb"[\s/>]")
+        for tag in (count_tags or {})
+    }
+    refused = _ENTITY if allow_doctype else _DOCTYPE
     counts = XmlCounts()
-    wanted = names if names is not None else (n for n in zf.namelist() if n.lower().endswith(XML_SUFFIXES))
-    for name in wanted:
-        if member_size(zf, name) is None:
+    for name in zf.namelist():
+        if not name.lower().endswith(XML_SUFFIXES):
             continue
-        tagged = 0
-        first = True
-        try:
-            for event, elem in _iterparse(open_member(zf, name), ("start", "end")):
-                if event == "start":
-                    if first:
-                        first = False
-                        _check_doctype(elem, allow_doctype, label, name)
-                    counts.elements += 1
-                    if counts.elements > budget:
-                        raise ParseError(
-                            f"{label} has more than {budget:,} XML elements ({XML_ELEMENTS_PER_UNIT} × MAX_ELEMENTS "
-                            f"{limits.max_elements:,}, stopped in {name!r}); split it into smaller files"
-                        )
-                    if counts.elements % 8192 == 0:
-                        deadline.check(f"XML element {counts.elements:,} ({name})")
-                    continue
-                if count_tags and isinstance(elem.tag, str) and elem.tag.rpartition("}")[2] in count_tags:
-                    tagged += 1
-                _free(elem)
-        except ParseError:
-            raise
-        except etree.XMLSyntaxError:
-            pass  # the library decides what it makes of a malformed part; what it could build was counted
-        if tagged:
-            counts.tagged[name] = tagged
+        for block in _blocks(zf, name):
+            if refused.search(block):
+                what = "XML entities" if allow_doctype else "a DTD, which it never needs"
+                raise ParseError(f"{label} part {name!r} declares {what} (an entity bomb?); refused")
+            counts.elements += len(_ELEMENT.findall(block))
+            if counts.elements > budget:
+                raise ParseError(
+                    f"{label} has more than {budget:,} XML elements ({XML_ELEMENTS_PER_UNIT} × MAX_ELEMENTS "
+                    f"{limits.max_elements:,}, stopped in {name!r}); split it into smaller files"
+                )
+            for tag, pattern in tags.items():
+                counts.tagged[tag] = counts.tagged.get(tag, 0) + len(pattern.findall(block))
+                if counts.tagged[tag] > limits.max_elements:
+                    raise too_many_elements(limits, (count_tags or {})[tag])
+            deadline.check(f"XML element {counts.elements:,} ({name})")
     return counts
 
 
-def _check_doctype(root: Any, allowed: bool, label: str, name: str) -> None:
-    info = root.getroottree().docinfo
-    if not info.doctype:
-        return
-    if not allowed:
-        raise ParseError(f"{label} part {name!r} declares a DTD, which it never needs (an entity bomb?); refused")
-    dtd = info.internalDTD
-    if dtd is not None and next(iter(dtd.iterentities()), None) is not None:
-        raise ParseError(f"{label} part {name!r} declares XML entities (an entity bomb?); refused")
-
-
-def _free(elem: Any) -> None:
-    """Clear a finished element and drop the finished siblings before it (iterparse keeps them otherwise)."""
-    elem.clear()
-    parent = elem.getparent()
-    if parent is not None:
-        while elem.getprevious() is not None:
-            del parent[0]
+def _blocks(zf: zipfile.ZipFile, name: str) -> Iterator[bytes]:
+    """A part's bytes in blocks of about `_SCAN_BLOCK`, each cut just before a "<" (no tag spans two)."""
+    reader = open_member(zf, name)
+    carry = b""
+    while True:
+        block = reader.read(_SCAN_BLOCK)
+        if not block:
+            if carry:
+                yield carry
+            return
+        data = carry + block
+        cut = data.rfind(b"<")
+        if cut <= 0:  # no "<" to cut at (or only the first byte): a tag is miscounted at most
+            yield data
+            carry = b""
+        else:
+            yield data[:cut]
+            carry = data[cut:]
 
 
 class Grouper:
