@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Literal, Protocol
 from uuid import UUID
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field, field_validator
 
 from server.core.errors import BadRequest
 from server.core.principal import Principal
@@ -25,17 +25,59 @@ def parse_mode(value: str | SearchMode | None, default: SearchMode) -> SearchMod
         raise BadRequest(f"unknown search mode {value!r}: use vector, keyword or hybrid") from None
 
 
+LOCATION_FILTER_KEYS = ("sheet", "slide", "chapter", "row", "t")
+
+
+def _clock(seconds: float) -> str:
+    whole = int(seconds)
+    return f"{whole // 3600:02d}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
+
+
+class Location(BaseModel):
+    """Where a passage sits inside its file, beyond page and section (what the format knows), and a label."""
+
+    start_s: float | None = Field(default=None, description="transcript: the first cue's start, in seconds")
+    end_s: float | None = Field(default=None, description="transcript: the last cue's end, in seconds")
+    slide: int | None = Field(default=None, description="presentation: the slide number, from 1")
+    sheet: str | None = Field(default=None, description="spreadsheet or CSV: the sheet (a CSV's file name stem)")
+    row_start: int | None = Field(default=None, description="spreadsheet: first row, as the spreadsheet numbers it")
+    row_end: int | None = Field(default=None, description="spreadsheet: last row")
+    chapter: str | None = Field(default=None, description="e-book: the chapter's title")
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def label(self) -> str:
+        """For people and citations: "00:12:31–00:12:58", "Slide 3", "Sheet Q1, rows 2–41", "Chapter: Title"."""
+        parts: list[str] = []
+        if self.start_s is not None:
+            end = f"–{_clock(self.end_s)}" if self.end_s is not None and int(self.end_s) != int(self.start_s) else ""
+            parts.append(_clock(self.start_s) + end)
+        if self.slide is not None:
+            parts.append(f"Slide {self.slide}")
+        if self.sheet is not None or self.row_start is not None:
+            rows = ""
+            if self.row_start is not None:
+                same = self.row_end is None or self.row_end == self.row_start
+                rows = f"row {self.row_start}" if same else f"rows {self.row_start}–{self.row_end}"
+            parts.append(", ".join(p for p in (f"Sheet {self.sheet}" if self.sheet else "", rows) if p))
+        if self.chapter:
+            parts.append(self.chapter if self.chapter.lower().startswith("chapter") else f"Chapter: {self.chapter}")
+        return ", ".join(parts)
+
+
 class SearchFilters(BaseModel):
     """Restrict a search to some documents, collections and/or documents whose metadata has these key=value
-    pairs. Filters only narrow what the reader may read: they never widen it."""
+    pairs, and/or passages at a location (`sheet`, `slide`, `chapter`: equal; `row`, `t` (seconds): inside the
+    passage's rows or time span). Filters only narrow what the reader may read: they never widen it."""
 
     document_ids: list[UUID] | None = None
     metadata: dict[str, str] | None = None
     collection_ids: list[UUID] | None = None
+    location: dict[str, str] | None = None
 
     @property
     def active(self) -> bool:
-        return bool(self.document_ids) or bool(self.metadata) or bool(self.collection_ids)
+        return bool(self.document_ids) or bool(self.metadata) or bool(self.collection_ids) or bool(self.location)
 
 
 class Trace(BaseModel):
@@ -60,6 +102,16 @@ class Passage(BaseModel):
     content: str
     score: float
     trace: Trace
+    location: Location | None = Field(default=None, description="where in the file, when the format knows it")
+    url: str | None = Field(default=None, description="the document's source web page (http/https), if any")
+
+    @field_validator("url", mode="before")
+    @classmethod
+    def _web_url(cls, value: Any) -> str | None:
+        """Only an http(s) address is a link (a `javascript:` one from some metadata never reaches a page)."""
+        if not isinstance(value, str) or not value.lower().startswith(("http://", "https://")):
+            return None
+        return value
 
 
 class ChunkHit(Passage):

@@ -209,7 +209,7 @@ class Searcher:
                 sql.Literal(active.space.id)
             )
         query = sql.SQL(
-            """SELECT c.id, c.document_id, c.chunk_index, c.content, c.page, c.section, c.content_hash,
+            """SELECT c.id, c.document_id, c.chunk_index, c.content, c.page, c.section, c.content_hash, c.location,
                       d.filename, d.title, d.metadata, {} AS similarity
                FROM document_chunks c JOIN documents d ON d.id = c.document_id {}
                WHERE c.id = ANY(%(ids)s) AND {}"""
@@ -236,6 +236,8 @@ class Searcher:
                     content=r["content"],
                     content_hash=r["content_hash"],
                     metadata=r["metadata"] or {},
+                    location=r["location"],
+                    url=(r["metadata"] or {}).get("source_url"),
                     similarity=cosine,
                     score=cosine or 0.0,
                     trace=Trace(
