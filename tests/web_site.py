@@ -41,6 +41,11 @@ NAV_ONLY = (
     "<html><head><title>Menu</title></head><body><nav><a href='/'>Home</a> <a href='/shop'>Shop</a></nav>"
     f"<footer>{BOILERPLATE}</footer></body></html>"
 )
+LATIN1_PAGE = (
+    "<html><head><title>Gletscher für Anfänger</title></head><body><article><h1>Gletscher für Anfänger</h1>"
+    "<p>Ein Überblick über Gletscherzungen, Moränen und Schmelzwasser, mit Beispielen aus den Ötztaler Alpen "
+    "und dem Großglockner, wo die Pasterze jedes Jahr weiter zurückweicht.</p></article></body></html>"
+)
 PDF_TEXT = "Ablation zones lose more ice each summer than the winter snow replaces"
 
 
@@ -111,6 +116,12 @@ class Site:
                 self.send(h, 500, "text/plain", b"boom")
             case "/loop":
                 self.redirect(h, "/loop")
+            case "/latin1":
+                self.send(h, 200, "text/html; charset=iso-8859-1", LATIN1_PAGE.encode("iso-8859-1"))
+            case "/tag-bomb":
+                self.send(h, 200, "text/html", b"<html><body><article>" + b"<b>x</b>" * 50_000 + b"</article></body>")
+            case "/bad-redirect":
+                self.redirect(h, "http://[::1/")
             case "/huge":
                 self.stream(h, "text/plain", chunk=b"ice " * 16384, pause_s=0.0)
             case "/huge-declared":

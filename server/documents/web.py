@@ -184,7 +184,7 @@ class WebFetcher:
                 response = await self._connect(client, target, headers)
                 try:
                     if response.status_code in REDIRECTS and "location" in response.headers:
-                        current = target.url.join(response.headers["location"])
+                        current = target.url.join(response.headers["location"])  # httpx checked it
                         if hop == MAX_REDIRECTS:
                             raise FetchFailed(f"{url}: too many redirects (more than {MAX_REDIRECTS})")
                         continue

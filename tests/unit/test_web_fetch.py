@@ -221,6 +221,20 @@ async def test_an_article_becomes_markdown_of_its_main_content(site: Site, tmp_p
     assert xhtml.filename.endswith(".md") and ARTICLE_FACT in xhtml.data.decode()
 
 
+async def test_the_charset_the_server_names_is_used(site: Site, tmp_path: Path) -> None:
+    page = await allowing(site, tmp_path).fetch(f"{site.url}/latin1")
+    text = page.data.decode()
+    assert page.title == "Gletscher für Anfänger" and page.filename == "Gletscher-fur-Anfanger.md"
+    assert "Ein Überblick über Gletscherzungen" in text and "Großglockner" in text
+
+
+async def test_a_page_with_too_many_elements_is_refused_before_extraction(site: Site, tmp_path: Path) -> None:
+    started = time.monotonic()
+    with pytest.raises(PayloadTooLarge, match=r"more than 10,000 HTML elements \(MAX_ELEMENTS\)"):
+        await allowing(site, tmp_path, max_elements=10_000).fetch(f"{site.url}/tag-bomb")
+    assert time.monotonic() - started < 5
+
+
 async def test_files_are_stored_as_their_type(site: Site, tmp_path: Path) -> None:
     fetcher = allowing(site, tmp_path)
     pdf = await fetcher.fetch(f"{site.url}/papers/ablation.pdf")
@@ -270,6 +284,13 @@ async def test_too_many_redirects(site: Site, tmp_path: Path, path: str) -> None
     with pytest.raises(FetchFailed, match=r"too many redirects \(more than 5\)"):
         await allowing(site, tmp_path).fetch(site.url + path)
     assert len(site.hits) == 6
+
+
+async def test_a_redirect_to_an_invalid_url_is_502(site: Site, tmp_path: Path) -> None:
+    fetcher = allowing(site, tmp_path)
+    with pytest.raises(FetchFailed, match=r"bad-redirect failed: Invalid URL in location header"):
+        await fetcher.fetch(f"{site.url}/bad-redirect")
+    assert fetcher.connections == 1
 
 
 @pytest.mark.parametrize(
