@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from io import BytesIO
 from pathlib import Path
+from typing import Any
 
 import docx
 import openpyxl
@@ -39,8 +40,13 @@ from tests.unit.test_parsers import make_docx, make_pdf
 NO_RATIO = ParseLimits(max_compression_ratio=1e9)  # to reach the checks behind the compression-ratio one
 
 
-def words(texts: list[str]) -> list[int]:
+def words(texts: Sequence[str]) -> list[int]:
     return [len(t.split()) for t in texts]
+
+
+def loc(section: Section) -> dict[str, Any]:
+    assert section.location is not None
+    return section.location
 
 
 @contextmanager
@@ -98,8 +104,10 @@ def make_pptx() -> bytes:
     first = deck.slides.add_slide(deck.slide_layouts[1])
     assert first.shapes.title is not None
     first.shapes.title.text = "Travel budget"
-    first.placeholders[1].text = "Per diem Berlin\nTrains, not planes"
-    first.notes_slide.notes_text_frame.text = "Mention the EUR 150 cap"
+    first.placeholders[1].text_frame.text = "Per diem Berlin\nTrains, not planes"  # pyright: ignore[reportAttributeAccessIssue]
+    notes = first.notes_slide.notes_text_frame
+    assert notes is not None
+    notes.text = "Mention the EUR 150 cap"
     second = deck.slides.add_slide(deck.slide_layouts[5])
     assert second.shapes.title is not None
     second.shapes.title.text = "Rates"
@@ -183,7 +191,7 @@ def test_passage_url_is_only_a_web_address() -> None:
     base = {"id": 1, "document_id": "0" * 32, "filename": "a", "title": "a", "chunk_index": 0, "content": "x"}
     assert ChunkHit(**base, score=1, url="https://example.org/p").public().url == "https://example.org/p"
     assert ChunkHit(**base, score=1, url="javascript:alert(1)").public().url is None
-    assert ChunkHit(**base, score=1, url=None, location={"slide": 2}).public().location == Location(slide=2)
+    assert ChunkHit(**base, score=1, url=None, location=Location(slide=2)).public().location == Location(slide=2)
 
 
 def test_location_filters_are_checked() -> None:
@@ -231,9 +239,9 @@ def test_cues_are_grouped_into_bounded_sections_in_order(ext: str) -> None:
     doc = parse(data, "long" + ext)
     assert len(doc.sections) > 50
     assert all(len(s.text) <= SECTION_CHARS for s in doc.sections)
-    spans = [(s.location or {})["start_s"] for s in doc.sections]
+    spans = [loc(s)["start_s"] for s in doc.sections]
     assert spans == sorted(spans) and spans[0] == 0.0
-    assert doc.sections[-1].location == {"start_s": doc.sections[-1].location["start_s"], "end_s": 3000.0}
+    assert loc(doc.sections[-1])["end_s"] == 3000.0
     text = " ".join(s.text for s in doc.sections)
     positions = [text.index(f"line {i} of") for i in (0, 511, 512, 1024, 1499)]  # across webvtt batches
     assert positions == sorted(positions)
@@ -286,11 +294,11 @@ def test_csv_header_repeated_in_every_section_with_row_numbers() -> None:
     for section in doc.sections:
         assert section.text.startswith("City | Per diem | Note\n\n")
         assert len(section.text) <= SECTION_CHARS
-        loc = section.location or {}
-        assert loc["sheet"] == "rates" and loc["row_start"] == expected_start
+        where = loc(section)
+        assert where["sheet"] == "rates" and where["row_start"] == expected_start
         first_row = section.text.split("\n\n")[1]
         assert first_row == f"City {expected_start - 1} | {100 + expected_start - 1} | line one line two"
-        expected_start = loc["row_end"] + 1
+        expected_start = where["row_end"] + 1
     assert expected_start == 42
 
 
@@ -327,9 +335,9 @@ def test_xlsx_sheets_rows_and_values() -> None:
     assert doc.metadata == {"sheets": ["Q1", "Q2"]}
     q1 = [s for s in doc.sections if s.heading == "Q1"]
     assert len(q1) > 3 and all(s.text.startswith("Region | Revenue | Closed\n\n") for s in q1)
-    assert q1[0].location == {"sheet": "Q1", "row_start": 2, "row_end": q1[0].location["row_end"]}
+    assert loc(q1[0]) == {"sheet": "Q1", "row_start": 2, "row_end": loc(q1[0])["row_end"]}
     assert "Region 1 | 1000 | 2024-01-02" in q1[0].text
-    assert q1[-1].location["row_end"] == 81
+    assert loc(q1[-1])["row_end"] == 81
     [q2] = [s for s in doc.sections if s.heading == "Q2"]
     assert q2.text == "City | Per diem\n\nBerlin | EUR 150\n\nParis | 0.5"
     assert q2.location == {"sheet": "Q2", "row_start": 2, "row_end": 4}
@@ -352,7 +360,11 @@ def test_xlsx_million_cells_refused_before_openpyxl() -> None:
 
 def test_xlsx_far_row_fails_fast() -> None:
     parts = parts_of(make_xlsx())
-    far = parts["xl/worksheets/sheet2.xml"].replace(b'<row r="4"', b'<row r="1048576"').replace(b'r="A4"', b'r="A1048576"')
+    far = (
+        parts["xl/worksheets/sheet2.xml"]
+        .replace(b'<row r="4"', b'<row r="1048576"')
+        .replace(b'r="A4"', b'r="A1048576"')
+    )
     with within(5), pytest.raises(ParseError, match=r"more than 200,000 rows \(MAX_ELEMENTS\)"):
         parse(rezip(parts, {"xl/worksheets/sheet2.xml": far}), "far.xlsx")
 
