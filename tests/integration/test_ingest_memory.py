@@ -129,3 +129,83 @@ def test_paragraph_bomb_streams_when_the_ratio_check_is_off(tmp_path: Path, name
     assert "MAX_ELEMENTS" in out["result"]
     assert out["peak_mb"] < 50
     assert out["seconds"] < SECONDS
+
+
+# --------------------------------------------------------------------------- formats with locations (issue 17 item 5)
+
+FORMAT_CASES = [
+    Case("zip-bomb.xlsx", "MAX_ZIP_MEMBER_MB"),
+    Case("million-cells.xlsx", "200,000 cells (MAX_ELEMENTS)"),
+    Case("million-cells.csv", "200,000 cells (MAX_ELEMENTS)"),
+    Case("199k-cells.xlsx", "ok: "),
+    Case("199k-cells.csv", "ok: "),
+    Case("50k-cues.vtt", "ok: "),
+    Case("100k-cues.vtt", "ok: "),
+    Case("element-flood.pptx", "MAX_COMPRESSION_RATIO"),
+    Case("zip-bomb.pptx", "MAX_ZIP_MEMBER_MB"),
+    Case("zip-bomb.epub", "MAX_ZIP_MEMBER_MB"),
+    Case("deck-is-a-pptx.epub", "looks like a PowerPoint presentation"),
+]
+
+
+def _build_format(case: Case, path: Path) -> None:
+    from tests.hostile_files import (
+        many_cues_vtt,
+        parts_of,
+        rezip,
+        sheet_xml,
+        write_cell_bomb_csv,
+        write_zip_bomb,
+    )
+    from tests.unit.test_formats import make_epub, make_pptx, make_xlsx
+
+    xlsx = parts_of(make_xlsx())
+    match case.name:
+        case "zip-bomb.xlsx":
+            write_zip_bomb(path, xlsx, "xl/worksheets/sheet1.xml", 1024 * MB)
+        case "million-cells.xlsx":
+            path.write_bytes(rezip(xlsx, {"xl/worksheets/sheet1.xml": sheet_xml(100_000, 10)}))
+        case "199k-cells.xlsx":
+            path.write_bytes(rezip(xlsx, {"xl/worksheets/sheet1.xml": sheet_xml(19_900, 10)}))
+        case "million-cells.csv":
+            write_cell_bomb_csv(path, rows=100_000, cols=10)
+        case "199k-cells.csv":
+            write_cell_bomb_csv(path, rows=19_899, cols=10)
+        case "50k-cues.vtt":
+            path.write_bytes(many_cues_vtt(50_000))
+        case "100k-cues.vtt":
+            path.write_bytes(many_cues_vtt(100_000))
+        case "element-flood.pptx":
+            parts = parts_of(make_pptx())
+            flood = parts["ppt/slides/slide1.xml"].replace(b"</p:spTree>", b"<a:p/>" * 2_100_000 + b"</p:spTree>")
+            path.write_bytes(rezip(parts, {"ppt/slides/slide1.xml": flood}))
+        case "zip-bomb.pptx":
+            write_zip_bomb(path, parts_of(make_pptx()), "ppt/slides/slide1.xml", 1024 * MB)
+        case "zip-bomb.epub":
+            parts = parts_of(make_epub())
+            write_zip_bomb(path, parts, next(n for n in parts if n.endswith("intro.xhtml")), 1024 * MB)
+        case "deck-is-a-pptx.epub":
+            path.write_bytes(make_pptx())
+        case _:
+            raise AssertionError(case.name)
+
+
+def test_new_formats_parse_in_bounded_memory_and_time(tmp_path: Path) -> None:
+    """Every hostile twin of the new formats, and the largest files they accept, one process each."""
+    rows: list[tuple[str, str, float, float]] = []
+    for case in FORMAT_CASES:
+        path = tmp_path / case.name
+        _build_format(case, path)
+        proc = subprocess.run(
+            [sys.executable, "-c", _MEASURE, str(path)], capture_output=True, text=True, timeout=120, check=False
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        out = json.loads(proc.stdout.strip().splitlines()[-1])
+        rows.append((f"{case.name} ({path.stat().st_size / MB:.2f} MB)", out["result"], out["peak_mb"], out["seconds"]))
+    print(f"\n{'file':34} {'peak MB':>8} {'parse s':>8}  result")
+    for name, result, peak, seconds in rows:
+        print(f"{name:34} {peak:8.1f} {seconds:8.2f}  {result[:110]}")
+    for case, (name, result, peak, seconds) in zip(FORMAT_CASES, rows, strict=True):
+        assert case.expect in result, (name, result)
+        assert peak < PEAK_MB, (name, peak)
+        assert seconds < SECONDS, (name, seconds)
