@@ -12,6 +12,7 @@ ebooklib is used rather than walking the spine with lxml ourselves. An internal 
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 from io import BytesIO
 from typing import Any
@@ -59,6 +60,7 @@ def parse_epub(data: bytes, stem: str, limits: ParseLimits, deadline: Deadline) 
     label = "the .epub file"
     zf = open_container(data, limits, ".epub", "META-INF/container.xml", label)
     scan_xml(zf, limits, deadline, label, allow_doctype=True)
+    from bs4 import XMLParsedAsHTMLWarning
     from ebooklib import ITEM_DOCUMENT, epub
 
     try:
@@ -92,7 +94,9 @@ def parse_epub(data: bytes, stem: str, limits: ParseLimits, deadline: Deadline) 
             )
         if not content.strip():
             continue
-        chapter = _parse_html(content, "", limits, deadline)
+        with warnings.catch_warnings():  # XHTML read by the HTML parser is what we mean
+            warnings.simplefilter("ignore", XMLParsedAsHTMLWarning)
+            chapter = _parse_html(content, "", limits, deadline)
         title = _chapter_title(toc, item.get_name(), chapter.title)
         location = {"chapter": title}
         sections += [Section(text=s.text, heading=title, location=location) for s in chapter.sections if s.text]
