@@ -320,6 +320,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/documents/url": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** IngestUrl */
+        post: operations["ApiDocumentsUrlIngestUrl"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/documents/{document_id}": {
         parameters: {
             query?: never;
@@ -722,6 +739,11 @@ export interface components {
              * @enum {string}
              */
             access: "owner" | "write" | "read";
+            /**
+             * @description times a worker has taken it up (capped by INGEST_MAX_ATTEMPTS)
+             * @default 0
+             */
+            attempts: number;
             byte_size: number;
             chunks_done: number;
             /** @description chunks once parsed (null while queued) */
@@ -733,6 +755,8 @@ export interface components {
             created_at: string;
             /** @description why ingestion failed (status failed) */
             error: string | null;
+            /** @description stage embedding: seconds left at the rate since embedding started */
+            eta_s?: number | null;
             filename: string;
             /** Format: uuid */
             id: string;
@@ -741,6 +765,14 @@ export interface components {
             };
             owner: components["schemas"]["Person"];
             page_count: number | null;
+            /** @description stage waiting: when it is tried again */
+            retry_at?: string | null;
+            /**
+             * @description queued; waiting (queued again after a fault, until retry_at); reading (parsing and chunking); embedding (chunks_done of chunks_total); ready; failed
+             * @default queued
+             * @enum {string}
+             */
+            stage: "queued" | "waiting" | "reading" | "embedding" | "ready" | "failed";
             /** @enum {string} */
             status: "queued" | "processing" | "ready" | "failed";
             title: string;
@@ -835,6 +867,25 @@ export interface components {
             model_available: boolean;
             provider: string;
             reachable: boolean;
+        };
+        /** Location */
+        Location: {
+            /** @description e-book: the chapter's title */
+            chapter?: string | null;
+            /** @description transcript: the last cue's end, in seconds */
+            end_s?: number | null;
+            /** @description For people and citations: "00:12:31–00:12:58", "Slide 3", "Sheet Q1, rows 2–41", "Chapter: Title". */
+            readonly label: string;
+            /** @description spreadsheet: last row */
+            row_end?: number | null;
+            /** @description spreadsheet: first row, as the spreadsheet numbers it */
+            row_start?: number | null;
+            /** @description spreadsheet or CSV: the sheet (a CSV's file name stem) */
+            sheet?: string | null;
+            /** @description presentation: the slide number, from 1 */
+            slide?: number | null;
+            /** @description transcript: the first cue's start, in seconds */
+            start_s?: number | null;
         };
         /** Member */
         Member: {
@@ -937,11 +988,21 @@ export interface components {
             document_id: string;
             filename: string;
             id: number;
+            /** @description where in the file, when the format knows it */
+            location?: components["schemas"]["Location"] | null;
             page?: number | null;
+            /** @description 0..1, never higher than the hit before it; `score_kind` says what it is */
             score: number;
+            /**
+             * @default similarity
+             * @enum {string}
+             */
+            score_kind: "similarity" | "bm25 (normalised)" | "fused" | "rerank";
             section?: string | null;
             title: string;
             trace: components["schemas"]["Trace"];
+            /** @description the document's source web page (http/https), if any */
+            url?: string | null;
         };
         /** PasswordChange */
         PasswordChange: {
@@ -1077,13 +1138,23 @@ export interface components {
             document_id: string;
             filename: string;
             id: number;
+            /** @description where in the file, when the format knows it */
+            location?: components["schemas"]["Location"] | null;
             /** @description the passage's number, as cited [n] in the answer */
             n: number;
             page?: number | null;
+            /** @description 0..1, never higher than the hit before it; `score_kind` says what it is */
             score: number;
+            /**
+             * @default similarity
+             * @enum {string}
+             */
+            score_kind: "similarity" | "bm25 (normalised)" | "fused" | "rerank";
             section?: string | null;
             title: string;
             trace: components["schemas"]["Trace"];
+            /** @description the document's source web page (http/https), if any */
+            url?: string | null;
         };
         /** SpaceRef */
         SpaceRef: {
@@ -1188,6 +1259,8 @@ export interface components {
             keyword_rank?: number | null;
             keyword_score?: number | null;
             rerank_score?: number | null;
+            /** @description cosine similarity to the query, also for chunks the vector arm did not return */
+            similarity?: number | null;
             vector_rank?: number | null;
             vector_score?: number | null;
         };
@@ -1211,6 +1284,13 @@ export interface components {
         /** UploadResults */
         UploadResults: {
             results: components["schemas"]["UploadResult"][];
+        };
+        /** UrlIngest */
+        UrlIngest: {
+            /** @description put the document into this collection */
+            collection_id?: string | null;
+            /** @description an http:// or https:// URL */
+            url: string;
         };
         /** Usage */
         Usage: {
@@ -3686,6 +3766,120 @@ export interface operations {
             };
         };
     };
+    ApiDocumentsUrlIngestUrl: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UrlIngest"];
+            };
+        };
+        responses: {
+            /** @description Document created, URL follows */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UploadResults"];
+                };
+            };
+            /** @description Bad request: invalid parameters or body, a disallowed Host, a body nested too deeply */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not signed in, or the session or token no longer works */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed: another user's resource, an admin-only route, or a cross-origin write */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such route or resource (or one you may not see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body over the route's limit (MAX_JSON_KB, or MAX_UPLOAD_MB for uploads) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Wrong Content-Type (JSON routes take application/json, uploads multipart/form-data) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A bug: logged on the server with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The LLM server answered wrongly or refused the key */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The database or the LLM server is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The LLM server timed out */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     ApiDocumentsDocumentIdGetDocument: {
         parameters: {
             query?: never;
@@ -4242,6 +4436,8 @@ export interface operations {
                 document_ids?: string[] | null;
                 collection_ids?: string[] | null;
                 filter?: string[] | null;
+                /** @description key=value, repeatable: sheet=Q1, slide=3, chapter=<title>, row=12 (in the passage's rows), t=751 (seconds, in the passage's time span) */
+                location?: string[] | null;
             };
             header?: never;
             path?: never;

@@ -1,6 +1,7 @@
 import { forwardRef } from "react";
 import type { Chunk } from "../api/types";
 import { ChunkTrace } from "../components/ChunkTrace";
+import { LocationLabel, mediaFragmentUrl, SourceUrl } from "../components/PassageLocation";
 import { ScoreBar } from "../components/ScoreBar";
 import { scoreLabel } from "../lib/score";
 
@@ -37,10 +38,17 @@ export const SourceCard = forwardRef<HTMLLIElement, Props>(function SourceCard(
             {chunk.title && chunk.title !== chunk.filename && <span>{chunk.filename}</span>}
             {chunk.page != null && <span data-testid="source-page">p. {chunk.page}</span>}
             {chunk.section && <span>§ {chunk.section}</span>}
+            <LocationLabel chunk={chunk} link={false} />
           </span>
         </span>
         <span className="chevron" aria-hidden="true" />
       </button>
+      {(chunk.url || mediaFragmentUrl(chunk)) && (
+        <div className="source-links muted small">
+          {mediaFragmentUrl(chunk) && <LocationLabel chunk={chunk} />}
+          <SourceUrl url={chunk.url} />
+        </div>
+      )}
       <ScoreBar score={chunk.score} label={scoreLabel(chunk, reranked)} />
       <p className={`passage${expanded ? "" : " clamped"}`} data-testid="source-passage">
         {chunk.content}

@@ -1,5 +1,6 @@
 import type { SearchResponse } from "../api/types";
 import { ChunkTrace } from "../components/ChunkTrace";
+import { LocationLabel, SourceUrl } from "../components/PassageLocation";
 import { ScoreBar } from "../components/ScoreBar";
 import { highlight } from "../lib/highlight";
 import { plural } from "../lib/format";
@@ -22,6 +23,18 @@ export function ResultsByDocument({ data }: { data: SearchResponse }) {
                   {d.title && d.title !== d.filename && <>{d.filename} · </>}
                   {plural(d.matched_chunks, "matching chunk")}
                   {c && where(c.page, c.section) && <> · best match {where(c.page, c.section)}</>}
+                  {c?.location?.label && (
+                    <>
+                      {" · "}
+                      <LocationLabel chunk={c} />
+                    </>
+                  )}
+                  {c?.url && (
+                    <>
+                      {" · "}
+                      <SourceUrl url={c.url} />
+                    </>
+                  )}
                 </div>
               </div>
               <ScoreBar score={d.max_score} label={c ? scoreLabel(c, data.reranked) : "Similarity"} />
@@ -48,6 +61,18 @@ export function ResultsByChunk({ data }: { data: SearchResponse }) {
                 {[c.title && c.title !== c.filename ? c.filename : null, where(c.page, c.section), `chunk ${c.chunk_index + 1}`]
                   .filter(Boolean)
                   .join(" · ")}
+                {c.location?.label && (
+                  <>
+                    {" · "}
+                    <LocationLabel chunk={c} />
+                  </>
+                )}
+                {c.url && (
+                  <>
+                    {" · "}
+                    <SourceUrl url={c.url} />
+                  </>
+                )}
               </div>
             </div>
             <ScoreBar score={c.score} label={scoreLabel(c, data.reranked)} />
