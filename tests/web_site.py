@@ -120,6 +120,8 @@ class Site:
                 self.send(h, 200, "text/html; charset=iso-8859-1", LATIN1_PAGE.encode("iso-8859-1"))
             case "/tag-bomb":
                 self.send(h, 200, "text/html", b"<html><body><article>" + b"<b>x</b>" * 50_000 + b"</article></body>")
+            case "/long-page":  # 8,000 paragraphs: seconds of extraction
+                self.send(h, 200, "text/html", long_page(8000))
             case "/bad-redirect":
                 self.redirect(h, "http://[::1/")
             case "/huge":
@@ -165,6 +167,13 @@ class Site:
             self.sent += len(chunk)
             if pause_s:
                 time.sleep(pause_s)
+
+
+@functools.cache
+def long_page(paragraphs: int) -> bytes:
+    """A plain long article: extracting it takes seconds."""
+    body = "".join(f"<p>Paragraph {i}: valley {i * 7} was carved by ice ({i % 13}).</p>" for i in range(paragraphs))
+    return f"<html><head><title>Long</title></head><body><article><h1>Long</h1>{body}</article></body></html>".encode()
 
 
 @functools.cache

@@ -144,13 +144,17 @@ class WebFetcher:
         return self._verify
 
     async def fetch(self, url: str) -> FetchedPage:
-        """The page or file at `url`, ready to register; domain errors (400, 413, 415, 502, 504) otherwise."""
+        """The page or file at `url`, ready to register; domain errors (400, 413, 415, 502, 504) otherwise.
+        URL_FETCH_TIMEOUT_S bounds it all: lookups, connections, redirects, the body and the extraction."""
         limit = self.settings.url_fetch_timeout_s
         try:
             async with asyncio.timeout(limit):
                 final, media, charset, body = await self._download(url)
+                return await self._page(final, media, charset, body)
         except TimeoutError:
             raise FetchTimeout(f"fetching {url} took longer than {limit:g} s (URL_FETCH_TIMEOUT_S)") from None
+
+    async def _page(self, final: httpx.URL, media: str, charset: str | None, body: bytes) -> FetchedPage:
         fetched = {"source_url": str(final), "fetched_at": datetime.now(UTC).isoformat(timespec="seconds")}
         ext = extension_for(media, final)
         if ext is None:
@@ -159,6 +163,7 @@ class WebFetcher:
                 f"{final} is {shown}: only web pages (HTML) and the document types ragchat reads can be ingested"
             )
         if media in HTML_TYPES:
+            # in a thread, bounded by the page limits (webpage.py); a timeout answers at once, the thread ends later
             page = await asyncio.to_thread(extract_page, body, charset, final, self.settings.max_elements)
             stem = safe_stem(page.title) or _url_stem(final)
             return FetchedPage(f"{stem}.md", page.title, page.markdown.encode(), {**fetched, **page.metadata})

@@ -20,7 +20,7 @@ from server.documents.urlguard import Refused, UrlGuard, ip_literal, non_public,
 from server.documents.web import FetchFailed, FetchTimeout, WebFetcher, extension_for, safe_stem
 from server.settings import Settings
 from tests.conftest import make_settings
-from tests.web_site import ARTICLE_FACT, BOILERPLATE, PDF_TEXT, Site, gzip_bomb, self_signed
+from tests.web_site import ARTICLE_FACT, BOILERPLATE, PDF_TEXT, Site, gzip_bomb, long_page, self_signed
 
 
 @pytest.fixture
@@ -233,6 +233,21 @@ async def test_a_page_with_too_many_elements_is_refused_before_extraction(site: 
     with pytest.raises(PayloadTooLarge, match=r"more than 10,000 HTML elements \(MAX_ELEMENTS\)"):
         await allowing(site, tmp_path, max_elements=10_000).fetch(f"{site.url}/tag-bomb")
     assert time.monotonic() - started < 5
+
+
+async def test_a_page_over_the_extraction_limit_is_refused_with_default_settings(site: Site, tmp_path: Path) -> None:
+    started = time.monotonic()
+    with pytest.raises(PayloadTooLarge, match="more than 30,000 HTML elements, the limit for extracting a web page"):
+        await allowing(site, tmp_path).fetch(f"{site.url}/tag-bomb")  # 50,000 elements, under MAX_ELEMENTS
+    assert time.monotonic() - started < 5
+
+
+async def test_the_timeout_covers_the_extraction(site: Site, tmp_path: Path) -> None:
+    long_page(8000)
+    started = time.monotonic()
+    with pytest.raises(FetchTimeout):
+        await allowing(site, tmp_path, url_fetch_timeout_s=0.5).fetch(f"{site.url}/long-page")
+    assert time.monotonic() - started < 1.5
 
 
 async def test_files_are_stored_as_their_type(site: Site, tmp_path: Path) -> None:
