@@ -98,9 +98,12 @@ def show(report: SyncReport, *, verbose: bool = False, quiet_when_unchanged: boo
     elif report.stopped:
         print(f"[{stamp}] stopped before the sync of {report.root} finished; so far {counts}")
     elif report.changed:
-        print(f"[{stamp}] synced {report.root}: {counts}")
+        print(f"[{stamp}] synced {report.root} in {report.seconds:.1f}s: {counts}")
     elif not quiet_when_unchanged:
-        print(f"[{stamp}] nothing changed in {report.root}: {report.unchanged} files up to date, nothing to do")
+        print(
+            f"[{stamp}] nothing changed in {report.root}: {report.unchanged} files up to date, nothing to do "
+            f"({report.seconds:.1f}s)"
+        )
     limit = None if verbose else SHOWN
     _lines("added", report.added, limit)
     _lines("updated", report.updated, limit)
@@ -109,7 +112,7 @@ def show(report: SyncReport, *, verbose: bool = False, quiet_when_unchanged: boo
     _lines("skipped", [f"{rel}: {why}" for rel, why in report.skipped], limit)
     _lines("failed", [f"{rel}: {why}" for rel, why in report.failed], None, err=True)
     if report.resumed:
-        print(f"ingested {report.resumed} documents an earlier, interrupted sync had left queued")
+        print(f"took up {report.resumed} documents an earlier, interrupted sync had left queued")
     if report.chunks_embedded or report.chunks_reused:
         print(f"embedded {report.chunks_embedded} chunks ({report.chunks_reused} embeddings reused)")
     if report.pending:

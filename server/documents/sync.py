@@ -24,6 +24,7 @@ import asyncio
 import hashlib
 import itertools
 import os
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -64,6 +65,7 @@ class SyncReport:
     failed_before: int = 0  # unchanged files whose document failed in an earlier run
     failed_before_examples: list[tuple[str, str]] = field(default_factory=list)
     stopped: bool = False
+    seconds: float = 0.0
     folders: list[str] = field(default_factory=list)  # what was listed (what a watcher watches)
 
     @property
@@ -81,7 +83,7 @@ class _Plan:
 
     def vanished(self) -> list[srepo.Tracked]:
         def kept(rel: str) -> bool:
-            return any(p == "." or rel.startswith(p + "/") for p in self.unlisted)
+            return any(p in (".", rel) or rel.startswith(p + "/") for p in self.unlisted)
 
         return [t for rel, t in sorted(self.tracked.items()) if rel not in self.seen and not kept(rel)]
 
@@ -141,6 +143,7 @@ class FolderSync:
 
     async def run(self) -> SyncReport:
         """One pass over the folder (inside `locked()`). `self.report` fills in as it goes (a stopped run's too)."""
+        started = time.monotonic()
         self.report = report = SyncReport(self.root, self.dry_run)
         self._registered, self._updated = {}, {}
         tracked: dict[str, srepo.Tracked] = {}
@@ -171,6 +174,7 @@ class FolderSync:
                 await self._removed(t)
         if not self.dry_run:
             await self._finish()
+        report.seconds = time.monotonic() - started
         return report
 
     # ---- scanning: stat only --------------------------------------------------------------------------------

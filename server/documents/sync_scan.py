@@ -34,7 +34,8 @@ class Skipped:
 
 @dataclass(frozen=True)
 class Unlisted:
-    """A folder that could not be listed: the files synced from it are kept, not removed."""
+    """A folder that could not be listed, or an entry that could not be looked at: what was synced from it is
+    kept, not removed."""
 
     rel: str
     reason: str
@@ -87,8 +88,10 @@ def walk(root: str, dirs: list[str] | None = None) -> Iterator[Found]:
                         yield FileEntry(rel, entry.path, st.st_size, st.st_mtime_ns)
                     else:
                         yield Skipped(rel, "not a regular file (a device, socket or pipe)")
-                except OSError as exc:  # vanished between listing and stat: as if it was not there
-                    yield Skipped(rel, f"cannot read: {_why(exc)}")
+                except FileNotFoundError:  # gone between the listing and the stat: as if it was not there
+                    continue
+                except OSError as exc:  # there, but unreadable: what was synced from it stays
+                    yield Unlisted(rel, f"cannot read: {_why(exc)}")
         stack.extend(reversed(subdirs))
 
 

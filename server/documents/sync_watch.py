@@ -24,6 +24,7 @@ T = TypeVar("T")
 
 DEBOUNCE_MS = 1000  # changes within this are one burst (a file written in many pieces, a folder copied in)
 QUIET_MS = 300  # ...and a burst ends after this long without a change
+READY_MS = 500  # how often an idle watcher wakes (its first wake-up says it is watching)
 _GIVE_UP_AFTER = 3  # watcher failures in a row before polling alone
 
 
@@ -55,7 +56,8 @@ async def watch(
             on_report(last)
             if last.stopped:
                 break
-            watcher.follow(last.folders)
+            if await watcher.follow(last.folders):
+                continue  # sync once more: what changed while the watcher was starting was not seen
             await watcher.wait(stop, interval_s)
     finally:
         await watcher.close()
@@ -90,30 +92,40 @@ class _Watcher:
         self.failures = 0
         self.polling = False  # gave up watching: only the interval's syncs
 
-    def follow(self, folders: Sequence[str]) -> None:
+    async def follow(self, folders: Sequence[str]) -> bool:
+        """Watch these folders: True when the watcher (re)started (once it watches, or failed to)."""
         wanted = frozenset(folders)
         running = self.task is not None and not self.task.done()
         if self.polling or not wanted or (running and wanted == self.folders):
-            return
+            return False
         self._stop_task()
         self.folders = wanted
         self.stop_watching = asyncio.Event()
-        self.task = asyncio.create_task(self._run(sorted(wanted), self.stop_watching), name="sync-watcher")
+        ready = asyncio.Event()
+        self.task = asyncio.create_task(self._run(sorted(wanted), self.stop_watching, ready), name="sync-watcher")
+        waiters = [asyncio.create_task(ready.wait()), self.task]
+        await asyncio.wait(waiters, timeout=10, return_when=asyncio.FIRST_COMPLETED)
+        waiters[0].cancel()
+        return True
 
-    async def _run(self, folders: list[str], stop: asyncio.Event) -> None:
+    async def _run(self, folders: list[str], stop: asyncio.Event, ready: asyncio.Event) -> None:
         from watchfiles import awatch
 
         try:
-            async for _changes in awatch(
+            async for changes in awatch(
                 *folders,
                 watch_filter=_not_hidden,
                 debounce=DEBOUNCE_MS,
                 step=QUIET_MS,
                 stop_event=stop,
                 recursive=False,
+                rust_timeout=READY_MS,
+                yield_on_timeout=True,  # an empty set every READY_MS: the first one says it watches
             ):
+                ready.set()
                 self.failures = 0
-                self.changed.set()
+                if changes:
+                    self.changed.set()
         except Exception as exc:  # a folder went away meanwhile, too many watches (inotify limit), ...
             self.failures += 1
             if self.failures >= _GIVE_UP_AFTER:

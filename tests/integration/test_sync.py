@@ -1,14 +1,12 @@
-"""Folder sync (`ragchat sync DIR`) on the real Postgres with the real embedding model: adds, changes, renames
-and deletions across runs, a second run that does nothing, a restart that resumes from Postgres, hostile names
-and links, `--watch` in a subprocess, and a folder of 10,000 files in bounded memory."""
+"""Folder sync (`ragchat sync DIR`) on the real Postgres with the real embedding model, in process: adds,
+changes, renames and deletions across runs, a second run that does nothing, content moving between files,
+hostile names and links, what cannot be read, the polling fallback of `--watch`. The command itself, in
+subprocesses (restart, `--watch`, 10,000 files): test_sync_cli.py."""
 
 from __future__ import annotations
 
 import asyncio
 import os
-import signal
-import subprocess
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,11 +21,10 @@ from server.documents import sync_scan
 from server.documents.pipeline import Progress
 from server.documents.sync import FolderSync, SyncReport
 from server.documents.sync_scan import ReadError
+from server.documents.sync_watch import watch
 from server.settings import Settings
 from tests.integration.test_ingest import rows
 from tests.support import LOCAL_OWNER_ID, make_pipeline
-
-ROOT = Path(__file__).resolve().parents[2]
 
 ALPHA = "Alpha notes. The glacier retreated four kilometres between 1950 and 2020, exposing bare granite."
 BRAVO = "# Bravo\n\nSourdough needs a lively starter, flour, water and salt. Proof it overnight in the fridge."
@@ -392,149 +389,34 @@ async def test_one_sync_of_a_folder_at_a_time(pool: Any, embedder: Any, settings
         FolderSync(pool, settings, LOCAL_OWNER_ID, tmp_path / "missing", ingest)
 
 
-# --------------------------------------------------------------------------- the command, in subprocesses
-
-
-def cli_env(db: str, tmp_path: Path, **extra: str) -> dict[str, str]:
-    return {
-        **os.environ,
-        "DATABASE_URL": db,
-        "RAGCHAT_DATA_DIR": str(tmp_path / "data"),
-        "HF_HUB_OFFLINE": "1",
-        "AUTH": "off",
-        **extra,
-    }
-
-
-def ragchat(env: dict[str, str], *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "server.cli", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
-    )
-
-
-async def test_a_restart_resumes_from_postgres(
-    pool: Any, embedder: Any, settings: Settings, db: str, tmp_path: Path
+async def test_watch_falls_back_to_polling_when_the_folder_cannot_be_watched(
+    pool: Any, embedder: Any, settings: Settings, db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """An interrupted run (files registered, nothing ingested) is finished by the next process; a third has
-    nothing to do and says so; a failure makes the command fail."""
-    folder = tmp_path / "docs"
-    folder.mkdir()
-    (folder / "a.txt").write_text(ALPHA)
-    (folder / "b.md").write_text(BRAVO)
+    import watchfiles
 
-    async def interrupted(ids: Sequence[UUID]) -> Progress:
-        raise KeyboardInterrupt  # the process dies before it ingests anything
+    def no_watching(*_a: Any, **_k: Any) -> Any:
+        raise OSError(28, "OS file watch limit reached")
 
-    with pytest.raises(KeyboardInterrupt):
-        await run_sync(pool, settings, folder, interrupted)
-    assert {r["status"] for r in rows(db, "SELECT status FROM documents")} == {"queued"}
-    env = cli_env(db, tmp_path)
-    second = await asyncio.to_thread(ragchat, env, "sync", str(folder), "--quiet")
-    assert second.returncode == 0, second.stderr
-    assert "nothing changed" in second.stdout and "2 documents an earlier" in second.stdout, second.stdout
-    assert {r["status"] for r in rows(db, "SELECT status FROM documents")} == {"ready"}
-    third = await asyncio.to_thread(ragchat, env, "sync", str(folder), "--quiet")
-    assert third.returncode == 0 and "nothing changed" in third.stdout and "2 files up to date" in third.stdout
-    assert "embedded" not in third.stdout
-    (folder / "broken.pdf").write_bytes(b"%PDF-1.4 truncated")
-    fourth = await asyncio.to_thread(ragchat, env, "sync", str(folder), "--quiet")
-    assert fourth.returncode == 1 and "broken.pdf" in fourth.stderr and "1 failed" in fourth.stdout
-
-
-def start_watch(folder: Path, env: dict[str, str], log: Path) -> subprocess.Popen[str]:
-    with log.open("w") as out:
-        return subprocess.Popen(
-            [sys.executable, "-m", "server.cli", "sync", str(folder), "--watch", "--interval", "600", "--quiet"],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-
-
-async def test_watch_picks_up_a_new_file_and_stops_on_sigterm(db: str, tmp_path: Path) -> None:
-    folder = tmp_path / "watched"
-    folder.mkdir()
-    (folder / "a.txt").write_text(ALPHA)
-    log = tmp_path / "watch.log"
-    proc = start_watch(folder, cli_env(db, tmp_path), log)
-    try:
-        deadline = time.monotonic() + 180
-        while "watching" not in log.read_text():
-            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
-            await asyncio.sleep(0.1)
-        (folder / "new dir").mkdir()  # a new folder too: the watcher follows it after the next sync
-        created = time.monotonic()
-        (folder / "new dir" / "b.txt").write_text(BRAVO)
-        while not rows(db, "SELECT 1 FROM documents WHERE filename = 'b.txt' AND status = 'ready'"):
-            assert time.monotonic() - created < 30, log.read_text()
-            await asyncio.sleep(0.1)
-        picked_up_s = time.monotonic() - created
-        (folder / "new dir" / "c.txt").write_text(CHARLIE)  # inside the folder that appeared meanwhile
-        created = time.monotonic()
-        while not rows(db, "SELECT 1 FROM documents WHERE filename = 'c.txt' AND status = 'ready'"):
-            assert time.monotonic() - created < 30, log.read_text()
-            await asyncio.sleep(0.1)
-        nested_s = time.monotonic() - created
-        stopping = time.monotonic()
-        proc.send_signal(signal.SIGTERM)
-        code = await asyncio.to_thread(proc.wait, 30)
-        stop_s = time.monotonic() - stopping
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    output = log.read_text()
-    print(f"watch: a new file ready in {picked_up_s:.1f}s, one in a new folder in {nested_s:.1f}s, stop {stop_s:.1f}s")
-    assert code == 0, output
-    assert "stopped" in output and "Traceback" not in output
-    assert picked_up_s < 15 and nested_s < 15 and stop_s < 10
-
-
-@pytest.mark.slow
-async def test_ten_thousand_files_in_bounded_memory(db: str, tmp_path: Path) -> None:
-    """10,000 files (20 distinct texts: 20 documents to embed, the rest copies): the first run's peak memory
-    over a 20-file folder's, and a second run that reads nothing."""
-    small, big = tmp_path / "small", tmp_path / "big"
-    for folder, n in ((small, 20), (big, 10_000)):
-        for i in range(n):
-            sub = folder / f"d{i // 500:02d}"
-            sub.mkdir(parents=True, exist_ok=True)
-            (sub / f"note {i:05d}.txt").write_text(f"Note kind {i % 20}: the weather station logged rain. " * 20)
-    env = cli_env(db, tmp_path)
-    peaks = {}
-    for name, folder in (("small", small), ("big", big)):
+    monkeypatch.setattr(watchfiles, "awatch", no_watching)
+    (tmp_path / "a.txt").write_text(ALPHA)
+    syncer = FolderSync(pool, settings, LOCAL_OWNER_ID, tmp_path, Ingest(pool, embedder, settings))
+    stop = asyncio.Event()
+    reports: list[SyncReport] = []
+    notes: list[str] = []
+    async with syncer.locked():
+        task = asyncio.create_task(watch(syncer, stop, interval_s=0.3, on_report=reports.append, on_note=notes.append))
+        while not notes:
+            assert not task.done()
+            await asyncio.sleep(0.05)
+        (tmp_path / "b.txt").write_text(BRAVO)
         started = time.monotonic()
-        done = await asyncio.to_thread(measured, env, "sync", str(folder), "--quiet")
-        peaks[name] = done[1]
-        assert done[0].returncode == 0, done[0].stderr
-        print(f"{name}: first sync {time.monotonic() - started:.1f}s, peak {done[1]:.0f} MB")
-    assert "10000 added" in done[0].stdout or "10,000 added" in done[0].stdout, done[0].stdout
-    started = time.monotonic()
-    again, again_peak = await asyncio.to_thread(measured, env, "sync", str(big), "--quiet")
-    second_s = time.monotonic() - started
-    print(f"big: second sync {second_s:.1f}s, peak {again_peak:.0f} MB; small peak {peaks['small']:.0f} MB")
-    assert again.returncode == 0 and "10000 files up to date" in again.stdout, again.stdout
-    assert peaks["big"] - peaks["small"] < 150
-    assert count(db, "documents") == 20 and count(db, "sync_files") == 10_020
-
-
-def measured(env: dict[str, str], *args: str) -> tuple[subprocess.CompletedProcess[str], float]:
-    """Run the command; its peak resident memory in MB (from its own VmHWM, reported by a wrapper)."""
-    wrapper = (
-        "import runpy, sys, atexit\n"
-        "def peak():\n"
-        "    line = next(l for l in open('/proc/self/status') if l.startswith('VmHWM:'))\n"
-        "    print('PEAK_KB', line.split()[1], file=sys.stderr)\n"
-        "atexit.register(peak)\n"
-        "sys.argv = ['ragchat', *sys.argv[1:]]\n"
-        "runpy.run_module('server.cli', run_name='__main__')\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", wrapper, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900
-    )
-    peak_kb = next((int(line.split()[1]) for line in done.stderr.splitlines() if line.startswith("PEAK_KB")), 0)
-    return done, peak_kb / 1024
+        while not any("b.txt" in r.added for r in reports):
+            assert time.monotonic() - started < 30 and not task.done()
+            await asyncio.sleep(0.05)
+        stop.set()
+        await asyncio.wait_for(task, 10)
+    assert "cannot watch the folder for changes" in notes[0] and "watch limit" in notes[0]
+    assert reports[0].added == ["a.txt"] and count(db, "documents") == 2
 
 
 def make_pdf(pages: list[str]) -> bytes:
