@@ -21,6 +21,7 @@ unless `allow_empty` (an unmounted drive looks empty).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import itertools
 import os
@@ -30,6 +31,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from uuid import UUID
+
+import psycopg
 
 from server.core.errors import BadRequest, Conflict, PayloadTooLarge, UnsupportedMediaType
 from server.db.pool import Pool
@@ -139,7 +142,8 @@ class FolderSync:
             try:
                 yield self
             finally:
-                await srepo.unlock_root(conn, self.root_id)
+                with contextlib.suppress(psycopg.Error):  # a lost connection took its lock with it
+                    await srepo.unlock_root(conn, self.root_id)
 
     async def run(self) -> SyncReport:
         """One pass over the folder (inside `locked()`). `self.report` fills in as it goes (a stopped run's too)."""

@@ -52,7 +52,13 @@ async def watch(
     try:
         while not stop.is_set():
             watcher.changed.clear()  # a change from now on (during this sync too) calls for another
-            last = await run_until_stopped(sync, stop)
+            try:
+                last = await run_until_stopped(sync, stop)
+            except Exception as exc:  # the database is away, ...: a watcher keeps going and tries again
+                log.debug("sync failed", exc_info=True)
+                on_note(f"the sync failed ({_first_line(exc)}); trying again in {interval_s:g}s")
+                await watcher.wait(stop, interval_s)
+                continue
             on_report(last)
             if last.stopped:
                 break
@@ -155,6 +161,11 @@ class _Watcher:
         tasks = [*self.retired, *([self.task] if self.task else [])]
         if tasks:
             await asyncio.wait(tasks, timeout=5)
+
+
+def _first_line(exc: Exception) -> str:
+    text = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+    return text.splitlines()[0]
 
 
 def _not_hidden(_change: object, path: str) -> bool:

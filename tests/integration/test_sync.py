@@ -15,12 +15,12 @@ from uuid import UUID
 
 import pytest
 
-from server.core.errors import BadRequest, Conflict
+from server.core.errors import BadRequest, Conflict, DatabaseUnavailable
 from server.documents import sync as sync_module
 from server.documents import sync_scan
 from server.documents.pipeline import Progress
 from server.documents.sync import FolderSync, SyncReport
-from server.documents.sync_scan import ReadError
+from server.documents.sync_scan import FileEntry, ReadError, TooBig, read
 from server.documents.sync_watch import watch
 from server.settings import Settings
 from tests.integration.test_ingest import rows
@@ -74,6 +74,13 @@ def real(path: Path) -> str:
 def write_undecodable_name(folder: Path) -> None:
     """A file whose name is not UTF-8 (b"bad-\\xff-name.txt"), as a Latin-1 system might leave."""
     Path(os.fsdecode(os.fsencode(folder) + b"/bad-\xff-name.txt")).write_bytes(b"latin-1 name")
+
+
+def delete_all_documents(uri: str) -> None:
+    import psycopg
+
+    with psycopg.connect(uri, autocommit=True) as conn:
+        conn.execute("DELETE FROM documents")
 
 
 def count(db: str, table: str) -> int:
@@ -276,6 +283,29 @@ async def test_content_moving_between_files_is_not_embedded_again(
     assert len(docs) == 2
 
 
+async def test_a_document_deleted_elsewhere_comes_back_and_a_moved_folder_finds_its_documents(
+    pool: Any, embedder: Any, settings: Settings, db: str, tmp_path: Path
+) -> None:
+    folder = tmp_path / "first"
+    folder.mkdir()
+    (folder / "a.txt").write_text(ALPHA)
+    ingest = Ingest(pool, embedder, settings)
+    await run_sync(pool, settings, folder, ingest)
+    delete_all_documents(db)  # as the page's Delete would
+    report, _ = await run_sync(pool, settings, folder, ingest)
+    assert report.added == ["a.txt"] and count(db, "documents") == 1
+    [doc] = documents(db).values()
+    embedded = count(db, "chunk_embeddings")
+    moved = tmp_path / "second"
+    folder.rename(moved)
+    calls = len(ingest.calls)
+    report, _ = await run_sync(pool, settings, moved, ingest)
+    assert report.added == ["a.txt"] and len(ingest.calls) == calls  # the same content: nothing to ingest
+    [again] = documents(db).values()
+    assert again["id"] == doc["id"] and count(db, "chunk_embeddings") == embedded
+    assert count(db, "sync_roots") == 2
+
+
 async def test_hostile_names_and_links(pool: Any, embedder: Any, settings: Settings, db: str, tmp_path: Path) -> None:
     root = tmp_path / "root"
     (root / "inner").mkdir(parents=True)
@@ -308,6 +338,31 @@ async def test_hostile_names_and_links(pool: Any, embedder: Any, settings: Setti
     assert "secret" not in contents and "root:" not in contents
     assert count(db, "documents") == 2  # alias.txt shares real.txt's document
     print(f"hostile folder synced in {elapsed:.1f}s")
+
+
+def test_reads_refuse_what_escapes_the_folder_and_stop_at_the_cap(tmp_path: Path) -> None:
+    """The last line of defence, when a file was swapped after the walk looked at it."""
+    root = tmp_path / "root"
+    root.mkdir()
+    (tmp_path / "outside.txt").write_text("outside")
+    (root / "link.txt").symlink_to(tmp_path / "outside.txt")
+    (root / "big.txt").write_bytes(b"x" * 5000)
+    os.mkfifo(root / "fifo.txt")
+    base = str(root)
+
+    def entry(name: str, path: str | None = None) -> FileEntry:
+        return FileEntry(name, path or f"{base}/{name}", 0, 0)
+
+    with pytest.raises(ReadError, match="outside the folder"):  # a path outside, however it got there
+        read(base, entry("x", str(tmp_path / "outside.txt")), 4096)
+    with pytest.raises(ReadError, match="cannot open"):  # a symlink swapped in: not followed
+        read(base, entry("link.txt"), 4096)
+    with pytest.raises(ReadError, match="not a regular file"):  # a FIFO: opened without blocking, refused
+        read(base, entry("fifo.txt"), 4096)
+    with pytest.raises(TooBig):
+        read(base, entry("big.txt"), 4096)
+    content = read(base, entry("big.txt"), 5000, keep=True)
+    assert content.size == 5000 and content.data == b"x" * 5000 and len(content.sha256) == 64
 
 
 async def test_what_cannot_be_read_keeps_its_documents(
@@ -387,6 +442,36 @@ async def test_one_sync_of_a_folder_at_a_time(pool: Any, embedder: Any, settings
         pass
     with pytest.raises(BadRequest, match="not a folder"):
         FolderSync(pool, settings, LOCAL_OWNER_ID, tmp_path / "missing", ingest)
+
+
+async def test_watch_survives_a_failed_sync_and_the_next_one_finishes_its_work(
+    pool: Any, embedder: Any, settings: Settings, db: str, tmp_path: Path
+) -> None:
+    (tmp_path / "a.txt").write_text(ALPHA)
+    ingest = Ingest(pool, embedder, settings)
+    real = ingest.__call__
+    outages = [DatabaseUnavailable()]
+
+    async def flaky(ids: Sequence[UUID]) -> Progress:
+        if outages:
+            raise outages.pop()
+        return await real(ids)
+
+    syncer = FolderSync(pool, settings, LOCAL_OWNER_ID, tmp_path, flaky)
+    stop = asyncio.Event()
+    reports: list[SyncReport] = []
+    notes: list[str] = []
+    async with syncer.locked():
+        task = asyncio.create_task(watch(syncer, stop, interval_s=0.3, on_report=reports.append, on_note=notes.append))
+        started = time.monotonic()
+        while not reports:
+            assert time.monotonic() - started < 60 and not task.done()
+            await asyncio.sleep(0.05)
+        stop.set()
+        await asyncio.wait_for(task, 10)
+    assert notes[0].startswith("the sync failed (The database (Postgres) is unavailable")
+    assert reports[0].resumed == 1 and not reports[0].changed  # registered by the failed run, ingested now
+    assert [r["status"] for r in rows(db, "SELECT status FROM documents")] == ["ready"]
 
 
 async def test_watch_falls_back_to_polling_when_the_folder_cannot_be_watched(
