@@ -225,6 +225,35 @@ async def test_a_changed_file_replaces_its_old_version_only_once_the_new_one_is_
     assert now["id"] == new_id and now["status"] == "ready" and "heron" in " ".join(now["contents"])
 
 
+async def test_a_version_an_interrupted_run_left_queued_never_outlives_a_newer_one(
+    pool: Any, embedder: Any, settings: Settings, db: str, tmp_path: Path
+) -> None:
+    (tmp_path / "a.txt").write_text(ALPHA)
+    ingest = Ingest(pool, embedder, settings)
+    await run_sync(pool, settings, tmp_path, ingest)
+    [first] = documents(db).values()
+
+    async def interrupted(ids: Sequence[UUID]) -> Progress:
+        raise KeyboardInterrupt
+
+    bump(tmp_path / "a.txt", BRAVO)
+    with pytest.raises(KeyboardInterrupt):
+        await run_sync(pool, settings, tmp_path, interrupted)
+    assert sorted(r["status"] for r in rows(db, "SELECT status FROM documents")) == ["queued", "ready"]
+    bump(tmp_path / "a.txt", CHARLIE)
+
+    async def then_a_late_worker(ids: Sequence[UUID]) -> Progress:
+        progress = await ingest(ids)
+        await make_pipeline(pool, embedder, settings).run()  # a server's worker, taking up whatever is queued
+        return progress
+
+    report, _ = await run_sync(pool, settings, tmp_path, then_a_late_worker)
+    assert report.updated == ["a.txt"] and report.resumed == 0  # the new version's store replaced both
+    assert count(db, "documents") == 1  # the first version replaced, the unfinished second one gone
+    [now] = documents(db).values()
+    assert now["id"] != first["id"] and now["status"] == "ready" and "heron" in " ".join(now["contents"])
+
+
 async def test_a_change_that_fails_keeps_the_old_version_and_says_why(
     pool: Any, embedder: Any, settings: Settings, db: str, tmp_path: Path
 ) -> None:
