@@ -235,13 +235,41 @@ def _decode_text(data: bytes, ext: str) -> tuple[str, str]:
     return text, encoding
 
 
+_TEXT_SECTION_CHARS = 1 << 20  # a long text file becomes sections of about this size: no second whole copy
+
+
 def _parse_txt(data: bytes, stem: str, limits: ParseLimits, deadline: Deadline) -> ParsedDocument:
     text, encoding = _decode_text(data, ".txt")
-    paras = _paragraphs(text)
-    first = paras[0].split("\n", 1)[0].strip() if paras else ""
+    text = _normalize_newlines(text)  # the decoded copy goes: one copy of the text at a time, plus the sections
+    sections: list[Section] = []
+    paras: list[str] = []
+    size = 0
+    first = ""
+    start = 0
+    for match in _BLANK_LINES_RE.finditer(text):
+        size += _add_paragraph(paras, text[start : match.start()])
+        start = match.end()
+        if size >= _TEXT_SECTION_CHARS:
+            first = first or paras[0]
+            sections.append(Section(text="\n\n".join(paras)))
+            paras, size = [], 0
+            deadline.check(f"character {start:,}")
+    _add_paragraph(paras, text[start:])
+    del text
+    if paras:
+        first = first or paras[0]
+        sections.append(Section(text="\n\n".join(paras)))
+    first = first.split("\n", 1)[0].strip()
     title = first if 0 < len(first) <= 120 else stem
-    sections = [Section(text="\n\n".join(paras))] if paras else []
     return _doc(title, sections, {"encoding": encoding})
+
+
+def _add_paragraph(paras: list[str], raw: str) -> int:
+    """Append the cleaned paragraph if it has text; returns its length."""
+    p = _clean(raw).strip()
+    if p:
+        paras.append(p)
+    return len(p)
 
 
 def _md_inline(children: Iterable[Any]) -> str:

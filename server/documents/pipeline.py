@@ -13,12 +13,13 @@ half of one. Vectors go into the active embedding space (server/vectors).
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import json
 import logging
 import os
 import socket
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,14 +50,23 @@ class Prepared:
     owner: UUID
     title: str
     chunks: list[Any]
-    texts: list[str]
-    hashes: list[str]
+    hashes: list[str]  # of each chunk's embedding text (title + content), made again when it is embedded
     page_count: int | None
     metadata: dict[str, Any]
     source_path: str | None
     vectors: np.ndarray | None = None
     space: ActiveSpace | None = None
     embedded: int = 0  # chunks this worker embedded for it (the rest came from the vector cache)
+    filled: int = 0  # rows of `vectors` set so far
+
+    def put(self, index: int, vector: np.ndarray) -> None:
+        if self.vectors is None:
+            self.vectors = np.empty((len(self.hashes), vector.shape[0]), dtype=np.float32)
+        self.vectors[index] = vector
+        self.filled += 1
+
+    def text(self, index: int) -> str:
+        return embedding_text(self.title, self.chunks[index].content)
 
 
 @dataclass
@@ -77,7 +87,36 @@ class Progress:
             return None
         expected = self.chunks_total / self.documents_parsed * max(documents - self.documents_failed, 0)
         return max(expected - embedded, 0.0) / (embedded / elapsed_s)
+
     failures: list[tuple[str, str]] = field(default_factory=list)
+
+
+INLINE_BLOB = 1 << 20  # a claim brings files up to this size with it; a bigger one is read when its turn comes
+
+
+def release_memory() -> None:
+    """Hand freed heap back to the system (glibc's malloc_trim): a big file is parsed in a worker thread whose
+    malloc arena would otherwise keep its peak resident while the embed and store stages allocate elsewhere."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:  # not glibc: nothing to do
+        return
+    libc.malloc_trim(0)
+
+
+def _batches(rows: Sequence[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
+    """Consecutive rows whose bytes came with the claim go together; a big file (bytes not read yet) alone."""
+    small: list[dict[str, Any]] = []
+    for row in rows:
+        if row["data"] is not None:
+            small.append(row)
+            continue
+        if small:
+            yield small
+            small = []
+        yield [row]
+    if small:
+        yield small
 
 
 def parse_document(content_type: str, filename: str, data: bytes, limits: ParseLimits | None = None) -> ParsedDocument:
@@ -112,6 +151,9 @@ class IngestionPipeline:
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.lease_s = settings.ingest_lease_s
         self.lost: set[UUID] = set()  # claimed, then cancelled, deleted or taken over: dropped, never stored
+        self.in_flight = 0  # groups handed to the embed stage and not yet stored or dropped
+        self.drained = asyncio.Event()  # set while no group is in flight
+        self.drained.set()
         self.requeued = False  # a document went back to the queue after a fault that may pass
 
     def _alive(self, docs: list[Prepared]) -> list[Prepared]:
@@ -172,15 +214,25 @@ class IngestionPipeline:
                 task.cancel()
 
     async def _prepare_stage(self, ids: Sequence[UUID] | None, out: asyncio.Queue[list[Prepared] | None]) -> None:
+        group: list[Prepared] = []
+
+        async def flush() -> None:
+            nonlocal group
+            if group:
+                self.in_flight += 1
+                self.drained.clear()
+                await out.put(group)
+                group = []
+
         try:
-            group: list[Prepared] = []
-            size = 0
             while True:
                 async with self.pool.connection() as conn:
                     given_up = await repo.give_up_expired(conn, max_attempts=self.settings.ingest_max_attempts)
                     if given_up:
                         log.warning("%d documents failed: their worker stopped on every attempt", given_up)
-                    rows = await repo.claim(conn, limit=32, ids=ids, worker_id=self.worker_id, lease_s=self.lease_s)
+                    rows = await repo.claim(
+                        conn, limit=32, ids=ids, worker_id=self.worker_id, lease_s=self.lease_s, inline=INLINE_BLOB
+                    )
                 if not rows:
                     break
                 try:
@@ -189,27 +241,40 @@ class IngestionPipeline:
                     for row in rows:
                         await self._fail(row["id"], row["filename"], exc.message, retry=True)
                     continue
-                results = await asyncio.to_thread(self._prepare_rows, rows, target.embedder)
-                parsed = [r for r in results if not isinstance(r, str) and r.id not in self.lost]
-                async with self.pool.connection() as conn:  # the totals, so the page can show N of M at once
-                    await repo.set_progress(conn, {r.id: len(r.chunks) for r in parsed}, total=True)
-                self.progress.chunks_total += sum(len(r.chunks) for r in parsed)
-                self.progress.documents_parsed += len(parsed)
-                for row, result in zip(rows, results, strict=True):
-                    if isinstance(result, str):
-                        await self._fail(row["id"], row["filename"], result)
-                        continue
-                    if result.id in self.lost:
-                        continue
-                    group.append(result)
-                    size += len(result.chunks)
-                    if size >= self.group_chunks:
-                        await out.put(group)
-                        group, size = [], 0
-            if group:
-                await out.put(group)
+                for batch in _batches(rows):
+                    if batch[0]["data"] is None:  # a big file: alone in memory, its bytes read only now
+                        await flush()
+                        await self.drained.wait()
+                        async with self.pool.connection() as conn:
+                            batch[0]["data"] = await repo.blob(conn, batch[0]["id"])
+                    results = await asyncio.to_thread(self._prepare_rows, batch, target.embedder)
+                    if batch[0].get("byte_size", 0) > INLINE_BLOB:
+                        release_memory()  # what parsing a big file freed goes back to the system
+                    for ready in await self._parsed(batch, results):
+                        group.append(ready)
+                        if sum(len(d.chunks) for d in group) >= self.group_chunks:
+                            await flush()
+            await flush()
         finally:
             await out.put(None)
+
+    def _landed(self) -> None:
+        """A group left the pipeline (stored, failed or dropped)."""
+        self.in_flight -= 1
+        if not self.in_flight:
+            self.drained.set()
+
+    async def _parsed(self, rows: Sequence[dict[str, Any]], results: list[Prepared | str]) -> list[Prepared]:
+        """Record the chunk totals of what parsed (so the page shows N of M at once) and fail what did not."""
+        parsed = [r for r in results if not isinstance(r, str) and r.id not in self.lost]
+        async with self.pool.connection() as conn:
+            await repo.set_progress(conn, {r.id: len(r.chunks) for r in parsed}, total=True)
+        self.progress.chunks_total += sum(len(r.chunks) for r in parsed)
+        self.progress.documents_parsed += len(parsed)
+        for row, result in zip(rows, results, strict=True):
+            if isinstance(result, str):
+                await self._fail(row["id"], row["filename"], result)
+        return parsed
 
     def _prepare_rows(self, rows: Sequence[dict[str, Any]], embedder: EmbeddingProvider) -> list[Prepared | str]:
         """Parse and chunk (runs in a worker thread). A string result is the failure reason."""
@@ -225,10 +290,12 @@ class IngestionPipeline:
         return results
 
     def _prepare_one(self, row: dict[str, Any], embedder: EmbeddingProvider) -> Prepared:
-        if row["data"] is None:
+        data = row.pop("data", None)  # the row no longer holds the bytes: they go once parsed
+        if data is None:
             raise ParseError("the file's bytes are missing; upload it again")
         limits = ParseLimits.from_settings(self.settings)
-        parsed = parse_document(row["content_type"], row["filename"], bytes(row["data"]), limits)
+        parsed = parse_document(row["content_type"], row["filename"], bytes(data), limits)
+        del data
         chunks = chunk_sections(
             parsed.sections,
             embedder.count_tokens,
@@ -241,15 +308,13 @@ class IngestionPipeline:
         title = parsed.title or row["title"]
         if row["content_type"] != BEIR_RECORD_TYPE and title == Path(row["filename"]).stem:
             title = row["title"] or title
-        texts = [embedding_text(title, c.content) for c in chunks]
         meta = dict(parsed.metadata)
         return Prepared(
             id=row["id"],
             owner=row["owner_id"],
             title=title,
             chunks=chunks,
-            texts=texts,
-            hashes=[content_hash(t) for t in texts],
+            hashes=[content_hash(embedding_text(title, c.content)) for c in chunks],
             page_count=parsed.metadata.get("page_count"),
             metadata=meta,
             source_path=(row["metadata"] or {}).get("source_path"),
@@ -266,61 +331,68 @@ class IngestionPipeline:
                     log.exception("embedding failed")
                     for doc in group:
                         await self._fail(doc.id, doc.title, f"embedding failed: {exc}", retry=True)
-                    continue
+                    group = []
                 if group:
                     await out.put(group)
+                else:
+                    self._landed()
         finally:
             await out.put(None)
 
     async def _embed_group(self, group: list[Prepared]) -> list[Prepared]:
-        """Embed the group's chunks (cached vectors reused); returns the documents still held at the end."""
+        """Embed the group's chunks (cached vectors reused) straight into each document's vector array; returns
+        the documents still held at the end."""
         group = await self._check_held(group)
         if not group:
             return group
         target = await self.spaces.for_ingest()
-        owners = {d.owner for d in group}
-        cache: dict[str, np.ndarray] = {}
-        async with self.pool.connection() as conn:
-            for owner in owners:
-                hashes = [h for d in group if d.owner == owner for h in d.hashes]
-                cache.update(await vectors.cached_vectors(conn, target.space, owner, hashes))
-        missing: dict[str, str] = {}
+        places: dict[str, list[tuple[Prepared, int]]] = {}  # where each distinct text's vector goes
         for doc in group:
-            before = len(missing)
-            for h, text in zip(doc.hashes, doc.texts, strict=True):
-                if h not in cache:
-                    missing.setdefault(h, text)
-            doc.embedded = len(missing) - before
-        todo = list(missing.items())
+            doc.vectors, doc.filled, doc.embedded = None, 0, 0
+            for i, h in enumerate(doc.hashes):
+                places.setdefault(h, []).append((doc, i))
+        async with self.pool.connection() as conn:
+            for owner in {d.owner for d in group}:
+                hashes = list({h for d in group if d.owner == owner for h in d.hashes})
+                for h, v in (await vectors.cached_vectors(conn, target.space, owner, hashes)).items():
+                    for doc, i in places.pop(h, ()):
+                        doc.put(i, v)
+        todo = list(places)
+        for h in todo:
+            places[h][0][0].embedded += 1
         step = self.settings.embed_batch_size  # progress after every batch: the page's bar and ETA move steadily
         for start in range(0, len(todo), step):
             if start and not await self._check_held(group):  # all cancelled or deleted: stop embedding
                 return []
             batch = todo[start : start + step]
-            made = await target.embedder.embed_documents([t for _, t in batch])
-            cache.update({h: v for (h, _), v in zip(batch, made, strict=True)})
+            made = await target.embedder.embed_documents([places[h][0][0].text(places[h][0][1]) for h in batch])
+            for h, v in zip(batch, made, strict=True):
+                for doc, i in places.pop(h):
+                    doc.put(i, v)
             self.progress.chunks_embedded += len(batch)
-            await self._report_partial(group, cache)
+            await self._report_partial(group)
             self.on_progress(self.progress)
         self.progress.chunks_reused += sum(len(d.hashes) for d in group) - len(todo)
         group = self._alive(group)
         for doc in group:
-            doc.vectors = np.stack([cache[h] for h in doc.hashes])
+            assert doc.filled == len(doc.hashes), "every chunk has its vector"
             doc.space = target
         return group
 
-    async def _report_partial(self, group: list[Prepared], cache: dict[str, np.ndarray]) -> None:
-        """chunks_done of every document of the group with some but not all of its chunks embedded (one
-        statement; a document done in one batch goes from 0 to ready)."""
-        done = {d.id: sum(h in cache for h in d.hashes) for d in self._alive(group)}
-        partial = {i: n for i, n in done.items() if n}
+    async def _report_partial(self, group: list[Prepared]) -> None:
+        """chunks_done of every document of the group with some of its chunks embedded (one statement; a
+        document done in one batch goes from 0 to ready)."""
         async with self.pool.connection() as conn:
-            await repo.set_progress(conn, partial)
+            await repo.set_progress(conn, {d.id: d.filled for d in self._alive(group) if d.filled})
 
     async def _store_stage(self, inp: asyncio.Queue[list[Prepared] | None]) -> None:
         while (group := await inp.get()) is not None:
-            for doc in group:
-                await self._store(doc)
+            try:
+                for doc in group:
+                    await self._store(doc)
+                    doc.chunks, doc.vectors = [], None  # memory goes back as each document is stored
+            finally:
+                self._landed()
 
     async def _store(self, doc: Prepared, retried: bool = False) -> None:
         assert doc.vectors is not None and doc.space is not None

@@ -137,9 +137,12 @@ async def claim(
     stale_after_s: int = 600,
     worker_id: str | None = None,
     lease_s: float = 60.0,
+    inline: int | None = None,
 ) -> list[dict[str, Any]]:
     """Lease up to `limit` queued documents (or ones whose lease ran out: a crashed worker's) to `worker_id`
-    for `lease_s` seconds. A processing row without a lease (from before leases) is stale after `stale_after_s`."""
+    for `lease_s` seconds. A processing row without a lease (from before leases) is stale after `stale_after_s`.
+    Each row brings its file's bytes as `data`, only when they are at most `inline` bytes if that is given (the
+    caller reads a bigger one with `blob` when it gets to it)."""
     # Two statements, so each can use its index: the primary key for an explicit id list (the CLI's own
     # documents), the partial queued index otherwise. A generic `ids IS NULL OR id = ANY(ids)` uses neither
     # and rescans the whole list for every queued row.
@@ -167,11 +170,39 @@ async def claim(
                 FROM picked
                 WHERE d.id = picked.id
                 RETURNING d.id, d.owner_id, d.filename, d.title, d.content_type, d.metadata, d.created_at,
-                          d.attempts, (SELECT data FROM document_blobs b WHERE b.document_id = d.id) AS data""",
-            (*params, limit, *stale_params, limit, limit, lease_s, worker_id),
+                          d.attempts, d.byte_size,
+                          CASE WHEN %s::bigint IS NULL OR d.byte_size <= %s::bigint
+                               THEN (SELECT data FROM document_blobs b WHERE b.document_id = d.id) END AS data""",
+            (*params, limit, *stale_params, limit, limit, lease_s, worker_id, inline, inline),
         )
     ).fetchall()
     return sorted(rows, key=lambda r: r["created_at"])  # RETURNING has no order of its own
+
+
+BLOB_SLICE = 8 << 20
+
+
+async def blob(conn: Conn, document_id: UUID) -> bytes | None:
+    """The file's bytes (None when they are gone), read in binary slices: a big file is never held as the hex
+    text of the default result format (twice its size) nor twice at once."""
+    row = await (
+        await conn.execute("SELECT octet_length(data) AS n FROM document_blobs WHERE document_id = %s", (document_id,))
+    ).fetchone()
+    if row is None:
+        return None
+    out = bytearray(row["n"])
+    for start in range(0, row["n"], BLOB_SLICE):
+        piece = await (
+            await conn.execute(
+                "SELECT substring(data FROM %s FOR %s) AS piece FROM document_blobs WHERE document_id = %s",
+                (start + 1, BLOB_SLICE, document_id),
+                binary=True,
+            )
+        ).fetchone()
+        if piece is None:  # deleted meanwhile
+            return None
+        out[start : start + len(piece["piece"])] = piece["piece"]
+    return bytes(out)
 
 
 async def renew_leases(conn: Conn, worker_id: str, lease_s: float) -> set[UUID]:
