@@ -1,0 +1,146 @@
+"""Ingest throughput with one `ragchat worker` process versus two, on the same corpus and database.
+
+For each worker count: a fresh embedded Postgres (its own temporary data dir), the corpus registered as
+queued documents (a BEIR `corpus.jsonl`: one document per record), then N `python -m server.cli worker`
+processes started together; the clock runs from their start until every document is ready (or failed).
+Reported: wall time, documents/s, chunks/s, the ratio against one worker, and the machine's load before the
+run. The model's own threads are as configured (torch uses every core): on a 2-core machine two workers
+compete for the same cores, which is what this measures.
+
+    python bench/workers.py [--corpus ../shared/data/scifact-dev/corpus.jsonl] [--limit N] [--workers 1,2]
+                            [--json bench/results/workers.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import DATA, RESULTS, bench_settings, cpu_context, table, write_json
+from server.core.principal import LOCAL_OWNER_ID, Principal
+from server.db.pool import prepare_database
+from server.runtime import open_runtime
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+async def register(settings: Any, corpus: Path, data: bytes) -> int:
+    async with open_runtime(settings) as rt:
+        registered = await rt.documents.register_bulk(Principal(LOCAL_OWNER_ID), corpus.name, data)
+    return sum(1 for r in registered if r.status == "queued")
+
+
+def count(uri: str) -> dict[str, int]:
+    import psycopg
+
+    with psycopg.connect(uri) as conn:
+        row = conn.execute(
+            """SELECT count(*) FILTER (WHERE status = 'ready') AS ready,
+                      count(*) FILTER (WHERE status = 'failed') AS failed,
+                      count(*) AS total,
+                      (SELECT count(*) FROM document_chunks) AS chunks FROM documents"""
+        ).fetchone()
+    assert row is not None
+    return {"ready": row[0], "failed": row[1], "total": row[2], "chunks": row[3]}
+
+
+def run(workers: int, corpus: Path, limit: int | None) -> dict[str, Any]:
+    tmp = Path(tempfile.mkdtemp(prefix=f"ragchat-workers{workers}-"))
+    try:
+        settings = bench_settings(tmp, ingest_workers=0)
+        database = prepare_database(settings)  # the embedded server, started once and shared by every process
+        try:
+            settings = settings.model_copy(update={"database_url": database.uri})
+            data = corpus.read_bytes()
+            if limit:
+                data = b"".join(data.splitlines(keepends=True)[:limit])
+            queued = asyncio.run(register(settings, corpus, data))
+            env = {**os.environ, "DATABASE_URL": database.uri, "RAGCHAT_DATA_DIR": str(tmp), "HF_HUB_OFFLINE": "1"}
+            load = os.getloadavg()[0]
+            started = time.perf_counter()
+            procs = [
+                subprocess.Popen(
+                    [sys.executable, "-m", "server.cli", "worker", "--poll", "0.5"],
+                    cwd=ROOT,
+                    env=env,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+                for _ in range(workers)
+            ]
+            try:
+                while True:
+                    c = count(database.uri)
+                    if c["ready"] + c["failed"] >= c["total"]:
+                        break
+                    time.sleep(1.0)
+                wall = time.perf_counter() - started
+            finally:
+                for p in procs:
+                    p.send_signal(signal.SIGTERM)
+                for p in procs:
+                    p.wait(timeout=60)
+        finally:
+            database.close()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return {
+        "workers": workers,
+        "documents": queued,
+        "failed": c["failed"],
+        "chunks": c["chunks"],
+        "wall_s": round(wall, 1),
+        "docs_per_s": round(c["ready"] / wall, 2),
+        "chunks_per_s": round(c["chunks"] / wall, 2),
+        "load_before": round(load, 2),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--corpus", type=Path, default=DATA / "corpus.jsonl")
+    ap.add_argument("--limit", type=int, default=None, help="only the first N records")
+    ap.add_argument("--workers", default="1,2")
+    ap.add_argument("--json", type=Path, default=RESULTS / "workers.json")
+    args = ap.parse_args()
+    results = [run(int(n), args.corpus, args.limit) for n in args.workers.split(",")]
+    base = results[0]["chunks_per_s"]
+    for r in results:
+        r["ratio"] = round(r["chunks_per_s"] / base, 2) if base else None
+    print(
+        table(
+            ["workers", "documents", "failed", "chunks", "wall s", "docs/s", "chunks/s", "ratio", "load before"],
+            [
+                [
+                    r["workers"],
+                    r["documents"],
+                    r["failed"],
+                    r["chunks"],
+                    r["wall_s"],
+                    r["docs_per_s"],
+                    r["chunks_per_s"],
+                    r["ratio"],
+                    r["load_before"],
+                ]
+                for r in results
+            ],
+            title=f"ingest throughput by worker processes: {args.corpus}"
+            + (f" (first {args.limit})" if args.limit else ""),
+        )
+    )
+    write_json(args.json, {"corpus": str(args.corpus), "limit": args.limit, "cpu": cpu_context(), "runs": results})
+
+
+if __name__ == "__main__":
+    main()
