@@ -223,6 +223,10 @@ export const api = {
   /** One request per file (see uploadFiles); `collectionId`: the uploads also go into that collection. */
   uploadDocuments: uploadFiles,
 
+  /** Fetch a web page (or a file at a URL) on the server and queue it like an upload. */
+  ingestUrl: async (url: string, collectionId: string | null) =>
+    (await request<UploadResults>("/api/documents/url", json("POST", { url, collection_id: collectionId }))).results,
+
   deleteDocument: (id: string) =>
     request<void>(`/api/documents/${encodeURIComponent(id)}`, { method: "DELETE" }),
 

@@ -67,6 +67,39 @@ describe("DocumentsPage", () => {
     expect(fetchMock.mock.calls.length).toBe(n);
   });
 
+  it("adds a web page by URL; a refused URL stays in the box with the reason", async () => {
+    const srv = mockServer(
+      on("POST", "/api/documents/url", (c) => {
+        const { url } = JSON.parse(String(c.init.body)) as { url: string };
+        if (url.includes("10.0.0.5")) {
+          return jsonResponse(
+            { status_code: 400, code: "url_refused", detail: "refusing to fetch http://10.0.0.5/: 10.0.0.5 is a private address", request_id: "r9" },
+            400,
+          );
+        }
+        const page = doc({ id: "w1", filename: "article.md", title: "An article", status: "queued", metadata: { source_url: url } });
+        return jsonResponse({ results: [{ filename: "article.md", status: "queued", document: page, error: null }] }, 201);
+      }),
+    );
+    render(<DocumentsPage />);
+    await screen.findByTestId("documents-empty");
+    const input = screen.getByTestId("url-input");
+    expect(screen.getByTestId("url-submit")).toBeDisabled(); // nothing typed yet
+    fireEvent.change(input, { target: { value: "http://10.0.0.5/" } });
+    fireEvent.click(screen.getByTestId("url-submit"));
+    expect(await screen.findByTestId("upload-error")).toHaveTextContent("10.0.0.5 is a private address");
+    expect(input).toHaveValue("http://10.0.0.5/");
+    fireEvent.change(input, { target: { value: "https://example.org/article" } });
+    fireEvent.click(screen.getByTestId("url-submit"));
+    await waitFor(() => expect(screen.getByTestId("document-title")).toHaveTextContent("An article"));
+    expect(input).toHaveValue("");
+    expect(screen.queryByTestId("upload-error")).toBeNull();
+    expect(JSON.parse(String(srv.find("POST", "/api/documents/url")[1].init.body))).toEqual({
+      url: "https://example.org/article",
+      collection_id: null,
+    });
+  });
+
   it("uploads each file in its own multipart request and reports duplicates", async () => {
     const srv = mockServer(
       on("POST", "/api/documents", (c) => {

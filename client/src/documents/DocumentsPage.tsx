@@ -7,6 +7,7 @@ import { Spinner } from "../components/Spinner";
 import { type Batch, BatchProgress } from "./BatchProgress";
 import { DocumentRow } from "./DocumentRow";
 import { UploadZone } from "./UploadZone";
+import { UrlForm } from "./UrlForm";
 import { useDocuments } from "./useDocuments";
 
 /** Results the page lists: the files that did not simply become a new document. */
@@ -64,6 +65,24 @@ export function DocumentsPage() {
     }
   };
 
+  /** Add a web page; its result is listed like a file's. True when the server took it. */
+  const addUrl = async (url: string): Promise<boolean> => {
+    setNotice(null);
+    setPerFile([]);
+    try {
+      const res = await api.ingestUrl(url, targetId || null);
+      setPerFile([res.filter(noteworthy)]);
+      const fresh = res.flatMap((r) => (r.document ? [r.document] : []));
+      if (fresh.length) setDocs((d) => [...fresh, ...(d ?? []).filter((x) => !fresh.some((f) => f.id === x.id))]);
+      return true;
+    } catch (e) {
+      setNotice(`Could not add ${url}: ${errorMessage(e)}`);
+      return false;
+    } finally {
+      if (targetId) void refreshCollections();
+    }
+  };
+
   const remove = async (id: string) => {
     try {
       await api.deleteDocument(id);
@@ -110,6 +129,7 @@ export function DocumentsPage() {
         </div>
       )}
       <UploadZone busy={uploading} onFiles={upload} />
+      <UrlForm busy={uploading} onUrl={addUrl} />
       {uploading && (
         <p className="muted small" data-testid="upload-progress">
           <Spinner label="Uploading" /> Uploading…
