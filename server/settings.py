@@ -120,8 +120,8 @@ class Settings(BaseSettings):
     search_mode: SearchMode = SearchMode.hybrid
     search_limit_max: int = 100
     rrf_k: int = 60
-    fusion: Literal["rrf", "weighted_rrf", "score"] = "score"
-    fusion_vector_weight: float = Field(default=0.5, ge=0, le=1)
+    fusion: Literal["relative", "rrf", "weighted_rrf", "score"] = "relative"
+    fusion_vector_weight: float | None = Field(default=None, ge=0, le=1)  # None: the method's own default
     keyword_scorer: Literal["bm25", "ts_rank"] = "bm25"
     keyword_candidates: int = 1000
     hnsw_ef_search: int = 100

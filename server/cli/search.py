@@ -79,6 +79,14 @@ async def local_rag(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+SCORE_KINDS = {
+    "similarity": "cosine similarity (0-1)",
+    "bm25 (normalised)": "BM25 relative to the best match (0-1)",
+    "fused": "hybrid fusion of similarity and BM25 (0-1)",
+    "rerank": "LLM rerank relevance (0-1)",
+}
+
+
 def print_results(api: dict[str, Any], as_json: bool) -> int:
     """GET /api/search's JSON, as it is (`--json`) or as a table."""
     if as_json:
@@ -88,6 +96,9 @@ def print_results(api: dict[str, Any], as_json: bool) -> int:
         f"{len(api['chunks'])} results · {api['mode']}{' + reranked' if api['reranked'] else ''} · "
         f"{api['timing_ms']['total_ms']:.1f} ms · confidence {api['confidence']['label']}"
     )
+    kinds = list(dict.fromkeys(hit.get("score_kind", "similarity") for hit in api["chunks"]))
+    if kinds:
+        print("score: " + ", then ".join(SCORE_KINDS.get(str(k), str(k)) for k in kinds))
     for rank, hit in enumerate(api["chunks"], 1):
         snippet = textwrap.shorten(hit["content"].replace("\n", " "), width=90, placeholder="…")
         page = f"p.{hit['page']}" if hit.get("page") else ""

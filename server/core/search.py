@@ -5,6 +5,7 @@ Retrieval implements `SearchService`; chat, evaluation and the interfaces receiv
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal, Protocol
 from uuid import UUID
 
@@ -80,6 +81,11 @@ class SearchFilters(BaseModel):
         return bool(self.document_ids) or bool(self.metadata) or bool(self.collection_ids) or bool(self.location)
 
 
+ScoreKind = Literal["similarity", "bm25 (normalised)", "fused", "rerank"]
+"""What `Passage.score` is: cosine similarity (vector search), BM25 / the best hit's BM25 (keyword search),
+the fused score (hybrid, see server/retrieval/fusion.py) or the LLM rerank relevance (reranked)."""
+
+
 class Trace(BaseModel):
     vector_rank: int | None = None
     vector_score: float | None = None
@@ -87,6 +93,9 @@ class Trace(BaseModel):
     keyword_score: float | None = None
     fused_score: float | None = None
     rerank_score: float | None = None
+    similarity: float | None = Field(
+        default=None, description="cosine similarity to the query, also for chunks the vector arm did not return"
+    )
 
 
 class Passage(BaseModel):
@@ -100,7 +109,8 @@ class Passage(BaseModel):
     section: str | None = None
     chunk_index: int
     content: str
-    score: float
+    score: float = Field(description="0..1, never higher than the hit before it; `score_kind` says what it is")
+    score_kind: ScoreKind = "similarity"
     trace: Trace
     location: Location | None = Field(default=None, description="where in the file, when the format knows it")
     url: str | None = Field(default=None, description="the document's source web page (http/https), if any")
@@ -112,6 +122,49 @@ class Passage(BaseModel):
         if not isinstance(value, str) or not value.lower().startswith(("http://", "https://")):
             return None
         return value
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def snippet(self) -> str:
+        """The first ~200 characters of the content, whitespace collapsed, cut at a word boundary with "…"."""
+        return snippet_of(self.content)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def citation(self) -> str:
+        """ "Based on *Title*, *Section*, page *N*" (Markdown; the parts the passage lacks left out)."""
+        return citation_of(self.title or self.filename, self.section, self.page, self.location)
+
+
+SNIPPET_CHARS = 200
+_SPACES = re.compile(r"\s+")
+
+
+def snippet_of(content: str, limit: int = SNIPPET_CHARS) -> str:
+    text = _SPACES.sub(" ", content).strip()
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    if not text[limit].isspace():  # mid-word: back to the last space, unless the first word is that long
+        space = cut.rfind(" ")
+        cut = cut[:space] if space > 0 else cut
+    return cut.rstrip(" ,;:.-–—") + "…"
+
+
+def _emphasis(text: str) -> str:
+    return "*" + _SPACES.sub(" ", text).strip().replace("\\", "\\\\").replace("*", "\\*") + "*"
+
+
+def citation_of(title: str, section: str | None, page: int | None, location: Location | None) -> str:
+    """Where a passage comes from, for people and models: the title, then the location's label (slide,
+    sheet and rows, time span, chapter) or else the section, then the page."""
+    parts = [_emphasis(title)] if title.strip() else []
+    place = location.label if location is not None and location.label else section
+    if place and place.strip():
+        parts.append(_emphasis(place))
+    if page is not None:
+        parts.append(f"page *{page}*")
+    return "Based on " + ", ".join(parts) if parts else ""
 
 
 class ChunkHit(Passage):
@@ -135,10 +188,84 @@ class Timings(BaseModel):
     total_ms: float = 0.0
 
 
+ConfidenceLabel = Literal["high", "moderate", "low", "insufficient"]
+INSUFFICIENT_MESSAGE = (
+    "No passage matches this question well; try other words or check that the document is uploaded."
+)
+LOW_MESSAGE = "Only weak matches: check the passages before relying on them."
+
+
 class Confidence(BaseModel):
-    label: Literal["high", "moderate", "low"]
-    best_similarity: float | None
-    insufficient_confidence: bool
+    """How well the best passage matches the question, from its cosine similarity (whatever the ranking):
+    high ≥ CONFIDENCE_HIGH > moderate ≥ CONFIDENCE_MODERATE > low ≥ CONFIDENCE_FLOOR > insufficient."""
+
+    label: ConfidenceLabel
+    percent: int = Field(ge=0, le=100, description="the best passage's cosine similarity × 100 (0: none)")
+    text: str = Field(description='for people: "High confidence (82%)"')
+    insufficient: bool = Field(description="true below CONFIDENCE_FLOOR: the documents likely lack the answer")
+    message: str | None = Field(default=None, description="what to do about a low or insufficient result")
+    best_similarity: float | None = Field(description="the best cosine similarity, 4 decimals (older field)")
+    insufficient_confidence: bool = Field(description="the same as `insufficient` (older field)")
+
+    @classmethod
+    def of(cls, best: float | None, *, high: float, moderate: float, floor: float) -> Confidence:
+        """The tier of a best similarity (None: no passage, or none with a vector)."""
+        if best is None or best < floor:
+            label: ConfidenceLabel = "insufficient"
+        elif best < moderate:
+            label = "low"
+        elif best < high:
+            label = "moderate"
+        else:
+            label = "high"
+        percent = 0 if best is None else round(min(1.0, max(0.0, best)) * 100)
+        insufficient = label == "insufficient"
+        return cls(
+            label=label,
+            percent=percent,
+            text=f"{label.capitalize()} confidence ({percent}%)",
+            insufficient=insufficient,
+            message=INSUFFICIENT_MESSAGE if insufficient else LOW_MESSAGE if label == "low" else None,
+            best_similarity=None if best is None else round(best, 4),
+            insufficient_confidence=insufficient,
+        )
+
+
+RerankState = Literal["off", "ok", "partial", "failed"]
+
+
+class RerankStatus(BaseModel):
+    """What the LLM rerank did: `off` (not asked, or nothing to rerank), `ok` (every candidate scored),
+    `partial` (some calls failed or missed the deadline: the scored candidates come first, by score, then the
+    unscored ones in retrieval order) or `failed` (none scored: the retrieval order is kept)."""
+
+    requested: bool = False
+    status: RerankState = "off"
+    scored: int = Field(default=0, description="candidates the LLM scored")
+    candidates: int = Field(default=0, description="candidates sent to the LLM")
+    warning: str | None = Field(default=None, description="for people, when the rerank failed or was partial")
+
+    @classmethod
+    def of(cls, requested: bool, scored: int, candidates: int) -> RerankStatus:
+        if not requested or candidates == 0:
+            return cls(requested=requested)
+        if scored >= candidates:
+            return cls(requested=True, status="ok", scored=scored, candidates=candidates)
+        if scored == 0:
+            warning = (
+                f"Rerank failed: the language model scored none of the {candidates} passages (unreachable, "
+                "erroring or too slow), so the results are in search order."
+            )
+            return cls(requested=True, status="failed", candidates=candidates, warning=warning)
+        warning = (
+            f"Rerank was partial: the language model scored {scored} of {candidates} passages; the "
+            f"{candidates - scored} it did not score follow the scored ones, in search order."
+        )
+        return cls(requested=True, status="partial", scored=scored, candidates=candidates, warning=warning)
+
+    @property
+    def reranked(self) -> bool:
+        return self.status in ("ok", "partial")
 
 
 class SearchResult(BaseModel):
@@ -149,6 +276,7 @@ class SearchResult(BaseModel):
     timings: Timings
     confidence: Confidence
     has_embeddings: bool
+    rerank: RerankStatus = Field(default_factory=RerankStatus)
 
     def to_api(self) -> SearchResponse:
         """The response of GET /api/search and `ragchat search --json` (each hit made public once)."""
@@ -162,11 +290,13 @@ class SearchResult(BaseModel):
             timing_ms=self.timings,
             has_embeddings=self.has_embeddings,
             confidence=self.confidence,
+            rerank=self.rerank,
         )
 
 
 def by_document(passages: list[Passage]) -> list[DocumentHit]:
-    """Passages aggregated by document: best passage, matched count, max score; best first."""
+    """Passages aggregated by document, in the order of each document's best (first) passage, so the
+    document order always agrees with the chunk order; `max_score` is that passage's score."""
     by_doc: dict[UUID, DocumentHit] = {}
     for hit in passages:
         entry = by_doc.get(hit.document_id)
@@ -181,10 +311,7 @@ def by_document(passages: list[Passage]) -> list[DocumentHit]:
             )
         else:
             entry.matched_chunks += 1
-            if hit.score > entry.max_score:
-                entry.max_score = hit.score
-                entry.best_chunk = hit
-    return sorted(by_doc.values(), key=lambda d: d.max_score, reverse=True)
+    return list(by_doc.values())
 
 
 class DocumentHit(BaseModel):
@@ -199,12 +326,13 @@ class DocumentHit(BaseModel):
 class SearchResponse(BaseModel):
     query: str
     mode: Literal["vector", "keyword", "hybrid"]
-    reranked: bool
+    reranked: bool = Field(description="the LLM rerank scored some or all candidates (`rerank.status`)")
     chunks: list[Passage] = Field(description="best first; `trace` shows each arm's rank and score")
     documents: list[DocumentHit] = Field(description="the chunks grouped by document, best document first")
     timing_ms: Timings
     has_embeddings: bool = Field(description="false: nothing is embedded yet, so vector search found nothing")
     confidence: Confidence
+    rerank: RerankStatus = Field(default_factory=RerankStatus, description="what the LLM rerank did")
 
 
 class SearchService(Protocol):

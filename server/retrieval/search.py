@@ -1,6 +1,6 @@
 """The one search orchestrator used by the chat tool, the HTTP API, the CLI and the evaluation.
 
-vector ∥ keyword (separate connections, concurrently) → fusion (`FUSION`: score, rrf or weighted_rrf)
+vector ∥ keyword (separate connections, concurrently) → fusion (`FUSION`: relative, score, rrf or weighted_rrf)
 → hydrate → [LLM rerank] → SearchResult. The vector arm searches the active embedding space with that
 space's own model, whatever EMBED_MODEL says (see server/vectors).
 """
@@ -16,11 +16,20 @@ import numpy as np
 from psycopg import sql
 
 from server.core.principal import Principal
-from server.core.search import ChunkHit, Confidence, SearchFilters, SearchResult, Timings, Trace, parse_mode
+from server.core.search import (
+    ChunkHit,
+    Confidence,
+    ScoreKind,
+    SearchFilters,
+    SearchResult,
+    Timings,
+    Trace,
+    parse_mode,
+)
 from server.db.access import ReadScope, read_scope, readable, scope_params
 from server.db.pool import Pool
 from server.providers.embeddings.base import EmbeddingError
-from server.retrieval.fusion import Fused, fuse
+from server.retrieval.fusion import Fused, fuse, keyword_only, vector_only
 from server.retrieval.keyword import keyword_search
 from server.retrieval.vector import vector_search
 from server.settings import SearchMode, Settings
@@ -28,6 +37,11 @@ from server.vectors.registry import ActiveSpace, SpaceRegistry
 from server.vectors.store import Space
 
 HYBRID_ARM_DEPTH = 50  # each arm contributes at least this many ranks to the fusion
+_SCORE_KIND: dict[SearchMode, ScoreKind] = {
+    SearchMode.vector: "similarity",
+    SearchMode.keyword: "bm25 (normalised)",
+    SearchMode.hybrid: "fused",
+}
 _QUERY_CACHE_SIZE = 512
 
 
@@ -35,6 +49,22 @@ class Reranker(Protocol):
     async def rerank(self, query: str, candidates: list[ChunkHit], limit: int) -> list[ChunkHit]:
         """Hits sorted by `trace.rerank_score` (and `score` set to it), at most `limit`."""
         ...
+
+
+def monotone(hits: list[ChunkHit]) -> list[ChunkHit]:
+    """Reranked hits say so in `score_kind`; no hit's score is above the one before it (candidates the rerank
+    deadline left unscored keep their retrieval score, capped by the last scored one)."""
+    out: list[ChunkHit] = []
+    ceiling = 1.0
+    for hit in hits:
+        update: dict[str, Any] = {}
+        if hit.trace.rerank_score is not None:
+            update["score_kind"] = "rerank"
+        if hit.score > ceiling:
+            update["score"] = ceiling
+        out.append(hit.model_copy(update=update) if update else hit)
+        ceiling = min(ceiling, out[-1].score)
+    return out
 
 
 def _ms(start: float) -> float:
@@ -116,12 +146,13 @@ class Searcher:
         vec = tasks["vector"].result() if "vector" in tasks else []
         kw = tasks["keyword"].result() if "keyword" in tasks else []
         if search_mode is SearchMode.hybrid:
-            fused = fuse(vec, kw, method=s.fusion, k=s.rrf_k, vector_weight=s.fusion_vector_weight)[:fetch]
+            fused = fuse(vec, kw, method=s.fusion, k=s.rrf_k, vector_weight=s.fusion_vector_weight, depth=depth)
+            fused = fused[:fetch]
         elif search_mode is SearchMode.vector:
-            fused = [Fused(i, sc, vector_rank=r, vector_score=sc) for r, (i, sc) in enumerate(vec, 1)]
+            fused = vector_only(vec)
         else:
-            fused = [Fused(i, sc, keyword_rank=r, keyword_score=sc) for r, (i, sc) in enumerate(kw, 1)]
-        hits = await self._hydrate(active, scope, fused, qvec, fused_scores=search_mode is SearchMode.hybrid)
+            fused = keyword_only(kw)
+        hits = await self._hydrate(active, scope, fused, qvec, kind=_SCORE_KIND[search_mode])
         timings.fuse_ms = _ms(fuse_start)
 
         reranked = False
@@ -131,7 +162,7 @@ class Searcher:
             hits = await self.reranker.rerank(text, hits, limit)
             timings.rerank_ms = _ms(rerank_start)
             reranked = True
-        hits = hits[:limit]
+        hits = monotone(hits[:limit])
         has_embeddings = True if hits else await self._has_embeddings(active, scope)
         return self._result(text, search_mode, hits, timings, started, has_embeddings, reranked)
 
@@ -196,8 +227,9 @@ class Searcher:
         fused: list[Fused],
         qvec: np.ndarray | None,
         *,
-        fused_scores: bool,
+        kind: ScoreKind,
     ) -> list[ChunkHit]:
+        """The hits in `fused` order, `score` the fused figure (see `kind`), the cosine in `similarity`."""
         if not fused:
             return []
         if active is None or qvec is None:
@@ -239,13 +271,15 @@ class Searcher:
                     location=r["location"],
                     url=(r["metadata"] or {}).get("source_url"),
                     similarity=cosine,
-                    score=cosine or 0.0,
+                    score=min(1.0, max(0.0, f.score)),
+                    score_kind=kind,
                     trace=Trace(
                         vector_rank=f.vector_rank,
                         vector_score=f.vector_score,
                         keyword_rank=f.keyword_rank,
                         keyword_score=f.keyword_score,
-                        fused_score=f.score if fused_scores else None,
+                        fused_score=f.score if kind == "fused" else None,
+                        similarity=cosine,
                     ),
                 )
             )

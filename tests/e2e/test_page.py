@@ -322,7 +322,7 @@ def test_chat_streams_answer_with_sources_and_citations(
     first = msg.locator('[data-testid="source-card"][data-index="1"]')
     expect(first.get_by_test_id("source-title")).to_have_text("Staff handbook")
     expect(first.get_by_test_id("source-passage")).to_contain_text("25 days of paid holiday")
-    expect(first.get_by_test_id("score-label")).to_have_text("Similarity")
+    expect(first.get_by_test_id("score-label")).to_have_text("Hybrid score")
     expect(first.get_by_test_id("score-value")).to_have_text(re.compile(r"^\d{1,3}%$"))
     second = msg.locator('[data-testid="source-card"][data-index="2"]')
     second.get_by_test_id("source-card-toggle").click()

@@ -22,7 +22,10 @@ from tests.integration.test_chat_helpers import (
     text_of,
 )
 
-CHUNK_KEYS = {"id", "document_id", "filename", "title", "page", "section", "chunk_index", "content", "score", "trace"}
+CHUNK_KEYS = {
+    *("id", "document_id", "filename", "title", "page", "section", "chunk_index", "content"),
+    *("score", "score_kind", "trace"),
+}
 SSE_DOC = Path(__file__).resolve().parents[2] / "docs" / "SSE.md"
 RESULT_KEYS = {"id", "name", "chunks", "search_mode", "reranked", "timings", "confidence"}
 

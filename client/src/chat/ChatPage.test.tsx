@@ -72,7 +72,7 @@ describe("ChatPage", () => {
         streamResponse([
           sse("thread", { thread_id: "t1", message_id: "m1" }),
           sse("tool_call", { id: "call_1", name: "search_documents", arguments: { query: "port" } }),
-          sse("tool_result", toolResult({ reranked: true, chunks: toolResult().chunks.map((c) => ({ ...c, trace: { ...c.trace!, rerank_score: 0.9 } })) })),
+          sse("tool_result", toolResult({ reranked: true, chunks: toolResult().chunks.map((c) => ({ ...c, score_kind: "rerank" as const, trace: { ...c.trace!, rerank_score: 0.9 } })) })),
           sse("token", { delta: "It is **11434** " }),
           sse("token", { delta: "[1]." }),
           sse("done", { message_id: "m1", finish_reason: "stop", usage: {} }),

@@ -63,13 +63,13 @@ describe("tool-call indicator", () => {
     expect(cards).toHaveLength(2);
     expect(cards[0]).toHaveTextContent("User Guide");
     expect(cards[0]).toHaveTextContent("p. 3");
-    expect(within(cards[0]).getByTestId("score-label")).toHaveTextContent("Similarity");
+    expect(within(cards[0]).getByTestId("score-label")).toHaveTextContent("Hybrid score");
     fireEvent.click(within(cards[0]).getByTestId("source-card-toggle"));
     fireEvent.click(within(cards[0]).getByTestId("why-toggle"));
     const trace = within(cards[0]).getByTestId("chunk-trace");
     expect(trace).toHaveTextContent("Vector rank#1");
     expect(trace).toHaveTextContent("Keyword rank#2");
-    expect(trace).toHaveTextContent("Fused score0.0325");
+    expect(trace).toHaveTextContent("Hybrid score0.820");
   });
 });
 

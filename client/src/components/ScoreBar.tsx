@@ -1,9 +1,9 @@
-import { scorePercent, type ScoreLabel } from "../lib/score";
+import { scoreHint, scorePercent, type ScoreLabel } from "../lib/score";
 
 export function ScoreBar({ score, label }: { score: number; label: ScoreLabel }) {
   const pct = scorePercent(score);
   return (
-    <div className="score" data-testid="score-bar" title={`${label}: ${pct}%`}>
+    <div className="score" data-testid="score-bar" title={`${label}: ${pct}% (${scoreHint(label)})`}>
       <span className="score-label" data-testid="score-label">
         {label}
       </span>
