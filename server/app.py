@@ -27,6 +27,7 @@ from server.documents.collection_routes import CollectionController
 from server.documents.collections import CollectionService
 from server.documents.routes import DocumentController
 from server.documents.service import DocumentService
+from server.evaluation.routes import EvalController
 from server.mcp.http import McpHttp
 from server.resources import client_dist
 from server.retrieval.routes import search_handlers
@@ -115,6 +116,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, overrides:
             CollectionController,
             *search_handlers(),
             *chat_handlers(),
+            EvalController,
             mcp_endpoint,
             client_app,
         ],

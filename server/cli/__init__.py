@@ -10,7 +10,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from server import __version__
-from server.cli import documents, mcp, remote, search, sync, users, vectors
+from server.cli import documents, evaluation, mcp, remote, search, sync, users, vectors
 from server.cli.common import run_server
 from server.core.errors import RagchatError
 from server.settings import Settings, is_loopback
@@ -72,6 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     documents.add_commands(sub)
     sync.add_commands(sub)
     search.add_commands(sub)
+    evaluation.add_commands(sub)
     vectors.add_commands(sub)
     users.add_commands(sub)
     remote.add_commands(sub)

@@ -1,4 +1,4 @@
-"""`ragchat search` and `ragchat eval`."""
+"""`ragchat search`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import sys
 import textwrap
 import time
 from contextlib import aclosing
-from pathlib import Path
 from typing import Any
 
 from server.cli import remote
@@ -108,40 +107,6 @@ def print_results(api: dict[str, Any], as_json: bool) -> int:
     return 0
 
 
-async def evaluate(settings: Settings, args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
-    from server.evaluation.beir import load_beir
-    from server.evaluation.runner import ensure_corpus, eval_owner, format_table, run_queries
-
-    dataset = load_beir(args.dataset, args.split)
-    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
-    ks = sorted({int(k) for k in args.k.split(",")} | {10})
-    owner = eval_owner(dataset)
-    async with open_runtime(settings) as rt:
-        bar = tqdm(desc="ingesting corpus", unit="doc", disable=args.quiet)
-
-        def report(p: Any) -> None:
-            bar.n = p.documents_done + p.documents_failed
-            bar.refresh()
-
-        ingested = await ensure_corpus(rt.pool, rt.documents, dataset, owner, report)
-        bar.close()
-        if ingested:
-            print(f"ingested {ingested} corpus documents", file=sys.stderr)
-        reports = await run_queries(rt.searcher, dataset, owner, modes, ks, rerank=args.rerank)
-    print(f"{dataset.path.name} · split {args.split} · {len(dataset.queries)} queries")
-    print(format_table(reports, ks))
-    if args.json:
-        write_json(Path(args.json), {m: r.to_json() for m, r in reports.items()})
-    return 0
-
-
-def write_json(path: Path, data: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2))
-
-
 def add_commands(sub: argparse._SubParsersAction) -> None:
     s = sub.add_parser("search", help="search your documents")
     s.add_argument("query", help="what to look for (a question or keywords)")
@@ -156,12 +121,3 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     add_user_option(s)
     s.set_defaults(func=run_async(search))
 
-    ev = sub.add_parser("eval", help="evaluate retrieval on a BEIR-format dataset")
-    ev.add_argument("--dataset", required=True, help="folder with corpus.jsonl, queries.jsonl, qrels/")
-    ev.add_argument("--split", default="test", help="qrels split (default test)")
-    ev.add_argument("--modes", default="vector,keyword,hybrid", help="comma-separated modes")
-    ev.add_argument("--k", default="1,3,5,10,100", help="cut-offs for recall and precision")
-    ev.add_argument("--rerank", action="store_true", help="LLM rerank every query")
-    ev.add_argument("--json", metavar="FILE", help="also write the metrics as JSON")
-    ev.add_argument("--quiet", action="store_true", help="no progress bar")
-    ev.set_defaults(func=run_async(evaluate))

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["QRELS_HEADER", "BeirDataset", "iter_corpus", "load_beir"]
+__all__ = ["QRELS_HEADER", "BeirDataset", "iter_corpus", "load_beir", "query_categories"]
 
 QRELS_HEADER: tuple[str, str, str] = ("query-id", "corpus-id", "score")
 _MAX_LISTED = 5
@@ -173,3 +173,17 @@ def _preview(items: list[str]) -> str:
     shown = ", ".join(repr(item) for item in items[:_MAX_LISTED])
     rest = len(items) - _MAX_LISTED
     return f"{shown}, ... (+{rest} more)" if rest > 0 else shown
+
+
+def query_categories(dataset: BeirDataset, key: str = "category") -> dict[str, str]:
+    """The category of each query, when ``queries.jsonl`` has one: a top-level ``key`` or ``metadata.key``."""
+    found: dict[str, str] = {}
+    for lineno, record in _iter_jsonl(dataset.path / "queries.jsonl"):
+        qid = _get_id(record, dataset.path / "queries.jsonl", lineno)
+        if qid not in dataset.queries:
+            continue
+        meta = record.get("metadata")
+        value = record.get(key, meta.get(key) if isinstance(meta, dict) else None)
+        if isinstance(value, str | int | float) and not isinstance(value, bool) and str(value).strip():
+            found[qid] = str(value).strip()[:100]
+    return found
