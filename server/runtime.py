@@ -148,7 +148,7 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
             ),
             searcher=searcher,
             documents=DocumentService(pool, spaces, settings),
-            chat=ChatService(pool, llm, searcher, settings),
+            chat=ChatService(pool, llm, searcher, settings, embedder=embedder),
             accounts=AccountService(pool, settings, limiter),
             collections=CollectionService(pool),
             limiter=limiter,

@@ -165,6 +165,10 @@ class Settings(BaseSettings):
     # Prompt + answer must fit the model's context: None asks the server (llama.cpp /props; Ollama's num_ctx).
     chat_context_tokens: int | None = None
     chat_answer_reserve_tokens: int = 512
+    # Verified citations (server/chat/citations.py): true adds one LLM call per answer that judges each cited
+    # claim against its passage; false (default) keeps the lexical + embedding check only
+    citation_judge: bool = False
+    citation_judge_timeout_s: float = 30.0
 
     @field_validator("data_dir", "client_dist", mode="after")
     @classmethod

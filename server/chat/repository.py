@@ -10,7 +10,7 @@ from psycopg.types.json import Jsonb
 from server.db.pool import Conn
 
 _THREAD_COLUMNS = "id, title, created_at, updated_at"
-_MESSAGE_COLUMNS = "id, role, content, status, tool_calls, tool_results, error, created_at"
+_MESSAGE_COLUMNS = "id, role, content, status, tool_calls, tool_results, error, citations, created_at"
 
 
 async def relax_commit(conn: Conn) -> None:
@@ -102,10 +102,12 @@ async def insert_message(
     tool_results: list[dict[str, Any]] | None = None,
     error: dict[str, Any] | None = None,
     usage: dict[str, Any] | None = None,
+    citations: dict[str, Any] | None = None,
 ) -> None:
     await conn.execute(
-        """INSERT INTO messages (id, thread_id, owner_id, role, content, status, tool_calls, tool_results, error, usage)
-           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)""",
+        """INSERT INTO messages
+               (id, thread_id, owner_id, role, content, status, tool_calls, tool_results, error, usage, citations)
+           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)""",
         (
             message_id,
             thread_id,
@@ -117,5 +119,6 @@ async def insert_message(
             Jsonb(tool_results or []),
             None if error is None else Jsonb(error),
             None if usage is None else Jsonb(usage),
+            None if citations is None else Jsonb(citations),
         ),
     )

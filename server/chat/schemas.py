@@ -11,7 +11,7 @@ from uuid import UUID
 from pydantic import BaseModel, Field
 
 from server.core.schemas import Flag
-from server.core.search import Confidence, Passage, Timings
+from server.core.search import Confidence, Passage, RerankStatus, Timings
 
 MAX_QUERY_CHARS = 8000
 TITLE_MAX_CHARS = 200
@@ -53,6 +53,31 @@ class Citations(BaseModel):
     invalid: list[int] = Field(description="markers that point past the passages the searches returned")
 
 
+class CitationCheck(BaseModel):
+    """One cited passage checked against the sentence that cites it (server/chat/citations.py)."""
+
+    sentence: str = Field(description="the citing sentence, markers removed")
+    start: int = Field(description="where the sentence (with its markers) starts in the answer, in characters")
+    end: int = Field(description="where it ends (exclusive)")
+    n: int = Field(description="the cited passage's number")
+    verdict: Literal["supported", "weak", "unsupported", "missing"] = Field(
+        description="missing: the turn has no passage n"
+    )
+    lexical: float = Field(description="share of the sentence's content words found in the passage, 0..1")
+    similarity: float | None = Field(description="cosine of sentence and passage embeddings; null: not computed")
+
+
+class CitationsEvent(BaseModel):
+    """`citations`: the citation check of the answer, after its last token and before `done`; saved with it."""
+
+    message_id: UUID | None = Field(default=None, description="chat only")
+    citations: list[CitationCheck]
+    unsupported: int
+    weak: int = 0
+    missing: int
+    judged: bool = Field(default=False, description="the verdicts are the LLM judge's (CITATION_JUDGE)")
+
+
 class ToolCall(BaseModel):
     """`tool_call`: the model asked to search."""
 
@@ -71,6 +96,7 @@ class ToolResult(BaseModel):
     reranked: bool
     timings: Timings
     confidence: Confidence
+    rerank: RerankStatus | None = Field(default=None, description="what the LLM rerank did (absent: older messages)")
 
 
 class ErrorEvent(BaseModel):
@@ -88,6 +114,7 @@ class Message(BaseModel):
     tool_calls: list[ToolCall] = Field(default_factory=list)
     tool_results: list[ToolResult] = Field(default_factory=list, description="exactly what the model saw")
     error: ErrorEvent | None = Field(default=None, description="why the answer failed (status error)")
+    citations: CitationsEvent | None = Field(default=None, description="the citation check (complete answers)")
     created_at: datetime
 
     @classmethod
@@ -123,12 +150,13 @@ class DoneEvent(BaseModel):
 
 class ChatStream(BaseModel):
     """The `text/event-stream` of POST /api/chat (and /api/rag with stream): each property is an SSE event
-    name and its `data:` JSON. Order: thread, then (tool_call, tool_result)*, token*, then done or error."""
+    name and its `data:` JSON. Order: thread, then (tool_call, tool_result)*, token*, citations?, then done or error."""
 
     thread: ThreadEvent | None = None
     tool_call: ToolCall | None = None
     tool_result: ToolResult | None = None
     token: TokenEvent | None = None
+    citations: CitationsEvent | None = None
     done: DoneEvent | None = None
     error: ErrorEvent | None = None
 

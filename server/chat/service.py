@@ -20,7 +20,8 @@ from uuid import UUID, uuid4
 import anyio
 
 from server.chat import repository as repo
-from server.chat.answer import Answer, AnswerRequest, answer_events, collect
+from server.chat.answer import Answer, AnswerRequest, answer_events, collect, numbered_sources
+from server.chat.citations import Embedder, check_citations
 from server.chat.faults import ChatFault, describe_failure
 from server.chat.loop import ChatContext, ChatEvent, Turn, initial_messages, run_loop
 from server.chat.prompts import history_messages, thread_title
@@ -90,6 +91,7 @@ async def save_answer(
     turn: Turn,
     status: str,
     error: ChatFault | None,
+    citations: dict[str, Any] | None = None,
 ) -> None:
     """One transaction: the assistant message (text, tool calls, exact tool results) and the thread's timestamp."""
     async with pool.connection(timeout=SAVE_WAIT_S) as conn:
@@ -106,6 +108,7 @@ async def save_answer(
             tool_results=_clean(turn.tool_results),
             error=None if error is None else error.to_json(),
             usage=turn.usage,
+            citations=None if citations is None else _clean(citations),
         )
         await repo.touch_thread(conn, thread_id)
 
@@ -129,11 +132,19 @@ def error_event(fault: ChatFault) -> ChatEvent:
 class ChatService:
     """Runs chat turns: persistence around the tool loop, with the providers it was built with."""
 
-    def __init__(self, pool: Pool, llm: LLMProvider, search: SearchService, settings: Settings) -> None:
+    def __init__(
+        self,
+        pool: Pool,
+        llm: LLMProvider,
+        search: SearchService,
+        settings: Settings,
+        embedder: Embedder | None = None,
+    ) -> None:
         self.pool = pool
         self.llm = llm
         self.search = search
         self.settings = settings
+        self.embedder = embedder  # for the citation check; None: lexical scores only
         self._windows: dict[str, int | None] = {}
 
     async def context_tokens(self) -> int | None:
@@ -148,8 +159,25 @@ class ChatService:
                 return None  # unknown for now: ask again next turn
         return self._windows[model]
 
+    async def check_citations(self, turn: Turn, message_id: UUID) -> dict[str, Any] | None:
+        """The `citations` event's payload (server/chat/citations.py); None when the answer cites nothing."""
+        passages = [source["content"] for source in numbered_sources(turn.tool_results)]
+        try:
+            report = await check_citations(
+                turn.content,
+                passages,
+                self.embedder,
+                judge=self.llm if self.settings.citation_judge else None,
+                judge_model=self.settings.chat_model,
+                judge_timeout_s=self.settings.citation_judge_timeout_s,
+            )
+        except Exception:  # a bug in the checker never costs the user the answer
+            log.exception("chat: the citation check failed")
+            return None
+        return report.to_json(str(message_id)) if report.citations else None
+
     async def events(self, principal: Principal, req: ChatRequest) -> AsyncGenerator[ChatEvent, None]:
-        """`thread`, then the loop's `tool_call`/`tool_result`/`token` events, then `done` or `error`."""
+        """`thread`, the loop's `tool_call`/`tool_result`/`token` events, `citations`, then `done` or `error`."""
         message_id = uuid4()
         try:
             thread_id, history = await begin_turn(self.pool, self.settings, principal, req)
@@ -188,12 +216,19 @@ class ChatService:
             fault = describe_failure(exc)
             log.warning("chat: %s: %r", fault.code, exc)
 
-        failed_save = await _shielded_save(*save, "error" if fault else "complete", fault)
+        try:
+            citations = None if fault else await self.check_citations(turn, message_id)
+        except asyncio.CancelledError:  # the client went away while the citations were checked
+            await _shielded_save(*save, "incomplete", None)
+            raise
+        failed_save = await _shielded_save(*save, "error" if fault else "complete", fault, citations)
         if fault is None and failed_save is not None:
             fault = describe_failure(failed_save)
         if fault is not None:
             yield error_event(fault)
             return
+        if citations is not None:
+            yield ChatEvent("citations", citations)
         yield ChatEvent(
             "done",
             {

@@ -76,9 +76,11 @@ def check_event(name: str, data: dict[str, Any]) -> None:
 
 
 def names(events: Events) -> list[str]:
-    """Event names with runs of `token` collapsed to one."""
+    """Event names with runs of `token` collapsed to one; the `citations` check (test_citations.py) left out."""
     out: list[str] = []
     for name, _ in events:
+        if name == "citations":
+            continue
         if not (name == "token" and out and out[-1] == "token"):
             out.append(name)
     return out
