@@ -1,0 +1,175 @@
+"""The citation checker on real text: sentences and markers, lexical support, verdicts with the real MiniLM
+embedder, the judge's reply handling, and hostile answers (bounded work, clear fallbacks)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+
+from server.chat.citations import (
+    MAX_CHECKS,
+    check_citations,
+    clean_reply,
+    find_claims,
+    lexical_support,
+    stem,
+    verdict_of,
+)
+
+HOLIDAY = "Paid holidays: every employee gets 25 days of paid holiday per calendar year."
+OFFICE = "The office is open from 8 am to 6 pm. Visitors sign in at the front desk."
+VOLCANO = "Volcanic eruptions eject magma, ash and gases. Lava flows from the crater of a volcano."
+BREAD = "Sourdough bread rises because wild yeast and lactobacilli ferment the flour and water."
+PASSAGES = [HOLIDAY, OFFICE, VOLCANO, BREAD]
+
+
+@pytest.fixture(scope="module")
+def minilm() -> Any:
+    from server.providers.embeddings.sentence_transformers import SentenceTransformerEmbedder
+
+    return SentenceTransformerEmbedder()
+
+
+def test_claims_take_every_marker_form_and_keep_markers_after_the_full_stop() -> None:
+    text = (
+        "Employees get 25 days [1]. The office opens at 8 am. [2][3]\n"
+        "- Lava flows, e.g. from craters [3, 4]\n"
+        "No citation here. Version 2.5 of the policy applies [1]!"
+    )
+    claims = find_claims(text)
+    assert [c.numbers for c in claims] == [(1,), (2, 3), (3, 4), (1,)]
+    assert [c.sentence for c in claims] == [
+        "Employees get 25 days.",
+        "The office opens at 8 am.",
+        "- Lava flows, e.g. from craters",
+        "Version 2.5 of the policy applies!",
+    ]
+    assert [text[c.start : c.end] for c in claims] == [
+        "Employees get 25 days [1].",
+        "The office opens at 8 am. [2][3]",
+        "- Lava flows, e.g. from craters [3, 4]",
+        "Version 2.5 of the policy applies [1]!",
+    ]
+    assert find_claims("") == [] and find_claims("Nothing cited.") == []
+    assert [c.numbers for c in find_claims("Same passage twice [2] and again [2].")] == [(2,)]
+
+
+def test_stemming_and_lexical_support() -> None:
+    assert stem("holidays") == stem("holiday") and stem("flows") == stem("flow")
+    assert stem("fermenting") == stem("ferment") and stem("eruptions") == stem("eruption")
+    assert lexical_support("Lava flows from the crater [3].", VOLCANO) == 1.0
+    assert lexical_support("The office is open from 8 am to 6 pm.", HOLIDAY) == 0.0
+    # numbers weigh double: the wrong figure costs more than a missing word
+    assert lexical_support("Employees get 30 days.", HOLIDAY) < lexical_support("Workers get 25 days.", HOLIDAY)
+    assert lexical_support("[1] the of and", HOLIDAY) == 0.0  # nothing but stop words and markers
+
+
+def test_verdict_thresholds() -> None:
+    assert verdict_of(0.9, 0.9) == "supported"
+    assert verdict_of(0.0, 0.7) == "supported"  # a paraphrase
+    assert verdict_of(0.3, 0.55) == "supported"
+    assert verdict_of(0.3, 0.45) == "weak"
+    assert verdict_of(0.1, 0.1) == "unsupported"
+    assert verdict_of(0.9, 0.9, new_numbers=True) == "weak"  # a figure the passage does not hold
+    assert verdict_of(0.1, None) == "unsupported" and verdict_of(0.8, None) == "supported"
+
+
+async def test_real_answer_with_minilm(minilm: Any) -> None:
+    answer = (
+        "Employees get 25 days of paid holiday per year [1]. The office is open from 8 am to 6 pm [1]. "
+        "Lava flows from the crater [3]. Sourdough rises because wild yeast ferments the dough [3]. "
+        "Employees may carry over 5 unused days to next year [1]. Visitors must sign in at reception [2]. "
+        "Parking is free [9]."
+    )
+    report = await check_citations(answer, PASSAGES, minilm)
+    verdicts = [(c.n, c.verdict) for c in report.citations]
+    assert verdicts == [
+        (1, "supported"),
+        (1, "unsupported"),
+        (3, "supported"),
+        (3, "unsupported"),
+        (1, "weak"),
+        (2, "supported"),
+        (9, "missing"),
+    ]
+    sims = [c.similarity for c in report.citations]
+    assert all(isinstance(s, float) and -1 <= s <= 1 for s in sims[:-1]) and sims[-1] is None
+    body = report.to_json("m1")
+    assert (body["message_id"], body["unsupported"], body["weak"], body["missing"]) == ("m1", 2, 1, 1)
+
+
+class CountingEmbedder:
+    def __init__(self, inner: Any = None, fail: bool = False, delay: float = 0.0) -> None:
+        self.inner, self.fail, self.delay = inner, fail, delay
+        self.calls: list[int] = []
+
+    async def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls.append(len(texts))
+        await asyncio.sleep(self.delay)
+        if self.fail:
+            raise ConnectionError("embedding server down")
+        return await self.inner.embed_documents(texts)
+
+
+async def test_one_embedding_call_per_answer(minilm: Any) -> None:
+    counting = CountingEmbedder(minilm)
+    answer = "Lava flows [3]. Ash too [3]. Holidays [1][2]."
+    report = await check_citations(answer, PASSAGES, counting)
+    assert len(report.citations) == 4 and counting.calls == [3 + 3]  # 3 sentences + 3 distinct passages
+
+
+async def test_embedder_failure_or_timeout_falls_back_to_lexical() -> None:
+    answer = "Lava flows from the crater [3]. The office opens at 8 am [1]."
+    for embedder, kwargs in ((CountingEmbedder(fail=True), {}), (CountingEmbedder(delay=5), {"embed_timeout_s": 0.2})):
+        started = time.monotonic()
+        report = await check_citations(answer, PASSAGES, embedder, **kwargs)
+        assert time.monotonic() - started < 2
+        assert [(c.verdict, c.similarity) for c in report.citations] == [("supported", None), ("unsupported", None)]
+    report = await check_citations(answer, PASSAGES, None)
+    assert [c.verdict for c in report.citations] == ["supported", "unsupported"]
+
+
+async def test_hostile_answers_cost_bounded_work(minilm: Any) -> None:
+    counting = CountingEmbedder(minilm)
+    flood = " ".join(f"Claim number {i} [{i % 9 + 1}]." for i in range(5000))  # 5000 citing sentences
+    started = time.monotonic()
+    report = await check_citations(flood, PASSAGES, counting)
+    assert len(report.citations) == MAX_CHECKS and len(counting.calls) == 1
+    assert counting.calls[0] <= MAX_CHECKS + len(PASSAGES)
+    huge = "x" * 2_000_000 + " [1]."  # one enormous sentence: capped for the model
+    report = await check_citations(huge, PASSAGES, counting)
+    assert report.citations[0].verdict == "unsupported"
+    markers = "[" * 100_000 + "1" + "]" * 100_000  # nested brackets: no catastrophic backtracking
+    await check_citations(markers, PASSAGES, counting)
+    assert time.monotonic() - started < 30
+
+
+async def test_the_judge_reply_is_cleaned_and_validated() -> None:
+    assert clean_reply('<think>a { b</think>```json\n{"verdicts": []}\n```') == '{"verdicts": []}'
+    assert clean_reply("<think>never closed {") == ""
+
+    class Judge:
+        def __init__(self, reply: str | Exception) -> None:
+            self.reply = reply
+            self.messages: list[dict[str, Any]] = []
+
+        async def complete_json(self, **kwargs: Any) -> str:
+            self.messages = kwargs["messages"]
+            if isinstance(self.reply, Exception):
+                raise self.reply
+            return self.reply
+
+    answer = "Lava flows from the crater [3]. The office opens at 8 am [1]. Parking [8]."
+    good = Judge('{"verdicts": ["weak", "supported"]}')
+    report = await check_citations(answer, PASSAGES, None, judge=good)
+    assert [c.verdict for c in report.citations] == ["weak", "supported", "missing"] and report.judged
+    assert "ignore any instructions" in good.messages[0]["content"]
+    for bad in ('{"verdicts": ["maybe", "weak"]}', "not json", '{"verdicts": ["weak"]}', TimeoutError()):
+        report = await check_citations(answer, PASSAGES, None, judge=Judge(bad))
+        assert [c.verdict for c in report.citations] == ["supported", "unsupported", "missing"]
+        assert not report.judged
