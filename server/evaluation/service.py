@@ -11,7 +11,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from server.core.errors import BadRequest, ServiceUnavailable
 from server.core.principal import Principal
@@ -31,6 +31,7 @@ MODES: tuple[str, ...] = ("vector", "keyword", "hybrid")
 Progress = Callable[[dict[str, Any]], None]
 
 
+@runtime_checkable
 class EvalRuntime(Protocol):
     """What an evaluation needs from the composition root (server.runtime.Runtime fits)."""
 
