@@ -389,6 +389,41 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/eval/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** ListRuns */
+        get: operations["ApiEvalRunsListRuns"];
+        put?: never;
+        /** Start */
+        post: operations["ApiEvalRunsStart"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/eval/runs/{run_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** GetRun */
+        get: operations["ApiEvalRunsRunIdGetRun"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/health": {
         parameters: {
             query?: never;
@@ -550,6 +585,13 @@ export interface components {
             role: "assistant";
         };
         /** ChatBody */
+        /** CategoryResult */
+        CategoryResult: {
+            metrics: {
+                [key: string]: number;
+            };
+            queries: number;
+        };
         ChatBody: {
             /** @description search only these collections */
             collection_ids?: string[] | null;
@@ -696,7 +738,27 @@ export interface components {
             best_similarity: number | null;
             insufficient_confidence: boolean;
             /** @enum {string} */
-            label: "high" | "moderate" | "low";
+            label: "high" | "moderate" | "low" | "insufficient";
+            /** @description what to do about a low or insufficient result */
+            message?: string | null;
+            /** @description the best passage's cosine similarity × 100 (0: none) */
+            percent: number;
+            /** @description for people: "High confidence (82%)" */
+            text: string;
+        };
+        /** ConfigResult */
+        ConfigResult: {
+            by_category?: {
+                [key: string]: components["schemas"]["CategoryResult"];
+            };
+            /** @description p50, p95 of one search, milliseconds */
+            latency_ms: {
+                [key: string]: number;
+            };
+            /** @description recall@1/5/10, ndcg@10, mrr@10, chunk_recall@1/5/10 */
+            metrics: {
+                [key: string]: number;
+            };
         };
         /** CreatedToken */
         CreatedToken: {
@@ -879,6 +941,89 @@ export interface components {
             /** @description spreadsheet: last row */
             row_end?: number | null;
             /** @description spreadsheet: first row, as the spreadsheet numbers it */
+        /** EvalProgress */
+        EvalProgress: {
+            /** @default 0 */
+            done: number;
+            /** @default  */
+            stage: string;
+            /** @default 0 */
+            total: number;
+        };
+        /** EvalResults */
+        EvalResults: {
+            configs?: {
+                [key: string]: components["schemas"]["ConfigResult"];
+            };
+            /** @default  */
+            dataset: string;
+            examples?: {
+                [key: string]: string;
+            }[];
+            /** @default 0 */
+            questions: number;
+            /** @default 0 */
+            sampled: number;
+            seconds?: number | null;
+            /** @default 0 */
+            skipped: number;
+        };
+        /** EvalRun */
+        EvalRun: {
+            config: {
+                [key: string]: unknown;
+            };
+            /** Format: date-time */
+            created_at: string;
+            dataset: string;
+            id: number;
+            notes: string;
+            partial: boolean;
+            progress: components["schemas"]["EvalProgress"];
+            results: components["schemas"]["EvalResults"];
+            /** @enum {string} */
+            status: "running" | "done" | "failed";
+        };
+        /** EvalRunBody */
+        EvalRunBody: {
+            /** @description a document metadata key: results per its value (byCategory) */
+            category_key?: string | null;
+            /**
+             * @description questions to generate (one per sampled chunk)
+             * @default 20
+             */
+            n: number;
+            /**
+             * @description also measure every mode with the LLM reranker
+             * @default false
+             */
+            rerank: boolean;
+        };
+        /** EvalRunList */
+        EvalRunList: {
+            runs: components["schemas"]["EvalRunSummary"][];
+        };
+        /** EvalRunStarted */
+        EvalRunStarted: {
+            id: number;
+            /** @enum {string} */
+            status: "running" | "done" | "failed";
+        };
+        /** EvalRunSummary */
+        EvalRunSummary: {
+            config: {
+                [key: string]: unknown;
+            };
+            /** Format: date-time */
+            created_at: string;
+            dataset: string;
+            id: number;
+            notes: string;
+            partial: boolean;
+            progress: components["schemas"]["EvalProgress"];
+            /** @enum {string} */
+            status: "running" | "done" | "failed";
+        };
             row_start?: number | null;
             /** @description spreadsheet or CSV: the sheet (a CSV's file name stem) */
             sheet?: string | null;
@@ -4363,6 +4508,234 @@ export interface operations {
             };
             /** @description Body over the route's limit (MAX_JSON_KB, or MAX_UPLOAD_MB for uploads) */
             413: {
+    ApiEvalRunsListRuns: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EvalRunList"];
+                };
+            };
+            /** @description Bad request: invalid parameters or body, a disallowed Host, a body nested too deeply */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not signed in, or the session or token no longer works */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed: another user's resource, an admin-only route, or a cross-origin write */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A bug: logged on the server with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The database or the LLM server is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    ApiEvalRunsStart: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EvalRunBody"];
+            };
+        };
+        responses: {
+            /** @description Request accepted, processing continues off-line */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EvalRunStarted"];
+                };
+            };
+            /** @description Bad request: invalid parameters or body, a disallowed Host, a body nested too deeply */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not signed in, or the session or token no longer works */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed: another user's resource, an admin-only route, or a cross-origin write */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body over the route's limit (MAX_JSON_KB, or MAX_UPLOAD_MB for uploads) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Wrong Content-Type (JSON routes take application/json, uploads multipart/form-data) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A bug: logged on the server with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The database or the LLM server is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    ApiEvalRunsRunIdGetRun: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EvalRun"];
+                };
+            };
+            /** @description Bad request: invalid parameters or body, a disallowed Host, a body nested too deeply */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not signed in, or the session or token no longer works */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed: another user's resource, an admin-only route, or a cross-origin write */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such route or resource (or one you may not see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A bug: logged on the server with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The database or the LLM server is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
                 headers: {
                     [name: string]: unknown;
                 };
