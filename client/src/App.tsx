@@ -11,10 +11,11 @@ import { HealthBanner } from "./components/HealthBanner";
 import { NavBar } from "./components/NavBar";
 import { Spinner } from "./components/Spinner";
 import { DocumentsPage } from "./documents/DocumentsPage";
+import { EvaluatePage } from "./evaluation/EvaluatePage";
 import { Link, useLocation } from "./lib/router";
 import { SearchPage } from "./search/SearchPage";
 
-export type Page = "chat" | "documents" | "search" | "collections" | "account" | "admin" | "notfound";
+export type Page = "chat" | "documents" | "search" | "collections" | "account" | "admin" | "evaluate" | "notfound";
 
 export interface Route {
   page: Page;
@@ -36,6 +37,7 @@ export function matchRoute(pathname: string): Route {
   if (c) return { page: "collections", threadId: null, collectionId: decodeURIComponent(c[1]) };
   if (path === "/account") return { page: "account", threadId: null };
   if (path === "/admin") return { page: "admin", threadId: null };
+  if (path === "/evaluate") return { page: "evaluate", threadId: null };
   return { page: "notfound", threadId: null };
 }
 
@@ -96,6 +98,7 @@ function Shell() {
             (collectionId ? <CollectionDetailPage key={collectionId} id={collectionId} /> : <CollectionsPage />)}
           {page === "account" && <AccountPage />}
           {page === "admin" && <AdminPage />}
+          {page === "evaluate" && <EvaluatePage />}
           {page === "notfound" && (
             <div className="page center-state" data-testid="not-found">
               <h1>Page not found</h1>

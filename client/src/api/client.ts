@@ -1,4 +1,8 @@
 import type {
+  EvalRun,
+  EvalRunBody,
+  EvalRunList,
+  EvalRunStarted,
   DocumentList,
   ErrorBody,
   Health,
@@ -261,4 +265,10 @@ export const api = {
 
   deleteThread: (id: string) =>
     request<void>(`/api/threads/${encodeURIComponent(id)}`, { method: "DELETE" }),
+
+  startEvalRun: (body: EvalRunBody) => request<EvalRunStarted>("/api/eval/runs", json("POST", body)),
+
+  listEvalRuns: () => request<EvalRunList>("/api/eval/runs").then((r) => r.runs),
+
+  getEvalRun: (id: number, signal?: AbortSignal) => request<EvalRun>(`/api/eval/runs/${id}`, { signal }),
 };

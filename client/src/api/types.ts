@@ -70,6 +70,9 @@ export type ChatError = Schemas["ErrorEvent"];
 export type ChatErrorCode = ChatError["code"];
 
 export type Message = Schemas["Message"];
+/** The `citations` event (and a stored message's `citations`): each cited sentence checked against its passage. */
+export type CitationReport = Schemas["CitationsEvent"];
+export type CitationCheck = Schemas["CitationCheck"];
 export type ThreadDetail = Schemas["ThreadDetail"];
 
 /** The body of POST /api/chat. */
@@ -95,3 +98,10 @@ export type CollectionList = Schemas["CollectionList"];
 export type CollectionMember = Schemas["Member"];
 export type CollectionDocument = Schemas["CollectionDocument"];
 export type CollectionDetail = Schemas["CollectionDetail"];
+
+export type EvalRun = Schemas["EvalRun"];
+export type EvalRunSummary = Schemas["EvalRunSummary"];
+export type EvalRunList = Schemas["EvalRunList"];
+export type EvalRunBody = Schemas["EvalRunBody"];
+export type EvalRunStarted = Schemas["EvalRunStarted"];
+export type EvalConfigResult = Schemas["ConfigResult"];

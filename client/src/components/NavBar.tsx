@@ -15,6 +15,7 @@ const ITEMS: Item[] = [
   { page: "documents", to: "/documents", label: "Documents" },
   { page: "search", to: "/search", label: "Search" },
   { page: "collections", to: "/collections", label: "Collections" },
+  { page: "evaluate", to: "/evaluate", label: "Evaluate" },
   { page: "admin", to: "/admin", label: "Admin", admin: true },
   { page: "account", to: "/account", label: "Account" },
 ];
