@@ -1,5 +1,5 @@
 import type { components } from "./schema";
-import type { ToolResult } from "./types";
+import type { CitationCheck, CitationReport, ToolResult } from "./types";
 
 /**
  * The SSE events of POST /api/chat (docs/SSE.md), from the OpenAPI document's `ChatStream`: each of its
@@ -19,6 +19,7 @@ const KNOWN: Record<ChatEventType, true> = {
   tool_call: true,
   tool_result: true,
   token: true,
+  citations: true,
   done: true,
   error: true,
 };
@@ -44,6 +45,10 @@ export function toChatEvent(name: string, data: string): ChatEvent | null {
     };
   }
   if (name === "token") return { type: "token", delta: typeof p.delta === "string" ? p.delta : "" };
+  if (name === "citations") {
+    const checks = Array.isArray(p.citations) ? (p.citations as CitationCheck[]) : [];
+    return { ...(p as unknown as CitationReport), citations: checks, type: "citations" };
+  }
   if (name === "tool_result") {
     return { ...(p as unknown as ToolResult), chunks: Array.isArray(p.chunks) ? p.chunks : [], type: "tool_result" };
   }

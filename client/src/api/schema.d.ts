@@ -468,7 +468,8 @@ export interface paths {
         /** Search */
         get: operations["ApiSearchSearch"];
         put?: never;
-        post?: never;
+        /** SearchPost */
+        post: operations["ApiSearchSearchPost"];
         delete?: never;
         options?: never;
         head?: never;
@@ -584,7 +585,6 @@ export interface components {
              */
             role: "assistant";
         };
-        /** ChatBody */
         /** CategoryResult */
         CategoryResult: {
             metrics: {
@@ -592,6 +592,7 @@ export interface components {
             };
             queries: number;
         };
+        /** ChatBody */
         ChatBody: {
             /** @description search only these collections */
             collection_ids?: string[] | null;
@@ -622,6 +623,7 @@ export interface components {
         };
         /** ChatStream */
         ChatStream: {
+            citations?: components["schemas"]["CitationsEvent"] | null;
             done?: components["schemas"]["DoneEvent"] | null;
             error?: components["schemas"]["ErrorEvent"] | null;
             thread?: components["schemas"]["ThreadEvent"] | null;
@@ -636,12 +638,47 @@ export interface components {
             index: number;
             message: components["schemas"]["AssistantMessage"];
         };
+        /** CitationCheck */
+        CitationCheck: {
+            /** @description where it ends (exclusive) */
+            end: number;
+            /** @description share of the sentence's content words found in the passage, 0..1 */
+            lexical: number;
+            /** @description the cited passage's number */
+            n: number;
+            /** @description the citing sentence, markers removed */
+            sentence: string;
+            /** @description cosine of sentence and passage embeddings; null: not computed */
+            similarity: number | null;
+            /** @description where the sentence (with its markers) starts in the answer, in characters */
+            start: number;
+            /**
+             * @description missing: the turn has no passage n
+             * @enum {string}
+             */
+            verdict: "supported" | "weak" | "unsupported" | "missing";
+        };
         /** Citations */
         Citations: {
             /** @description the [n] markers in the answer, in order of first use */
             cited: number[];
             /** @description markers that point past the passages the searches returned */
             invalid: number[];
+        };
+        /** CitationsEvent */
+        CitationsEvent: {
+            citations: components["schemas"]["CitationCheck"][];
+            /**
+             * @description the verdicts are the LLM judge's (CITATION_JUDGE)
+             * @default false
+             */
+            judged: boolean;
+            /** @description chat only */
+            message_id?: string | null;
+            missing: number;
+            unsupported: number;
+            /** @default 0 */
+            weak: number;
         };
         /** Collection */
         Collection: {
@@ -735,7 +772,11 @@ export interface components {
         };
         /** Confidence */
         Confidence: {
+            /** @description the best cosine similarity, 4 decimals (older field) */
             best_similarity: number | null;
+            /** @description true below CONFIDENCE_FLOOR: the documents likely lack the answer */
+            insufficient: boolean;
+            /** @description the same as `insufficient` (older field) */
             insufficient_confidence: boolean;
             /** @enum {string} */
             label: "high" | "moderate" | "low" | "insufficient";
@@ -900,47 +941,6 @@ export interface components {
             code: string;
             message: string;
         };
-        /** Health */
-        Health: {
-            /**
-             * @description kept for older clients; details in `db`
-             * @enum {string}
-             */
-            database: "ok" | "unavailable";
-            db: components["schemas"]["DatabaseHealth"];
-            /** @description the configured embedding model and provider */
-            embedder: string;
-            /** @description stored vs configured embedding model (null when the database did not answer) */
-            embeddings: components["schemas"]["EmbeddingsStatus"] | null;
-            /** @description the chat model's server: reachable, model available, the fix */
-            llm: components["schemas"]["LlmStatus"];
-            /** @enum {string} */
-            status: "ok" | "degraded" | "down";
-        };
-        /**
-         * LlmStatus
-         * @description the chat model's server: reachable, model available, the fix
-         */
-        LlmStatus: {
-            context_length?: number | null;
-            /** @description what is wrong and the fix */
-            message: string | null;
-            model: string;
-            model_available: boolean;
-            provider: string;
-            reachable: boolean;
-        };
-        /** Location */
-        Location: {
-            /** @description e-book: the chapter's title */
-            chapter?: string | null;
-            /** @description transcript: the last cue's end, in seconds */
-            end_s?: number | null;
-            /** @description For people and citations: "00:12:31–00:12:58", "Slide 3", "Sheet Q1, rows 2–41", "Chapter: Title". */
-            readonly label: string;
-            /** @description spreadsheet: last row */
-            row_end?: number | null;
-            /** @description spreadsheet: first row, as the spreadsheet numbers it */
         /** EvalProgress */
         EvalProgress: {
             /** @default 0 */
@@ -1024,6 +1024,47 @@ export interface components {
             /** @enum {string} */
             status: "running" | "done" | "failed";
         };
+        /** Health */
+        Health: {
+            /**
+             * @description kept for older clients; details in `db`
+             * @enum {string}
+             */
+            database: "ok" | "unavailable";
+            db: components["schemas"]["DatabaseHealth"];
+            /** @description the configured embedding model and provider */
+            embedder: string;
+            /** @description stored vs configured embedding model (null when the database did not answer) */
+            embeddings: components["schemas"]["EmbeddingsStatus"] | null;
+            /** @description the chat model's server: reachable, model available, the fix */
+            llm: components["schemas"]["LlmStatus"];
+            /** @enum {string} */
+            status: "ok" | "degraded" | "down";
+        };
+        /**
+         * LlmStatus
+         * @description the chat model's server: reachable, model available, the fix
+         */
+        LlmStatus: {
+            context_length?: number | null;
+            /** @description what is wrong and the fix */
+            message: string | null;
+            model: string;
+            model_available: boolean;
+            provider: string;
+            reachable: boolean;
+        };
+        /** Location */
+        Location: {
+            /** @description e-book: the chapter's title */
+            chapter?: string | null;
+            /** @description transcript: the last cue's end, in seconds */
+            end_s?: number | null;
+            /** @description For people and citations: "00:12:31–00:12:58", "Slide 3", "Sheet Q1, rows 2–41", "Chapter: Title". */
+            readonly label: string;
+            /** @description spreadsheet: last row */
+            row_end?: number | null;
+            /** @description spreadsheet: first row, as the spreadsheet numbers it */
             row_start?: number | null;
             /** @description spreadsheet or CSV: the sheet (a CSV's file name stem) */
             sheet?: string | null;
@@ -1045,6 +1086,8 @@ export interface components {
         };
         /** Message */
         Message: {
+            /** @description the citation check (complete answers) */
+            citations?: components["schemas"]["CitationsEvent"] | null;
             content: string;
             /** Format: date-time */
             created_at: string;
@@ -1128,6 +1171,8 @@ export interface components {
         /** Passage */
         Passage: {
             chunk_index: number;
+            /** @description "Based on *Title*, *Section*, page *N*" (Markdown; the parts the passage lacks left out). */
+            readonly citation: string;
             content: string;
             /** Format: uuid */
             document_id: string;
@@ -1144,6 +1189,8 @@ export interface components {
              */
             score_kind: "similarity" | "bm25 (normalised)" | "fused" | "rerank";
             section?: string | null;
+            /** @description The first ~200 characters of the content, whitespace collapsed, cut at a word boundary with "…". */
+            readonly snippet: string;
             title: string;
             trace: components["schemas"]["Trace"];
             /** @description the document's source web page (http/https), if any */
@@ -1241,11 +1288,64 @@ export interface components {
             target: string | null;
             total: number;
         };
+        /**
+         * RerankStatus
+         * @description what the LLM rerank did
+         */
+        RerankStatus: {
+            /**
+             * @description candidates sent to the LLM
+             * @default 0
+             */
+            candidates: number;
+            /** @default false */
+            requested: boolean;
+            /**
+             * @description candidates the LLM scored
+             * @default 0
+             */
+            scored: number;
+            /**
+             * @default off
+             * @enum {string}
+             */
+            status: "off" | "ok" | "partial" | "failed";
+            /** @description for people, when the rerank failed or was partial */
+            warning?: string | null;
+        };
         /** RerankedHit */
         RerankedHit: {
             filename: string;
             id: number;
             score: number;
+        };
+        /** SearchBody */
+        SearchBody: {
+            filters?: components["schemas"]["SearchBodyFilters"] | null;
+            /** @description vector, keyword or hybrid (default: SEARCH_MODE) */
+            mode?: string | null;
+            /** @description at most 2000 characters */
+            query: string;
+            /** @description LLM rerank (default: RERANK_ENABLED) */
+            rerank?: boolean | null;
+            /**
+             * @description the GET's `limit`
+             * @default 10
+             */
+            top_k: number;
+        };
+        /** SearchBodyFilters */
+        SearchBodyFilters: {
+            collection_ids?: string[] | null;
+            document_ids?: string[] | null;
+            /** @description sheet, slide, chapter, row, t: {"sheet": "Q1", "row": "12"} */
+            location?: {
+                [key: string]: string;
+            } | null;
+            /** @description {"team": "geo"} or {"team": ["geo"]} */
+            metadata?: {
+                [key: string]: string | string[];
+            } | null;
         };
         /** SearchResponse */
         SearchResponse: {
@@ -1259,6 +1359,9 @@ export interface components {
             /** @enum {string} */
             mode: "vector" | "keyword" | "hybrid";
             query: string;
+            /** @description what the LLM rerank did */
+            rerank?: components["schemas"]["RerankStatus"];
+            /** @description the LLM rerank scored some or all candidates (`rerank.status`) */
             reranked: boolean;
             timing_ms: components["schemas"]["Timings"];
         };
@@ -1278,6 +1381,8 @@ export interface components {
         /** Source */
         Source: {
             chunk_index: number;
+            /** @description "Based on *Title*, *Section*, page *N*" (Markdown; the parts the passage lacks left out). */
+            readonly citation: string;
             content: string;
             /** Format: uuid */
             document_id: string;
@@ -1296,6 +1401,8 @@ export interface components {
              */
             score_kind: "similarity" | "bm25 (normalised)" | "fused" | "rerank";
             section?: string | null;
+            /** @description The first ~200 characters of the content, whitespace collapsed, cut at a word boundary with "…". */
+            readonly snippet: string;
             title: string;
             trace: components["schemas"]["Trace"];
             /** @description the document's source web page (http/https), if any */
@@ -1393,6 +1500,8 @@ export interface components {
             /** @description the tool_call's id */
             id: string;
             name: string;
+            /** @description what the LLM rerank did (absent: older messages) */
+            rerank?: components["schemas"]["RerankStatus"] | null;
             reranked: boolean;
             /** @enum {string} */
             search_mode: "vector" | "keyword" | "hybrid";
@@ -4399,115 +4508,6 @@ export interface operations {
             };
         };
     };
-    ApiHealthHealth: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Request fulfilled, document follows */
-            200: {
-                headers: {
-                    "cache-control"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Health"];
-                };
-            };
-            /** @description Bad request: invalid parameters or body, a disallowed Host, a body nested too deeply */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A bug: logged on the server with the request id */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The database or the LLM server is unavailable */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    ApiRagRag: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["RagBody"];
-            };
-        };
-        responses: {
-            /** @description the answer (JSON), or with `stream: true` the chat SSE events */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["RagAnswer"];
-                    "text/event-stream": string;
-                };
-            };
-            /** @description Bad request: invalid parameters or body, a disallowed Host, a body nested too deeply */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Not signed in, or the session or token no longer works */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Not allowed: another user's resource, an admin-only route, or a cross-origin write */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description No such route or resource (or one you may not see) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Body over the route's limit (MAX_JSON_KB, or MAX_UPLOAD_MB for uploads) */
-            413: {
     ApiEvalRunsListRuns: {
         parameters: {
             query?: never;
@@ -4736,6 +4736,115 @@ export interface operations {
             };
         };
     };
+    ApiHealthHealth: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    "cache-control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Health"];
+                };
+            };
+            /** @description Bad request: invalid parameters or body, a disallowed Host, a body nested too deeply */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A bug: logged on the server with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The database or the LLM server is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    ApiRagRag: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RagBody"];
+            };
+        };
+        responses: {
+            /** @description the answer (JSON), or with `stream: true` the chat SSE events */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RagAnswer"];
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Bad request: invalid parameters or body, a disallowed Host, a body nested too deeply */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not signed in, or the session or token no longer works */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed: another user's resource, an admin-only route, or a cross-origin write */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such route or resource (or one you may not see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body over the route's limit (MAX_JSON_KB, or MAX_UPLOAD_MB for uploads) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4847,6 +4956,102 @@ export interface operations {
             };
             /** @description Not allowed: another user's resource, an admin-only route, or a cross-origin write */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited: retry after the Retry-After header's seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A bug: logged on the server with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The database or the LLM server is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    ApiSearchSearchPost: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SearchBody"];
+            };
+        };
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchResponse"];
+                };
+            };
+            /** @description Bad request: invalid parameters or body, a disallowed Host, a body nested too deeply */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not signed in, or the session or token no longer works */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed: another user's resource, an admin-only route, or a cross-origin write */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body over the route's limit (MAX_JSON_KB, or MAX_UPLOAD_MB for uploads) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Wrong Content-Type (JSON routes take application/json, uploads multipart/form-data) */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -3,6 +3,7 @@ import { Markdown } from "../components/Markdown";
 import { CodeText } from "../components/HealthBanner";
 import { messageSources, type ChatMessage } from "./state";
 import { ToolIndicator } from "./ToolIndicator";
+import { CitationSummary, CitedMarkdown } from "./Citations";
 
 interface Props {
   message: ChatMessage;
@@ -101,14 +102,23 @@ function AssistantMessage({ message, onRetry, canRetry }: Props) {
           ))}
         </div>
       )}
-      {message.content && (
+      {message.content && message.citations && !streaming ? (
+        <CitedMarkdown
+          content={message.content}
+          sourceCount={sources.length}
+          onCite={onCite}
+          className="markdown answer"
+          report={message.citations}
+        />
+      ) : message.content ? (
         <Markdown
           content={message.content}
           sourceCount={sources.length}
           onCite={onCite}
           className={`markdown answer${streaming ? " streaming" : ""}`}
         />
-      )}
+      ) : null}
+      {message.citations && <CitationSummary report={message.citations} />}
       {waiting && (
         <div className="typing" aria-label="Thinking" data-testid="thinking">
           <span />

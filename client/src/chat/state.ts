@@ -1,5 +1,5 @@
 import type { ChatEvent } from "../api/chatEvents";
-import type { ChatError, Chunk, Message, ThreadDetail, ToolResult } from "../api/types";
+import type { ChatError, Chunk, CitationReport, Message, ThreadDetail, ToolResult } from "../api/types";
 
 export interface SearchStep {
   id: string;
@@ -24,6 +24,8 @@ export interface ChatMessage {
   connectionLost: boolean;
   /** For live assistant messages: the user text that produced it (for Retry). */
   prompt?: string;
+  /** The citation check (the `citations` event, or the stored message's); absent: not checked. */
+  citations?: CitationReport | null;
 }
 
 export interface ChatState {
@@ -76,6 +78,7 @@ export function fromServerMessage(m: Message): ChatMessage {
     searches,
     error: m.error ?? null,
     connectionLost: false,
+    citations: m.citations ?? null,
   };
 }
 
@@ -116,6 +119,8 @@ export function applyEvent(msg: ChatMessage, ev: ChatEvent): ChatMessage {
     }
     case "token":
       return { ...msg, content: msg.content + ev.delta };
+    case "citations":
+      return { ...msg, citations: ev };
     case "done":
       return {
         ...msg,

@@ -1,0 +1,149 @@
+import { fireEvent, render, screen, within } from "@testing-library/react";
+import { describe, expect, it } from "vitest";
+import { toChatEvent } from "../api/chatEvents";
+import type { CitationCheck, CitationReport } from "../api/types";
+import { serverMessage, toolResult } from "../test/fixtures";
+import { markCitations, verdictText } from "./Citations";
+import { MessageItem } from "./MessageItem";
+import { applyEvent, fromServerMessage, type ChatMessage } from "./state";
+
+const RIGHT = "Port 11434 is where Ollama runs [1].";
+const WRONG = "The model needs 8 GB of memory [1].";
+const INVENTED = "It is free [7].";
+const ANSWER = `${RIGHT} ${WRONG} ${INVENTED}`;
+
+function check(sentence: string, n: number, verdict: CitationCheck["verdict"], at = ANSWER.indexOf(sentence)): CitationCheck {
+  return { sentence, start: at, end: at + sentence.length, n, verdict, lexical: 0, similarity: null };
+}
+
+const REPORT: CitationReport = {
+  message_id: "m1",
+  citations: [check(RIGHT, 1, "supported"), check(WRONG, 1, "unsupported"), check(INVENTED, 7, "missing")],
+  unsupported: 1,
+  weak: 0,
+  missing: 1,
+  judged: false,
+};
+
+const answer = (over: Partial<ChatMessage> = {}): ChatMessage => ({
+  key: "a1",
+  id: "m1",
+  role: "assistant",
+  content: ANSWER,
+  status: "complete",
+  searches: [{ id: "call_1", query: "q", status: "done", result: toolResult() }],
+  error: null,
+  connectionLost: false,
+  citations: REPORT,
+  ...over,
+});
+
+const renderMsg = (m: ChatMessage) =>
+  render(
+    <ol>
+      <MessageItem message={m} canRetry={false} />
+    </ol>,
+  );
+
+describe("verified citations", () => {
+  it("underlines the unsupported claim, with a tooltip and a note screen readers hear", () => {
+    renderMsg(answer());
+    const claim = screen.getByTestId("claim-unsupported");
+    expect(claim).toHaveTextContent(/^The model needs 8 GB of memory$/);
+    expect(claim).toHaveAttribute("title", "Passage 1 does not seem to support this");
+    const noteId = claim.getAttribute("aria-describedby")!;
+    const note = document.getElementById(noteId)!;
+    expect(note).toHaveAttribute("data-testid", "claim-flag");
+    expect(note).toHaveTextContent("Passage 1 does not seem to support this"); // words, not colour alone
+    // the citation button (focusable) carries the same description
+    const buttons = screen.getAllByTestId("citation");
+    expect(buttons).toHaveLength(2);
+    expect(buttons[0]).not.toHaveAttribute("aria-describedby");
+    expect(buttons[1]).toHaveAttribute("aria-describedby", noteId);
+    // the supported claim is left alone
+    expect(screen.getByTestId("message-content")).toHaveTextContent("Port 11434 is where Ollama runs");
+    expect(screen.getAllByTestId(/^claim-(unsupported|weak)$/)).toHaveLength(1);
+  });
+
+  it("strikes a citation to a passage that does not exist and says so", () => {
+    renderMsg(answer());
+    const missing = screen.getByTestId("citation-missing");
+    expect(missing.querySelector("s")).toHaveTextContent("[7]");
+    expect(missing).toHaveTextContent("no passage 7");
+    expect(missing.getAttribute("title")).toMatch(/^No passage 7/);
+    expect(screen.getByTestId("citation-summary")).toHaveTextContent(
+      "Citation check: 1 not supported by the cited passage, 1 citing a passage that does not exist.",
+    );
+  });
+
+  it("keeps citation clicks working on a marked answer", () => {
+    renderMsg(answer());
+    fireEvent.click(screen.getAllByTestId("citation")[1]);
+    expect(screen.getAllByTestId("source-card").length).toBeGreaterThan(0);
+  });
+
+  it("marks weak claims differently and leaves a clean answer unmarked", () => {
+    const weak = { ...REPORT, citations: [REPORT.citations[0], { ...REPORT.citations[1], verdict: "weak" as const }] };
+    const { unmount } = renderMsg(answer({ content: `${RIGHT} ${WRONG}`, citations: { ...weak, unsupported: 0, weak: 1, missing: 0 } }));
+    expect(screen.getByTestId("claim-weak")).toHaveAttribute("title", "Passage 1 only partly supports this");
+    expect(screen.getByTestId("citation-summary")).toHaveTextContent("1 only partly supported");
+    unmount();
+    const clean = { ...REPORT, citations: [REPORT.citations[0]], unsupported: 0, missing: 0 };
+    renderMsg(answer({ content: RIGHT, citations: clean }));
+    expect(screen.queryByTestId("claim-flag")).toBeNull();
+    expect(screen.queryByTestId("citation-summary")).toBeNull();
+  });
+
+  it("survives a reload: the stored message's citations give the same marks", () => {
+    const m = fromServerMessage(
+      serverMessage({
+        content: ANSWER,
+        tool_calls: [{ id: "call_1", name: "search_documents", arguments: { query: "q" } }],
+        tool_results: [toolResult()],
+        citations: REPORT,
+      }),
+    );
+    renderMsg(m);
+    expect(screen.getByTestId("claim-unsupported")).toBeInTheDocument();
+    expect(screen.getByTestId("citation-missing")).toBeInTheDocument();
+  });
+
+  it("applies the citations event from the stream", () => {
+    const ev = toChatEvent("citations", JSON.stringify(REPORT));
+    expect(ev?.type).toBe("citations");
+    const next = applyEvent(answer({ citations: null }), ev!);
+    expect(next.citations?.unsupported).toBe(1);
+    expect(toChatEvent("citations", '{"citations": "nope"}')).toMatchObject({ citations: [] });
+  });
+
+  it("code-point offsets: emoji before the claims do not shift the marks", () => {
+    const content = "😀😀😀😀 Sky [1]. Sea [1]."; // each emoji: 2 UTF-16 units, 1 code point (the server's unit)
+    const at = (s: string, start: number) => ({ ...check(s, 1, "supported", start), end: start + s.length });
+    const report = { ...REPORT, citations: [at("Sky [1].", 5), { ...at("Sea [1].", 14), verdict: "unsupported" as const }] };
+    renderMsg(answer({ content, citations: report }));
+    expect(screen.getByTestId("claim-unsupported")).toHaveTextContent(/^Sea$/);
+    expect(screen.getAllByTestId("claim-flag")).toHaveLength(1);
+  });
+
+  it("does not mark anything when the rendered markers do not line up with the report", () => {
+    const html = "<p>Text <code>[1]</code></p>";
+    expect(markCitations(html, "Text [1] [2]", REPORT, "x")).toBe(html);
+  });
+
+  it("model text cannot inject markup through the marks", () => {
+    const content = 'The <img src=x onerror="alert(1)"> claim [1].';
+    const report = { ...REPORT, citations: [check("The <img src=x onerror=\"alert(1)\"> claim.", 1, "unsupported", 0)] };
+    report.citations[0].end = content.length;
+    renderMsg(answer({ content, citations: report }));
+    const claim = screen.getByTestId("claim-unsupported");
+    expect(within(claim).queryByRole("img")).toBeNull();
+    expect(document.querySelector("img")).toBeNull();
+    expect(verdictText({ n: 3, verdict: "missing" })).toMatch(/^No passage 3/);
+  });
+
+  it("renders the plain answer while streaming", () => {
+    renderMsg(answer({ status: "streaming" }));
+    expect(screen.queryByTestId("claim-unsupported")).toBeNull();
+    expect(screen.getByTestId("message-content")).toHaveTextContent("It is free [7]");
+  });
+});
