@@ -78,3 +78,40 @@ def test_compare_table_deltas() -> None:
     row = next(line for line in table.splitlines() if line.startswith("hybrid ndcg@10"))
     assert "0.5000" in row and "0.7500" in row and "+0.2500" in row
     assert "—" in next(line for line in table.splitlines() if line.startswith("x "))
+
+
+RESULTS = {
+    "configs": {
+        "vector": {"metrics": {"recall@1": 0.5, "ndcg@10": 0.6}, "latency_ms": {"p50": 10.0, "p95": 20.0},
+                   "by_category": {"geo": {"queries": 2, "metrics": {"ndcg@10": 0.25}}}},
+        "hybrid": {"metrics": {"recall@1": 0.75, "ndcg@10": 0.7}, "latency_ms": {"p50": 12.0, "p95": 30.0},
+                   "by_category": {"geo": {"queries": 2, "metrics": {"ndcg@10": 0.5}}}},
+    }
+}  # fmt: skip
+
+
+def test_tables_of_one_run() -> None:
+    from server.evaluation.report import config_columns, format_categories, format_results
+
+    table = format_results(RESULTS)
+    assert "hybrid" in table and "0.7500" in table and "30.0" in table
+    cats = format_categories(RESULTS)
+    assert "geo" in cats and "0.2500" in cats and "0.5000" in cats
+    modes = compare_table(config_columns(RESULTS))  # --compare modes: hybrid against vector
+    assert "+0.2500" in next(line for line in modes.splitlines() if line.startswith("recall@1"))
+    assert format_categories({"configs": {}}) == ""
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["eval"],
+        ["eval", "--compare", "5"],
+        ["eval", "--compare", "5", "x"],
+        ["eval", "--dataset", "d", "--generate", "3"],
+    ],
+)
+def test_cli_refuses_bad_combinations_without_opening_anything(argv: list[str]) -> None:
+    from server.cli import main
+
+    assert main(argv) == 2
