@@ -57,6 +57,7 @@ async def test_runs_api(live_app: Any, fake_ollama: FakeOllama) -> None:
         r = await bob.post("/api/eval/runs", json={"n": 3})
         assert r.status_code == 202
         bob_id = r.json()["id"]
+        bob_run: dict[str, Any] = {}
         for _ in range(100):
             bob_run = (await bob.get(f"/api/eval/runs/{bob_id}")).json()
             if bob_run["status"] != "running":
