@@ -166,6 +166,13 @@ async def start_generated(rt: EvalRuntime, principal: Principal, spec: Generated
         started = time.perf_counter()
         try:
             results, notes = await run_generated(rt, principal, spec, on_progress=progress)
+        except asyncio.CancelledError:  # the server stops: the run must not stay `running` forever
+            await stop_flushing()
+            with contextlib.suppress(Exception):
+                await asyncio.shield(
+                    store.finish_run(rt.pool, run_id, status="failed", notes="interrupted: the server stopped")
+                )
+            raise
         except Exception as exc:
             await stop_flushing()
             message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"

@@ -162,3 +162,19 @@ async def test_partial_corpus_is_refused_with_the_failures_listed(
     assert results["configs"]["keyword"]["metrics"]["recall@10"] == 1.0
     assert set(results["configs"]["hybrid"]["by_category"]) == {"food", "geo"}
     assert "by category" in out
+
+
+async def test_a_background_run_interrupted_by_shutdown_is_marked_failed(
+    settings: Settings, pool: Any, embedder: Any, fake_ollama: FakeOllama, library: None
+) -> None:
+    from server.evaluation.service import start_generated
+    from server.runtime import Overrides, open_runtime
+
+    fake_ollama.responder = lambda body: Reply.hang(30, then=Reply.json({"question": "What is this about?"}))
+    app_settings = settings.model_copy(update={"llm_provider": "ollama", "ollama_host": fake_ollama.url})
+    async with open_runtime(app_settings, Overrides(pool=pool, embedder=embedder)) as rt:
+        run_id = await start_generated(rt, local_principal(), GeneratedEval(n=2, rerank=(False,)))
+        assert (await store.get_run(pool, LOCAL_OWNER_ID, run_id))["status"] == "running"
+        assert await fake_ollama.await_until(lambda: fake_ollama.in_flight > 0, timeout=10)
+    run = await store.get_run(pool, LOCAL_OWNER_ID, run_id)
+    assert run["status"] == "failed" and "interrupted" in run["notes"]
