@@ -40,7 +40,7 @@ async def test_list_rename_delete(server: Any, fake_ollama: FakeOllama) -> None:
         detail = (await client.get(f"/api/threads/{a}")).json()
         assert detail["title"] == "Holiday rules" and len(detail["messages"]) == 4
         assert set(detail["messages"][0]) == {
-            "id", "role", "content", "status", "tool_calls", "tool_results", "error", "created_at",
+            "id", "role", "content", "status", "tool_calls", "tool_results", "error", "citations", "created_at",
         }  # fmt: skip
         assert [m["role"] for m in detail["messages"]] == ["user", "assistant", "user", "assistant"]
 
