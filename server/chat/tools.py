@@ -110,4 +110,5 @@ def tool_result_payload(call_id: str, result: SearchResult) -> dict[str, Any]:
         "reranked": result.reranked,
         "timings": result.timings.model_dump(),
         "confidence": result.confidence.model_dump(),
+        "rerank": result.rerank.model_dump(),
     }

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from server.core.search import ChunkHit, Confidence, SearchResult, Trace
+from server.core.search import ChunkHit, Confidence, RerankStatus, SearchResult, Trace
 
 
 class Passage(BaseModel):
@@ -42,6 +42,7 @@ class SearchOutput(BaseModel):
     query: str
     search_mode: Literal["vector", "keyword", "hybrid"]
     reranked: bool
+    rerank: RerankStatus = Field(default_factory=RerankStatus, description="what the LLM rerank did")
     confidence: Confidence
     chunks: list[Passage]
 
@@ -51,6 +52,7 @@ class SearchOutput(BaseModel):
             query=result.query,
             search_mode=result.mode,
             reranked=result.reranked,
+            rerank=result.rerank,
             confidence=result.confidence,
             chunks=[Passage.of(n, hit) for n, hit in enumerate(result.chunks, 1)],
         )
@@ -143,6 +145,8 @@ def search_text(out: SearchOutput) -> str:
     """Numbered passages with where they are and their score, for the model to read and cite."""
     mode = out.search_mode + (" + reranked" if out.reranked else "")
     head = f'{len(out.chunks)} passages for "{out.query}" ({mode}, confidence {out.confidence.label}).'
+    if out.rerank.warning:
+        head += f" {out.rerank.warning}"
     if not out.chunks:
         return head + " Nothing matched: try other words, or list_documents to see what there is."
     if out.confidence.insufficient_confidence:

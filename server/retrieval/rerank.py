@@ -20,14 +20,16 @@ Concurrency
     `OLLAMA_NUM_PARALLEL=4`): a higher value only moves the queue into Ollama, where the waiting time counts
     against the per-call timeout.
 
-Failures and time limits
+Failures and time limits: unscored candidates, and the rerank status
     * A call that fails (HTTP/connection error, invalid reply) or gets no reply within `RERANK_TIMEOUT_S`
-      scores 0: the candidate is kept, with `score == trace.rerank_score == 0.0`, and ranks last among the
-      scored ones. Sorting is stable, so ties (including all failures) keep the retrieval order.
-    * The whole rerank has a deadline, `RERANK_DEADLINE_S`. When it passes, the calls still pending (running or
-      waiting for the semaphore) are cancelled. The scored candidates come first, sorted; the unscored ones
-      follow in retrieval order, unchanged: their `trace.rerank_score` stays None and their `score` stays the
-      retrieval score (so the displayed scores need not decrease past that point).
+      leaves its candidate unscored. So does the whole rerank's deadline, `RERANK_DEADLINE_S`: when it passes,
+      the calls still pending (running or waiting for the semaphore) are cancelled.
+    * Order: the scored candidates come first, sorted by score (stable: ties keep the retrieval order); the
+      unscored ones follow in retrieval order, unchanged: their `trace.rerank_score` stays None and their
+      `score` stays the retrieval score (never a made-up 0 % relevance).
+    * `rerank_with_status` also says how many of how many were scored; the Searcher turns that into the
+      response's `rerank` status (server/core/search.py `RerankStatus`): all → ok, some → partial with a
+      warning, none → failed with a warning, and then the retrieval order is kept as it was.
 
 Cache
     Scores are cached per (model, query, chunk content hash) in a bounded LRU (10,000 entries by default) for
@@ -46,6 +48,7 @@ import hashlib
 import logging
 import re
 from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
@@ -57,6 +60,15 @@ from server.settings import Settings
 log = logging.getLogger(__name__)
 
 DEFAULT_CACHE_SIZE = 10_000
+
+
+@dataclass(frozen=True)
+class Reranked:
+    """The reranked hits (at most `limit`), and how many of the `candidates` the LLM scored."""
+
+    hits: list[ChunkHit]
+    scored: int
+    candidates: int
 
 
 class RerankScore(BaseModel):
@@ -150,8 +162,12 @@ class LLMReranker:
     # ---- public ----------------------------------------------------------------------------------
     async def rerank(self, query: str, candidates: list[ChunkHit], limit: int) -> list[ChunkHit]:
         """Candidates sorted by rerank score (descending, stable), at most `limit`; see the module docstring."""
+        return (await self.rerank_with_status(query, candidates, limit)).hits
+
+    async def rerank_with_status(self, query: str, candidates: list[ChunkHit], limit: int) -> Reranked:
+        """`rerank`'s hits, and how many of the candidates the LLM scored."""
         if not candidates or limit <= 0:
-            return []
+            return Reranked([], 0, len(candidates))
         model = self.settings.effective_rerank_model
         keys = [(model, query, _content_key(hit)) for hit in candidates]
         scores: dict[CacheKey, float] = {}
@@ -172,11 +188,11 @@ class LLMReranker:
             for s, hit in scored
         ]
         out.extend(hit for k, hit in zip(keys, candidates, strict=True) if k not in scores)
-        return out[:limit]
+        return Reranked(out[:limit], len(scored), len(candidates))
 
     # ---- scoring ---------------------------------------------------------------------------------
     async def _score_all(self, model: str, query: str, todo: dict[CacheKey, str]) -> dict[CacheKey, float]:
-        """Score every passage in parallel; passages still unscored at the deadline are left out."""
+        """Score every passage in parallel; failed ones and those still unscored at the deadline are left out."""
         semaphore = self._get_semaphore()
 
         async def bounded(passage: str) -> float | None:
@@ -200,7 +216,6 @@ class LLMReranker:
             score = task.result()
             if score is None:
                 failed += 1
-                results[key] = 0.0
             else:
                 results[key] = score
                 self._cache_put(key, score)
@@ -212,7 +227,7 @@ class LLMReranker:
                 len(tasks),
             )
         if failed:
-            log.warning("rerank: %d of %d candidates failed and scored 0", failed, len(tasks))
+            log.warning("rerank: %d of %d candidates failed, kept unscored in retrieval order", failed, len(tasks))
         return results
 
     async def _score_one(self, model: str, query: str, passage: str) -> float | None:

@@ -1,11 +1,11 @@
-"""GET /api/search: the orchestrator's result with chunks and per-document aggregation."""
+"""GET and POST /api/search: the orchestrator's result with chunks and per-document aggregation."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 from uuid import UUID
 
-from litestar import Response, get
+from litestar import Response, get, post
 from litestar.params import Parameter
 
 from server.core.errors import BadRequest
@@ -14,6 +14,7 @@ from server.core.principal import Principal
 from server.core.search import SearchFilters, SearchResponse
 from server.db.ratelimit import RateLimiter
 from server.retrieval.filters import parse_location_filters, parse_metadata_filters
+from server.retrieval.schemas import MAX_TOP_K, SEARCH_BODY_BYTES, SearchBody, check_query
 from server.retrieval.search import Searcher
 from server.settings import Settings
 
@@ -47,7 +48,7 @@ async def search(
     principal: Principal,
     limiter: RateLimiter,
     q: str = "",
-    limit: Annotated[int, Parameter(ge=1, le=100)] = 10,
+    limit: Annotated[int, Parameter(ge=1, le=MAX_TOP_K)] = 10,
     mode: str | None = None,
     rerank: bool | None = None,
     document_ids: Annotated[list[UUID] | None, Parameter(query="document_ids")] = None,
@@ -63,6 +64,7 @@ async def search(
     ] = None,
 ) -> Response[SearchResponse]:
     """Hybrid/vector/keyword search over what the caller may read (their documents and shared collections)."""
+    check_query(q)
     await charge(searcher.settings, limiter, principal, limit, rerank)
     filters = SearchFilters(
         document_ids=document_ids or None,
@@ -71,9 +73,38 @@ async def search(
         location=parse_location_filters(location),
     )
     result = await searcher.search(q, principal=principal, limit=limit, mode=mode, filters=filters, rerank=rerank)
+    return _private(result.to_api())
+
+
+@post(
+    "/api/search",
+    status_code=200,
+    request_max_body_size=SEARCH_BODY_BYTES,
+    responses=error_responses(413, 429),
+)
+async def search_post(
+    searcher: Searcher, principal: Principal, limiter: RateLimiter, data: SearchBody
+) -> Response[SearchResponse]:
+    """The GET's search with a JSON body: `{query, top_k, filters: {document_ids, collection_ids, metadata:
+    {key: value}}, mode, rerank}`; the same response."""
+    query = check_query(data.query)
+    filters = data.filters.to_filters() if data.filters else None
+    await charge(searcher.settings, limiter, principal, data.top_k, data.rerank)
+    result = await searcher.search(
+        query,
+        principal=principal,
+        limit=data.top_k,
+        mode=data.mode,
+        filters=filters if filters and filters.active else None,
+        rerank=data.rerank,
+    )
+    return _private(result.to_api())
+
+
+def _private(body: SearchResponse) -> Response[SearchResponse]:
     # Not cacheable: a browser's cache is keyed on the URL, not the user, and shares change what is readable.
-    return Response(result.to_api(), headers={"Cache-Control": "private, no-store", "Vary": "Cookie, Authorization"})
+    return Response(body, headers={"Cache-Control": "private, no-store", "Vary": "Cookie, Authorization"})
 
 
 def search_handlers() -> list[Any]:
-    return [search]
+    return [search, search_post]

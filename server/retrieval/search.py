@@ -19,6 +19,7 @@ from server.core.principal import Principal
 from server.core.search import (
     ChunkHit,
     Confidence,
+    RerankStatus,
     ScoreKind,
     SearchFilters,
     SearchResult,
@@ -31,6 +32,7 @@ from server.db.pool import Pool
 from server.providers.embeddings.base import EmbeddingError
 from server.retrieval.fusion import Fused, fuse, keyword_only, vector_only
 from server.retrieval.keyword import keyword_search
+from server.retrieval.rerank import Reranked
 from server.retrieval.vector import vector_search
 from server.settings import SearchMode, Settings
 from server.vectors.registry import ActiveSpace, SpaceRegistry
@@ -46,8 +48,9 @@ _QUERY_CACHE_SIZE = 512
 
 
 class Reranker(Protocol):
-    async def rerank(self, query: str, candidates: list[ChunkHit], limit: int) -> list[ChunkHit]:
-        """Hits sorted by `trace.rerank_score` (and `score` set to it), at most `limit`."""
+    async def rerank_with_status(self, query: str, candidates: list[ChunkHit], limit: int) -> Reranked:
+        """Hits sorted by `trace.rerank_score` (and `score` set to it), at most `limit`, and how many the LLM
+        scored (the unscored ones follow in retrieval order; none scored: the retrieval order)."""
         ...
 
 
@@ -155,16 +158,20 @@ class Searcher:
         hits = await self._hydrate(active, scope, fused, qvec, kind=_SCORE_KIND[search_mode])
         timings.fuse_ms = _ms(fuse_start)
 
-        reranked = False
+        status = RerankStatus(requested=bool(want_rerank))
         if do_rerank and hits:
             assert self.reranker is not None
             rerank_start = time.perf_counter()
-            hits = await self.reranker.rerank(text, hits, limit)
+            outcome = await self.reranker.rerank_with_status(text, hits, limit)
             timings.rerank_ms = _ms(rerank_start)
-            reranked = True
+            status = RerankStatus.of(True, outcome.scored, outcome.candidates)
+            if status.reranked:  # none scored: keep the retrieval order and scores as they were
+                hits = outcome.hits
+        elif want_rerank and self.reranker is None:
+            status = RerankStatus(requested=True, warning="Rerank is not available: no language model is set up.")
         hits = monotone(hits[:limit])
         has_embeddings = True if hits else await self._has_embeddings(active, scope)
-        return self._result(text, search_mode, hits, timings, started, has_embeddings, reranked)
+        return self._result(text, search_mode, hits, timings, started, has_embeddings, status)
 
     async def _timed_embed(self, active: ActiveSpace | None, text: str, timings: Timings) -> np.ndarray | None:
         if active is None:
@@ -302,18 +309,12 @@ class Searcher:
 
     def confidence(self, hits: list[ChunkHit]) -> Confidence:
         sims = [h.similarity for h in hits if h.similarity is not None]
-        best = max(sims) if sims else None
         s = self.settings
-        if best is None or best < s.confidence_moderate:
-            label = "low"
-        elif best < s.confidence_high:
-            label = "moderate"
-        else:
-            label = "high"
-        return Confidence(
-            label=label,  # type: ignore[arg-type]
-            best_similarity=None if best is None else round(best, 4),
-            insufficient_confidence=best is None or best < s.confidence_floor,
+        return Confidence.of(
+            max(sims) if sims else None,
+            high=s.confidence_high,
+            moderate=s.confidence_moderate,
+            floor=s.confidence_floor,
         )
 
     def _result(
@@ -324,13 +325,15 @@ class Searcher:
         timings: Timings,
         started: float,
         has_embeddings: bool,
-        reranked: bool = False,
+        rerank: RerankStatus | None = None,
     ) -> SearchResult:
+        rerank = rerank or RerankStatus()
         timings.total_ms = _ms(started)
         return SearchResult(
             query=query,
             mode=mode.value,  # type: ignore[arg-type]
-            reranked=reranked,
+            reranked=rerank.reranked,
+            rerank=rerank,
             chunks=hits,
             timings=timings,
             confidence=self.confidence(hits),

@@ -185,13 +185,14 @@ async def test_fences_think_blocks_and_prose_are_stripped(
     assert result[0].score == pytest.approx(0.75)
 
 
-async def test_failed_call_keeps_the_chunk_with_score_zero(fake_ollama: FakeOllama, client: OllamaProvider) -> None:
+async def test_failed_call_keeps_the_chunk_unscored(fake_ollama: FakeOllama, client: OllamaProvider) -> None:
     fake_ollama.responder = scorer({"[boom]": Reply.error(500, "model runner crashed")})
     candidates = hits("a [boom]", "b [score=0.3]", "c [score=0.6]", "d [boom]")
-    result = await LLMReranker(client, make_settings()).rerank("q", candidates, 10)
-    assert ids(result) == [3, 2, 1, 4]
-    assert [h.score for h in result[2:]] == [0.0, 0.0]
-    assert [h.trace.rerank_score for h in result[2:]] == [0.0, 0.0]
+    outcome = await LLMReranker(client, make_settings()).rerank_with_status("q", candidates, 10)
+    result = outcome.hits
+    assert ids(result) == [3, 2, 1, 4] and (outcome.scored, outcome.candidates) == (2, 4)
+    assert [h.score for h in result[2:]] == [candidates[0].score, candidates[3].score]  # the retrieval score
+    assert [h.trace.rerank_score for h in result[2:]] == [None, None]
 
 
 @pytest.mark.parametrize(
@@ -205,14 +206,14 @@ async def test_failed_call_keeps_the_chunk_with_score_zero(fake_ollama: FakeOlla
         Reply.garbage_mid_stream(),
     ],
 )
-async def test_invalid_replies_score_zero(fake_ollama: FakeOllama, client: OllamaProvider, reply: Reply) -> None:
+async def test_invalid_replies_leave_it_unscored(fake_ollama: FakeOllama, client: OllamaProvider, reply: Reply) -> None:
     fake_ollama.responder = scorer({"[bad]": reply})
     result = await LLMReranker(client, make_settings()).rerank("q", hits("a [bad]", "b [score=0.05]"), 10)
     assert ids(result) == [2, 1]
-    assert result[1].score == 0.0 and result[1].trace.rerank_score == 0.0
+    assert result[1].score == hit(1, "").score and result[1].trace.rerank_score is None
 
 
-async def test_timeout_scores_zero_without_delaying_the_others(fake_ollama: FakeOllama, client: OllamaProvider) -> None:
+async def test_timeout_leaves_it_unscored_without_delaying_the_others(fake_ollama: FakeOllama, client: OllamaProvider) -> None:
     fake_ollama.latency = 0.05
     fake_ollama.responder = scorer({"[slow]": Reply.hang(5, then=Reply.json({"score": 1.0}))})
     settings = make_settings(rerank_timeout_s=0.3, rerank_concurrency=2)
@@ -223,7 +224,7 @@ async def test_timeout_scores_zero_without_delaying_the_others(fake_ollama: Fake
     # the hung call holds one slot for 0.3 s while the other slot scores the 4 others (4 × 0.05 s)
     assert wall < 0.8, wall
     assert ids(result) == [4, 5, 3, 2, 1]
-    assert result[-1].score == 0.0 and result[-1].trace.rerank_score == 0.0
+    assert result[-1].score == hit(1, "").score and result[-1].trace.rerank_score is None
     slow = await fake_ollama.await_disconnect(2.0)  # the timed-out request was abandoned
     assert slow is not None and "[slow]" in passage_of(slow.body)
 
@@ -313,7 +314,7 @@ async def test_cache_skips_repeated_questions_but_not_failures(fake_ollama: Fake
     reranker = LLMReranker(client, make_settings())
     candidates = hits("a [score=0.2]", "b [score=0.9]", "c [flaky] [score=0.6]")
     first = await reranker.rerank("question", candidates, 10)
-    assert ids(first) == [2, 1, 3] and first[-1].score == 0.0
+    assert ids(first) == [2, 1, 3] and first[-1].trace.rerank_score is None
     assert len(fake_ollama.chat_requests) == 3
 
     second = await reranker.rerank("question", candidates, 10)  # only the failed one is asked again
@@ -394,8 +395,9 @@ async def test_think_is_dropped_when_the_server_rejects_it(fake_ollama: FakeOlla
     assert len(fake_ollama.chat_requests) == 3
 
 
-async def test_unreachable_server_scores_zero(closed_ollama_url: str) -> None:
+async def test_unreachable_server_scores_nothing(closed_ollama_url: str) -> None:
     down = OllamaProvider(closed_ollama_url)
-    result = await LLMReranker(down, make_settings()).rerank("q", hits("a", "b"), 5)
+    outcome = await LLMReranker(down, make_settings()).rerank_with_status("q", hits("a", "b"), 5)
     await down.close()
-    assert ids(result) == [1, 2] and [h.score for h in result] == [0.0, 0.0]
+    assert ids(outcome.hits) == [1, 2] and (outcome.scored, outcome.candidates) == (0, 2)
+    assert [h.trace.rerank_score for h in outcome.hits] == [None, None]
