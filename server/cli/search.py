@@ -91,10 +91,15 @@ def print_results(api: dict[str, Any], as_json: bool) -> int:
     if as_json:
         print(json.dumps(api, indent=2))
         return 0
+    confidence = api["confidence"]
+    said = confidence.get("text") or f"confidence {confidence['label']}"  # `text`: servers since the contract
     print(
         f"{len(api['chunks'])} results · {api['mode']}{' + reranked' if api['reranked'] else ''} · "
-        f"{api['timing_ms']['total_ms']:.1f} ms · confidence {api['confidence']['label']}"
+        f"{api['timing_ms']['total_ms']:.1f} ms · {said}"
     )
+    for note in (confidence.get("message"), (api.get("rerank") or {}).get("warning")):
+        if note and api["chunks"]:
+            print(note)
     kinds = list(dict.fromkeys(hit.get("score_kind", "similarity") for hit in api["chunks"]))
     if kinds:
         print("score: " + ", then ".join(SCORE_KINDS.get(str(k), str(k)) for k in kinds))
@@ -102,6 +107,8 @@ def print_results(api: dict[str, Any], as_json: bool) -> int:
         snippet = textwrap.shorten(hit["content"].replace("\n", " "), width=90, placeholder="…")
         page = f"p.{hit['page']}" if hit.get("page") else ""
         print(f"{rank:>3}  {hit['score']:5.3f}  {hit['filename'][:32]:<32} {page:<6} {snippet}")
+        if hit.get("citation"):
+            print(f"{'':>5}{hit['citation']}")
     if not api["chunks"]:
         print("no results" if api["has_embeddings"] else "no documents yet: run `ragchat ingest PATH`")
     return 0

@@ -221,3 +221,16 @@ def test_confidence_tiers_follow_the_settings(settings: Settings) -> None:
     assert searcher.confidence([hit.model_copy(update={"similarity": 0.7})]).label == "moderate"
     assert searcher.confidence([hit.model_copy(update={"similarity": 0.45})]).label == "insufficient"
     assert searcher.confidence([hit, hit.model_copy(update={"similarity": 0.81})]).text == "High confidence (81%)"
+
+
+async def test_cli_prints_confidence_text_warning_and_citation(
+    http: httpx.AsyncClient, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from server.cli.search import print_results
+
+    api = (await http.post("/api/search", json={"query": "volcano lava crater", "top_k": 2})).json()
+    api["rerank"] = {"requested": True, "status": "failed", "scored": 0, "candidates": 6, "warning": "Rerank failed: x"}
+    print_results(api, as_json=False)
+    out = capsys.readouterr().out
+    assert api["confidence"]["text"] in out and "Rerank failed: x" in out
+    assert out.count("Based on *") == 2 and api["chunks"][0]["citation"] in out
