@@ -40,7 +40,7 @@ from server.documents import repository as repo
 from server.documents import sync_repository as srepo
 from server.documents.pipeline import Progress
 from server.documents.registration import validate_upload
-from server.documents.sync_scan import Content, FileEntry, Found, ReadError, Skipped, Unlisted, inside, read, walk
+from server.documents.sync_scan import Content, FileEntry, Found, Gone, ReadError, Skipped, Unlisted, inside, read, walk
 from server.settings import Settings
 
 #: Processes queued documents (the ingestion pipeline, restricted to these ids).
@@ -230,6 +230,8 @@ class FolderSync:
         """The file's hash (and bytes when `keep`); None after recording why it could not be read."""
         try:
             return await asyncio.to_thread(read, self.root, entry, self.settings.max_upload_bytes, keep=keep)
+        except Gone:  # deleted since the walk: the next sync sees it gone
+            return None
         except ReadError as exc:
             self.report.failed.append((entry.rel, str(exc)))
             return None

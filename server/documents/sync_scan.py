@@ -52,6 +52,10 @@ class TooBig(ReadError):
     pass
 
 
+class Gone(ReadError):
+    """Deleted since the walk saw it: the next sync removes what was synced from it."""
+
+
 def inside(root: str, path: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
@@ -128,6 +132,8 @@ class _Opened:
     def __init__(self, root: str, path: str, limit: int) -> None:
         try:
             self.fd = os.open(path, _OPEN_FLAGS)
+        except FileNotFoundError as exc:
+            raise Gone("deleted meanwhile") from exc
         except OSError as exc:
             raise ReadError(f"cannot open: {_why(exc)}") from exc
         try:

@@ -20,7 +20,7 @@ from server.documents import sync as sync_module
 from server.documents import sync_scan
 from server.documents.pipeline import Progress
 from server.documents.sync import FolderSync, SyncReport
-from server.documents.sync_scan import FileEntry, ReadError, TooBig, read
+from server.documents.sync_scan import FileEntry, Gone, ReadError, TooBig, read
 from server.documents.sync_watch import watch
 from server.settings import Settings
 from tests.integration.test_ingest import rows
@@ -388,6 +388,8 @@ def test_reads_refuse_what_escapes_the_folder_and_stop_at_the_cap(tmp_path: Path
         read(base, entry("link.txt"), 4096)
     with pytest.raises(ReadError, match="not a regular file"):  # a FIFO: opened without blocking, refused
         read(base, entry("fifo.txt"), 4096)
+    with pytest.raises(Gone):
+        read(base, entry("deleted.txt"), 4096)
     with pytest.raises(TooBig):
         read(base, entry("big.txt"), 4096)
     content = read(base, entry("big.txt"), 5000, keep=True)
