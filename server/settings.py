@@ -126,9 +126,10 @@ class Settings(BaseSettings):
     keyword_candidates: int = 1000
     hnsw_ef_search: int = 100
     exact_scan_max_rows: int = 20000  # filtered vector queries over at most this many rows scan exactly
-    confidence_high: float = 0.55
-    confidence_moderate: float = 0.40
-    confidence_floor: float = 0.25
+    # best-hit cosine tiers, for all-MiniLM-L6-v2 (bench/confidence.py; README "Search API")
+    confidence_high: float = 0.60
+    confidence_moderate: float = 0.45
+    confidence_floor: float = 0.35  # below: "insufficient"
     bm25_k1: float = 0.9
     bm25_b: float = 0.4
 

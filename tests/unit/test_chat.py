@@ -44,9 +44,7 @@ def result(hits: list[ChunkHit], *, insufficient: bool = False, has_embeddings: 
         reranked=False,
         chunks=hits,
         timings=Timings(total_ms=3.0),
-        confidence=Confidence(
-            label="low" if insufficient else "high", best_similarity=0.1, insufficient_confidence=insufficient
-        ),
+        confidence=Confidence.of(0.1 if insufficient else 0.8, high=0.6, moderate=0.45, floor=0.35),
         has_embeddings=has_embeddings,
     )
 
@@ -142,7 +140,7 @@ def test_parse_search_args() -> None:
 
 def test_tool_result_payload_is_the_protocol_shape() -> None:
     payload = tool_result_payload("call_1", result([hit(1)]))
-    assert set(payload) == {"id", "name", "chunks", "search_mode", "reranked", "timings", "confidence"}
+    assert set(payload) == {"id", "name", "chunks", "search_mode", "reranked", "timings", "confidence", "rerank"}
     assert payload["chunks"][0]["page"] == 1 and "similarity" not in payload["chunks"][0]
     json.dumps(payload)
 
