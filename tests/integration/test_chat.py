@@ -24,10 +24,10 @@ from tests.integration.test_chat_helpers import (
 
 CHUNK_KEYS = {
     *("id", "document_id", "filename", "title", "page", "section", "chunk_index", "content"),
-    *("score", "score_kind", "trace"),
+    *("score", "score_kind", "trace", "location", "url", "snippet", "citation"),
 }
 SSE_DOC = Path(__file__).resolve().parents[2] / "docs" / "SSE.md"
-RESULT_KEYS = {"id", "name", "chunks", "search_mode", "reranked", "timings", "confidence"}
+RESULT_KEYS = {"id", "name", "chunks", "search_mode", "reranked", "timings", "confidence", "rerank"}
 
 
 async def test_tool_round_event_sequence_and_reload(
