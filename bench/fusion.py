@@ -34,6 +34,7 @@ from server.evaluation.metrics import dedup_keep_first, evaluate
 from server.retrieval.fusion import fuse, rrf
 
 CORPORA = {"scifact-dev": "train", "nfcorpus-dev": "dev"}
+CHAT_DEPTH = 50  # server.retrieval.search.HYBRID_ARM_DEPTH: each arm's depth for a 10-passage search
 Hits = Sequence[tuple[int, float]]
 # (vector list, keyword list, cosine of keyword-only candidates) -> chunk ids, best first
 Fuser = Callable[[Hits, Hits, dict[int, float]], list[int]]
@@ -139,6 +140,7 @@ def options(depth: int) -> dict[str, Fuser]:
         opts[f"score (min-max) w={w}"] = production("score", vector_weight=w)
     for w in (0.5, 0.6, 0.65, 0.7, 0.75, 0.8):
         opts[f"relative w={w}"] = production("relative", vector_weight=w, depth=depth)
+    opts["relative, the default (FUSION=relative)"] = production("relative", depth=depth)
     for w in (0.5, 0.7):
         opts[f"relative, missing = 0, w={w}"] = lambda v, k, _s, w=w: _combine(v, k, identity, by_max, w)
         opts[f"true cosine + bm25/max w={w}"] = true_cosine(w)
@@ -166,6 +168,10 @@ def evaluate_option(fuser: Fuser, data: dict[str, Any], dataset: BeirDataset, de
     return {"ndcg@10": m["ndcg@10"], "recall@10": m["recall@10"], "recall@100": m["recall@100"]}
 
 
+def truncated(fuser: Fuser, n: int) -> Fuser:
+    return lambda vec, kwd, sims: fuser(vec[:n], kwd[:n], sims)
+
+
 def arms(data: dict[str, Any], dataset: BeirDataset, depth: int) -> dict[str, dict[str, float]]:
     only_vector: Fuser = lambda v, _k, _s: [i for i, _ in v]  # noqa: E731
     only_keyword: Fuser = lambda _v, k, _s: [i for i, _ in k]  # noqa: E731
@@ -184,6 +190,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         results[name] = arms(lists[name], dataset, args.depth)
         for label, fuser in options(args.depth).items():
             results[name][label] = evaluate_option(fuser, lists[name], dataset, args.depth)
+    # The chat asks for 10 passages: each arm then returns HYBRID_ARM_DEPTH (50), not 100.
+    at_chat_depth: dict[str, dict[str, dict[str, float]]] = {}
+    for name, dataset in datasets.items():
+        chat = {"rrf k=60": production("rrf"), "score (min-max) w=0.5": production("score")}
+        chat["relative, the default"] = production("relative", depth=CHAT_DEPTH)
+        at_chat_depth[name] = {
+            label: evaluate_option(truncated(f, CHAT_DEPTH), lists[name], dataset, CHAT_DEPTH)
+            for label, f in chat.items()
+        }
     rrf_ref = {name: results[name]["rrf k=60"]["ndcg@10"] for name in datasets}
     rows = []
     for label in results["scifact-dev"]:
@@ -201,6 +216,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "queries": {name: len(d.queries) for name, d in datasets.items()},
         "splits": CORPORA,
         "rows": rows,
+        "at_chat_depth": {"depth": CHAT_DEPTH, **at_chat_depth},
         "cpu_context_start": context_start,
     }
 
@@ -222,6 +238,10 @@ def print_table(report: dict[str, Any]) -> None:
         body.append(cells)
     q = report["queries"]
     print(table(headers, body, f"fusion, depth {report['depth']} per arm, queries {q}"))
+    chat = report["at_chat_depth"]
+    print(f"\nat the chat's depth ({chat['depth']} per arm), nDCG@10:")
+    for label in chat[names[0]]:
+        print(f"  {label:<28} " + "  ".join(f"{n} {chat[n][label]['ndcg@10']:.4f}" for n in names))
 
 
 def main() -> int:

@@ -127,4 +127,3 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     remote.add_remote_options(s)
     add_user_option(s)
     s.set_defaults(func=run_async(search))
-

@@ -1,7 +1,7 @@
 """Fusing the vector and keyword lists, merged by chunk id, each list's rank and score kept for the trace.
 
 `FUSION=relative` (the default): `w · cosine + (1 - w) · BM25 / top BM25`, w = FUSION_VECTOR_WEIGHT
-(default 0.7 for this method). Neither term depends on how long a list is or on its worst hit: the cosine is
+(default 0.75 for this method). Neither term depends on how long a list is or on its worst hit: the cosine is
 absolute and the BM25 is relative to the best keyword hit only, so a chunk that is third of three keyword
 hits with a BM25 close to the top keeps a keyword term close to 1 (min-max gave it 0). A chunk missing from
 a list gets the most it could have scored there: the list's last score when the list is full (`depth`
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 FusionMethod = Literal["relative", "rrf", "weighted_rrf", "score"]
-DEFAULT_VECTOR_WEIGHT: dict[str, float] = {"relative": 0.7, "score": 0.5, "weighted_rrf": 0.5, "rrf": 0.5}
+DEFAULT_VECTOR_WEIGHT: dict[str, float] = {"relative": 0.75, "score": 0.5, "weighted_rrf": 0.5, "rrf": 0.5}
 
 
 @dataclass

@@ -74,7 +74,7 @@ def test_minmax_over_two_keyword_hits_is_the_bug_relative_fixes() -> None:
     new = fuse(BATTERY_VECTOR, BATTERY_KEYWORD, method="relative")
     assert new[0].id == FAQ
     faq = new[0]
-    assert faq.score == pytest.approx(0.7 * 0.71 + 0.3 * 3.2 / 4.1)  # the default weight for relative: 0.7
+    assert faq.score == pytest.approx(0.75 * 0.71 + 0.25 * 3.2 / 4.1)  # the default weight for relative: 0.75
     assert (faq.vector_rank, faq.keyword_rank) == (1, 2)
 
 
@@ -104,7 +104,7 @@ def test_short_keyword_list_keeps_its_magnitude() -> None:
     assert fuse(vector, keyword, method="score")[0].id == abstract  # min-max made 7.16 a 0
     fused = fuse(vector, keyword, method="relative")
     assert fused[0].id == answer
-    assert fused[0].score == pytest.approx(0.7 * 0.68 + 0.3 * 7.16 / 7.81)
+    assert fused[0].score == pytest.approx(0.75 * 0.68 + 0.25 * 7.16 / 7.81)
 
 
 def test_relative_does_not_depend_on_the_list_tail() -> None:
