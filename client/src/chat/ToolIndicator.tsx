@@ -54,9 +54,23 @@ export function ToolIndicator({ step, firstIndex, open, onToggle, isCardOpen, on
           Found {n} relevant {n === 1 ? "chunk" : "chunks"}
         </span>
         <SearchModeBadge mode={r.search_mode} reranked={r.reranked} />
-        {r.confidence?.insufficient_confidence && <span className="chip chip-warn">Low confidence</span>}
+        {r.confidence?.insufficient_confidence && (
+          <span className="chip chip-warn" title={r.confidence.message ?? undefined}>
+            {r.confidence.text ?? "Low confidence"}
+          </span>
+        )}
+        {r.rerank?.warning && (
+          <span className="chip chip-warn" title={r.rerank.warning} data-testid="tool-rerank-warning">
+            {r.rerank.status === "partial" ? "Rerank partial" : "Rerank failed"}
+          </span>
+        )}
         {n > 0 && <span className="chevron" aria-hidden="true" />}
       </button>
+      {r.rerank?.warning && (
+        <p className="note muted" role="status" data-testid="tool-rerank-note">
+          {r.rerank.warning}
+        </p>
+      )}
       {open && n > 0 && (
         <ol className="sources" data-testid="source-list">
           {r.chunks.map((c, i) => {

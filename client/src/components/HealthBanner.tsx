@@ -2,6 +2,7 @@ import { useEffect, useState } from "react";
 import { api } from "../api/client";
 import type { Health, LlmStatus, ReembedProgress } from "../api/types";
 import { Icon } from "./Icon";
+import { publishHealth } from "../lib/health";
 
 export const HEALTH_POLL_MS = 30_000;
 /** How often the re-embedding progress is polled while the notice shows it. */
@@ -88,9 +89,11 @@ export function HealthBanner() {
     const check = () =>
       api
         .health(ctrl.signal)
-        .then((h) => alive && (setHealth(h), setFailed(false)))
+        .then((h) => alive && (setHealth(h), setFailed(false), publishHealth(h)))
         .catch((e: unknown) => {
-          if (alive && !isAbort(e)) setFailed(true);
+          if (!alive || isAbort(e)) return;
+          setFailed(true);
+          publishHealth(null);
         });
     void check();
     const t = window.setInterval(check, HEALTH_POLL_MS);

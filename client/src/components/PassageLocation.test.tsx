@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import type { SearchResponse } from "../api/types";
 import { SourceCard } from "../chat/SourceCard";
 import { ResultsByChunk, ResultsByDocument } from "../search/SearchResults";
-import { chunk } from "../test/fixtures";
+import { chunk, confidence } from "../test/fixtures";
 import { mediaFragmentUrl, safeWebUrl } from "./PassageLocation";
 
 const timed = (url: string | null) =>
@@ -30,7 +30,7 @@ const response = (c: ReturnType<typeof chunk>): SearchResponse => ({
   reranked: false,
   timing_ms: { embed_ms: 1, vector_ms: 1, keyword_ms: 1, fuse_ms: 0, rerank_ms: 0, total_ms: 3 },
   has_embeddings: true,
-  confidence: { label: "high", best_similarity: 0.8, insufficient_confidence: false },
+  confidence: confidence(),
 });
 
 describe("passage locations", () => {

@@ -14,11 +14,14 @@ interface Props {
   onMode: (m: SearchMode) => void;
   rerank: boolean;
   onRerank: (r: boolean) => void;
+  /** Why rerank cannot work now (the LLM is unreachable): the switch is off and disabled, with this reason. */
+  rerankUnavailable?: string | null;
   /** Optional extra control (the collection filter). */
   filter?: ReactNode;
 }
 
-export function SearchControls({ text, onText, mode, onMode, rerank, onRerank, filter }: Props) {
+export function SearchControls({ text, onText, mode, onMode, rerank, onRerank, rerankUnavailable, filter }: Props) {
+  const off = !!rerankUnavailable;
   return (
     <div className="search-controls">
       <label htmlFor="search-input" className="sr-only">
@@ -52,16 +55,27 @@ export function SearchControls({ text, onText, mode, onMode, rerank, onRerank, f
             </button>
           ))}
         </div>
-        <label className="switch">
+        <label
+          className={off ? "switch disabled" : "switch"}
+          style={off ? { opacity: 0.55, cursor: "not-allowed" } : undefined}
+          title={rerankUnavailable ?? "Let the language model reorder the results by relevance"}
+        >
           <input
             type="checkbox"
-            checked={rerank}
-            onChange={(e) => onRerank(e.target.checked)}
+            checked={rerank && !off}
+            disabled={off}
+            aria-describedby={off ? "rerank-unavailable" : undefined}
+            onChange={(e) => off || onRerank(e.target.checked)}
             data-testid="rerank-toggle"
           />
           <span className="switch-track" aria-hidden="true" />
           Rerank
         </label>
+        {off && (
+          <span id="rerank-unavailable" className="muted small" data-testid="rerank-unavailable">
+            {rerankUnavailable}
+          </span>
+        )}
         {filter}
       </div>
     </div>

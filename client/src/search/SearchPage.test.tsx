@@ -1,7 +1,7 @@
 import { fireEvent, render, screen, waitFor } from "@testing-library/react";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { SearchResponse } from "../api/types";
-import { chunk, jsonResponse } from "../test/fixtures";
+import { chunk, confidence, jsonResponse } from "../test/fixtures";
 import { parseSearchParams, SearchPage } from "./SearchPage";
 
 const response = (over: Partial<SearchResponse> = {}): SearchResponse => ({
@@ -15,7 +15,7 @@ const response = (over: Partial<SearchResponse> = {}): SearchResponse => ({
   reranked: false,
   timing_ms: { embed_ms: 3, vector_ms: 2, keyword_ms: 1, fuse_ms: 0.1, rerank_ms: 0, total_ms: 6.4 },
   has_embeddings: true,
-  confidence: { label: "high", best_similarity: 0.8, insufficient_confidence: false },
+  confidence: confidence(),
   ...over,
 });
 

@@ -7,6 +7,7 @@ import { formatMs } from "../lib/format";
 import { CollectionFilter } from "../components/CollectionFilter";
 import { Link, useSearchParams } from "../lib/router";
 import { useDebounced } from "../lib/useDebounced";
+import { rerankUnavailable, useHealth } from "../lib/health";
 import { SearchControls } from "./SearchControls";
 import { ResultsByChunk, ResultsByDocument } from "./SearchResults";
 
@@ -34,6 +35,9 @@ export function SearchPage() {
   const [tab, setTab] = useState<"documents" | "chunks">("documents");
   const [result, setResult] = useState<Result | null>(null);
   const debounced = useDebounced(text, SEARCH_DEBOUNCE_MS);
+  // The LLM is unreachable: no rerank (the switch is disabled and says why), rather than a failed one.
+  const noRerank = rerankUnavailable(useHealth());
+  const wantRerank = noRerank ? false : rerank;
 
   // Typed text → URL (debounced).
   useEffect(() => {
@@ -45,7 +49,7 @@ export function SearchPage() {
     setText((t) => (t.trim() === q ? t : q));
   }, [q]);
 
-  const key = `${q}\u0000${mode}\u0000${rerank}\u0000${collection}`;
+  const key = `${q}\u0000${mode}\u0000${wantRerank}\u0000${collection}`;
   useEffect(() => {
     if (!q) {
       setResult(null);
@@ -53,13 +57,13 @@ export function SearchPage() {
     }
     const ctrl = new AbortController();
     api
-      .search({ q, mode, rerank, collectionIds: collection ? [collection] : undefined }, ctrl.signal)
+      .search({ q, mode, rerank: wantRerank, collectionIds: collection ? [collection] : undefined }, ctrl.signal)
       .then((data) => setResult({ key, data }))
       .catch((e: unknown) => {
         if (!ctrl.signal.aborted) setResult({ key, error: e instanceof Error ? e.message : String(e) });
       });
     return () => ctrl.abort();
-  }, [key, q, mode, rerank, collection]);
+  }, [key, q, mode, wantRerank, collection]);
 
   const loading = !!q && result?.key !== key;
   const data = result?.data;
@@ -77,6 +81,7 @@ export function SearchPage() {
         onMode={(m) => setParams({ mode: m })}
         rerank={rerank ?? data?.reranked ?? false}
         onRerank={(r) => setParams({ rerank: r ? "true" : "false" })}
+        rerankUnavailable={noRerank}
         filter={
           <CollectionFilter
             id="search-collection"
@@ -136,13 +141,29 @@ export function SearchPage() {
               </div>
               <div className="results-info">
                 <SearchModeBadge mode={data.mode} reranked={data.reranked} />
-                {data.confidence?.insufficient_confidence && <span className="chip chip-warn">Low confidence</span>}
+                <ConfidenceChip confidence={data.confidence} />
                 <span className="muted small" data-testid="search-timing" title={timingTitle(data)}>
                   {data.chunks.length} {data.chunks.length === 1 ? "result" : "results"} in{" "}
                   {Math.round(data.timing_ms?.total_ms ?? 0)} ms
                 </span>
               </div>
             </div>
+            {data.rerank?.warning && (
+              <p
+                className="banner"
+                style={{ margin: "8px 0", borderRadius: 6 }}
+                role="status"
+                data-testid="rerank-warning"
+                data-status={data.rerank.status}
+              >
+                {data.rerank.warning}
+              </p>
+            )}
+            {data.confidence?.insufficient && data.confidence.message && (
+              <p className="muted small" data-testid="confidence-message">
+                {data.confidence.message}
+              </p>
+            )}
             <div role="tabpanel">
               {tab === "documents" ? <ResultsByDocument data={data} /> : <ResultsByChunk data={data} />}
             </div>
@@ -150,6 +171,24 @@ export function SearchPage() {
         )}
       </div>
     </div>
+  );
+}
+
+/** "High confidence (82%)"; a warning chip when low or insufficient (older servers: only the latter). */
+export function ConfidenceChip({ confidence }: { confidence: SearchResponse["confidence"] | null | undefined }) {
+  if (!confidence) return null;
+  const weak = confidence.insufficient_confidence || confidence.label === "low" || confidence.label === "insufficient";
+  const text = confidence.text ?? (weak ? "Low confidence" : null);
+  if (!text) return null;
+  return (
+    <span
+      className={weak ? "chip chip-warn" : "chip"}
+      title={confidence.message ?? "How closely the best passage matches the question (cosine similarity)"}
+      data-testid="confidence-chip"
+      data-label={confidence.label}
+    >
+      {text}
+    </span>
   );
 }
 

@@ -1,4 +1,4 @@
-import type { Chunk, Document, Message, ToolResult } from "../api/types";
+import type { Chunk, Confidence, Document, Message, ToolResult } from "../api/types";
 
 export function chunk(over: Partial<Chunk> = {}): Chunk {
   return {
@@ -10,6 +10,8 @@ export function chunk(over: Partial<Chunk> = {}): Chunk {
     section: null,
     chunk_index: 0,
     content: "Ollama must be running on port 11434.",
+    snippet: "Ollama must be running on port 11434.",
+    citation: "Based on *User Guide*, page *3*",
     score: 0.82,
     score_kind: "fused",
     trace: {
@@ -32,8 +34,25 @@ export function toolResult(over: Partial<ToolResult> = {}): ToolResult {
     search_mode: "hybrid",
     reranked: false,
     timings: { embed_ms: 2, vector_ms: 3, keyword_ms: 1, fuse_ms: 0.1, rerank_ms: 0, total_ms: 12 },
-    confidence: { label: "high", best_similarity: 0.8, insufficient_confidence: false },
+    confidence: confidence(),
     ...over,
+  };
+}
+
+/** A search's confidence, as the server reports it (`best` is the best passage's cosine similarity). */
+export function confidence(label: Confidence["label"] = "high", best = 0.8): Confidence {
+  const percent = Math.round(best * 100);
+  const insufficient = label === "insufficient";
+  return {
+    label,
+    percent,
+    text: `${label[0].toUpperCase()}${label.slice(1)} confidence (${percent}%)`,
+    insufficient,
+    message: insufficient
+      ? "No passage matches this question well; try other words or check that the document is uploaded."
+      : null,
+    best_similarity: best,
+    insufficient_confidence: insufficient,
   };
 }
 

@@ -1,0 +1,40 @@
+import { render, screen } from "@testing-library/react";
+import { describe, expect, it } from "vitest";
+import { confidence, toolResult } from "../test/fixtures";
+import { ToolIndicator } from "./ToolIndicator";
+
+const indicator = (result: ReturnType<typeof toolResult>) =>
+  render(
+    <ToolIndicator
+      step={{ id: "s1", query: "port", status: "done", result }}
+      firstIndex={1}
+      open={false}
+      onToggle={() => {}}
+      isCardOpen={() => false}
+      onToggleCard={() => {}}
+      flash={null}
+      cardRef={() => {}}
+    />,
+  );
+
+describe("ToolIndicator", () => {
+  it("shows a failed rerank's warning", () => {
+    const warning = "Rerank failed: the language model scored none of the 6 passages, so the results are in search order.";
+    indicator(toolResult({ rerank: { requested: true, status: "failed", scored: 0, candidates: 6, warning } }));
+    expect(screen.getByTestId("tool-rerank-warning")).toHaveTextContent("Rerank failed");
+    expect(screen.getByTestId("tool-rerank-note")).toHaveTextContent(warning);
+    expect(screen.getByTestId("search-mode-badge")).not.toHaveTextContent("Reranked");
+  });
+
+  it("says nothing about rerank when it worked, or for messages stored before the status existed", () => {
+    indicator(toolResult({ reranked: true, rerank: { requested: true, status: "ok", scored: 6, candidates: 6 } }));
+    expect(screen.queryByTestId("tool-rerank-note")).toBeNull();
+    indicator(toolResult({ rerank: undefined }));
+    expect(screen.queryByTestId("tool-rerank-warning")).toBeNull();
+  });
+
+  it("shows the confidence text when nothing matched well", () => {
+    indicator(toolResult({ confidence: confidence("insufficient", 0.1) }));
+    expect(screen.getByText("Insufficient confidence (10%)")).toHaveClass("chip-warn");
+  });
+});
