@@ -22,7 +22,10 @@ class Passage(BaseModel):
     section: str | None = None
     chunk_index: int = Field(description="position in the document (read_document's start_chunk)")
     content: str
-    score: float = Field(description="cosine similarity, or the rerank relevance when reranked")
+    score: float = Field(
+        description="0..1, never rising down the list: the rerank relevance when reranked, else the fused "
+        "(hybrid), similarity (vector) or normalised BM25 (keyword) figure"
+    )
     trace: Trace
     location: str | None = Field(default=None, description='where in the file: "00:12:31–00:12:58", "Slide 3"…')
     url: str | None = Field(default=None, description="the document's source web page, if any")
