@@ -213,7 +213,7 @@ async def test_invalid_replies_leave_it_unscored(fake_ollama: FakeOllama, client
     assert result[1].score == hit(1, "").score and result[1].trace.rerank_score is None
 
 
-async def test_timeout_leaves_it_unscored_without_delaying_the_others(fake_ollama: FakeOllama, client: OllamaProvider) -> None:
+async def test_timeout_leaves_it_unscored_not_delaying_others(fake_ollama: FakeOllama, client: OllamaProvider) -> None:
     fake_ollama.latency = 0.05
     fake_ollama.responder = scorer({"[slow]": Reply.hang(5, then=Reply.json({"score": 1.0}))})
     settings = make_settings(rerank_timeout_s=0.3, rerank_concurrency=2)
