@@ -29,6 +29,7 @@ __all__ = [
 ]
 
 KS: tuple[int, ...] = (1, 5, 10)
+DEPTH = 50  # chunks asked of the search per query (the chat's own depth per arm)
 MAX_LISTED_FAILURES = 20
 
 
@@ -173,8 +174,11 @@ async def measure(
     doc_key: DocKey = library_document,
     on_progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Measurement]:
-    """Run every query in every configuration (top 10) and score it: documents, and chunks where known."""
-    depth = max(KS)
+    """Run every query in every configuration and score it: documents, and chunks where known. The search asks
+    for `DEPTH` chunks, so that after several chunks of one document collapse into it the ranking still holds
+    at least max(KS) documents (asking for only 10 chunks left fewer than 10 documents where documents have
+    several chunks: NFCorpus hybrid nDCG@10 0.291 end to end, against 0.3305 offline over 100-deep lists)."""
+    depth = max(DEPTH, max(KS))
     qrels = {q.qid: dict(q.docs) for q in queries}
     chunk_qrels = {q.qid: {q.chunk: 1} for q in queries if q.chunk is not None}
     names = measure_names(KS)
