@@ -9,7 +9,7 @@ import re
 from typing import Any, Literal, Protocol
 from uuid import UUID
 
-from pydantic import BaseModel, Field, computed_field, field_validator
+from pydantic import BaseModel, Field, computed_field, field_validator, model_validator
 
 from server.core.errors import BadRequest
 from server.core.principal import Principal
@@ -206,6 +206,19 @@ class Confidence(BaseModel):
     message: str | None = Field(default=None, description="what to do about a low or insufficient result")
     best_similarity: float | None = Field(description="the best cosine similarity, 4 decimals (older field)")
     insufficient_confidence: bool = Field(description="the same as `insufficient` (older field)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _stored_before_tiers(cls, value: Any) -> Any:
+        """A confidence saved (chat history) before `percent`, `text` and `insufficient` existed reads as one."""
+        if not isinstance(value, dict) or "text" in value:
+            return value
+        best = value.get("best_similarity")
+        percent = round(min(1.0, max(0.0, float(best))) * 100) if isinstance(best, int | float) else 0
+        insufficient = bool(value.get("insufficient_confidence", value.get("insufficient", False)))
+        label = "insufficient" if insufficient else value.get("label", "low")
+        text = f"{str(label).capitalize()} confidence ({percent}%)"
+        return {"percent": percent, "insufficient": insufficient, **value, "label": label, "text": text}
 
     @classmethod
     def of(cls, best: float | None, *, high: float, moderate: float, floor: float) -> Confidence:

@@ -234,3 +234,17 @@ async def test_cli_prints_confidence_text_warning_and_citation(
     out = capsys.readouterr().out
     assert api["confidence"]["text"] in out and "Rerank failed: x" in out
     assert out.count("Based on *") == 2 and api["chunks"][0]["citation"] in out
+
+
+def test_a_confidence_stored_before_the_tiers_still_reads() -> None:
+    """Chat history keeps each tool result's confidence as it was: the old three fields still validate."""
+    from server.chat.schemas import ToolResult
+
+    old = {"label": "low", "best_similarity": 0.2, "insufficient_confidence": True}
+    stored = {"id": "c1", "name": "search_documents", "chunks": [], "search_mode": "hybrid", "reranked": False}
+    result = ToolResult.model_validate({**stored, "timings": {}, "confidence": old})
+    assert result.confidence.label == "insufficient" and result.confidence.insufficient
+    assert result.confidence.text == "Insufficient confidence (20%)" and result.rerank is None
+    fine = Confidence.model_validate({"label": "high", "best_similarity": 0.71, "insufficient_confidence": False})
+    assert (fine.label, fine.percent, fine.text) == ("high", 71, "High confidence (71%)")
+    assert Confidence.model_validate(fine.model_dump()) == fine
