@@ -189,9 +189,7 @@ class Timings(BaseModel):
 
 
 ConfidenceLabel = Literal["high", "moderate", "low", "insufficient"]
-INSUFFICIENT_MESSAGE = (
-    "No passage matches this question well; try other words or check that the document is uploaded."
-)
+INSUFFICIENT_MESSAGE = "No passage matches this question well; try other words or check that the document is uploaded."
 LOW_MESSAGE = "Only weak matches: check the passages before relying on them."
 
 
