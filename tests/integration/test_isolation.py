@@ -68,6 +68,7 @@ async def test_every_route_needs_a_caller(server: Any, settings: Settings) -> No
             if (method, path) in PUBLIC:
                 continue
             url = re.sub(r"\{[a-z_]+:uuid\}", "00000000-0000-0000-0000-00000000abcd", path)
+            url = re.sub(r"\{[a-z_]+:int\}", "1", url)
             if (method, path) == ("POST", "/api/documents"):
                 r = await anon.post(url, files={"files": ("x.txt", b"x")})
             else:
