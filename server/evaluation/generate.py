@@ -11,7 +11,6 @@ once more; a chunk whose reply stays invalid is skipped and counted, never guess
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import re
 from collections.abc import Callable, Sequence
@@ -19,10 +18,11 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, field_validator
 
 from server.db.pool import Pool
 from server.providers.llm.base import LLMError, LLMProvider
+from server.providers.llm.replies import parse_reply
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +30,6 @@ __all__ = [
     "GeneratedQuestion",
     "Generation",
     "SampledChunk",
-    "clean_reply",
     "generate_questions",
     "parse_question",
     "sample_chunks",
@@ -66,11 +65,6 @@ SYSTEM_PROMPT = (
 )
 USER_PROMPT = 'Passage from "{title}":\n"""\n{passage}\n"""\n\nWrite one question this passage answers.'
 
-_THINK_BLOCK = re.compile(r"<(think|thinking)>.*?</\1>", re.S | re.I)
-_THINK_CLOSE = re.compile(r"</(?:think|thinking)>", re.I)
-_THINK_OPEN = re.compile(r"<(?:think|thinking)>", re.I)
-_FENCE = re.compile(r"```[\w+-]*")
-
 
 @dataclass(frozen=True)
 class SampledChunk:
@@ -95,30 +89,10 @@ class Generation:
     sampled: int
 
 
-def clean_reply(text: str) -> str:
-    """Strip `<think>` blocks, code fences and prose around the JSON object of a model reply."""
-    text = _THINK_BLOCK.sub("", text)
-    closes = list(_THINK_CLOSE.finditer(text))
-    if closes:
-        text = text[closes[-1].end() :]
-    opened = _THINK_OPEN.search(text)
-    if opened:  # unterminated reasoning: not an answer
-        text = text[: opened.start()]
-    text = _FENCE.sub("", text)
-    start, end = text.find("{"), text.rfind("}")
-    if start != -1 and end > start:
-        return text[start : end + 1]
-    return text.strip()
-
-
 def parse_question(text: str | None) -> str | None:
     """The validated question in a model reply, or None."""
-    if not text:
-        return None
-    try:
-        return GeneratedQuestion.model_validate_json(clean_reply(text)).question
-    except (ValidationError, ValueError, json.JSONDecodeError):
-        return None
+    reply = parse_reply(text, GeneratedQuestion)
+    return None if reply is None else reply.question
 
 
 async def sample_chunks(pool: Pool, owner: UUID, n: int, seed: str = "ragchat") -> list[SampledChunk]:

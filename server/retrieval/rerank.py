@@ -46,15 +46,15 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-import re
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
 from server.core.search import ChunkHit
 from server.providers.llm.base import LLMProvider
+from server.providers.llm.replies import parse_reply
 from server.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -89,10 +89,6 @@ USER_PROMPT = (
     'Query: {query}\n\nPassage:\n"""\n{passage}\n"""\n\nHow relevant is the passage to the query, from 0.0 to 1.0?'
 )
 
-_THINK_BLOCK = re.compile(r"<(think|thinking)>.*?</\1>", re.S | re.I)
-_THINK_CLOSE = re.compile(r"</(?:think|thinking)>", re.I)
-_THINK_OPEN = re.compile(r"<(?:think|thinking)>", re.I)
-_FENCE = re.compile(r"```[\w+-]*")
 
 CacheKey = tuple[str, str, str]
 
@@ -109,30 +105,10 @@ def cap_text(text: str, limit: int) -> str:
     return cut.rstrip()
 
 
-def clean_reply(text: str) -> str:
-    """Strip `<think>` blocks, code fences and prose around the JSON object of a model reply."""
-    text = _THINK_BLOCK.sub("", text)
-    closes = list(_THINK_CLOSE.finditer(text))
-    if closes:  # reasoning whose opening tag was part of the prompt template: drop everything up to its end
-        text = text[closes[-1].end() :]
-    opened = _THINK_OPEN.search(text)
-    if opened:  # unterminated reasoning (cut off): it is not an answer
-        text = text[: opened.start()]
-    text = _FENCE.sub("", text)
-    start, end = text.find("{"), text.rfind("}")
-    if start != -1 and end > start:
-        return text[start : end + 1]
-    return text.strip()
-
-
 def parse_score(text: str | None) -> float | None:
     """The validated score in a model reply, or None if there is none."""
-    if not text:
-        return None
-    try:
-        return RerankScore.model_validate_json(clean_reply(text)).score
-    except ValidationError:
-        return None
+    reply = parse_reply(text, RerankScore)
+    return None if reply is None else reply.score
 
 
 def build_messages(query: str, passage: str, max_chars: int) -> list[dict[str, str]]:

@@ -14,12 +14,12 @@ import pytest
 from server.chat.citations import (
     MAX_CHECKS,
     check_citations,
-    clean_reply,
     find_claims,
     lexical_support,
     stem,
     verdict_of,
 )
+from server.providers.llm.replies import clean_reply
 
 HOLIDAY = "Paid holidays: every employee gets 25 days of paid holiday per calendar year."
 OFFICE = "The office is open from 8 am to 6 pm. Visitors sign in at the front desk."

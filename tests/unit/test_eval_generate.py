@@ -7,10 +7,11 @@ import random
 
 import pytest
 
-from server.evaluation.generate import QUESTION_SCHEMA, clean_reply, parse_question
+from server.evaluation.generate import QUESTION_SCHEMA, parse_question
 from server.evaluation.metrics import evaluate
 from server.evaluation.report import compare_table
 from server.evaluation.scoring import mean_scores, measure_names, per_query_scores
+from server.providers.llm.replies import clean_reply
 
 
 @pytest.mark.parametrize(

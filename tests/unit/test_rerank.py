@@ -14,7 +14,8 @@ import pytest
 
 from server.core.search import ChunkHit, Trace
 from server.providers.llm.ollama import OllamaProvider
-from server.retrieval.rerank import RERANK_SCHEMA, LLMReranker, RerankScore, cap_text, clean_reply, parse_score
+from server.providers.llm.replies import clean_reply
+from server.retrieval.rerank import RERANK_SCHEMA, LLMReranker, RerankScore, cap_text, parse_score
 from server.settings import Settings
 from tests.fakes.ollama_server import FakeOllama, Reply
 
