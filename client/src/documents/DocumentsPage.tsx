@@ -163,8 +163,9 @@ export function DocumentsPage() {
         <div className="empty" data-testid="documents-empty">
           <h2>No documents yet</h2>
           <p className="muted">
-            Upload PDF, DOCX, Markdown, HTML or text files — drag them onto the box above or choose them from your
-            computer. Once a file shows <em>Ready</em> you can chat with it or search it.
+            Upload PDF, DOCX, Markdown, HTML or text files, subtitles (.vtt, .srt), spreadsheets (.csv, .xlsx),
+            slides (.pptx) or e-books (.epub) — drag them onto the box above or choose them from your computer — or
+            add a web page by its address. Once a file shows <em>Ready</em> you can chat with it or search it.
           </p>
         </div>
       ) : (

@@ -46,7 +46,7 @@ export function UploadZone({ busy, onFiles }: { busy: boolean; onFiles: (files: 
           choose files
         </button>
       </p>
-      <p className="muted small">PDF, DOCX, Markdown, HTML or plain text · several at once</p>
+      <p className="muted small">PDF, DOCX, Markdown, HTML, text, VTT/SRT, CSV/XLSX, PPTX, EPUB or a JSONL corpus · several at once</p>
       <input
         ref={input}
         type="file"
