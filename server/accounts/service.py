@@ -90,10 +90,14 @@ class AccountService:
         """The same message, and the same argon2 work, for an unknown user as for a wrong password."""
         s = self.settings
         await self.limiter.hit(f"login:ip:{ip}", s.rate_login_per_min, what="login attempts")
-        key = f"login-fail:{username.strip().lower()[:64]}"
+        name = username.strip()
+        valid = bool(USERNAME_RE.match(name))
+        # a name no account can have (NUL, lone surrogates...) is counted under its digest: never sent as text
+        who = name.lower()[:64] if valid else "?" + hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()
+        key = f"login-fail:{who}"
         await self.limiter.check(key, s.login_lockout_failures, window_s=LOCKOUT_WINDOW_S, what="failed logins")
         async with self.pool.connection() as conn:
-            row = await repo.user_by_name(conn, username.strip()[:64]) if USERNAME_RE.match(username.strip()) else None
+            row = await repo.user_by_name(conn, name[:64]) if valid else None
         ok = await passwords.verify_password(row["password_hash"] if row else None, password)
         if not ok or row is None:
             await self.limiter.hit(key, 10**9, window_s=LOCKOUT_WINDOW_S)  # counted, never raises here

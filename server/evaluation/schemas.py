@@ -7,10 +7,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from server.core.schemas import Flag
+
 
 class EvalRunBody(BaseModel):
     n: int = Field(default=20, ge=1, le=500, description="questions to generate (one per sampled chunk)")
-    rerank: bool = Field(default=False, description="also measure every mode with the LLM reranker")
+    rerank: Flag = Field(default=False, description="also measure every mode with the LLM reranker")
     category_key: str | None = Field(
         default=None, max_length=100, description="a document metadata key: results per its value (byCategory)"
     )
