@@ -45,7 +45,7 @@ test: install client
 
 # pytest exits 5 when it collected no test: that is a failure here, not a pass.
 test-python: install
-	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q --durations=25
 
 test-client: $(CLIENT_STAMP)
 	cd client && npm test
