@@ -15,6 +15,8 @@ import itertools
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from server.core.search import SearchResult
 from server.db.access import read_scope
 from server.retrieval.fusion import fuse
@@ -24,6 +26,8 @@ from server.retrieval.vector import vector_search
 from server.settings import Settings
 from tests.integration.test_search import add_docs
 from tests.support import LOCAL, LOCAL_OWNER_ID, make_searcher
+
+pytestmark = pytest.mark.slow  # minutes: `make test-slow` (CI runs it)
 
 SCIFACT = Path(__file__).resolve().parents[3] / "shared" / "data" / "scifact-dev" / "corpus.jsonl"
 

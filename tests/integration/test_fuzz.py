@@ -13,8 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.fakes.ollama_server import FakeOllama
+
+pytestmark = pytest.mark.slow  # minutes: `make test-slow` (CI runs it)
 
 MAX_EXAMPLES = int(os.environ.get("RAGCHAT_FUZZ_EXAMPLES", "12"))
 CHECKS = [

@@ -25,6 +25,8 @@ from tests.hostile_files import (
 )
 from tests.unit.test_parsers import make_pdf
 
+pytestmark = pytest.mark.slow  # minutes: `make test-slow` (CI runs it)
+
 PEAK_MB = 300
 SECONDS = 20
 

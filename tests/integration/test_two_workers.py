@@ -21,12 +21,15 @@ from typing import Any
 from uuid import UUID
 
 import httpx
+import pytest
 
 from server.documents.registration import register_bytes
 from server.settings import Settings
 from tests.integration.test_ingest import rows
 from tests.integration.test_ingest_leases import long_text
 from tests.support import LOCAL_OWNER_ID
+
+pytestmark = pytest.mark.slow  # minutes: `make test-slow` (CI runs it)
 
 ROOT = Path(__file__).resolve().parents[2]
 LEASE_S = 3.0
