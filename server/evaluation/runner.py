@@ -108,7 +108,7 @@ async def check_ingest(pool: Pool, owner: UUID) -> IngestCheck:
         rows = await (
             await conn.execute(
                 "SELECT coalesce(metadata->>'source_id', filename) AS doc, coalesce(error, 'unknown error') AS error "
-                "FROM documents WHERE owner_id = %s AND status = 'failed' ORDER BY created_at, id LIMIT %s",
+                "FROM documents WHERE owner_id = %s AND status = 'failed' ORDER BY created_at, doc, id LIMIT %s",
                 (owner, MAX_LISTED_FAILURES),
             )
         ).fetchall()
