@@ -28,3 +28,12 @@ def make_searcher(pool: Any, embedder: Any, settings: Settings, reranker: Rerank
 
 def make_pipeline(pool: Any, embedder: Any, settings: Settings, **kwargs: Any) -> IngestionPipeline:
     return IngestionPipeline(pool, make_spaces(pool, embedder, settings), settings, **kwargs)
+
+
+async def ingest_texts(pool: Any, embedder: Any, settings: Settings, docs: dict[str, str]) -> None:
+    """Register `{filename: text}` for the local owner and ingest them all."""
+    from server.documents.registration import register_bytes
+
+    for name, text in docs.items():
+        await register_bytes(pool, LOCAL_OWNER_ID, name, text.encode(), settings)
+    await make_pipeline(pool, embedder, settings).run()

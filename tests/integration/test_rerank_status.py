@@ -14,7 +14,6 @@ import httpx
 import pytest
 
 from server.core.search import SearchResult
-from server.documents.registration import register_bytes
 from server.mcp.models import SearchOutput, search_text
 from server.providers.llm import build_llm
 from server.providers.llm.base import LLMProvider
@@ -22,7 +21,7 @@ from server.retrieval.rerank import LLMReranker
 from server.retrieval.search import Searcher
 from server.settings import Settings
 from tests.fakes.ollama_server import FakeOllama, Reply
-from tests.support import LOCAL, LOCAL_OWNER_ID, make_pipeline, make_searcher
+from tests.support import LOCAL, ingest_texts, make_searcher
 
 DOCS = {
     "volcano.txt": "Volcanic eruptions eject magma, ash and gases. Lava flows from the crater of a volcano.",
@@ -54,9 +53,7 @@ def half(body: dict[str, Any]) -> Reply:
 
 @pytest.fixture
 async def corpus(pool: Any, embedder: Any, settings: Settings) -> None:
-    for name, text in DOCS.items():
-        await register_bytes(pool, LOCAL_OWNER_ID, name, text.encode(), settings)
-    await make_pipeline(pool, embedder, settings).run()
+    await ingest_texts(pool, embedder, settings, DOCS)
 
 
 @pytest.fixture
