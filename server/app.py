@@ -23,6 +23,7 @@ from server.chat.routes import chat_handlers
 from server.chat.service import ChatService
 from server.core.principal import CredentialCheck, Principal
 from server.db.ratelimit import RateLimiter
+from server.documents.browse import DocumentBrowseController
 from server.documents.collection_routes import CollectionController
 from server.documents.collections import CollectionService
 from server.documents.routes import DocumentController
@@ -113,6 +114,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, overrides:
             *account_handlers(),
             # uploads are the one route with a big body: MAX_UPLOAD_MB (+ framing), refused while streaming
             Router("/", route_handlers=[DocumentController], request_max_body_size=settings.max_upload_request_bytes),
+            DocumentBrowseController,
             CollectionController,
             *search_handlers(),
             *chat_handlers(),

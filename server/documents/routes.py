@@ -8,13 +8,22 @@ from uuid import UUID
 
 from litestar import Controller, delete, get, post
 from litestar.enums import RequestEncodingType
-from litestar.params import Body
+from litestar.params import Body, Parameter
 
 from server.core.errors import BadRequest, NotFound, PayloadTooLarge, RagchatError, UnsupportedMediaType
 from server.core.http import ErrorBody, error_responses, response_spec
 from server.core.principal import Principal
+from server.documents.listing import ListQuery, Order, SortKey, TypeFamily
 from server.documents.registration import Registered
-from server.documents.schemas import Document, DocumentList, UploadForm, UploadResult, UploadResults, UrlIngest
+from server.documents.schemas import (
+    Document,
+    DocumentList,
+    DocumentStatus,
+    UploadForm,
+    UploadResult,
+    UploadResults,
+    UrlIngest,
+)
 from server.documents.service import DocumentService
 
 REJECTION = {"payload_too_large": PayloadTooLarge, "unsupported_media_type": UnsupportedMediaType}
@@ -60,12 +69,25 @@ async def upload_results(
 class DocumentController(Controller):
     path = "/api/documents"
 
-    @get("/", responses=error_responses(404))
+    @get("/", responses=error_responses(400, 404))
     async def list_documents(
-        self, documents: DocumentService, principal: Principal, collection_id: UUID | None = None
+        self,
+        documents: DocumentService,
+        principal: Principal,
+        collection_id: UUID | None = None,
+        q: Annotated[str | None, Parameter(max_length=200, description="in the title or file name")] = None,
+        status: DocumentStatus | None = None,
+        type: Annotated[TypeFamily | None, Parameter(description="the file type (subtitles: .vtt and .srt)")] = None,
+        sort: SortKey = "created_at",
+        order: Order = "desc",
+        limit: Annotated[int, Parameter(ge=1, le=200)] = 50,
+        offset: Annotated[int, Parameter(ge=0, le=10_000_000)] = 0,
     ) -> DocumentList:
-        """What I may read: my documents and those shared with me (`collection_id`: one collection's)."""
-        return DocumentList(documents=[Document.of(r) for r in await documents.list(principal, collection_id)])
+        """What I may read: my documents and those shared with me (`collection_id`: one collection's), one page
+        (newest first unless `sort`/`order` say otherwise) with `total`, how many match in all."""
+        query = ListQuery(q.strip() if q else None, status, type, collection_id, sort, order, limit, offset)
+        rows, total = await documents.list_page(principal, query)
+        return DocumentList(documents=[Document.of(r) for r in rows], total=total)
 
     @post("/", status_code=201, responses=error_responses(404))
     async def upload(

@@ -80,6 +80,7 @@ def ingest_stage(row: dict[str, Any], now: datetime | None = None) -> tuple[Inge
 
 class DocumentList(BaseModel):
     documents: list[Document]
+    total: int = Field(default=0, description="how many documents match the filters (all pages)")
 
 
 class UploadResult(BaseModel):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -11,7 +11,9 @@ from uuid import UUID
 from server.core.errors import Conflict, Forbidden, NotFound
 from server.core.principal import Principal
 from server.db.pool import Pool
+from server.documents import listing
 from server.documents import repository as repo
+from server.documents.listing import ListQuery
 from server.documents.pipeline import IngestionPipeline, Progress, run_worker
 from server.documents.registration import Registered, register_bytes, register_paths
 from server.documents.web import WebFetcher
@@ -96,6 +98,50 @@ class DocumentService:
                 conn, principal.user_id, document_id, start=start, end=end, page=page, limit=limit
             )
         return document, chunks
+
+    async def list_page(self, principal: Principal, query: ListQuery) -> tuple[list[dict[str, Any]], int]:
+        """One filtered, sorted page of what the principal may read, and how many match in all."""
+        async with self.pool.connection() as conn:
+            return await listing.list_page(conn, principal.user_id, query)
+
+    async def chunk_page(
+        self, principal: Principal, document_id: UUID, *, offset: int, limit: int, chunk_id: int | None = None
+    ) -> tuple[list[dict[str, Any]], int, int]:
+        """Chunks of a readable document in order (404 otherwise): from `offset`, or with `chunk_id` the page
+        around that chunk (404 when it is not one of the document's). Returns (chunks, total, offset)."""
+        async with self.pool.connection() as conn:
+            if await repo.get_document(conn, principal.user_id, document_id) is None:
+                raise NotFound(f"document {document_id} not found")
+            if chunk_id is not None:
+                ordinal = await listing.chunk_ordinal(conn, document_id, chunk_id)
+                if ordinal is None:
+                    raise NotFound(f"chunk {chunk_id} is not a chunk of document {document_id}")
+                offset = max(0, ordinal - limit // 2)
+            rows, total = await listing.chunk_page(conn, document_id, offset=offset, limit=limit)
+        return rows, total, offset
+
+    async def open_file(self, principal: Principal, document_id: UUID) -> tuple[dict[str, Any], int]:
+        """A readable document and the size of its original file (404 when either is missing)."""
+        async with self.pool.connection() as conn:
+            row = await repo.get_document(conn, principal.user_id, document_id)
+            size = None if row is None else await listing.blob_size(conn, document_id)
+        if row is None or size is None:
+            raise NotFound(f"document {document_id} not found")
+        return row, size
+
+    def file_slices(self, document_id: UUID, size: int) -> AsyncIterator[bytes]:
+        return listing.blob_slices(self.pool, document_id, size)
+
+    async def bulk(self, principal: Principal, action: str, ids: Sequence[UUID]) -> dict[UUID, str | None]:
+        """Delete or retry many documents at once, with the single routes' rules; per id None or why not."""
+        unique = list(dict.fromkeys(ids))
+        async with self.pool.connection() as conn:
+            if action == "delete":
+                return await listing.bulk_delete(conn, principal.user_id, unique)
+            out = await listing.bulk_retry(conn, principal.user_id, unique)
+        if any(v is None for v in out.values()):
+            self._wake.set()
+        return out
 
     async def delete(self, principal: Principal, document_id: UUID) -> None:
         """The owner deletes; a reader gets 403 (they know it exists); anyone else 404."""

@@ -36,10 +36,11 @@ NON_JSON = [("POST", "/api/documents", ("multipart/form-data",))]
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; "
     "font-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'self'; form-action 'self'; "
-    "object-src 'none'"
+    "object-src 'none'; worker-src 'self'"
 )
-#: The API docs page (Redoc, served locally) renders in a web worker made from a blob.
-DOCS_CSP = CSP + "; worker-src 'self' blob:"
+#: The API docs page (Redoc, served locally) renders in a web worker made from a blob. (The page's own workers,
+#: pdf.js's for the document viewer, are files of the app's assets: `worker-src 'self'`.)
+DOCS_CSP = CSP.replace("worker-src 'self'", "worker-src 'self' blob:")
 HEADERS = [
     (b"x-content-type-options", b"nosniff"),
     (b"referrer-policy", b"same-origin"),
