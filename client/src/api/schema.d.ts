@@ -320,6 +320,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/documents/bulk": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Bulk */
+        post: operations["ApiDocumentsBulkBulk"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/documents/url": {
         parameters: {
             query?: never;
@@ -366,6 +383,40 @@ export interface paths {
         put?: never;
         /** CancelDocument */
         post: operations["ApiDocumentsDocumentIdCancelCancelDocument"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/documents/{document_id}/chunks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Chunks */
+        get: operations["ApiDocumentsDocumentIdChunksChunks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/documents/{document_id}/file": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** File */
+        get: operations["ApiDocumentsDocumentIdFileFile"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -585,6 +636,25 @@ export interface components {
              */
             role: "assistant";
         };
+        /** BulkBody */
+        BulkBody: {
+            /** @enum {string} */
+            action: "delete" | "retry";
+            /** @description at most 500 document ids */
+            ids: string[];
+        };
+        /** BulkResult */
+        BulkResult: {
+            /** @description why not: not found (also another user's), forbidden (not the owner), conflict */
+            error?: string | null;
+            /** Format: uuid */
+            id: string;
+            ok: boolean;
+        };
+        /** BulkResults */
+        BulkResults: {
+            results: components["schemas"]["BulkResult"][];
+        };
         /** CategoryResult */
         CategoryResult: {
             metrics: {
@@ -637,6 +707,14 @@ export interface components {
             finish_reason: string;
             index: number;
             message: components["schemas"]["AssistantMessage"];
+        };
+        /** ChunkList */
+        ChunkList: {
+            chunks: components["schemas"]["DocumentChunk"][];
+            /** @description the first chunk's ordinal (with `chunk_id`: where its page starts) */
+            offset: number;
+            /** @description chunks in the document */
+            total: number;
         };
         /** CitationCheck */
         CitationCheck: {
@@ -882,6 +960,16 @@ export interface components {
             /** Format: date-time */
             updated_at: string;
         };
+        /** DocumentChunk */
+        DocumentChunk: {
+            content: string;
+            id: number;
+            location?: components["schemas"]["Location"] | null;
+            /** @description the chunk's place in its document, from 0 */
+            ordinal: number;
+            page?: number | null;
+            section?: string | null;
+        };
         /** DocumentHit */
         DocumentHit: {
             best_chunk: components["schemas"]["Passage"];
@@ -895,6 +983,11 @@ export interface components {
         /** DocumentList */
         DocumentList: {
             documents: components["schemas"]["Document"][];
+            /**
+             * @description how many documents match the filters (all pages)
+             * @default 0
+             */
+            total: number;
         };
         /** DoneEvent */
         DoneEvent: {
@@ -3850,6 +3943,15 @@ export interface operations {
         parameters: {
             query?: {
                 collection_id?: string | null;
+                /** @description in the title or file name */
+                q?: string | null;
+                status?: "queued" | "processing" | "ready" | "failed" | null;
+                /** @description the file type (subtitles: .vtt and .srt) */
+                type?: "pdf" | "docx" | "text" | "markdown" | "html" | "csv" | "xlsx" | "pptx" | "epub" | "subtitles" | "jsonl" | "other" | null;
+                sort?: "created_at" | "title" | "byte_size" | "status";
+                order?: "desc" | "asc";
+                limit?: number;
+                offset?: number;
             };
             header?: never;
             path?: never;
@@ -3975,6 +4077,93 @@ export interface operations {
             };
             /** @description No such route or resource (or one you may not see) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body over the route's limit (MAX_JSON_KB, or MAX_UPLOAD_MB for uploads) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Wrong Content-Type (JSON routes take application/json, uploads multipart/form-data) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A bug: logged on the server with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The database or the LLM server is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    ApiDocumentsBulkBulk: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BulkBody"];
+            };
+        };
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkResults"];
+                };
+            };
+            /** @description Bad request: invalid parameters or body, a disallowed Host, a body nested too deeply */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not signed in, or the session or token no longer works */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed: another user's resource, an admin-only route, or a cross-origin write */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4378,6 +4567,163 @@ export interface operations {
             };
             /** @description Wrong Content-Type (JSON routes take application/json, uploads multipart/form-data) */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A bug: logged on the server with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The database or the LLM server is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    ApiDocumentsDocumentIdChunksChunks: {
+        parameters: {
+            query?: {
+                limit?: number;
+                offset?: number;
+                /** @description the page of chunks around this one (offset is ignored) */
+                chunk_id?: number | null;
+            };
+            header?: never;
+            path: {
+                document_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChunkList"];
+                };
+            };
+            /** @description Bad request: invalid parameters or body, a disallowed Host, a body nested too deeply */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not signed in, or the session or token no longer works */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed: another user's resource, an admin-only route, or a cross-origin write */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such route or resource (or one you may not see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A bug: logged on the server with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The database or the LLM server is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    ApiDocumentsDocumentIdFileFile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                document_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Stream Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            /** @description Bad request: invalid parameters or body, a disallowed Host, a body nested too deeply */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not signed in, or the session or token no longer works */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed: another user's resource, an admin-only route, or a cross-origin write */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such route or resource (or one you may not see) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
