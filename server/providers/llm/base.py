@@ -41,6 +41,15 @@ class ChatChunk:
 
 
 @dataclass(frozen=True)
+class ModelInfo:
+    """A model the server offers (GET /api/models): its name, and its size and family when the server says."""
+
+    name: str
+    size: int | None = None  # bytes on disk (Ollama)
+    family: str | None = None  # e.g. "llama" (Ollama)
+
+
+@dataclass(frozen=True)
 class LLMStatus:
     """`/api/health`'s view of the chat model."""
 
@@ -145,6 +154,8 @@ class LLMProvider(Protocol):
         """Tokens a request may hold (prompt + answer), as the server runs the model; None when unknown."""
         ...
 
-    async def list_models(self) -> list[str]: ...
+    async def list_models(self) -> list[ModelInfo]:
+        """The models the server offers, sorted by name (Ollama /api/tags, OpenAI /v1/models). Raises `LLMError`."""
+        ...
 
     async def close(self) -> None: ...

@@ -36,6 +36,7 @@ from server.providers.llm.base import (
     LLMTimeout,
     LLMUnreachable,
     Message,
+    ModelInfo,
     ToolCall,
     ToolsUnsupported,
     looks_like_overflow,
@@ -84,6 +85,20 @@ def model_names(list_response: Any) -> set[str]:
             names.add(name)
             names.add(name.removesuffix(":latest"))
     return names
+
+
+def model_infos(list_response: Any) -> list[ModelInfo]:
+    """/api/tags as `ModelInfo`s, by name (one per model; `:latest` kept as the server names it)."""
+    infos: dict[str, ModelInfo] = {}
+    for model in getattr(list_response, "models", []) or []:
+        name = getattr(model, "model", None) or getattr(model, "name", None)
+        if not name:
+            continue
+        size = getattr(model, "size", None)
+        details = getattr(model, "details", None)
+        family = getattr(details, "family", None) if details is not None else None
+        infos[name] = ModelInfo(name, int(size) if isinstance(size, int) else None, family or None)
+    return [infos[name] for name in sorted(infos)]
 
 
 def _short(exc: BaseException, limit: int = 200) -> str:
@@ -226,16 +241,18 @@ class OllamaProvider:
             raise self.map_error(exc, model) from exc
 
     # ---- status -------------------------------------------------------------------------------------------
-    async def list_models(self) -> list[str]:
+    async def list_models(self) -> list[ModelInfo]:
+        """/api/tags: every pulled model, with its size and family."""
         try:
             listing = await self.client.list()
         except Exception as exc:
             raise self.map_error(exc, "") from exc
-        return sorted(model_names(listing))
+        return model_infos(listing)
 
     async def status(self, model: str) -> LLMStatus:
         try:
-            names = set(await asyncio.wait_for(self.list_models(), 3.0))
+            listing = await asyncio.wait_for(self.client.list(), 3.0)
+            names = model_names(listing)
         except Exception:
             return LLMStatus(self.name, False, model, False, self.unreachable_message())
         available = model in names

@@ -27,6 +27,7 @@ from server.providers.llm.base import (
     LLMTimeout,
     LLMUnreachable,
     Message,
+    ModelInfo,
     ToolCall,
     ToolsUnsupported,
     looks_like_overflow,
@@ -201,16 +202,17 @@ class OpenAIProvider:
         return response.choices[0].message.content or ""
 
     # ---- status -------------------------------------------------------------------------------------------
-    async def list_models(self) -> list[str]:
+    async def list_models(self) -> list[ModelInfo]:
+        """/v1/models: ids only (the protocol says nothing of sizes or families)."""
         try:
             page = await self.client.models.list()
         except Exception as exc:
             raise self.map_error(exc, "") from exc
-        return sorted(m.id for m in page.data)
+        return [ModelInfo(name) for name in sorted({m.id for m in page.data})]
 
     async def status(self, model: str) -> LLMStatus:
         try:
-            names = await asyncio.wait_for(self.list_models(), 3.0)
+            names = [m.name for m in await asyncio.wait_for(self.list_models(), 3.0)]
         except LLMAuthError as exc:
             return LLMStatus(self.name, True, model, False, exc.message)
         except Exception as exc:
