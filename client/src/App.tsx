@@ -13,9 +13,12 @@ import { Spinner } from "./components/Spinner";
 import { DocumentsPage } from "./documents/DocumentsPage";
 import { EvaluatePage } from "./evaluation/EvaluatePage";
 import { Link, useLocation } from "./lib/router";
+import { useTitle } from "./lib/useTitle";
 import { SearchPage } from "./search/SearchPage";
+import { SettingsPage } from "./settings/SettingsPage";
+import "./settings/theme";
 
-export type Page = "chat" | "documents" | "search" | "collections" | "account" | "admin" | "evaluate" | "notfound";
+export type Page = "chat" | "documents" | "search" | "collections" | "account" | "admin" | "evaluate" | "settings" | "notfound";
 
 export interface Route {
   page: Page;
@@ -38,6 +41,7 @@ export function matchRoute(pathname: string): Route {
   if (path === "/account") return { page: "account", threadId: null };
   if (path === "/admin") return { page: "admin", threadId: null };
   if (path === "/evaluate") return { page: "evaluate", threadId: null };
+  if (path === "/settings") return { page: "settings", threadId: null };
   return { page: "notfound", threadId: null };
 }
 
@@ -79,9 +83,23 @@ function Gate() {
   return <Shell key={user?.id ?? "local"} />;
 }
 
+/** Each page's tab title ("Documents — ragchat"); a page may claim a more specific one (a thread's title). */
+const PAGE_TITLES: Record<Page, string> = {
+  chat: "Chat",
+  documents: "Documents",
+  search: "Search",
+  collections: "Collections",
+  account: "Account",
+  admin: "Admin",
+  evaluate: "Evaluate",
+  settings: "Settings",
+  notfound: "Page not found",
+};
+
 function Shell() {
   const { pathname } = useLocation();
   const { page, threadId, collectionId } = matchRoute(pathname);
+  useTitle(PAGE_TITLES[page], 0);
   return (
     <CollectionsProvider>
       <div className={`app page-${page}`}>
@@ -99,6 +117,7 @@ function Shell() {
           {page === "account" && <AccountPage />}
           {page === "admin" && <AdminPage />}
           {page === "evaluate" && <EvaluatePage />}
+          {page === "settings" && <SettingsPage />}
           {page === "notfound" && (
             <div className="page center-state" data-testid="not-found">
               <h1>Page not found</h1>

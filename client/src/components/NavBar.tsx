@@ -17,6 +17,7 @@ const ITEMS: Item[] = [
   { page: "collections", to: "/collections", label: "Collections" },
   { page: "evaluate", to: "/evaluate", label: "Evaluate" },
   { page: "admin", to: "/admin", label: "Admin", admin: true },
+  { page: "settings", to: "/settings", label: "Settings" },
   { page: "account", to: "/account", label: "Account" },
 ];
 

@@ -1,0 +1,306 @@
+import { useEffect, useState, type FormEvent, type ReactNode } from "react";
+import { errorMessage } from "../api/client";
+import { Spinner } from "../components/Spinner";
+import { useTitle } from "../lib/useTitle";
+import {
+  settingsApi,
+  type ChatModels,
+  type ChunkStrategy,
+  type SearchModeName,
+  type SettingsPatch,
+  type SettingsView,
+  type Theme,
+  type UserSettings,
+} from "./api";
+import { applyTheme } from "./theme";
+import "./settings.css";
+
+const MODES: { value: SearchModeName; label: string }[] = [
+  { value: "hybrid", label: "Hybrid (meaning + keywords)" },
+  { value: "vector", label: "Vector (meaning)" },
+  { value: "keyword", label: "Keyword" },
+];
+const STRATEGIES: { value: ChunkStrategy; label: string }[] = [
+  { value: "auto", label: "Automatic (by document type)" },
+  { value: "sentence", label: "Sentences" },
+  { value: "line", label: "Lines (tables, receipts)" },
+  { value: "semantic", label: "Semantic (topic shifts)" },
+];
+const THEMES: { value: Theme; label: string }[] = [
+  { value: "system", label: "System" },
+  { value: "light", label: "Light" },
+  { value: "dark", label: "Dark" },
+];
+/** The environment variable that gives each default. */
+const ENV: Record<keyof UserSettings, string | null> = {
+  chat_model: "CHAT_MODEL",
+  search_mode: "SEARCH_MODE",
+  rerank: "RERANK_ENABLED",
+  chunk_strategy: "CHUNK_STRATEGY",
+  metadata_extraction: "METADATA_EXTRACTION",
+  theme: null,
+};
+type FormValues = Omit<UserSettings, "theme">;
+const FORM_KEYS: (keyof FormValues)[] = ["chat_model", "search_mode", "rerank", "chunk_strategy", "metadata_extraction"];
+
+const shown = (value: unknown) => (typeof value === "boolean" ? (value ? "on" : "off") : String(value));
+
+export function SettingsPage() {
+  useTitle("Settings");
+  const [view, setView] = useState<SettingsView | null>(null);
+  const [form, setForm] = useState<FormValues | null>(null);
+  const [models, setModels] = useState<ChatModels | null>(null);
+  const [modelsError, setModelsError] = useState<string | null>(null);
+  const [loadError, setLoadError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const [result, setResult] = useState<{ ok: boolean; text: string } | null>(null);
+
+  const take = (next: SettingsView) => {
+    setView(next);
+    const { theme, ...rest } = next.values;
+    setForm(rest);
+    applyTheme(theme);
+  };
+
+  useEffect(() => {
+    const ctl = new AbortController();
+    settingsApi
+      .get(ctl.signal)
+      .then(take)
+      .catch((e) => !ctl.signal.aborted && setLoadError(errorMessage(e)));
+    settingsApi
+      .models(ctl.signal)
+      .then(setModels)
+      .catch((e) => !ctl.signal.aborted && setModelsError(errorMessage(e)));
+    return () => ctl.abort();
+  }, []);
+
+  if (loadError)
+    return (
+      <div className="page">
+        <h1>Settings</h1>
+        <div className="error-box" role="alert" data-testid="settings-error">
+          <div className="error-text">{loadError}</div>
+        </div>
+      </div>
+    );
+  if (!view || !form)
+    return (
+      <div className="page center-state">
+        <Spinner label="Loading settings" />
+      </div>
+    );
+
+  const changed = FORM_KEYS.filter((k) => form[k] !== view.values[k]);
+  const set = <K extends keyof FormValues>(key: K, value: FormValues[K]) => {
+    setForm({ ...form, [key]: value });
+    setResult(null);
+  };
+
+  const send = async (patch: SettingsPatch, done: string) => {
+    setBusy(true);
+    setResult(null);
+    try {
+      take(await settingsApi.put(patch));
+      setResult({ ok: true, text: done });
+    } catch (e) {
+      setResult({ ok: false, text: errorMessage(e) });
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const save = (e: FormEvent) => {
+    e.preventDefault();
+    if (busy || !changed.length) return;
+    const model = form.chat_model.trim();
+    if (!model) {
+      setResult({ ok: false, text: "Enter a chat model name." });
+      return;
+    }
+    const patch: SettingsPatch = {};
+    for (const k of changed) Object.assign(patch, { [k]: k === "chat_model" ? model : form[k] });
+    void send(patch, "Saved. The next answer and upload use these settings.");
+  };
+
+  const chooseTheme = (theme: Theme) => {
+    applyTheme(theme); // at once; saved for the next visit and other browsers
+    void send({ theme }, `Theme: ${theme}.`);
+  };
+
+  const resetAll = () => {
+    const patch: SettingsPatch = {};
+    for (const k of FORM_KEYS) Object.assign(patch, { [k]: null });
+    void send(patch, "Back to the server's defaults.");
+  };
+
+  const names = models?.models.map((m) => m.name) ?? [];
+  const modelChoices = names.includes(form.chat_model) ? names : [form.chat_model, ...names];
+
+  const row = (key: keyof UserSettings, id: string, label: string, control: ReactNode, hint?: string) => (
+    <div className="field settings-field" key={key}>
+      <label htmlFor={id}>
+        {label}
+        {view.restart_required.includes(key) && <span className="badge settings-restart">needs restart</span>}
+      </label>
+      {control}
+      <p id={`${id}-hint`} className="field-hint muted small" data-testid={`default-${key}`}>
+        {hint ? `${hint} ` : ""}Default: {shown(view.defaults[key])}
+        {ENV[key] ? ` (${ENV[key]})` : ""}.
+      </p>
+    </div>
+  );
+
+  return (
+    <div className="page" data-testid="settings-page">
+      <header className="page-header">
+        <h1>Settings</h1>
+        <p className="muted">Your own choices. The server's environment gives the defaults.</p>
+      </header>
+
+      <form className="card stack-form settings-form" onSubmit={save} aria-labelledby="settings-answers" noValidate>
+        <h2 id="settings-answers">Answers and documents</h2>
+        {row(
+          "chat_model",
+          "set-model",
+          "Chat model",
+          models && !modelsError ? (
+            <select
+              id="set-model"
+              value={form.chat_model}
+              onChange={(e) => set("chat_model", e.target.value)}
+              aria-describedby="set-model-hint"
+              data-testid="set-model"
+            >
+              {modelChoices.map((name) => (
+                <option key={name} value={name}>
+                  {name}
+                </option>
+              ))}
+            </select>
+          ) : (
+            <input
+              id="set-model"
+              value={form.chat_model}
+              maxLength={200}
+              onChange={(e) => set("chat_model", e.target.value)}
+              aria-describedby="set-model-hint"
+              data-testid="set-model"
+            />
+          ),
+          modelsError ? `The model list is unavailable (${modelsError.replace(/\.$/, "")}): type a name.` : undefined,
+        )}
+        {row(
+          "search_mode",
+          "set-mode",
+          "Default search mode",
+          <select
+            id="set-mode"
+            value={form.search_mode}
+            onChange={(e) => set("search_mode", e.target.value as SearchModeName)}
+            aria-describedby="set-mode-hint"
+            data-testid="set-mode"
+          >
+            {MODES.map((m) => (
+              <option key={m.value} value={m.value}>
+                {m.label}
+              </option>
+            ))}
+          </select>,
+        )}
+        <Check
+          id="set-rerank"
+          label="Rerank search results with the LLM (better order, slower answers)"
+          checked={form.rerank}
+          onChange={(v) => set("rerank", v)}
+          hint={`Default: ${shown(view.defaults.rerank)} (RERANK_ENABLED).`}
+        />
+        {row(
+          "chunk_strategy",
+          "set-chunking",
+          "Chunking of new uploads",
+          <select
+            id="set-chunking"
+            value={form.chunk_strategy}
+            onChange={(e) => set("chunk_strategy", e.target.value as ChunkStrategy)}
+            aria-describedby="set-chunking-hint"
+            data-testid="set-chunking"
+          >
+            {STRATEGIES.map((m) => (
+              <option key={m.value} value={m.value}>
+                {m.label}
+              </option>
+            ))}
+          </select>,
+        )}
+        <Check
+          id="set-metadata"
+          label="Extract metadata (title, topics, dates) from new documents with the LLM"
+          checked={form.metadata_extraction}
+          onChange={(v) => set("metadata_extraction", v)}
+          hint={`Default: ${shown(view.defaults.metadata_extraction)} (METADATA_EXTRACTION).`}
+        />
+        <div className="form-row">
+          <button type="submit" className="btn btn-primary" disabled={busy || !changed.length} data-testid="settings-save">
+            Save
+          </button>
+          <button type="button" className="btn" disabled={busy} onClick={resetAll} data-testid="settings-reset">
+            Reset to defaults
+          </button>
+        </div>
+      </form>
+
+      <section className="card" aria-labelledby="settings-look">
+        <h2 id="settings-look">Appearance</h2>
+        <fieldset className="settings-themes" data-testid="set-theme">
+          <legend>Theme</legend>
+          {THEMES.map((t) => (
+            <label key={t.value} className="checkbox">
+              <input
+                type="radio"
+                name="theme"
+                value={t.value}
+                checked={view.values.theme === t.value}
+                disabled={busy}
+                onChange={() => chooseTheme(t.value)}
+                data-testid={`theme-${t.value}`}
+              />
+              {t.label}
+            </label>
+          ))}
+        </fieldset>
+        <p className="muted small">Applied at once. System follows your computer's light or dark mode.</p>
+      </section>
+
+      <p className="muted small" data-testid="restart-note">
+        {view.restart_required.length
+          ? `Needs a server restart to take effect: ${view.restart_required.join(", ")}.`
+          : "Every setting here takes effect at once: none needs a server restart."}
+      </p>
+      <p role="status" aria-live="polite" className={result && !result.ok ? "field-error" : "muted"} data-testid="settings-result">
+        {result?.text ?? ""}
+      </p>
+    </div>
+  );
+}
+
+function Check(props: { id: string; label: string; checked: boolean; onChange: (v: boolean) => void; hint: string }) {
+  return (
+    <div className="field settings-field">
+      <label className="checkbox" htmlFor={props.id}>
+        <input
+          id={props.id}
+          type="checkbox"
+          checked={props.checked}
+          onChange={(e) => props.onChange(e.target.checked)}
+          aria-describedby={`${props.id}-hint`}
+          data-testid={props.id}
+        />
+        {props.label}
+      </label>
+      <p id={`${props.id}-hint`} className="field-hint muted small">
+        {props.hint}
+      </p>
+    </div>
+  );
+}
