@@ -42,6 +42,11 @@ export type MemberRole = Schemas["Membership"]["role"];
 
 export type Document = Schemas["Document"];
 export type DocumentList = Schemas["DocumentList"];
+/** GET /api/documents/{id}/chunks: a document's chunks in order (the viewer). */
+export type DocumentChunk = Schemas["DocumentChunk"];
+export type ChunkList = Schemas["ChunkList"];
+/** POST /api/documents/bulk: one result per id (`error`: not found, forbidden, conflict). */
+export type BulkResult = Schemas["BulkResult"];
 /** One file of an upload: queued, a duplicate, requeued (a failed one retried) or rejected (`error` says why). */
 export type UploadResult = Schemas["UploadResult"];
 export type UploadResults = Schemas["UploadResults"];

@@ -2,6 +2,7 @@ import { useState } from "react";
 import type { Document } from "../api/types";
 import { Icon } from "../components/Icon";
 import { formatBytes, formatDate, formatEta, plural } from "../lib/format";
+import { Link } from "../lib/router";
 import { isActive } from "./useDocuments";
 
 const STATUS_TEXT = { queued: "Queued", processing: "Processing", ready: "Ready", failed: "Failed" } as const;
@@ -36,9 +37,17 @@ interface Props {
   onCancel?: (id: string) => Promise<void>;
   /** Names of the collections the document is in (those I can see). */
   collections?: string[];
+  /** Multi-select (the page's bulk actions): a checkbox when given. */
+  selected?: boolean;
+  onSelect?: (id: string, selected: boolean) => void;
 }
 
-export function DocumentRow({ doc, onDelete, onRetry, onCancel, collections = [] }: Props) {
+/** A server message with `code` in backticks (a command to run): the code as code, never the backticks. */
+export function withCode(text: string) {
+  return text.split(/`([^`]+)`/g).map((part, i) => (i % 2 ? <code key={i}>{part}</code> : part));
+}
+
+export function DocumentRow({ doc, onDelete, onRetry, onCancel, collections = [], selected, onSelect }: Props) {
   const [confirm, setConfirm] = useState(false);
   const [busy, setBusy] = useState(false);
   const [acting, setActing] = useState(false);
@@ -58,13 +67,34 @@ export function DocumentRow({ doc, onDelete, onRetry, onCancel, collections = []
   const mine = !doc.access || doc.access === "owner";
 
   return (
-    <li className="doc-row" data-testid="document-row" data-status={doc.status} data-document-id={doc.id}>
+    <li
+      className={`doc-row${onSelect ? " selectable" : ""}${selected ? " selected" : ""}`}
+      data-testid="document-row"
+      data-status={doc.status}
+      data-document-id={doc.id}
+    >
+      {onSelect && (
+        <input
+          type="checkbox"
+          className="doc-select"
+          checked={!!selected}
+          onChange={(e) => onSelect(doc.id, e.target.checked)}
+          aria-label={`Select ${doc.title || doc.filename}`}
+          data-testid="document-select"
+        />
+      )}
       <div className="doc-icon" aria-hidden="true">
         <Icon name="file" size={20} />
       </div>
       <div className="doc-body">
         <div className="doc-title">
-          <span data-testid="document-title">{doc.title || doc.filename}</span>
+          {doc.status === "ready" ? (
+            <Link to={`/documents/${encodeURIComponent(doc.id)}`} className="doc-open" data-testid="document-title">
+              {doc.title || doc.filename}
+            </Link>
+          ) : (
+            <span data-testid="document-title">{doc.title || doc.filename}</span>
+          )}
           {!mine && (
             <span className="badge badge-shared" data-testid="doc-access" data-access={doc.access}>
               Shared · {doc.access}
@@ -104,7 +134,7 @@ export function DocumentRow({ doc, onDelete, onRetry, onCancel, collections = []
         )}
         {doc.status === "failed" && (
           <p className="doc-error" data-testid="document-error">
-            {doc.error || "Ingestion failed."}
+            {doc.error ? withCode(doc.error) : "Ingestion failed."}
           </p>
         )}
       </div>

@@ -179,9 +179,12 @@ describe("DocumentsPage", () => {
   });
 
   it("deletes after confirmation", async () => {
-    const fetchMock = vi.fn(async (_u: string, init?: RequestInit) =>
-      init?.method === "DELETE" ? new Response(null, { status: 204 }) : jsonResponse({ documents: [doc()] }),
-    );
+    let deleted = false;
+    const fetchMock = vi.fn(async (_u: string, init?: RequestInit) => {
+      if (init?.method !== "DELETE") return jsonResponse({ documents: deleted ? [] : [doc()], total: deleted ? 0 : 1 });
+      deleted = true;
+      return new Response(null, { status: 204 });
+    });
     vi.stubGlobal("fetch", fetchMock);
     render(<DocumentsPage />);
     fireEvent.click(await screen.findByTestId("document-delete"));

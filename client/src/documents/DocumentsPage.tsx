@@ -1,17 +1,57 @@
-import { useState } from "react";
+import { useEffect, useState } from "react";
 import { api, errorMessage, request } from "../api/client";
 import { useCollections } from "../collections/CollectionsContext";
 import type { Document, UploadResult } from "../api/types";
 import { RetryError } from "../components/RetryError";
 import { Spinner } from "../components/Spinner";
+import { useSearchParams } from "../lib/router";
+import { BulkActions } from "./BulkActions";
 import { type Batch, BatchProgress } from "./BatchProgress";
 import { DocumentRow } from "./DocumentRow";
+import { PAGE_SIZE } from "./documentsApi";
+import { DEFAULT_FILTERS, DocumentsPager, DocumentsToolbar, type Filters } from "./DocumentsToolbar";
+import { FORMAT_NAMES } from "./formats";
 import { UploadZone } from "./UploadZone";
 import { UrlForm } from "./UrlForm";
 import { useDocuments } from "./useDocuments";
+import "./documents.css";
 
 /** Results the page lists: the files that did not simply become a new document. */
 const noteworthy = (r: UploadResult) => r.status !== "queued";
+
+/** The server's reason, without the file name it may start with (the list shows the name already). */
+export const reasonFor = (r: Pick<UploadResult, "filename" | "error">) => {
+  const text = (r.error ?? "").trim();
+  const name = r.filename;
+  return name && text.toLowerCase().startsWith(`${name.toLowerCase()}:`) ? text.slice(name.length + 1).trim() : text;
+};
+
+/** The list's search, filters, sort and page, kept in the URL (?q=&status=&type=&sort=&order=&page=). */
+function useListState() {
+  const [search, setSearch] = useSearchParams();
+  const filters: Filters = {
+    q: search.get("q") ?? "",
+    status: (search.get("status") ?? "") as Filters["status"],
+    type: (search.get("type") ?? "") as Filters["type"],
+    sort: (search.get("sort") ?? DEFAULT_FILTERS.sort) as Filters["sort"],
+    order: (search.get("order") ?? DEFAULT_FILTERS.order) as Filters["order"],
+  };
+  const page = Math.max(1, Number.parseInt(search.get("page") ?? "1", 10) || 1);
+  const change = (next: Partial<Filters>) => {
+    const merged = { ...filters, ...next };
+    setSearch({
+      q: merged.q || null,
+      status: merged.status || null,
+      type: merged.type || null,
+      sort: merged.sort === DEFAULT_FILTERS.sort ? null : merged.sort,
+      order: merged.order === DEFAULT_FILTERS.order ? null : merged.order,
+      page: null, // a new search starts on the first page
+    });
+  };
+  const goTo = (n: number) => setSearch({ page: n > 1 ? String(n) : null });
+  const filtered = !!(filters.q || filters.status || filters.type);
+  return { filters, page, change, goTo, filtered };
+}
 
 const RESULT_TEXT: Record<UploadResult["status"], string> = {
   queued: "uploaded.",
@@ -21,7 +61,15 @@ const RESULT_TEXT: Record<UploadResult["status"], string> = {
 };
 
 export function DocumentsPage() {
-  const { docs, setDocs, error, refresh } = useDocuments();
+  const list = useListState();
+  const { filters, page } = list;
+  const offset = (page - 1) * PAGE_SIZE;
+  const params = { ...filters, limit: PAGE_SIZE, offset };
+  const paramsKey = JSON.stringify(params);
+  const { docs, setDocs, total, error, refresh } = useDocuments(params);
+  const [selected, setSelected] = useState<Set<string>>(new Set());
+  const [bulkNote, setBulkNote] = useState<{ text: string; failed: boolean } | null>(null);
+  useEffect(() => setSelected(new Set()), [paramsKey]); // another page or search: nothing selected
   const [uploading, setUploading] = useState(false);
   // The last upload, followed until its documents are ingested: one overall bar when it has several.
   const [batch, setBatch] = useState<Batch | null>(null);
@@ -87,6 +135,7 @@ export function DocumentsPage() {
     try {
       await api.deleteDocument(id);
       setDocs((d) => (d ?? []).filter((x) => x.id !== id));
+      void refresh(); // the total, and the next page's first document moves up
     } catch (e) {
       setNotice(`Delete failed: ${errorMessage(e)}`);
     }
@@ -107,6 +156,11 @@ export function DocumentsPage() {
     <div className="page">
       <header className="page-header">
         <h1>Documents</h1>
+        {total != null && total > 0 && !list.filtered && (
+          <p className="muted small" data-testid="documents-count">
+            {total === 1 ? "1 document" : `${total} documents`}
+          </p>
+        )}
         <p className="muted">Files you upload are split into chunks, embedded locally and made searchable.</p>
       </header>
 
@@ -145,7 +199,7 @@ export function DocumentsPage() {
         <ul className="upload-results" data-testid="upload-results">
           {results.map((r, i) => (
             <li key={`${r.filename}-${i}`} data-testid="upload-result" data-status={r.status} className={`upload-result ${r.status}`}>
-              <strong>{r.filename}</strong>: {r.status === "rejected" ? r.error || RESULT_TEXT.rejected : RESULT_TEXT[r.status]}
+              <strong>{r.filename}</strong>: {r.status === "rejected" ? reasonFor(r) || RESULT_TEXT.rejected : RESULT_TEXT[r.status]}
             </li>
           ))}
         </ul>
@@ -153,34 +207,80 @@ export function DocumentsPage() {
 
       {error && <RetryError message={error} onRetry={() => void refresh()} />}
 
+      {(docs?.length || list.filtered || page > 1) && <DocumentsToolbar filters={filters} onChange={list.change} />}
+      {bulkNote && (
+        <p className={bulkNote.failed ? "doc-error" : "muted small"} role="status" data-testid="bulk-result">
+          {bulkNote.text}
+        </p>
+      )}
+
       {docs === null ? (
         !error && (
           <div className="center-state">
             <Spinner label="Loading documents" />
           </div>
         )
+      ) : docs.length === 0 && (list.filtered || page > 1) ? (
+        <p className="muted docs-none" data-testid="documents-none" role="status">
+          No documents match{filters.q ? ` “${filters.q}”` : ""}
+          {filters.status || filters.type ? " with these filters" : ""}.
+        </p>
       ) : docs.length === 0 ? (
         <div className="empty" data-testid="documents-empty">
           <h2>No documents yet</h2>
           <p className="muted">
             Upload PDF, DOCX, Markdown, HTML or text files, subtitles (.vtt, .srt), spreadsheets (.csv, .xlsx),
-            slides (.pptx) or e-books (.epub) — drag them onto the box above or choose them from your computer — or
-            add a web page by its address. Once a file shows <em>Ready</em> you can chat with it or search it.
+            slides (.pptx), e-books (.epub) or a JSONL corpus — drag them onto the box above or choose them from your
+            computer — or add a web page by its address. Once a file shows <em>Ready</em> you can chat with it or
+            search it.
           </p>
+          <p className="muted small">Accepted: {FORMAT_NAMES}</p>
         </div>
       ) : (
-        <ul className="doc-list" data-testid="documents-list" aria-label="Documents">
-          {docs.map((d) => (
-            <DocumentRow
-              key={d.id}
-              doc={d}
-              onDelete={remove}
-              onRetry={transition("retry")}
-              onCancel={transition("cancel")}
-              collections={(d.collection_ids ?? []).flatMap((id) => names.get(id) ?? [])}
+        <>
+          <BulkActions
+            docs={docs}
+            selected={selected}
+            onSelect={setSelected}
+            onDone={(text, failed) => {
+              setBulkNote({ text, failed });
+              void refresh();
+            }}
+          />
+          <ul className="doc-list" data-testid="documents-list" aria-label="Documents">
+            {docs.map((d) => (
+              <DocumentRow
+                key={d.id}
+                doc={d}
+                onDelete={remove}
+                onRetry={transition("retry")}
+                onCancel={transition("cancel")}
+                collections={(d.collection_ids ?? []).flatMap((id) => names.get(id) ?? [])}
+                selected={selected.has(d.id)}
+                onSelect={(id, on) =>
+                  setSelected((cur) => {
+                    const next = new Set(cur);
+                    if (on) next.add(id);
+                    else next.delete(id);
+                    return next;
+                  })
+                }
+              />
+            ))}
+          </ul>
+          {total != null && (
+            <DocumentsPager
+              offset={offset}
+              count={docs.length}
+              total={total}
+              pageSize={PAGE_SIZE}
+              onPage={(n) => {
+                setSelected(new Set());
+                list.goTo(n);
+              }}
             />
-          ))}
-        </ul>
+          )}
+        </>
       )}
     </div>
   );

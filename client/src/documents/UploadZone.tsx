@@ -1,7 +1,9 @@
 import { useRef, useState, type DragEvent } from "react";
 import { Icon } from "../components/Icon";
 
-export const ACCEPT = ".pdf,.docx,.md,.markdown,.html,.htm,.txt,.text,.vtt,.srt,.csv,.xlsx,.pptx,.epub,.jsonl";
+import { ACCEPT } from "./formats";
+
+export { ACCEPT };
 
 export function UploadZone({ busy, onFiles }: { busy: boolean; onFiles: (files: File[]) => void }) {
   const input = useRef<HTMLInputElement>(null);

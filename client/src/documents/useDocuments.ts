@@ -1,27 +1,37 @@
 import { useCallback, useEffect, useRef, useState } from "react";
-import { api } from "../api/client";
 import type { Document } from "../api/types";
+import { documentsApi, type ListParams } from "./documentsApi";
 
 export const DOCS_POLL_MS = 1000;
 
 export const isActive = (d: Pick<Document, "status">) => d.status === "queued" || d.status === "processing";
 
-/** Document list; polls every second while any document is queued/processing. */
-export function useDocuments() {
+/**
+ * One page of the documents list (server-side search, filters, sort and paging), with the total. While a document
+ * on the visible page is queued or processing, that page (and only it) is fetched again every second.
+ */
+export function useDocuments(params: ListParams = {}) {
   const [docs, setDocs] = useState<Document[] | null>(null);
+  const [total, setTotal] = useState<number | null>(null);
   const [error, setError] = useState<string | null>(null);
   const alive = useRef(true);
+  const key = JSON.stringify(params);
+  // The latest request wins: an older answer (slow, or for the filters before the last keystroke) is dropped.
+  const seq = useRef(0);
 
   const refresh = useCallback(async () => {
+    const mine = ++seq.current;
     try {
-      const list = await api.listDocuments();
-      if (!alive.current) return;
-      setDocs(list);
+      const page = await documentsApi.list(JSON.parse(key) as ListParams);
+      if (!alive.current || mine !== seq.current) return;
+      setDocs(page.documents);
+      setTotal(page.total);
       setError(null);
     } catch (e) {
-      if (alive.current) setError(`Couldn't load documents: ${e instanceof Error ? e.message : String(e)}`);
+      if (alive.current && mine === seq.current)
+        setError(`Couldn't load documents: ${e instanceof Error ? e.message : String(e)}`);
     }
-  }, []);
+  }, [key]);
 
   useEffect(() => {
     alive.current = true;
@@ -48,5 +58,5 @@ export function useDocuments() {
     };
   }, [polling, refresh]);
 
-  return { docs, setDocs, error, refresh, polling };
+  return { docs, setDocs, total, setTotal, error, refresh, polling };
 }

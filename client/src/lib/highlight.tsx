@@ -13,6 +13,9 @@ export function queryTerms(query: string): string[] {
   return [...new Set(stems)].sort((a, b) => b.length - a.length);
 }
 
+/** What `queryTerms` strips (plus a plural "s" and a silent "e"): a matched word may end in one of these. */
+const SUFFIXES = "ing|ed|es|s|e|d";
+
 const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
 /**
@@ -22,7 +25,12 @@ const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 export function highlight(text: string, query: string): ReactNode[] {
   const terms = queryTerms(query);
   if (!terms.length || !text) return [text];
-  const re = new RegExp(`(?<![\\p{L}\\p{N}])(?:${terms.map(escapeRe).join("|")})[\\p{L}\\p{N}]*`, "giu");
+  // Whole words only: a term, an inflection it may have lost to stemming, then the word's end ("per" never
+  // lights up inside "period"; "holiday" does in "holidays").
+  const re = new RegExp(
+    `(?<![\\p{L}\\p{N}])(?:${terms.map(escapeRe).join("|")})(?:${SUFFIXES})?(?![\\p{L}\\p{N}])`,
+    "giu",
+  );
   const out: ReactNode[] = [];
   let last = 0;
   let i = 0;

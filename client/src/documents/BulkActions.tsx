@@ -1,0 +1,93 @@
+import { useState } from "react";
+import { errorMessage } from "../api/client";
+import type { Document } from "../api/types";
+import { plural } from "../lib/format";
+import { documentsApi } from "./documentsApi";
+
+interface Props {
+  /** The documents on the visible page. */
+  docs: Document[];
+  selected: Set<string>;
+  onSelect: (ids: Set<string>) => void;
+  /** After an action: what happened, in words, and the list to refetch. */
+  onDone: (message: string, failed: boolean) => void;
+}
+
+/** Select all on the page, and Delete / Retry the selected documents in one request each. */
+export function BulkActions({ docs, selected, onSelect, onDone }: Props) {
+  const [confirm, setConfirm] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const ids = docs.map((d) => d.id).filter((id) => selected.has(id));
+  const all = docs.length > 0 && ids.length === docs.length;
+  const failedCount = docs.filter((d) => selected.has(d.id) && d.status === "failed").length;
+
+  const run = async (action: "delete" | "retry") => {
+    setBusy(true);
+    // Retry only what can be retried: the failed ones (the server would refuse the others as a conflict).
+    const targets = action === "retry" ? ids.filter((id) => docs.some((d) => d.id === id && d.status === "failed")) : ids;
+    try {
+      const results = await documentsApi.bulk(action, targets);
+      const ok = results.filter((r) => r.ok).length;
+      const bad = results.filter((r) => !r.ok);
+      const verb = action === "delete" ? "Deleted" : "Queued again";
+      const reasons = [...new Set(bad.map((r) => r.error ?? "failed"))].join("; ");
+      onDone(`${verb} ${plural(ok, "document")}.${bad.length ? ` ${bad.length} not: ${reasons}.` : ""}`, bad.length > 0);
+      onSelect(new Set());
+    } catch (e) {
+      onDone(`${action === "delete" ? "Delete" : "Retry"} failed: ${errorMessage(e)}`, true);
+    } finally {
+      setBusy(false);
+      setConfirm(false);
+    }
+  };
+
+  return (
+    <div className="docs-bulk" data-testid="documents-bulk">
+      <label className="docs-select-all">
+        <input
+          type="checkbox"
+          checked={all}
+          ref={(el) => {
+            if (el) el.indeterminate = ids.length > 0 && !all;
+          }}
+          onChange={(e) => onSelect(e.target.checked ? new Set(docs.map((d) => d.id)) : new Set())}
+          data-testid="documents-select-all"
+        />
+        Select all on this page
+      </label>
+      {ids.length > 0 && (
+        <>
+          <span className="muted small" data-testid="documents-selected" aria-live="polite">
+            {ids.length} selected
+          </span>
+          {confirm ? (
+            <>
+              <button type="button" className="btn btn-danger btn-small" disabled={busy} onClick={() => void run("delete")} data-testid="bulk-delete-confirm">
+                Delete {plural(ids.length, "document")}
+              </button>
+              <button type="button" className="btn btn-small" onClick={() => setConfirm(false)} autoFocus data-testid="bulk-delete-cancel">
+                Cancel
+              </button>
+            </>
+          ) : (
+            <>
+              <button type="button" className="btn btn-small" disabled={busy} onClick={() => setConfirm(true)} data-testid="bulk-delete">
+                Delete…
+              </button>
+              <button
+                type="button"
+                className="btn btn-small"
+                disabled={busy || failedCount === 0}
+                title={failedCount === 0 ? "Only failed documents can be retried" : undefined}
+                onClick={() => void run("retry")}
+                data-testid="bulk-retry"
+              >
+                Retry{failedCount ? ` ${failedCount} failed` : ""}
+              </button>
+            </>
+          )}
+        </>
+      )}
+    </div>
+  );
+}
