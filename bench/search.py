@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import hashlib
+import os
 import random
 import re
 import sys
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,7 @@ import numpy as np
 import psycopg
 from pgvector.psycopg import register_vector_async
 from psycopg import sql
-from psycopg.rows import dict_row
+from psycopg.rows import DictRow, dict_row
 from psycopg.types.json import Jsonb
 
 from bench.common import (
@@ -46,12 +46,24 @@ from bench.common import (
     cpu_context,
     load_embedder,
     pct,
+    postmaster_pid,
     read_jsonl,
     table,
     write_json,
 )
+from bench.search_build import (
+    ChunkRow,
+    build_size,
+    copy_chunks,
+    copy_documents,
+    ensure_database,
+    memory,
+    size_db_uri,
+    synthetic_batches,
+)
 from server.core.principal import Principal
 from server.db.access import ReadScope
+from server.db.pool import Conn
 from server.documents.chunking import content_hash, embedding_text
 from server.retrieval import keyword as kw
 from server.retrieval.keyword import keyword_search
@@ -59,7 +71,7 @@ from server.retrieval.search import HYBRID_ARM_DEPTH, Searcher
 from server.retrieval.vector import vector_search
 from server.runtime import Overrides, Runtime, open_runtime
 from server.settings import Settings
-from server.vectors.store import Space, VectorRow, as_array, insert_vectors
+from server.vectors.store import Space, as_array
 
 BENCH_OWNER = uuid.UUID("00000000-0000-0000-0000-0000000be9c4")
 PRINCIPAL = Principal(BENCH_OWNER, name="bench")
@@ -101,25 +113,25 @@ def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-async def admin(uri: str) -> psycopg.AsyncConnection:
-    conn = await psycopg.AsyncConnection.connect(uri, autocommit=True, row_factory=dict_row)
+async def admin(uri: str) -> Conn:
+    conn = await psycopg.AsyncConnection[DictRow].connect(uri, autocommit=True, row_factory=dict_row)
     await register_vector_async(conn)
     return conn
 
 
-async def fetch(conn: psycopg.AsyncConnection, sql: str, params: Any = None) -> list[dict[str, Any]]:
+async def fetch(conn: Conn, sql: Any, params: Any = None) -> list[dict[str, Any]]:
     return await (await conn.execute(sql, params)).fetchall()
 
 
 # ------------------------------------------------------------------------------------------ the real corpus
 
 
-async def meta_get(conn: psycopg.AsyncConnection, key: str) -> Any:
+async def meta_get(conn: Conn, key: str) -> Any:
     rows = await fetch(conn, "SELECT value FROM bench_meta WHERE key = %s", (key,))
     return rows[0]["value"] if rows else None
 
 
-async def ensure_corpus(conn: psycopg.AsyncConnection, rt: Runtime, limit: int | None) -> dict[str, Any]:
+async def ensure_corpus(conn: Conn, rt: Runtime, limit: int | None) -> dict[str, Any]:
     """Ingest SciFact through the runtime's document service once; later runs reuse `bench_real_chunks`.
 
     A bench database made before embedding spaces (vectors in `document_chunks.embedding`) is migrated by the
@@ -179,33 +191,11 @@ async def ensure_corpus(conn: psycopg.AsyncConnection, rt: Runtime, limit: int |
     return corpus
 
 
-async def index_defs(conn: psycopg.AsyncConnection, space: Space) -> dict[str, str]:
-    """`CREATE INDEX` statements of the GIN index and of the space's partial HNSW index, read from the catalog
-    the first time they are seen and kept in `bench_meta` (a build drops them, then re-creates them)."""
-    names = [GIN_INDEX, f"chunk_embeddings_hnsw_{space.id}"]
-    key = f"indexdefs_space_{space.id}"
-    defs = {
-        r["indexname"]: r["indexdef"]
-        for r in await fetch(conn, "SELECT indexname, indexdef FROM pg_indexes WHERE indexname = ANY(%s)", (names,))
-    }
-    if len(defs) == 2:
-        await conn.execute(
-            """INSERT INTO bench_meta (key, value) VALUES (%s, %s)
-               ON CONFLICT (key) DO UPDATE SET value = excluded.value""",
-            (key, Jsonb(defs)),
-        )
-        return defs
-    saved = await meta_get(conn, key)
-    if saved is None or len(saved) != 2:
-        raise SystemExit(f"expected indexes {names} (or their saved definitions), found {list(defs)}")
-    return saved
-
-
 # ------------------------------------------------------------------------------------------ synthetic chunks
 
 
 class Synthesizer:
-    """Synthetic chunks: neighbours of real vectors, content recombined from real sentences."""
+    """Synthetic chunks: neighbours of real vectors, content recombined from real sentences, in batches."""
 
     def __init__(self, real: list[dict[str, Any]], noise: float, seed: int) -> None:
         self.titles = [r["title"] for r in real]
@@ -214,188 +204,43 @@ class Synthesizer:
         self.sentences = [s.strip() for r in real for s in _SENTENCE_END.split(r["content"]) if len(s.strip()) > 20]
         self.noise = noise
         self.seed = seed
+        self.namespace = SYNTH_NS
 
-    def rows(self, count: int) -> list[tuple[Any, ...]]:
-        rng = np.random.default_rng(self.seed)
-        pick = random.Random(self.seed)
-        sources = rng.integers(0, len(self.titles), size=count)
-        vecs = self.vectors[sources] + rng.normal(0.0, self.noise, size=(count, self.vectors.shape[1])).astype(
-            np.float32
+    def batches(self, count: int, batch: int) -> Iterator[list[ChunkRow]]:
+        return synthetic_batches(
+            self.vectors,
+            self.titles,
+            self.lengths,
+            self.sentences,
+            self.noise,
+            self.seed,
+            BENCH_OWNER,
+            self.namespace,
+            count,
+            batch + batch % 2,  # even: a document's two chunks stay in one batch
+            lambda title, content: content_hash(embedding_text(title, content)),
         )
-        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-        out = []
-        for j in range(count):
-            src = int(sources[j])
-            target = self.lengths[pick.randrange(len(self.lengths))]
-            parts: list[str] = []
-            size = 0
-            while size < target:
-                s = self.sentences[pick.randrange(len(self.sentences))]
-                parts.append(s)
-                size += len(s) + 1
-            content = " ".join(parts)
-            title = self.titles[src]
-            doc = uuid.uuid5(SYNTH_NS, f"doc-{j // 2}")
-            out.append(
-                (
-                    doc,
-                    BENCH_OWNER,
-                    j % 2,
-                    title,
-                    content,
-                    None,
-                    None,
-                    int(len(content.split()) * 1.3),
-                    content_hash(embedding_text(title, content)),
-                    vecs[j],
-                )
-            )
-        return out
 
 
-async def ensure_synthetic_documents(conn: psycopg.AsyncConnection, n_docs: int) -> None:
-    have = (await fetch(conn, "SELECT count(*) AS n FROM documents WHERE filename LIKE 'synthetic/%%'"))[0]["n"]
-    if have >= n_docs:
-        return
-    async with conn.cursor().copy(
-        """COPY documents (id, owner_id, filename, title, content_type, byte_size, sha256, status,
-                           chunks_total, chunks_done) FROM STDIN"""
-    ) as copy:
-        for k in range(have, n_docs):
-            name = f"synthetic/{k:07d}"
-            await copy.write_row(
-                (
-                    uuid.uuid5(SYNTH_NS, f"doc-{k}"),
-                    BENCH_OWNER,
-                    name,
-                    name,
-                    "text/plain",
-                    1000,
-                    hashlib.sha256(name.encode()).hexdigest(),
-                    "ready",
-                    2,
-                    2,
-                )
-            )
-
-
-async def build_size(
-    conn: psycopg.AsyncConnection,
-    space: Space,
-    size: int,
-    corpus: dict[str, Any],
-    synth: Synthesizer,
-    indexdefs: dict[str, str],
-    mwm: str,
-) -> dict[str, Any]:
-    """Rebuild document_chunks + chunk_embeddings with exactly `size` chunks for the bench owner; time each step."""
-    real_n = min(size, corpus["chunks"])
-    synth_n = size - real_n
-    hnsw = f"chunk_embeddings_hnsw_{space.id}"
-    t: dict[str, Any] = {"real_chunks": real_n, "synthetic_chunks": synth_n}
-    await conn.execute("TRUNCATE document_chunks, chunk_embeddings, bm25_terms, bm25_stats RESTART IDENTITY CASCADE")
-    await conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(hnsw)))
-    await conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(GIN_INDEX)))
-    start = time.perf_counter()
-    await conn.execute(
-        """INSERT INTO document_chunks (document_id, owner_id, chunk_index, title, content, page, section,
-                                        token_count, content_hash)
-           SELECT document_id, %s, chunk_index, title, content, page, section, token_count, content_hash
-           FROM bench_real_chunks ORDER BY src_id LIMIT %s""",
-        (BENCH_OWNER, real_n),
-    )
-    await conn.execute(
-        """INSERT INTO chunk_embeddings (space_id, chunk_id, document_id, owner_id, content_hash, embedding)
-           SELECT %s, c.id, c.document_id, c.owner_id, c.content_hash, r.embedding
-           FROM document_chunks c JOIN bench_real_chunks r USING (document_id, chunk_index)""",
-        (space.id,),
-    )
-    t["load_real_s"] = round(time.perf_counter() - start, 2)
-    if synth_n:
-        start = time.perf_counter()
-        rows = synth.rows(synth_n)
-        t["generate_synthetic_s"] = round(time.perf_counter() - start, 2)
-        await ensure_synthetic_documents(conn, (synth_n + 1) // 2)
-        start = time.perf_counter()
-        await copy_chunks(conn, space, rows)
-        t["copy_synthetic_s"] = round(time.perf_counter() - start, 2)
-        t["copy_synthetic_ms_per_row"] = round(1000 * t["copy_synthetic_s"] / synth_n, 3)
-    start = time.perf_counter()
-    await conn.execute(indexdefs[GIN_INDEX])
-    t["create_gin_s"] = round(time.perf_counter() - start, 2)
-    await conn.execute(f"SET maintenance_work_mem = '{mwm}'")
-    start = time.perf_counter()
-    await conn.execute(indexdefs[hnsw])
-    t["create_hnsw_s"] = round(time.perf_counter() - start, 2)
-    t["maintenance_work_mem"] = mwm
-    await conn.execute("RESET maintenance_work_mem")
-    start = time.perf_counter()
-    await conn.execute("VACUUM ANALYZE document_chunks")
-    await conn.execute("VACUUM ANALYZE chunk_embeddings")
-    await conn.execute("VACUUM ANALYZE bm25_terms")
-    t["vacuum_analyze_s"] = round(time.perf_counter() - start, 2)
-    sizes = await fetch(
-        conn,
-        """SELECT pg_size_pretty(pg_total_relation_size('document_chunks')) AS table_total,
-                  pg_size_pretty(pg_total_relation_size('chunk_embeddings')) AS vectors_total,
-                  pg_size_pretty(pg_relation_size(%s::regclass)) AS hnsw,
-                  pg_size_pretty(pg_relation_size(%s::regclass)) AS gin,
-                  (SELECT count(*) FROM document_chunks WHERE owner_id = %s) AS n,
-                  (SELECT count(*) FROM chunk_embeddings WHERE space_id = %s AND owner_id = %s) AS vectors""",
-        (hnsw, GIN_INDEX, BENCH_OWNER, space.id, BENCH_OWNER),
-    )
-    t.update(sizes[0])
-    return t
-
-
-async def copy_chunks(conn: psycopg.AsyncConnection, space: Space, rows: list[tuple[Any, ...]]) -> None:
-    """COPY chunk rows into document_chunks with ids taken from its identity sequence, then their vectors into
-    `space` with the server's `insert_vectors` (COPY into chunk_embeddings)."""
-    first = (
-        await fetch(
-            conn,
-            "SELECT nextval(pg_get_serial_sequence('document_chunks', 'id')) AS first, "
-            "setval(pg_get_serial_sequence('document_chunks', 'id'), "
-            "currval(pg_get_serial_sequence('document_chunks', 'id')) + %s - 1) AS last",
-            (len(rows),),
-        )
-    )[0]["first"]
-    async with conn.cursor().copy(
-        """COPY document_chunks (id, document_id, owner_id, chunk_index, title, content, page, section,
-                                 token_count, content_hash) FROM STDIN"""
-    ) as copy:
-        for i, r in enumerate(rows):
-            await copy.write_row((first + i, *r[:-1]))
-    await insert_vectors(conn, space, [VectorRow(first + i, r[0], r[1], r[8], r[9]) for i, r in enumerate(rows)])
-
-
-async def live_insert_sample(conn: psycopg.AsyncConnection, space: Space, synth: Synthesizer, n: int) -> dict[str, Any]:
-    """COPY `n` more synthetic rows with the HNSW and GIN indexes live: the cost of not bulk-building."""
+async def live_insert_sample(conn: Conn, space: Space, synth: Synthesizer, n: int) -> dict[str, Any]:
+    """COPY `n` more synthetic rows with the HNSW and GIN indexes live (the cost of not bulk-building), then
+    delete them again."""
     live = Synthesizer.__new__(Synthesizer)
-    live.__dict__.update(synth.__dict__, seed=synth.seed + 1)
-    rows = [(uuid.uuid5(SYNTH_NS, f"live-{i // 2}"), *r[1:]) for i, r in enumerate(live.rows(n))]
-    await drop_live_documents(conn)
-    await ensure_live_documents(conn, (n + 1) // 2)
+    live.__dict__.update(synth.__dict__, seed=synth.seed + 1, namespace=uuid.uuid5(SYNTH_NS, "live"))
+    rows = next(live.batches(n, n))
+    await drop_live_documents(conn, live.namespace, n)
+    docs = sorted({r[0] for r in rows})
+    await copy_documents(conn, BENCH_OWNER, [(d, f"live/{d}") for d in docs])
     start = time.perf_counter()
     await copy_chunks(conn, space, rows)
     seconds = time.perf_counter() - start
+    await drop_live_documents(conn, live.namespace, n)
     return {"rows": n, "seconds": round(seconds, 2), "ms_per_row": round(1000 * seconds / n, 3)}
 
 
-async def ensure_live_documents(conn: psycopg.AsyncConnection, n_docs: int) -> None:
-    async with conn.cursor().copy(
-        """COPY documents (id, owner_id, filename, title, content_type, byte_size, sha256, status) FROM STDIN"""
-    ) as copy:
-        for k in range(n_docs):
-            name = f"live/{k:07d}"
-            doc = uuid.uuid5(SYNTH_NS, f"live-{k}")
-            await copy.write_row(
-                (doc, BENCH_OWNER, name, name, "text/plain", 1000, hashlib.sha256(name.encode()).hexdigest(), "ready")
-            )
-
-
-async def drop_live_documents(conn: psycopg.AsyncConnection) -> None:
-    await conn.execute("DELETE FROM documents WHERE owner_id = %s AND filename LIKE 'live/%%'", (BENCH_OWNER,))
+async def drop_live_documents(conn: Conn, namespace: uuid.UUID, n: int) -> None:
+    ids = [uuid.uuid5(namespace, f"doc-{j}") for j in range((n + 1) // 2)]
+    await conn.execute("DELETE FROM documents WHERE owner_id = %s AND id = ANY(%s)", (BENCH_OWNER, ids))
 
 
 # ------------------------------------------------------------------------------------------ measurements
@@ -419,7 +264,7 @@ async def time_searcher(
     return lat, {k: pct(v) for k, v in parts.items() if any(v)}
 
 
-async def exact_ids(conn: psycopg.AsyncConnection, space: Space, qvec: np.ndarray, n: int) -> list[int]:
+async def exact_ids(conn: Conn, space: Space, qvec: np.ndarray, n: int) -> list[int]:
     query = sql.SQL(
         """SELECT e.chunk_id AS id FROM chunk_embeddings e WHERE e.space_id = {} AND e.owner_id = %s
            ORDER BY ({} <=> %s) + 0 LIMIT %s"""
@@ -429,7 +274,7 @@ async def exact_ids(conn: psycopg.AsyncConnection, space: Space, qvec: np.ndarra
 
 
 async def recall_and_latency(
-    rt: Runtime, conn: psycopg.AsyncConnection, space: Space, qvecs: list[np.ndarray], ef_values: list[int]
+    rt: Runtime, conn: Conn, space: Space, qvecs: list[np.ndarray], ef_values: list[int]
 ) -> dict[str, Any]:
     """recall@10 of `vector_search` vs exact, and its DB-only latency (n=10 and n=50), per ef_search."""
     truth = [await exact_ids(conn, space, q, 10) for q in qvecs]
@@ -506,7 +351,7 @@ async def explore_searcher(
     return out
 
 
-async def common_words(conn: psycopg.AsyncConnection, k: int) -> tuple[str, list[dict[str, Any]]]:
+async def common_words(conn: Conn, k: int) -> tuple[str, list[dict[str, Any]]]:
     """A query made of the corpus's k highest-df lexemes that survive `to_tsvector` unchanged."""
     rows = await fetch(
         conn, "SELECT term, df FROM bm25_terms WHERE owner_id = %s ORDER BY df DESC LIMIT 50", (BENCH_OWNER,)
@@ -521,7 +366,7 @@ async def common_words(conn: psycopg.AsyncConnection, k: int) -> tuple[str, list
     return " ".join(r["term"] for r in chosen), chosen
 
 
-async def explain_keyword(conn: psycopg.AsyncConnection, query: str, settings: Settings, n: int) -> list[str]:
+async def explain_keyword(conn: Conn, query: str, settings: Settings, n: int) -> list[str]:
     """EXPLAIN ANALYZE of the keyword arm's main BM25 statement, rebuilt the way `keyword_search` builds it."""
     try:
         terms, _n, avgdl = await kw.query_terms(conn, query, ReadScope(BENCH_OWNER))
@@ -557,7 +402,7 @@ def _short_vectors(plan: list[dict[str, Any]]) -> list[str]:
     return [re.sub(r"'\[[-0-9.e,]{40,}\]'", "'[…]'", r["QUERY PLAN"]) for r in plan]
 
 
-async def explain_vector(conn: psycopg.AsyncConnection, space: Space, qvec: np.ndarray, ef: int, n: int) -> list[str]:
+async def explain_vector(conn: Conn, space: Space, qvec: np.ndarray, ef: int, n: int) -> list[str]:
     """EXPLAIN ANALYZE of the vector arm's statement, as `vector_search` builds it (no filters)."""
     distance = sql.SQL("{} <=> %(q)s").format(space.vector_expr("e"))
     query = sql.SQL(
@@ -570,7 +415,7 @@ async def explain_vector(conn: psycopg.AsyncConnection, space: Space, qvec: np.n
     return _short_vectors(rows)
 
 
-async def explain_hydrate(conn: psycopg.AsyncConnection, space: Space, qvec: np.ndarray, ids: list[int]) -> list[str]:
+async def explain_hydrate(conn: Conn, space: Space, qvec: np.ndarray, ids: list[int]) -> list[str]:
     """EXPLAIN ANALYZE of the hydration statement as `Searcher._hydrate` builds it (chunks + documents + the
     similarity from the space's vectors)."""
     query = sql.SQL(
@@ -587,7 +432,7 @@ async def explain_hydrate(conn: psycopg.AsyncConnection, space: Space, qvec: np.
 async def measure_size(
     size: int,
     rt: Runtime,
-    conn: psycopg.AsyncConnection,
+    conn: Conn,
     space: Space,
     queries: list[str],
     warmup: list[str],
@@ -653,7 +498,7 @@ async def measure_size(
     return summary, detail
 
 
-async def pg_settings(conn: psycopg.AsyncConnection) -> dict[str, str]:
+async def pg_settings(conn: Conn) -> dict[str, str]:
     names = [
         "server_version",
         "shared_buffers",
@@ -686,49 +531,70 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {"cpu_context_start": cpu_context()}
     details: dict[str, Any] = {}
     builds: dict[str, Any] = {}
+    memory_by_size: dict[str, Any] = {}
     embedder = await asyncio.to_thread(load_embedder, settings)  # build_embedder(settings), warmed up
     try:
         async with bench_runtime(settings, embedder=embedder) as rt:
             assert rt.database is not None
+            pm_pid = postmaster_pid(rt)
             conn = await admin(rt.database.uri)
             try:
                 corpus = await ensure_corpus(conn, rt, args.corpus_limit)
                 if args.prepare_only:
                     return {"corpus": corpus}
-                space = (await rt.spaces.for_ingest()).space
-                indexdefs = await index_defs(conn, space)
-                real = await fetch(conn, "SELECT title, content, embedding FROM bench_real_chunks ORDER BY src_id")
-                synth = Synthesizer(real, args.noise, args.seed)
-                for i, size in enumerate(sorted(args.sizes)):
-                    log(f"building {size} chunks ...")
-                    builds[str(size)] = await build_size(
-                        conn, space, size, corpus, synth, indexdefs, args.maintenance_work_mem
-                    )
-                    log(f"  {builds[str(size)]}")
-                    summary, detail = await measure_size(size, rt, conn, space, queries, warmup, args)
-                    out[str(size)] = summary
-                    details[str(size)] = detail
-                    if i == 0 and args.live_sample:
-                        log(f"  live-index insert sample: {args.live_sample} rows into the {size}-chunk table ...")
-                        builds[str(size)]["live_index_insert"] = await live_insert_sample(
-                            conn, space, synth, args.live_sample
-                        )
-                        await conn.execute(
-                            "TRUNCATE document_chunks, chunk_embeddings, bm25_terms, bm25_stats "
-                            "RESTART IDENTITY CASCADE"
-                        )
-                        await drop_live_documents(conn)
-                largest = str(max(args.sizes))
-                out["hnsw_recall_at_10"] = details[largest]["recall_at_10"]
-                out["hnsw_ef_search"] = settings.hnsw_ef_search
-                out["keyword_candidates"] = settings.keyword_candidates
-                out["recall_at_10_by_size"] = {s: d["recall_at_10"] for s, d in details.items()}
-                out["build"] = builds
-                out["corpus"] = {k: v for k, v in corpus.items() if k != "indexdefs"}
-                out["embedding_space"] = {"id": space.id, "label": space.label}
+                real = await fetch(conn, "SELECT * FROM bench_real_chunks ORDER BY src_id")
                 out["postgres"] = await pg_settings(conn)
             finally:
                 await conn.close()
+            synth = Synthesizer(real, args.noise, args.seed)
+            for i, size in enumerate(sorted(args.sizes)):
+                uri, dbname = size_db_uri(rt.database.uri, size)
+                await ensure_database(rt.database.uri, dbname)
+                log(f"{size} chunks in database {dbname} ...")
+                # the size's own database, migrated and served by the same runtime code (no second embedded
+                # server: the URI points at the bench cluster); the embedder and the LLM are shared
+                sized = settings.model_copy(update={"database_url": uri, "db_watchdog_interval_s": 0})
+                async with open_runtime(sized, Overrides(embedder=rt.embedder, llm=rt.llm)) as srt:
+                    space = (await srt.spaces.for_ingest()).space
+                    sconn = await admin(uri)
+                    try:
+                        builds[str(size)] = b = await build_size(
+                            sconn,
+                            space,
+                            size,
+                            BENCH_OWNER,
+                            real,
+                            synth,
+                            maintenance_work_mem=args.maintenance_work_mem,
+                            parallel_workers=args.parallel_workers,
+                            batch=args.batch,
+                        )
+                        log(f"  {b}")
+                        mem: dict[str, Any] = {"after_build": memory(pm_pid)}
+                        load_before = [round(x, 2) for x in os.getloadavg()]
+                        summary, detail = await measure_size(size, srt, sconn, space, queries, warmup, args)
+                        detail["loadavg_measure_start"] = load_before
+                        detail["loadavg_measure_end"] = [round(x, 2) for x in os.getloadavg()]
+                        mem["after_measure"] = memory(pm_pid)
+                        memory_by_size[str(size)] = mem
+                        out[str(size)] = summary
+                        details[str(size)] = detail
+                        if i == 0 and args.live_sample:
+                            log(f"  live-index insert sample: {args.live_sample} rows into the {size}-chunk table")
+                            b["live_index_insert"] = await live_insert_sample(sconn, space, synth, args.live_sample)
+                            # the deleted rows leave dead tuples in both indexes: the next run rebuilds this size
+                            await sconn.execute("DELETE FROM bench_meta WHERE key = 'built'")
+                        out["embedding_space"] = {"id": space.id, "label": space.label}
+                    finally:
+                        await sconn.close()
+            largest = str(max(args.sizes))
+            out["hnsw_recall_at_10"] = details[largest]["recall_at_10"]
+            out["hnsw_ef_search"] = settings.hnsw_ef_search
+            out["keyword_candidates"] = settings.keyword_candidates
+            out["recall_at_10_by_size"] = {s: d["recall_at_10"] for s, d in details.items()}
+            out["build"] = builds
+            out["memory"] = memory_by_size
+            out["corpus"] = {k: v for k, v in corpus.items() if k != "indexdefs"}
     finally:
         await embedder.close()
     out["details"] = details
@@ -914,7 +780,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=13)
     p.add_argument("--prepare-only", action="store_true", help="only ingest the corpus into the bench data dir")
     p.add_argument("--corpus-limit", type=int, default=None, help="ingest only N records (smoke tests; re-ingests)")
-    p.add_argument("--maintenance-work-mem", default="1GB", help="for CREATE INDEX (default 1GB)")
+    p.add_argument("--maintenance-work-mem", default="4GB", help="for CREATE INDEX (default 4GB: a 1M graph fits)")
+    p.add_argument("--parallel-workers", type=int, default=1, help="max_parallel_maintenance_workers (default 1)")
+    p.add_argument("--batch", type=int, default=20000, help="synthetic rows generated and COPYed per batch")
     p.add_argument("--live-sample", type=int, default=3000, help="rows COPYed with live indexes (0 = skip)")
     args = p.parse_args(argv)
     args.sizes = [int(s) for s in args.sizes.split(",") if s.strip()]

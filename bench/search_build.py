@@ -1,0 +1,362 @@
+"""Building one size of the search bench: its own database in the bench cluster, streamed COPY, timed index
+builds, sizes and memory. Used by bench/search.py.
+
+Each size lives in a database of its own (`bench_<size>`, in the same embedded cluster as the SciFact corpus),
+migrated by the runtime like any other. A finished build is recorded in that database's `bench_meta`
+(`built`: size, seed, noise, real chunk count); a rerun with the same parameters finds it, checks the two
+indexes are there, and skips the load. Synthetic chunks are generated and COPYed in batches, so memory stays
+bounded by the batch, whatever the size.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import resource
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any, LiteralString, Protocol, cast
+
+import numpy as np
+import psycopg
+from psycopg import sql
+from psycopg.rows import DictRow, dict_row
+from psycopg.types.json import Jsonb
+
+from server.db.pool import Conn
+from server.vectors.store import Space, as_array
+
+GIN_INDEX = "document_chunks_search_idx"
+BENCH_TABLES = ("documents", "document_chunks", "chunk_embeddings", "bm25_terms", "bm25_stats")
+ChunkRow = tuple[Any, ...]  # (document_id, owner_id, chunk_index, title, content, page, section, tokens, hash, vec)
+
+
+class RowSource(Protocol):
+    seed: int
+    noise: float
+
+    def batches(self, count: int, batch: int) -> Iterator[list[ChunkRow]]: ...
+
+
+def log(msg: str) -> None:
+    import sys
+
+    print(msg, file=sys.stderr, flush=True)
+
+
+async def fetch(conn: Conn, query: Any, params: Any = None) -> list[dict[str, Any]]:
+    return await (await conn.execute(query, params)).fetchall()
+
+
+def size_db_uri(base_uri: str, size: int) -> tuple[str, str]:
+    """The URI of the bench database for `size` (same server, other database name) and that name."""
+    name = f"bench_{size}"
+    return re.sub(r"^(postgres(?:ql)?://[^/]*/)[^?]*", lambda m: m.group(1) + name, base_uri, count=1), name
+
+
+async def ensure_database(admin_uri: str, name: str) -> None:
+    async with await psycopg.AsyncConnection[DictRow].connect(admin_uri, autocommit=True, row_factory=dict_row) as conn:
+        have = await fetch(conn, "SELECT 1 FROM pg_database WHERE datname = %s", (name,))
+        if not have:
+            await conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+
+
+async def meta_get(conn: Conn, key: str) -> Any:
+    await conn.execute("CREATE TABLE IF NOT EXISTS bench_meta (key text PRIMARY KEY, value jsonb NOT NULL)")
+    rows = await fetch(conn, "SELECT value FROM bench_meta WHERE key = %s", (key,))
+    return rows[0]["value"] if rows else None
+
+
+async def meta_set(conn: Conn, key: str, value: Any) -> None:
+    await conn.execute(
+        """INSERT INTO bench_meta (key, value) VALUES (%s, %s)
+           ON CONFLICT (key) DO UPDATE SET value = excluded.value""",
+        (key, Jsonb(value)),
+    )
+
+
+async def index_defs(conn: Conn, space: Space) -> dict[str, str]:
+    """`CREATE INDEX` statements of the GIN index and of the space's partial HNSW index, read from the catalog
+    the first time they are seen and kept in `bench_meta` (a build drops them, then re-creates them)."""
+    names = [GIN_INDEX, hnsw_name(space)]
+    key = f"indexdefs_space_{space.id}"
+    found = await fetch(conn, "SELECT indexname, indexdef FROM pg_indexes WHERE indexname = ANY(%s)", (names,))
+    defs = {r["indexname"]: r["indexdef"] for r in found}
+    if len(defs) == 2:
+        await meta_set(conn, key, defs)
+        return defs
+    saved = await meta_get(conn, key)
+    if saved is None or len(saved) != 2:
+        raise SystemExit(f"expected indexes {names} (or their saved definitions), found {list(defs)}")
+    return saved
+
+
+def hnsw_name(space: Space) -> str:
+    return f"chunk_embeddings_hnsw_{space.id}"
+
+
+async def copy_documents(conn: Conn, owner: uuid.UUID, docs: list[tuple[uuid.UUID, str]]) -> None:
+    async with conn.cursor().copy(
+        """COPY documents (id, owner_id, filename, title, content_type, byte_size, sha256, status,
+                           chunks_total, chunks_done) FROM STDIN"""
+    ) as copy:
+        for doc, name in docs:
+            sha = hashlib.sha256(name.encode()).hexdigest()
+            await copy.write_row((doc, owner, name, name, "text/plain", 1000, sha, "ready", 2, 2))
+
+
+async def copy_chunks(conn: Conn, space: Space, rows: list[ChunkRow]) -> None:
+    """COPY chunk rows into document_chunks with ids taken from its identity sequence, then their vectors into
+    `space` with the server's `insert_vectors` (COPY into chunk_embeddings)."""
+    seq = "pg_get_serial_sequence('document_chunks', 'id')"
+    first = (
+        await fetch(
+            conn,
+            f"SELECT nextval({seq}) AS first, setval({seq}, currval({seq}) + %s - 1) AS last",
+            (len(rows),),
+        )
+    )[0]["first"]
+    async with conn.cursor().copy(
+        """COPY document_chunks (id, document_id, owner_id, chunk_index, title, content, page, section,
+                                 token_count, content_hash) FROM STDIN"""
+    ) as copy:
+        for i, r in enumerate(rows):
+            await copy.write_row((first + i, *r[:-1]))
+    # the vectors in binary (what the server's `insert_vectors` writes as text: a third of the Python time)
+    async with conn.cursor().copy(
+        "COPY chunk_embeddings (space_id, chunk_id, document_id, owner_id, content_hash, embedding) "
+        "FROM STDIN (FORMAT BINARY)"
+    ) as copy:
+        copy.set_types(["int4", "int8", "uuid", "uuid", "text", "vector"])
+        for i, r in enumerate(rows):
+            await copy.write_row((space.id, first + i, r[0], r[1], r[8], r[9]))
+
+
+def build_key(size: int, real_n: int, synth: RowSource) -> dict[str, Any]:
+    return {"size": size, "real": real_n, "seed": synth.seed, "noise": synth.noise}
+
+
+async def built_already(conn: Conn, space: Space, key: dict[str, Any]) -> dict[str, Any] | None:
+    """The saved build record when this database holds exactly this build with both indexes in place."""
+    saved = await meta_get(conn, "built")
+    if not saved or saved.get("key") != key:
+        return None
+    have = await fetch(
+        conn,
+        "SELECT to_regclass(%s) IS NOT NULL AS gin, to_regclass(%s) IS NOT NULL AS hnsw",
+        (GIN_INDEX, hnsw_name(space)),
+    )
+    return saved["build"] if have[0]["gin"] and have[0]["hnsw"] else None
+
+
+async def build_size(
+    conn: Conn,
+    space: Space,
+    size: int,
+    owner: uuid.UUID,
+    real: list[dict[str, Any]],
+    synth: RowSource,
+    *,
+    maintenance_work_mem: str,
+    parallel_workers: int,
+    batch: int,
+) -> dict[str, Any]:
+    """`size` chunks for `owner` in this database (reused when already built); every step timed."""
+    real_n = min(size, len(real))
+    key = build_key(size, real_n, synth)
+    saved = await built_already(conn, space, key)
+    if saved is not None:
+        log(f"  reusing the {size}-chunk build in this database (load skipped)")
+        return {**saved, "reused": True}
+    indexdefs = await index_defs(conn, space)
+    t: dict[str, Any] = {"real_chunks": real_n, "synthetic_chunks": size - real_n, "batch_rows": batch}
+    await conn.execute("DELETE FROM bench_meta WHERE key = 'built'")
+    await conn.execute(
+        "TRUNCATE document_chunks, chunk_embeddings, bm25_terms, bm25_stats, documents RESTART IDENTITY CASCADE"
+    )
+    await conn.execute("INSERT INTO users (id, name) VALUES (%s, 'bench') ON CONFLICT (id) DO NOTHING", (owner,))
+    for name in indexdefs:
+        await conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(name)))
+    for table in BENCH_TABLES:  # autovacuum would re-read the table during the load; we VACUUM ANALYZE after it
+        await conn.execute(sql.SQL("ALTER TABLE {} SET (autovacuum_enabled = false)").format(sql.Identifier(table)))
+
+    start = time.perf_counter()
+    docs = sorted({r["document_id"] for r in real[:real_n]})
+    await copy_documents(conn, owner, [(d, f"scifact/{d}") for d in docs])
+    rows = [
+        (
+            r["document_id"],
+            owner,
+            r["chunk_index"],
+            r["title"],
+            r["content"],
+            r["page"],
+            r["section"],
+            r["token_count"],
+            r["content_hash"],
+            as_array(r["embedding"]),
+        )
+        for r in real[:real_n]
+    ]
+    await copy_chunks(conn, space, rows)
+    t["load_real_s"] = round(time.perf_counter() - start, 2)
+
+    synth_n = size - real_n
+    if synth_n:
+        gen = copy = 0.0
+        done = 0
+        started = time.perf_counter()
+        tick = started
+        source = synth.batches(synth_n, batch)
+        while True:
+            a = time.perf_counter()
+            chunk = next(source, None)
+            if chunk is None:
+                break
+            b = time.perf_counter()
+            new_docs = sorted({r[0] for r in chunk})
+            await copy_documents(conn, owner, [(d, f"synthetic/{d}") for d in new_docs])
+            await copy_chunks(conn, space, chunk)
+            c = time.perf_counter()
+            gen += b - a
+            copy += c - b
+            done += len(chunk)
+            if c - tick > 30:
+                tick = c
+                log(f"  {done}/{synth_n} synthetic rows, {done / (c - started):.0f}/s")
+        t["generate_synthetic_s"] = round(gen, 2)
+        t["copy_synthetic_s"] = round(copy, 2)
+        t["copy_synthetic_ms_per_row"] = round(1000 * copy / synth_n, 3)
+
+    await conn.execute("SELECT set_config('maintenance_work_mem', %s, false)", (maintenance_work_mem,))
+    await conn.execute("SELECT set_config('max_parallel_maintenance_workers', %s, false)", (str(parallel_workers),))
+    t["maintenance_work_mem"] = maintenance_work_mem
+    t["max_parallel_maintenance_workers"] = parallel_workers
+    t["loadavg_before_indexes"] = [round(x, 2) for x in os.getloadavg()]
+    start = time.perf_counter()
+    await conn.execute(cast(LiteralString, indexdefs[GIN_INDEX]))  # read from pg_indexes
+    t["create_gin_s"] = round(time.perf_counter() - start, 2)
+    log(f"  GIN built in {t['create_gin_s']} s")
+    start = time.perf_counter()
+    await conn.execute(cast(LiteralString, indexdefs[hnsw_name(space)]))
+    t["create_hnsw_s"] = round(time.perf_counter() - start, 2)
+    log(f"  HNSW built in {t['create_hnsw_s']} s")
+    t["loadavg_after_indexes"] = [round(x, 2) for x in os.getloadavg()]
+    await conn.execute("RESET maintenance_work_mem")
+    await conn.execute("RESET max_parallel_maintenance_workers")
+    start = time.perf_counter()
+    for table in BENCH_TABLES:
+        await conn.execute(sql.SQL("VACUUM ANALYZE {}").format(sql.Identifier(table)))
+    t["vacuum_analyze_s"] = round(time.perf_counter() - start, 2)
+    t.update(await db_sizes(conn, space, owner))
+    await meta_set(conn, "built", {"key": key, "build": t})
+    return t
+
+
+async def db_sizes(conn: Conn, space: Space, owner: uuid.UUID) -> dict[str, Any]:
+    """Bytes (and pretty) of the database, the two tables with their indexes, and the two search indexes."""
+    rows = await fetch(
+        conn,
+        """SELECT pg_database_size(current_database()) AS database,
+                  pg_total_relation_size('document_chunks') AS table_total,
+                  pg_relation_size('document_chunks') AS table_heap,
+                  pg_total_relation_size('chunk_embeddings') AS vectors_total,
+                  pg_relation_size('chunk_embeddings') AS vectors_heap,
+                  pg_relation_size(%s::regclass) AS hnsw,
+                  pg_relation_size(%s::regclass) AS gin,
+                  (SELECT count(*) FROM document_chunks WHERE owner_id = %s) AS n,
+                  (SELECT count(*) FROM chunk_embeddings WHERE space_id = %s AND owner_id = %s) AS vectors""",
+        (hnsw_name(space), GIN_INDEX, owner, space.id, owner),
+    )
+    r = rows[0]
+    out: dict[str, Any] = {"n": r["n"], "vectors": r["vectors"]}
+    for k in ("database", "table_total", "table_heap", "vectors_total", "vectors_heap", "hnsw", "gin"):
+        out[f"{k}_bytes"] = int(r[k])
+        out[k] = pretty(int(r[k]))
+    return out
+
+
+def pretty(n: float) -> str:
+    for unit in ("B", "kB", "MB", "GB"):
+        if abs(n) < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit in ("B", "kB") else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GB"
+
+
+def memory(postmaster_pid: int | None) -> dict[str, Any]:
+    """RSS and PSS of the Postgres processes (the postmaster and its children; PSS splits shared buffers
+    fairly) and of this Python process (RSS now and peak)."""
+    import psutil
+
+    me = psutil.Process()
+    out: dict[str, Any] = {
+        "python_rss_mb": round(me.memory_info().rss / 2**20, 1),
+        "python_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
+    if postmaster_pid is None:
+        return out
+    try:
+        root = psutil.Process(postmaster_pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return out
+    rss = pss = 0
+    n = 0
+    for p in procs:
+        try:
+            full = p.memory_full_info()
+        except psutil.Error:
+            continue
+        rss += full.rss
+        pss += getattr(full, "pss", 0)
+        n += 1
+    out.update(
+        {"postgres_processes": n, "postgres_rss_mb": round(rss / 2**20, 1), "postgres_pss_mb": round(pss / 2**20, 1)}
+    )
+    return out
+
+
+def synthetic_batches(
+    vectors: np.ndarray,
+    titles: list[str],
+    lengths: list[int],
+    sentences: list[str],
+    noise: float,
+    seed: int,
+    owner: uuid.UUID,
+    namespace: uuid.UUID,
+    count: int,
+    batch: int,
+    content_hash: Any,
+) -> Iterator[list[ChunkRow]]:
+    """`count` synthetic rows in batches of `batch`: batch k is drawn from its own generator (seed, k), so the
+    rows do not depend on how many were asked for before them."""
+    import random
+
+    for k, start in enumerate(range(0, count, batch)):
+        n = min(batch, count - start)
+        rng = np.random.default_rng([seed, k])
+        pick = random.Random(f"{seed}-{k}")
+        sources = rng.integers(0, len(titles), size=n)
+        vecs = vectors[sources] + rng.normal(0.0, noise, size=(n, vectors.shape[1])).astype(np.float32)
+        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+        out: list[ChunkRow] = []
+        for i in range(n):
+            j = start + i
+            src = int(sources[i])
+            target = lengths[pick.randrange(len(lengths))]
+            parts: list[str] = []
+            size = 0
+            while size < target:
+                s = sentences[pick.randrange(len(sentences))]
+                parts.append(s)
+                size += len(s) + 1
+            content = " ".join(parts)
+            title = titles[src]
+            doc = uuid.uuid5(namespace, f"doc-{j // 2}")
+            tokens = int(len(content.split()) * 1.3)
+            out.append((doc, owner, j % 2, title, content, None, None, tokens, content_hash(title, content), vecs[i]))
+        yield out
