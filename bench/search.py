@@ -61,6 +61,7 @@ from bench.search_build import (
     size_db_uri,
     synthetic_batches,
 )
+from bench.search_report import markdown
 from server.core.principal import Principal
 from server.db.access import ReadScope
 from server.db.pool import Conn
@@ -274,12 +275,12 @@ async def exact_ids(conn: Conn, space: Space, qvec: np.ndarray, n: int) -> list[
 
 
 async def recall_and_latency(
-    rt: Runtime, conn: Conn, space: Space, qvecs: list[np.ndarray], ef_values: list[int]
+    rt: Runtime, conn: Conn, space: Space, qvecs: list[np.ndarray], ef_values: list[int], exact_timing: int = 30
 ) -> dict[str, Any]:
     """recall@10 of `vector_search` vs exact, and its DB-only latency (n=10 and n=50), per ef_search."""
     truth = [await exact_ids(conn, space, q, 10) for q in qvecs]
     exact_lat = []
-    for q in qvecs[:30]:
+    for q in qvecs[:exact_timing]:
         start = time.perf_counter()
         await exact_ids(conn, space, q, 10)
         exact_lat.append((time.perf_counter() - start) * 1000)
@@ -470,13 +471,13 @@ async def measure_size(
     detail["query_precision"] = getattr(embedder, "query_precision", "fp32")
     detail["explore_fp32_query_embedding"] = {}
     async with open_runtime(settings, Overrides(pool=rt.pool, embedder=fp32, llm=rt.llm)) as one:
-        for mode in MODES:
+        for mode in MODES if args.fp32_explore else ():
             lat, _parts = await time_searcher(one.searcher, queries, warmup, mode)
             detail["explore_fp32_query_embedding"][mode] = pct(lat)
 
     qvecs = list(await embedder.embed_documents(queries[: args.recall_queries]))
     ef_values = sorted({settings.hnsw_ef_search, *args.explore_ef})
-    rl = await recall_and_latency(rt, conn, space, qvecs, ef_values)
+    rl = await recall_and_latency(rt, conn, space, qvecs, ef_values, args.exact_timing)
     detail["vector_db"] = rl
     detail["recall_at_10"] = rl[str(settings.hnsw_ef_search)]["recall_at_10"]
 
@@ -640,7 +641,7 @@ def report(out: dict[str, Any], sizes: list[int]) -> None:
         one = d["explore_fp32_query_embedding"]
         print(
             f"query embedding in {d['query_precision']}; the same searches with float32 query embeddings: "
-            + ", ".join(f"{m} p50/p95 {one[m]['p50_ms']}/{one[m]['p95_ms']}" for m in MODES)
+            + ", ".join(f"{m} p50/p95 {one[m]['p50_ms']}/{one[m]['p95_ms']}" for m in MODES if m in one)
             + f"; embed alone p50/p95 {d['embed_only_fp32']['p50_ms']}/{d['embed_only_fp32']['p95_ms']}"
         )
         vd = d["vector_db"]
@@ -761,6 +762,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sizes", default="10000,100000", help="comma-separated chunk counts (default 10000,100000)")
     p.add_argument("--json", type=Path, default=RESULTS / "search.json", help="where to write the results")
+    p.add_argument("--markdown", type=Path, default=None, help="the Markdown report (default: --json with .md)")
     p.add_argument("--data-dir", type=Path, default=ROOT / "bench" / ".data", help="persistent bench data dir")
     p.add_argument("--queries", type=int, default=200, help="measured queries per mode (default 200)")
     p.add_argument("--warmup", type=int, default=20, help="warm-up queries per mode (default 20)")
@@ -778,6 +780,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--noise", type=float, default=0.03, help="per-dimension sigma of the synthetic vectors' noise")
     p.add_argument("--seed", type=int, default=13)
+    p.add_argument("--exact-timing", type=int, default=30, help="exact scans timed (of the recall queries)")
+    p.add_argument("--no-fp32-explore", dest="fp32_explore", action="store_false", help="skip the fp32 query rows")
     p.add_argument("--prepare-only", action="store_true", help="only ingest the corpus into the bench data dir")
     p.add_argument("--corpus-limit", type=int, default=None, help="ingest only N records (smoke tests; re-ingests)")
     p.add_argument("--maintenance-work-mem", default="4GB", help="for CREATE INDEX (default 4GB: a 1M graph fits)")
@@ -801,7 +805,9 @@ def main(argv: list[str] | None = None) -> int:
     out["bench_wall_s"] = round(time.perf_counter() - started, 1)
     report(out, sorted(args.sizes))
     write_json(args.json, out)
-    print(f"\nwrote {args.json}  (bench wall {out['bench_wall_s']} s)")
+    md = args.markdown or args.json.with_suffix(".md")
+    md.write_text(markdown(out, sorted(args.sizes)), encoding="utf-8")
+    print(f"\nwrote {args.json} and {md}  (bench wall {out['bench_wall_s']} s)")
     return 0
 
 

@@ -1,0 +1,206 @@
+"""The Markdown report of bench/search.py: per size the latency per mode, recall, build times, sizes, memory
+and load average, then the tuning tables (ef_search, keyword_candidates) and the goal check."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+GOAL = {"hybrid_p95_ms": 50.0, "recall_at_10": 0.95}
+
+
+def md_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    def cell(v: Any) -> str:
+        if isinstance(v, float):
+            return f"{v:,.2f}" if abs(v) < 1000 else f"{v:,.0f}"
+        return str(v)
+
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(cell(v) for v in r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def _mb(mem: dict[str, Any], key: str) -> Any:
+    return mem.get(key, "-")
+
+
+def markdown(out: dict[str, Any], sizes: list[int]) -> str:
+    pg = out.get("postgres", {})
+    parts = [
+        "# Search at scale (bench/search.py)",
+        "",
+        f"PostgreSQL {pg.get('server_version', '?')} + pgvector {pg.get('pgvector', '?')} (embedded pgserver), "
+        f"shared_buffers {pg.get('shared_buffers', '?')}, {out['cpu_context_start'].get('cpus')} cores shared "
+        f"with other work. Load average (1/5/15 min) at start {out['cpu_context_start']['loadavg']}, at end "
+        f"{out.get('cpu_context_end', {}).get('loadavg')}. HNSW ef_search {out['hnsw_ef_search']}, "
+        f"keyword_candidates {out['keyword_candidates']}; {out['queries']['measured']} SciFact queries per mode "
+        f"after {out['queries']['warmup']} warm-up ones; latency of `Searcher.search()` including the query "
+        "embedding; recall@10 of the vector arm against an exact scan.",
+        "",
+    ]
+    rows = []
+    for size in sizes:
+        s, d = out[str(size)], out["details"][str(size)]
+        for mode in ("vector", "keyword", "hybrid", "keyword_common"):
+            m = s[mode]
+            rows.append(
+                [
+                    f"{size:,}",
+                    mode,
+                    m["p50_ms"],
+                    m["p95_ms"],
+                    m["p99_ms"],
+                    d["recall_at_10"] if mode == "vector" else "",
+                ]
+            )
+    parts += ["## Latency per mode (ms)", "", md_table(["chunks", "mode", "p50", "p95", "p99", "recall@10"], rows), ""]
+
+    rows = []
+    for size in sizes:
+        b, d = out["build"][str(size)], out["details"][str(size)]
+        rows.append(
+            [
+                f"{size:,}",
+                "reused" if b.get("reused") else f"{b.get('copy_synthetic_s', 0) + b.get('load_real_s', 0):.0f}",
+                b["create_gin_s"],
+                b["create_hnsw_s"],
+                b.get("maintenance_work_mem", "?"),
+                b.get("database", "?"),
+                b.get("table_total", "?"),
+                b.get("vectors_total", "?"),
+                b.get("hnsw", "?"),
+                b.get("gin", "?"),
+                f"{b.get('loadavg_before_indexes', '?')} → {b.get('loadavg_after_indexes', '?')}",
+                f"{d.get('loadavg_measure_start', '?')} → {d.get('loadavg_measure_end', '?')}",
+            ]
+        )
+    parts += [
+        "## Build and size",
+        "",
+        "Load = streamed COPY of chunks (text, generated tsvector, BM25 trigger) and vectors; index builds "
+        "after the load. `reused`: this run found the size already built (bench_meta) and skipped the load; "
+        "the build times are those of the run that built it.",
+        "",
+        md_table(
+            [
+                "chunks",
+                "load s",
+                "GIN s",
+                "HNSW s",
+                "maint. mem",
+                "database",
+                "chunks table+idx",
+                "vectors table+idx",
+                "HNSW",
+                "GIN",
+                "load avg (index build)",
+                "load avg (measure)",
+            ],
+            rows,
+        ),
+        "",
+    ]
+
+    rows = []
+    for size in sizes:
+        mem = out.get("memory", {}).get(str(size), {})
+        for when in ("after_build", "after_measure"):
+            m = mem.get(when, {})
+            rows.append(
+                [
+                    f"{size:,}",
+                    when.replace("_", " "),
+                    _mb(m, "postgres_processes"),
+                    _mb(m, "postgres_rss_mb"),
+                    _mb(m, "postgres_pss_mb"),
+                    _mb(m, "python_rss_mb"),
+                    _mb(m, "python_peak_rss_mb"),
+                ]
+            )
+    parts += [
+        "## Memory (MB)",
+        "",
+        "Postgres: the postmaster and all its children (RSS counts shared buffers once per process; PSS splits "
+        "them). Python: this bench process (the MiniLM model, the runtime, the SciFact sentences).",
+        "",
+        md_table(["chunks", "when", "pg processes", "pg RSS", "pg PSS", "python RSS", "python peak RSS"], rows),
+        "",
+    ]
+
+    for size in sizes:
+        d = out["details"][str(size)]
+        vd = d["vector_db"]
+        rows = [
+            [
+                ef,
+                v["recall_at_10"],
+                v["db_n10"]["p50_ms"],
+                v["db_n10"]["p95_ms"],
+                v["db_n50"]["p50_ms"],
+                v["db_n50"]["p95_ms"],
+            ]
+            for ef, v in vd.items()
+            if ef != "exact_scan_db"
+        ]
+        rows.append(["exact scan", 1.0, vd["exact_scan_db"]["p50_ms"], vd["exact_scan_db"]["p95_ms"], "-", "-"])
+        parts += [
+            f"## {size:,} chunks: ef_search trade-off (vector arm, DB only, ms)",
+            "",
+            md_table(["ef_search", "recall@10", "p50 n=10", "p95 n=10", "p50 n=50", "p95 n=50"], rows),
+            "",
+        ]
+        rows = [
+            [
+                c,
+                v["queries_db_n50"]["p50_ms"],
+                v["queries_db_n50"]["p95_ms"],
+                v["common_db_n50"]["p50_ms"],
+                v["common_db_n50"]["p95_ms"],
+            ]
+            for c, v in d["keyword_db"].items()
+        ]
+        parts += [
+            f"## {size:,} chunks: keyword_candidates trade-off (keyword arm, DB only, n=50, ms)",
+            "",
+            f"Common-word query: `{d['common_query']['query']}`.",
+            "",
+            md_table(["keyword_candidates", "queries p50", "queries p95", "common p50", "common p95"], rows),
+            "",
+        ]
+        ex = d.get("explore_searcher", {})
+        if ex and "error" not in ex:
+            s = out[str(size)]
+            rows = [
+                [
+                    "current",
+                    s["keyword"]["p50_ms"],
+                    s["keyword"]["p95_ms"],
+                    s["hybrid"]["p50_ms"],
+                    s["hybrid"]["p95_ms"],
+                ]
+            ]
+            rows += [
+                [k, v["keyword"]["p50_ms"], v["keyword"]["p95_ms"], v["hybrid"]["p50_ms"], v["hybrid"]["p95_ms"]]
+                for k, v in ex.items()
+            ]
+            parts += [
+                f"## {size:,} chunks: Searcher.search() with other keyword_candidates (ms)",
+                "",
+                md_table(["setting", "keyword p50", "keyword p95", "hybrid p50", "hybrid p95"], rows),
+                "",
+            ]
+
+    big = max(sizes)
+    s, d = out[str(big)], out["details"][str(big)]
+    ok_lat = s["hybrid"]["p95_ms"] <= GOAL["hybrid_p95_ms"]
+    ok_rec = d["recall_at_10"] >= GOAL["recall_at_10"]
+    parts += [
+        "## Goal at the largest size",
+        "",
+        f"{big:,} chunks: hybrid p95 {s['hybrid']['p95_ms']} ms (goal ≤ {GOAL['hybrid_p95_ms']:g}: "
+        f"{'met' if ok_lat else 'MISSED'}), recall@10 {d['recall_at_10']} (goal ≥ {GOAL['recall_at_10']}: "
+        f"{'met' if ok_rec else 'MISSED'}), measured at load average {d.get('loadavg_measure_start')} → "
+        f"{d.get('loadavg_measure_end')} on {out['cpu_context_start'].get('cpus')} cores.",
+        "",
+    ]
+    return "\n".join(parts)
