@@ -1,99 +1,133 @@
 import { useCallback, useEffect, useRef, useState } from "react";
-import { api } from "../api/client";
-import type { Thread } from "../api/types";
+import "./chat.css";
+import { chatApi, exportUrl, type ThreadSettings } from "../api/chatApi";
+import { errorMessage } from "../api/client";
 import { Icon } from "../components/Icon";
 import { Spinner } from "../components/Spinner";
 import { useAuth } from "../auth/AuthContext";
-import { CollectionFilter } from "../components/CollectionFilter";
 import { draftKey, writeDraft } from "../lib/drafts";
-import { Link, navigate } from "../lib/router";
+import { useHealth } from "../lib/health";
+import { Link, navigate, useLocation } from "../lib/router";
+import { rememberedThread, rememberThread } from "./channel";
+import { ChatControls } from "./ChatControls";
 import { Composer } from "./Composer";
+import { EmptyChat } from "./EmptyChat";
 import { MessageList } from "./MessageList";
 import { ThreadList } from "./ThreadList";
 import { useChat } from "./useChat";
+import { useThreads } from "./useThreads";
 
-const errText = (e: unknown) => (e instanceof Error ? e.message : String(e));
+const DEFAULT_MAX_CHARS = 8000;
+const hasSettings = (s: ThreadSettings) =>
+  !!(s.document_ids?.length || s.collection_ids?.length || s.search_mode || s.rerank != null || s.model);
 
 export function ChatPage({ threadId: routeThreadId }: { threadId: string | null }) {
-  const [threads, setThreads] = useState<Thread[]>([]);
-  const [threadsError, setThreadsError] = useState<string | null>(null);
   const [menuOpen, setMenuOpen] = useState(false);
-  const [collectionId, setCollectionId] = useState("");
+  const { search } = useLocation();
+  const askDocument = search.get("document");
+  const [settings, setSettings] = useState<ThreadSettings>(() => (askDocument ? { document_ids: [askDocument] } : {}));
+  const settingsFor = useRef<string | null>(null);
   const { user } = useAuth();
+  const health = useHealth();
+  const maxChars = (health as { chat_max_message_chars?: number } | null)?.chat_max_message_chars ?? DEFAULT_MAX_CHARS;
   // The thread the page currently shows; lets us ignore our own URL updates.
   const shown = useRef<string | null | undefined>(undefined);
+  const settingsRef = useRef(settings);
+  settingsRef.current = settings;
 
-  const refreshThreads = useCallback(() => {
-    api
-      .listThreads()
-      .then((t) => {
-        setThreads(t);
-        setThreadsError(null);
-      })
-      .catch((e: unknown) => setThreadsError(`Couldn't load conversations: ${errText(e)}`));
-  }, []);
+  const onAnswerNews = useCallback((id: string) => chatRef.current?.otherTabNews(id), []);
+  const list = useThreads(onAnswerNews);
+  const { threads, refresh: refreshThreads } = list;
 
   const chat = useChat({
     onThreadCreated: (id) => {
       shown.current = id;
+      settingsFor.current = id;
+      rememberThread(id);
       navigate(`/chat/${encodeURIComponent(id)}`, { replace: true });
       refreshThreads();
+      if (hasSettings(settingsRef.current)) void chatApi.saveSettings(id, settingsRef.current).catch(() => undefined);
     },
     onSettled: refreshThreads,
   });
+  const chatRef = useRef(chat);
+  chatRef.current = chat;
   const { load, reset } = chat;
+  const { messages, sending } = chat.state;
+  const activeId = chat.state.threadId ?? routeThreadId;
+  const activeThread = threads.find((t) => t.id === activeId);
+  const title = activeId ? activeThread?.title || "Conversation" : "New chat";
 
-  useEffect(refreshThreads, [refreshThreads]);
-
-  // Escape closes the off-canvas thread list on small screens.
+  // Coming back to Chat (the nav's "/") opens the thread this tab showed last.
   useEffect(() => {
-    if (!menuOpen) return;
-    const onKey = (e: KeyboardEvent) => e.key === "Escape" && setMenuOpen(false);
+    if (routeThreadId || askDocument || shown.current !== undefined) return;
+    const last = rememberedThread();
+    if (last) navigate(`/chat/${encodeURIComponent(last)}`, { replace: true });
+  }, [routeThreadId, askDocument]);
+
+  useEffect(() => {
+    if (routeThreadId === shown.current) return;
+    if (!routeThreadId && shown.current === undefined && !askDocument && rememberedThread()) return; // redirecting
+    shown.current = routeThreadId;
+    setMenuOpen(false);
+    rememberThread(routeThreadId);
+    if (routeThreadId) void load(routeThreadId);
+    else {
+      reset();
+      settingsFor.current = null;
+      setSettings(askDocument ? { document_ids: [askDocument] } : {});
+    }
+  }, [routeThreadId, askDocument, load, reset]);
+
+  // A thread's saved settings, once its row is known (not again: local changes win until saved).
+  useEffect(() => {
+    if (!activeId || settingsFor.current === activeId || !activeThread) return;
+    settingsFor.current = activeId;
+    setSettings(activeThread.settings ?? {});
+  }, [activeId, activeThread]);
+
+  useEffect(() => {
+    document.title = `${title} · ragchat`;
+  }, [title]);
+
+  // Escape stops the answer (popovers and menus handle their own Escape first); it also closes the menu.
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      if (e.key !== "Escape" || e.defaultPrevented) return;
+      if (menuOpen) setMenuOpen(false);
+      else if (chatRef.current.state.sending) void chatRef.current.stop();
+    };
     window.addEventListener("keydown", onKey);
     return () => window.removeEventListener("keydown", onKey);
   }, [menuOpen]);
 
-  useEffect(() => {
-    if (routeThreadId === shown.current) return;
-    shown.current = routeThreadId;
-    setMenuOpen(false);
-    if (routeThreadId) void load(routeThreadId);
-    else reset();
-  }, [routeThreadId, load, reset]);
-
-  const onRename = async (id: string, title: string) => {
-    try {
-      const t = await api.renameThread(id, title);
-      setThreads((ts) => ts.map((x) => (x.id === id ? { ...x, ...t } : x)));
-      setThreadsError(null);
-    } catch (e) {
-      setThreadsError(`Rename failed: ${errText(e)}`);
-      throw e;
-    }
+  const changeSettings = (next: ThreadSettings) => {
+    setSettings(next);
+    if (activeId)
+      chatApi.saveSettings(activeId, next).catch((e: unknown) => chat.setNotice(`Couldn't save the settings: ${errorMessage(e)}`));
   };
 
   const onDelete = async (id: string) => {
-    try {
-      await api.deleteThread(id);
-      setThreads((ts) => ts.filter((x) => x.id !== id));
-      setThreadsError(null);
-      if (id === chat.state.threadId || id === routeThreadId) navigate("/");
-    } catch (e) {
-      setThreadsError(`Delete failed: ${errText(e)}`);
+    if ((await list.remove(id)) && (id === chat.state.threadId || id === routeThreadId)) {
+      rememberThread(null);
+      navigate("/chat");
     }
   };
 
-  const activeId = chat.state.threadId ?? routeThreadId;
-  const activeTitle = threads.find((t) => t.id === activeId)?.title;
-  const { messages, sending } = chat.state;
   const composerKey = draftKey(user?.id, activeId);
-
-  const onSend = (text: string) => {
+  const onSend = async (text: string) => {
     const key = composerKey;
-    void chat.send(text, { collectionIds: collectionId ? [collectionId] : undefined }).then((outcome) => {
-      // The session ended before the server took the message: keep it for after the next login.
-      if (outcome === "unauthorized") writeDraft(key, text);
-    });
+    const outcome = await chat.send(text, settings);
+    // The session ended before the server took the message: keep it for after the next login.
+    if (outcome === "unauthorized") writeDraft(key, text);
+    return outcome === "sent";
+  };
+  const handlers = {
+    onRegenerate: (id: string) => void chat.regenerate(id, settings),
+    onContinue: (id: string) => void chat.continueAnswer(id, settings),
+    onEdit: async (id: string, text: string) => (await chat.edit(id, text, settings)) === "sent",
+    onBranch: (id: string) => void chat.branch(id),
+    onRate: chat.rate,
   };
 
   return (
@@ -102,17 +136,21 @@ export function ChatPage({ threadId: routeThreadId }: { threadId: string | null 
         <ThreadList
           threads={threads}
           activeId={activeId}
-          error={threadsError}
+          error={list.error}
           onNew={() => {
             setMenuOpen(false);
-            if (routeThreadId) navigate("/");
-            else reset();
+            rememberThread(null);
+            if (routeThreadId || askDocument) navigate("/chat");
+            else {
+              reset();
+              setSettings({});
+            }
           }}
           onSelect={(id) => {
             setMenuOpen(false);
             navigate(`/chat/${encodeURIComponent(id)}`);
           }}
-          onRename={onRename}
+          onRename={list.rename}
           onDelete={onDelete}
         />
       </aside>
@@ -130,16 +168,30 @@ export function ChatPage({ threadId: routeThreadId }: { threadId: string | null 
           >
             <Icon name="menu" size={20} />
           </button>
-          <h1 className="chat-title" data-testid="chat-title">
-            {activeId ? activeTitle || "Conversation" : "New chat"}
+          <h1 className="chat-title" data-testid="chat-title" title={title}>
+            {title}
           </h1>
+          {activeId && messages.length > 0 && (
+            <span className="chat-export small" data-testid="chat-export">
+              <span className="muted">Export</span>
+              <a className="btn btn-small btn-ghost" href={exportUrl(activeId, "markdown")} download data-testid="export-markdown">
+                Markdown
+              </a>
+              <a className="btn btn-small btn-ghost" href={exportUrl(activeId, "json")} download data-testid="export-json">
+                JSON
+              </a>
+            </span>
+          )}
         </header>
+        <div className="sr-only" aria-live="polite" data-testid="chat-live">
+          {chat.live}
+        </div>
         {chat.loadError ? (
           <div className="center-state">
             <div className="error-box" role="alert" data-testid="error-box" data-code="load_failed">
               <div className="error-text">{chat.loadError}</div>
             </div>
-            <Link to="/" className="btn">
+            <Link to="/chat" className="btn" onClick={() => rememberThread(null)}>
               Start a new chat
             </Link>
           </div>
@@ -148,37 +200,21 @@ export function ChatPage({ threadId: routeThreadId }: { threadId: string | null 
             <Spinner label="Loading conversation" />
           </div>
         ) : messages.length === 0 ? (
-          <EmptyChat />
+          <EmptyChat onAsk={(q) => void onSend(q)} />
         ) : (
-          <MessageList messages={messages} sending={sending} onRetry={chat.retry} />
+          <MessageList messages={messages} sending={sending} onRetry={chat.retry} {...handlers} />
         )}
         <Composer
           sending={sending}
           onSend={onSend}
-          onStop={chat.stop}
+          onStop={() => void chat.stop()}
           autoFocus
           draftKey={composerKey}
-          options={
-            <CollectionFilter id="chat-collection" value={collectionId} onChange={setCollectionId} testId="chat-collection" />
-          }
+          maxChars={maxChars}
+          notice={chat.notice}
+          controls={<ChatControls settings={settings} onChange={changeSettings} />}
         />
       </section>
-    </div>
-  );
-}
-
-function EmptyChat() {
-  return (
-    <div className="center-state empty-chat" data-testid="empty-chat">
-      <h2>Chat with your documents</h2>
-      <p className="muted">
-        Ask a question and ragchat searches your uploaded files, then answers with numbered citations you can click to
-        see the source passage.
-      </p>
-      <p className="muted small">
-        No documents yet? <Link to="/documents">Upload some</Link> · Want raw results? Try{" "}
-        <Link to="/search">Search</Link>.
-      </p>
     </div>
   );
 }

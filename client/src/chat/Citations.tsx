@@ -1,5 +1,6 @@
-import { useId, useMemo, type MouseEvent } from "react";
+import { useId, useMemo } from "react";
 import type { CitationCheck, CitationReport } from "../api/types";
+import { richHandlers, type RichHandlers } from "../components/Markdown";
 import { renderMarkdown } from "../lib/markdown";
 
 /**
@@ -177,29 +178,27 @@ export function CitedMarkdown({
   content,
   sourceCount,
   onCite,
+  onPreview,
   className,
   report,
 }: {
   content: string;
   sourceCount: number;
-  onCite: (n: number) => void;
   className: string;
   report: CitationReport;
-}) {
+} & RichHandlers) {
   const prefix = useId().replace(/:/g, "");
   const html = useMemo(
     () => markCitations(renderMarkdown(content, sourceCount), content, report, `cite${prefix}`),
     [content, sourceCount, report, prefix],
   );
-  const onClick = (e: MouseEvent<HTMLDivElement>) => {
-    const el = (e.target as HTMLElement).closest<HTMLElement>("[data-cite]");
-    if (el) {
-      e.preventDefault();
-      onCite(Number(el.dataset.cite));
-    }
-  };
   return (
-    <div className={className} data-testid="message-content" onClick={onClick} dangerouslySetInnerHTML={{ __html: html }} />
+    <div
+      className={className}
+      data-testid="message-content"
+      {...richHandlers({ onCite, onPreview })}
+      dangerouslySetInnerHTML={{ __html: html }}
+    />
   );
 }
 

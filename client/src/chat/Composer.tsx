@@ -2,20 +2,30 @@ import { useEffect, useRef, useState, type FormEvent, type KeyboardEvent, type R
 import { readDraft, writeDraft } from "../lib/drafts";
 
 interface Props {
+  /** An answer is being generated: Stop shows; the box stays enabled for the next draft. */
   sending: boolean;
-  onSend: (text: string) => void;
+  /** Resolves true when the server took the question; false keeps (restores) the text. */
+  onSend: (text: string) => Promise<boolean> | boolean | void;
   onStop: () => void;
   autoFocus?: boolean;
   /** sessionStorage key: what is typed is kept there (see lib/drafts) and restored on mount. */
   draftKey?: string;
-  /** Extra controls shown beside the hint (e.g. the collection filter). */
+  /** The server's CHAT_MAX_MESSAGE_CHARS: the counter warns near it and Send is disabled over it. */
+  maxChars?: number;
+  /** Why the last question was not taken (busy, too long): shown above the box. */
+  notice?: string | null;
+  /** Controls shown above the box (retrieval settings). */
+  controls?: ReactNode;
+  /** Extra controls shown beside the hint. */
   options?: ReactNode;
 }
 
-export function Composer({ sending, onSend, onStop, autoFocus, draftKey, options }: Props) {
+/** The counter shows from this share of the limit on. */
+const SHOW_AT = 0.8;
+
+export function Composer({ sending, onSend, onStop, autoFocus, draftKey, maxChars = 8000, notice, controls, options }: Props) {
   const [text, setText] = useState(() => (draftKey ? readDraft(draftKey) : ""));
   const ref = useRef<HTMLTextAreaElement>(null);
-  const wasSending = useRef(false);
   const shownKey = useRef(draftKey);
 
   // Another thread: show its draft.
@@ -25,16 +35,14 @@ export function Composer({ sending, onSend, onStop, autoFocus, draftKey, options
     setText(draftKey ? readDraft(draftKey) : "");
   }, [draftKey]);
 
+  useEffect(() => {
+    if (autoFocus) ref.current?.focus();
+  }, [autoFocus]);
+
   const edit = (value: string) => {
     setText(value);
     if (draftKey) writeDraft(draftKey, value);
   };
-
-  // Give focus back to the textarea when an answer finishes.
-  useEffect(() => {
-    if (!sending && (wasSending.current || autoFocus)) ref.current?.focus();
-    wasSending.current = sending;
-  }, [sending, autoFocus]);
 
   // Grow with content up to a limit.
   useEffect(() => {
@@ -44,28 +52,44 @@ export function Composer({ sending, onSend, onStop, autoFocus, draftKey, options
     el.style.height = `${Math.min(el.scrollHeight, 240)}px`;
   }, [text]);
 
-  const submit = () => {
+  const length = text.trim().length;
+  const over = length > maxChars;
+
+  const submit = async () => {
     const value = text.trim();
-    if (!value || sending) return;
-    onSend(value);
+    if (!value || over) return;
+    const key = draftKey;
     setText("");
-    if (draftKey) writeDraft(draftKey, "");
+    if (key) writeDraft(key, "");
+    const taken = await onSend(value);
+    if (taken === false) {
+      // Refused (an answer is running, too long, unreachable): the text comes back, never lost.
+      setText((now) => (now ? now : value));
+      if (key) writeDraft(key, value);
+    }
   };
 
   const onKeyDown = (e: KeyboardEvent<HTMLTextAreaElement>) => {
     if (e.key === "Enter" && !e.shiftKey && !e.nativeEvent.isComposing) {
       e.preventDefault();
-      submit();
+      void submit();
     }
   };
 
   const onSubmit = (e: FormEvent) => {
     e.preventDefault();
-    submit();
+    void submit();
   };
 
+  const showCount = length >= maxChars * SHOW_AT;
   return (
     <form className="composer" onSubmit={onSubmit} data-testid="composer">
+      {controls}
+      {notice && (
+        <p className="composer-notice" role="alert" data-testid="composer-notice">
+          {notice}
+        </p>
+      )}
       <label htmlFor="composer-input" className="sr-only">
         Message
       </label>
@@ -74,29 +98,33 @@ export function Composer({ sending, onSend, onStop, autoFocus, draftKey, options
         ref={ref}
         rows={1}
         value={text}
-        placeholder={sending ? "Answering…" : "Ask about your documents…"}
+        placeholder="Ask about your documents…"
         onChange={(e) => edit(e.target.value)}
         onKeyDown={onKeyDown}
-        disabled={sending}
+        aria-describedby={showCount ? "composer-count" : undefined}
+        aria-invalid={over || undefined}
         data-testid="composer-input"
       />
       <div className="composer-actions">
         {sending && (
-          <button type="button" className="btn btn-stop" onClick={onStop} data-testid="stop-button">
+          <button type="button" className="btn btn-stop" onClick={onStop} title="Stop (Esc)" data-testid="stop-button">
             <span className="stop-icon" aria-hidden="true" /> Stop
           </button>
         )}
-        <button
-          type="submit"
-          className="btn btn-primary"
-          disabled={sending || !text.trim()}
-          data-testid="send-button"
-        >
+        <button type="submit" className="btn btn-primary" disabled={!length || over} data-testid="send-button">
           Send
         </button>
       </div>
       <div className="composer-footer">
-        <p className="composer-hint muted">Enter to send · Shift+Enter for a new line</p>
+        <p className="composer-hint muted">
+          Enter to send · Shift+Enter for a new line{sending ? " · Esc stops the answer" : ""}
+        </p>
+        {showCount && (
+          <p id="composer-count" className={`char-count${over ? " over" : ""}`} data-testid="char-count">
+            {length.toLocaleString("en")} / {maxChars.toLocaleString("en")}
+            {over ? ` — ${(length - maxChars).toLocaleString("en")} too many; shorten it to send` : " characters"}
+          </p>
+        )}
         {options}
       </div>
     </form>

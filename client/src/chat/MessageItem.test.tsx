@@ -1,4 +1,4 @@
-import { fireEvent, render, screen, within } from "@testing-library/react";
+import { act, fireEvent, render, screen, within } from "@testing-library/react";
 import { describe, expect, it, vi } from "vitest";
 import { bareToolResult, chunk, serverMessage, toolResult } from "../test/fixtures";
 import { MessageItem } from "./MessageItem";
@@ -74,20 +74,54 @@ describe("tool-call indicator", () => {
 });
 
 describe("citations in an answer", () => {
-  it("clicking [2] opens the sources and expands card 2", () => {
+  it("clicking [2] shows passage 2 in place: no scroll, no source list; it links to the viewer", () => {
     const scroll = vi.spyOn(Element.prototype, "scrollIntoView");
     renderMsg({
       ...base,
+      id: "m1",
       status: "complete",
       content: "The port is 11434 [2].",
       searches: [{ id: "c", query: "q", status: "done", result: toolResult() }],
     });
-    fireEvent.click(screen.getByTestId("citation"));
-    const card = screen.getAllByTestId("source-card").find((c) => c.dataset.index === "2")!;
-    expect(card).toHaveAttribute("data-expanded", "true");
-    expect(card).toHaveClass("flash");
-    expect(scroll).toHaveBeenCalled();
-    expect(document.activeElement).toBe(card);
+    const cite = screen.getByTestId("citation");
+    fireEvent.click(cite);
+    const pop = screen.getByTestId("cite-popover");
+    const second = toolResult().chunks[1];
+    expect(pop).toHaveAttribute("data-n", "2");
+    expect(screen.getByTestId("cite-popover-passage")).toHaveTextContent(second.content);
+    const href = screen.getByTestId("cite-popover-open").getAttribute("href")!;
+    expect(href).toContain(`/documents/${second.document_id}?chunk=${second.id}`);
+    expect(screen.queryByTestId("source-card")).toBeNull();
+    expect(scroll).not.toHaveBeenCalled();
+    expect(document.activeElement).toBe(screen.getByTestId("cite-popover-open")); // keyboard users reach the link
+    // Escape closes it and gives focus back to [2]
+    fireEvent.keyDown(pop, { key: "Escape" });
+    expect(screen.queryByTestId("cite-popover")).toBeNull();
+    expect(document.activeElement).toBe(cite);
+  });
+
+  it("hovering [n] previews it; leaving closes it after a moment; Show in sources opens the card", () => {
+    vi.useFakeTimers();
+    try {
+      renderMsg({
+        ...base,
+        status: "complete",
+        content: "The port is 11434 [1].",
+        searches: [{ id: "c", query: "q", status: "done", result: toolResult() }],
+      });
+      const cite = screen.getByTestId("citation");
+      fireEvent.mouseOver(cite);
+      expect(screen.getByTestId("cite-popover")).toHaveAttribute("data-n", "1");
+      fireEvent.mouseOut(cite);
+      act(() => vi.advanceTimersByTime(400));
+      expect(screen.queryByTestId("cite-popover")).toBeNull();
+      fireEvent.mouseOver(cite);
+      fireEvent.click(screen.getByRole("button", { name: "Show in sources" }));
+      const card = screen.getAllByTestId("source-card").find((c) => c.dataset.index === "1")!;
+      expect(card).toHaveAttribute("data-expanded", "true");
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it("numbers citations across several searches", () => {
@@ -101,8 +135,7 @@ describe("citations in an answer", () => {
       ],
     });
     fireEvent.click(screen.getByTestId("citation"));
-    const card = screen.getAllByTestId("source-card").find((c) => c.dataset.index === "3")!;
-    expect(card).toHaveTextContent("Third");
+    expect(screen.getByTestId("cite-popover")).toHaveAccessibleName("Source 3: Third");
   });
 });
 
@@ -123,5 +156,75 @@ describe("errors", () => {
     );
     fireEvent.click(screen.getByTestId("retry-button"));
     expect(onRetry).toHaveBeenCalledWith("a1");
+  });
+});
+
+describe("message actions", () => {
+  const done: ChatMessage = { ...base, id: "m2", status: "complete", content: "The answer.", siblings: ["m1", "m2", "m3"] };
+
+  it("copy, regenerate, branches and feedback on an answer", async () => {
+    const writeText = vi.fn(() => Promise.resolve());
+    Object.assign(navigator, { clipboard: { writeText } });
+    const h = { onRegenerate: vi.fn(), onBranch: vi.fn(), onRate: vi.fn(() => Promise.resolve()), onContinue: vi.fn() };
+    render(
+      <ol>
+        <MessageItem message={done} canRetry={false} {...h} />
+      </ol>,
+    );
+    fireEvent.click(screen.getByTestId("copy-message"));
+    expect(writeText).toHaveBeenCalledWith("The answer.");
+    expect(await screen.findByText("Copied")).toBeInTheDocument();
+    fireEvent.click(screen.getByTestId("regenerate"));
+    expect(h.onRegenerate).toHaveBeenCalledWith("m2");
+    expect(screen.queryByTestId("continue")).toBeNull(); // complete answers are not continued
+    expect(screen.getByTestId("sibling-position")).toHaveTextContent("2/3");
+    fireEvent.click(screen.getByTestId("sibling-prev"));
+    expect(h.onBranch).toHaveBeenCalledWith("m1");
+    fireEvent.click(screen.getByTestId("sibling-next"));
+    expect(h.onBranch).toHaveBeenLastCalledWith("m3");
+    await act(async () => fireEvent.click(screen.getByTestId("thumbs-down")));
+    expect(h.onRate).toHaveBeenCalledWith("m2", "down", null);
+    fireEvent.change(screen.getByTestId("feedback-note"), { target: { value: "wrong year" } });
+    await act(async () => fireEvent.click(screen.getByTestId("feedback-save")));
+    expect(h.onRate).toHaveBeenLastCalledWith("m2", null, "wrong year"); // the rating comes from the message
+  });
+
+  it("a stopped answer offers Continue and Regenerate; none while another answer runs", () => {
+    const h = { onRegenerate: vi.fn(), onContinue: vi.fn() };
+    const stopped = { ...done, status: "incomplete" as const, siblings: undefined };
+    const { rerender } = render(
+      <ol>
+        <MessageItem message={stopped} canRetry={false} {...h} />
+      </ol>,
+    );
+    fireEvent.click(screen.getByTestId("continue"));
+    expect(h.onContinue).toHaveBeenCalledWith("m2");
+    rerender(
+      <ol>
+        <MessageItem message={stopped} canRetry={false} running {...h} />
+      </ol>,
+    );
+    expect(screen.getByTestId("continue")).toBeDisabled();
+    expect(screen.getByTestId("regenerate")).toBeDisabled();
+  });
+
+  it("edit a question: Send makes the edited question; Escape cancels", async () => {
+    const onEdit = vi.fn(() => Promise.resolve(true));
+    const q: ChatMessage = { ...base, id: "q1", role: "user", status: "complete", content: "Old question" };
+    render(
+      <ol>
+        <MessageItem message={q} canRetry={false} onEdit={onEdit} />
+      </ol>,
+    );
+    fireEvent.click(screen.getByTestId("edit-message"));
+    const input = screen.getByTestId("edit-input");
+    expect(input).toHaveFocus();
+    fireEvent.change(input, { target: { value: "New question" } });
+    await act(async () => fireEvent.click(screen.getByTestId("edit-send")));
+    expect(onEdit).toHaveBeenCalledWith("q1", "New question");
+    expect(screen.queryByTestId("edit-input")).toBeNull();
+    fireEvent.click(screen.getByTestId("edit-message"));
+    fireEvent.keyDown(screen.getByTestId("edit-input"), { key: "Escape" });
+    expect(screen.getByTestId("message-content")).toHaveTextContent("Old question");
   });
 });

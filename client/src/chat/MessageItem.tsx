@@ -1,30 +1,58 @@
 import { memo, useCallback, useEffect, useRef, useState } from "react";
-import { Markdown } from "../components/Markdown";
+import { Markdown, type CiteTrigger } from "../components/Markdown";
 import { CodeText } from "../components/HealthBanner";
 import { messageSources, type ChatMessage } from "./state";
 import { ToolIndicator } from "./ToolIndicator";
 import { CitationSummary, CitedMarkdown } from "./Citations";
+import { CitePopover, type Preview } from "./CitePopover";
+import { EditQuestion, MessageActions, type MessageHandlers } from "./MessageActions";
 
-interface Props {
+interface Props extends MessageHandlers {
   message: ChatMessage;
   onRetry?: (assistantKey: string) => void;
   canRetry: boolean;
+  /** An answer is being generated in this thread. */
+  running?: boolean;
 }
 
-export const MessageItem = memo(function MessageItem({ message, onRetry, canRetry }: Props) {
-  if (message.role === "user") {
-    return (
-      <li className="msg msg-user" data-testid="message" data-role="user" data-status={message.status}>
+export const MessageItem = memo(function MessageItem(props: Props) {
+  if (props.message.role === "user") return <UserMessage {...props} />;
+  return <AssistantMessage {...props} />;
+});
+
+function UserMessage({ message, running = false, ...handlers }: Props) {
+  const [editing, setEditing] = useState(false);
+  return (
+    <li
+      className="msg msg-user"
+      data-testid="message"
+      data-role="user"
+      data-status={message.status}
+      data-message-id={message.id ?? undefined}
+    >
+      {editing && handlers.onEdit ? (
+        <EditQuestion message={message} onEdit={handlers.onEdit} onDone={() => setEditing(false)} />
+      ) : (
         <div className="bubble" data-testid="message-content">
           {message.content}
         </div>
-      </li>
-    );
-  }
-  return <AssistantMessage message={message} onRetry={onRetry} canRetry={canRetry} />;
-});
+      )}
+      {!editing && (
+        <MessageActions
+          message={message}
+          running={running}
+          onBranch={handlers.onBranch}
+          onStartEdit={handlers.onEdit ? () => setEditing(true) : undefined}
+        />
+      )}
+    </li>
+  );
+}
 
-function AssistantMessage({ message, onRetry, canRetry }: Props) {
+/** Hover previews wait this long before closing (the pointer may be on its way into the popover). */
+const HOVER_GRACE_MS = 250;
+
+function AssistantMessage({ message, onRetry, canRetry, running = false, ...handlers }: Props) {
   const [openSearches, setOpenSearches] = useState<Set<string>>(() => new Set());
   const [openCards, setOpenCards] = useState<Set<number>>(() => new Set());
   const [flash, setFlash] = useState<{ n: number; nonce: number } | null>(null);
@@ -51,7 +79,56 @@ function AssistantMessage({ message, onRetry, canRetry }: Props) {
     return start;
   });
 
+  const [preview, setPreview] = useState<Preview | null>(null);
+  const item = useRef<HTMLLIElement>(null);
+  const closing = useRef<number | null>(null);
+  const cancelClose = () => {
+    if (closing.current != null) window.clearTimeout(closing.current);
+    closing.current = null;
+  };
+  useEffect(() => cancelClose, []);
+
+  const previewRef = useRef(preview);
+  previewRef.current = preview;
+  /** Focus going back to [n] (after Escape) must not open its preview again. */
+  const refocusing = useRef(false);
+  const closePreview = useCallback((refocus: boolean) => {
+    const p = previewRef.current;
+    setPreview(null);
+    if (p && refocus) {
+      refocusing.current = true;
+      p.anchor.focus({ preventScroll: true });
+      refocusing.current = false;
+    }
+  }, []);
+
+  const onPreview = (n: number, el: HTMLElement | null, how: CiteTrigger) => {
+    if (refocusing.current) return;
+    cancelClose();
+    if (el) {
+      setPreview((p) => (p?.pinned ? p : { n, anchor: el, pinned: false }));
+      return;
+    }
+    if (how === "focus") {
+      // Focus moved on: into the popover keeps it; elsewhere closes an unpinned one.
+      window.setTimeout(() => {
+        if (!item.current?.querySelector(".cite-popover")?.contains(document.activeElement)) {
+          setPreview((p) => (p?.pinned ? p : null));
+        }
+      }, 0);
+      return;
+    }
+    closing.current = window.setTimeout(() => setPreview((p) => (p?.pinned ? p : null)), HOVER_GRACE_MS);
+  };
+
+  const onCiteClick = (n: number, el: HTMLElement) => {
+    cancelClose();
+    setPreview((p) => (p?.pinned && p.n === n ? null : { n, anchor: el, pinned: true }));
+  };
+
+  /** Open the source list at card `n` (from the preview's "Show in sources"). */
   const onCite = (n: number) => {
+    setPreview(null);
     const si = message.searches.findIndex((s, i) => {
       const len = s.result?.chunks.length ?? 0;
       return n >= firstIndex[i] && n < firstIndex[i] + len;
@@ -78,6 +155,7 @@ function AssistantMessage({ message, onRetry, canRetry }: Props) {
 
   return (
     <li
+      ref={item}
       className="msg msg-assistant"
       data-testid="message"
       data-role="assistant"
@@ -106,7 +184,8 @@ function AssistantMessage({ message, onRetry, canRetry }: Props) {
         <CitedMarkdown
           content={message.content}
           sourceCount={sources.length}
-          onCite={onCite}
+          onCite={onCiteClick}
+          onPreview={onPreview}
           className="markdown answer"
           report={message.citations}
         />
@@ -114,10 +193,21 @@ function AssistantMessage({ message, onRetry, canRetry }: Props) {
         <Markdown
           content={message.content}
           sourceCount={sources.length}
-          onCite={onCite}
+          onCite={onCiteClick}
+          onPreview={onPreview}
           className={`markdown answer${streaming ? " streaming" : ""}`}
         />
       ) : null}
+      {preview && sources[preview.n - 1] && (
+        <CitePopover
+          preview={preview}
+          chunk={sources[preview.n - 1]}
+          container={item.current}
+          onClose={closePreview}
+          onHover={(inside) => (inside ? cancelClose() : onPreview(preview.n, null, "hover"))}
+          onShowInSources={onCite}
+        />
+      )}
       {message.citations && <CitationSummary report={message.citations} />}
       {waiting && (
         <div className="typing" aria-label="Thinking" data-testid="thinking">
@@ -125,6 +215,11 @@ function AssistantMessage({ message, onRetry, canRetry }: Props) {
           <span />
           <span />
         </div>
+      )}
+      {message.model && !streaming && (
+        <p className="muted small msg-model" data-testid="message-model">
+          Answered by {message.model}
+        </p>
       )}
       {message.status === "incomplete" && !message.connectionLost && (
         <p className="note muted" data-testid="message-incomplete">
@@ -143,6 +238,7 @@ function AssistantMessage({ message, onRetry, canRetry }: Props) {
           )}
         </div>
       )}
+      <MessageActions message={message} running={running} {...handlers} />
     </li>
   );
 }

@@ -1,15 +1,16 @@
 import { useEffect, useRef } from "react";
 import type { ChatMessage } from "./state";
 import { MessageItem } from "./MessageItem";
+import type { MessageHandlers } from "./MessageActions";
 
-interface Props {
+interface Props extends MessageHandlers {
   messages: ChatMessage[];
   sending: boolean;
   onRetry: (assistantKey: string) => void;
 }
 
 /** Scrolls to the bottom while new content arrives, unless the reader scrolled up. */
-export function MessageList({ messages, sending, onRetry }: Props) {
+export function MessageList({ messages, sending, onRetry, ...handlers }: Props) {
   const box = useRef<HTMLDivElement>(null);
   const stick = useRef(true);
   const last = messages[messages.length - 1];
@@ -29,7 +30,14 @@ export function MessageList({ messages, sending, onRetry }: Props) {
     <div className="messages-scroll" ref={box} onScroll={onScroll}>
       <ol className="messages" data-testid="message-list" aria-busy={sending}>
         {messages.map((m, i) => (
-          <MessageItem key={m.key} message={m} onRetry={onRetry} canRetry={!sending && i === messages.length - 1} />
+          <MessageItem
+            key={m.key}
+            message={m}
+            onRetry={onRetry}
+            canRetry={!sending && i === messages.length - 1}
+            running={sending}
+            {...handlers}
+          />
         ))}
       </ol>
     </div>

@@ -148,7 +148,7 @@ function ThreadRow({ thread, active, onSelect, onRename, onDelete }: RowProps) {
             onClick={() => onSelect(thread.id)}
             data-testid="thread-select"
           >
-            <span className="thread-title" data-testid="thread-title">
+            <span className="thread-title" data-testid="thread-title" title={label}>
               {label}
             </span>
             <span className="thread-date muted">{formatDate(thread.updated_at)}</span>

@@ -6,7 +6,12 @@ import { chatReducer, fromServerMessage, initialChatState, messageSources, type 
 const run = (state: ChatState, ...events: ChatEvent[]) =>
   events.reduce((s, event) => chatReducer(s, { type: "event", event }), state);
 
-const sent = () => chatReducer(initialChatState, { type: "send", text: "What port?", userKey: "u1", assistantKey: "a1" });
+const sent = () => chatReducer(initialChatState, {
+    type: "start",
+    mode: { kind: "new", text: "What port?" },
+    userKey: "u1",
+    assistantKey: "a1",
+  });
 const last = (s: ChatState) => s.messages[s.messages.length - 1];
 
 describe("chatReducer", () => {
@@ -145,5 +150,78 @@ describe("helpers", () => {
       serverMessage({ tool_calls: [{ id: "a", name: "search_documents", arguments: { query: "x" } }] }),
     );
     expect(m.searches[0].status).toBe("stopped");
+  });
+
+  describe("runs of issue 21", () => {
+    const thread = (statuses: string[]) => ({
+      id: "t1",
+      title: "T",
+      created_at: "",
+      updated_at: "",
+      messages: statuses.map((st, i) => ({
+        ...serverMessage({ id: `m${i}`, role: i % 2 ? ("assistant" as const) : ("user" as const), content: `text ${i}` }),
+        status: st,
+        siblings: [`m${i}`],
+      })),
+    });
+    const loaded = (statuses: string[], running: string | null = null) =>
+      chatReducer(initialChatState, { type: "loaded", thread: { ...thread(statuses), running_message_id: running } });
+
+    it("regenerate replaces the answer (and what follows) with a new streaming one", () => {
+      const s = chatReducer(loaded(["complete", "complete", "complete", "error"]), {
+        type: "start",
+        mode: { kind: "regenerate", id: "m1" },
+        userKey: "u",
+        assistantKey: "a",
+      });
+      expect(s.messages.map((m) => [m.id, m.status])).toEqual([
+        ["m0", "complete"],
+        [null, "streaming"],
+      ]);
+      expect(last(s).prompt).toBe("text 0");
+    });
+
+    it("continue streams into the same message; tokens append", () => {
+      let s = chatReducer(loaded(["complete", "incomplete"]), {
+        type: "start",
+        mode: { kind: "continue", id: "m1" },
+        userKey: "u",
+        assistantKey: "a",
+      });
+      expect(last(s)).toMatchObject({ id: "m1", status: "streaming", content: "text 1" });
+      s = run(s, { type: "token", delta: " more" });
+      expect(last(s).content).toBe("text 1 more");
+    });
+
+    it("edit puts the edited question in place and drops the rest; the thread event names both ids", () => {
+      let s = chatReducer(loaded(["complete", "complete", "complete", "complete"]), {
+        type: "start",
+        mode: { kind: "edit", id: "m2", text: "new question" },
+        userKey: "u",
+        assistantKey: "a",
+      });
+      expect(s.messages.map((m) => m.content)).toEqual(["text 0", "text 1", "new question", ""]);
+      s = run(s, { type: "thread", thread_id: "t1", message_id: "m9", question_id: "m8" } as ChatEvent);
+      expect(s.messages.slice(2).map((m) => m.id)).toEqual(["m8", "m9"]);
+    });
+
+    it("attach replays a running answer from its start; a re-read keeps the keys shown", () => {
+      expect(last(loaded(["complete", "streaming"])).status).toBe("incomplete"); // no run generates it
+      let s = loaded(["complete", "streaming"], "m1");
+      expect(last(s).status).toBe("streaming");
+      s = chatReducer(s, { type: "attach", messageId: "m1", replay: true });
+      expect(s.sending).toBe(true);
+      expect(last(s).content).toBe("");
+      const before = s.messages.map((m) => m.key);
+      s = chatReducer(s, { type: "loaded", thread: thread(["complete", "complete"]) });
+      expect(s.messages.map((m) => m.key)).toEqual(before);
+    });
+
+    it("stored messages carry siblings, model and feedback", () => {
+      const m = fromServerMessage({ ...serverMessage({ id: "x" }), status: "complete", siblings: ["w", "x"], model: "llama", feedback: { message_id: "x", rating: "up", note: null } });
+      expect(m).toMatchObject({ siblings: ["w", "x"], model: "llama", feedback: { rating: "up" } });
+      const s = chatReducer({ ...initialChatState, messages: [m] }, { type: "feedback", id: "x", feedback: null });
+      expect(s.messages[0].feedback).toBeNull();
+    });
   });
 });

@@ -1,5 +1,6 @@
 import type { ChatEvent } from "../api/chatEvents";
-import type { ChatError, Chunk, CitationReport, Message, ThreadDetail, ToolResult } from "../api/types";
+import type { Feedback, RunMessage, RunThreadDetail } from "../api/chatApi";
+import type { ChatError, Chunk, CitationReport, ToolResult } from "../api/types";
 
 export interface SearchStep {
   id: string;
@@ -26,18 +27,33 @@ export interface ChatMessage {
   prompt?: string;
   /** The citation check (the `citations` event, or the stored message's); absent: not checked. */
   citations?: CitationReport | null;
+  /** Ids of the messages sharing this one's parent (the branches), in creation order; itself included. */
+  siblings?: string[];
+  /** Assistant: the model that answered. */
+  model?: string | null;
+  feedback?: Feedback | null;
 }
 
 export interface ChatState {
   threadId: string | null;
   messages: ChatMessage[];
+  /** An answer of this thread is being generated (here, or by another tab this page attached to). */
   sending: boolean;
 }
 
+/** How a run starts: a new question, another answer to a question, more of an answer, or an edited question. */
+export type StartMode =
+  | { kind: "new"; text: string }
+  | { kind: "regenerate"; id: string }
+  | { kind: "continue"; id: string }
+  | { kind: "edit"; id: string; text: string };
+
 export type ChatAction =
   | { type: "reset" }
-  | { type: "loaded"; thread: ThreadDetail }
-  | { type: "send"; text: string; userKey: string; assistantKey: string }
+  | { type: "loaded"; thread: RunThreadDetail }
+  | { type: "start"; mode: StartMode; userKey: string; assistantKey: string }
+  | { type: "attach"; messageId: string; replay: boolean }
+  | { type: "feedback"; id: string; feedback: Feedback | null }
   | { type: "event"; event: ChatEvent }
   | { type: "aborted" }
   | { type: "connection_lost"; message?: string }
@@ -54,7 +70,7 @@ export function messageSources(msg: Pick<ChatMessage, "searches">): Chunk[] {
 }
 
 /** Map a stored server message to UI state (history may lack newer fields). */
-export function fromServerMessage(m: Message): ChatMessage {
+export function fromServerMessage(m: RunMessage): ChatMessage {
   const results = new Map((m.tool_results ?? []).map((r) => [r.id, r]));
   const searches: SearchStep[] = (m.tool_calls ?? []).map((c) => {
     const result = results.get(c.id) ?? null;
@@ -74,11 +90,14 @@ export function fromServerMessage(m: Message): ChatMessage {
     id: m.id,
     role: m.role,
     content: m.content ?? "",
-    status: m.status === "error" ? "error" : m.status === "incomplete" ? "incomplete" : "complete",
+    status: m.status === "error" || m.status === "incomplete" || m.status === "streaming" ? m.status : "complete",
     searches,
     error: m.error ?? null,
     connectionLost: false,
     citations: m.citations ?? null,
+    siblings: m.siblings ?? undefined,
+    model: m.model ?? null,
+    feedback: m.feedback ?? null,
   };
 }
 
@@ -138,6 +157,43 @@ export function applyEvent(msg: ChatMessage, ev: ChatEvent): ChatMessage {
   }
 }
 
+const blank = { searches: [], error: null, connectionLost: false, id: null, citations: null, feedback: null };
+
+/** The messages once a run starts (see StartMode); null when its message is not shown. */
+function startMessages(messages: ChatMessage[], mode: StartMode, userKey: string, assistantKey: string) {
+  const answer = (prompt: string): ChatMessage => ({
+    ...blank,
+    key: assistantKey,
+    role: "assistant",
+    content: "",
+    status: "streaming",
+    prompt,
+  });
+  const question = (text: string): ChatMessage => ({ ...blank, key: userKey, role: "user", content: text, status: "complete" });
+  if (mode.kind === "new") return [...messages, question(mode.text), answer(mode.text)];
+  const i = messages.findIndex((m) => m.id === mode.id);
+  if (i === -1) return null;
+  if (mode.kind === "continue") {
+    const m = messages[i];
+    return [...messages.slice(0, i), { ...m, status: "streaming" as const, error: null, connectionLost: false, citations: null }];
+  }
+  if (mode.kind === "edit") return [...messages.slice(0, i), question(mode.text), answer(mode.text)];
+  const prompt = i > 0 && messages[i - 1].role === "user" ? messages[i - 1].content : "";
+  return [...messages.slice(0, i), answer(prompt)];
+}
+
+/** Stored messages, keeping the React keys of those already shown (no remount when a thread is re-read). */
+function keepKeys(state: ChatState, thread: RunThreadDetail): ChatMessage[] {
+  const keys = new Map<string, string>();
+  if (state.threadId === thread.id) for (const m of state.messages) if (m.id) keys.set(m.id, m.key);
+  return thread.messages.map((raw) => {
+    const m = fromServerMessage(raw);
+    // A row still "streaming" that no run generates (it just ended) is shown as unfinished.
+    const status = m.status === "streaming" && m.id !== thread.running_message_id ? "incomplete" : m.status;
+    return { ...m, status, key: keys.get(m.id ?? "") ?? m.key };
+  });
+}
+
 function updateStreaming(state: ChatState, fn: (m: ChatMessage) => ChatMessage): ChatMessage[] {
   const i = state.messages.length - 1;
   const last = state.messages[i];
@@ -152,36 +208,45 @@ export function chatReducer(state: ChatState, action: ChatAction): ChatState {
     case "reset":
       return initialChatState;
     case "loaded":
-      return {
-        threadId: action.thread.id,
-        messages: action.thread.messages.map(fromServerMessage),
-        sending: false,
+      return { threadId: action.thread.id, messages: keepKeys(state, action.thread), sending: false };
+    case "start": {
+      const messages = startMessages(state.messages, action.mode, action.userKey, action.assistantKey);
+      return messages ? { ...state, sending: true, messages } : state;
+    }
+    case "attach": {
+      const i = state.messages.findIndex((m) => m.id === action.messageId);
+      const messages = state.messages.slice();
+      const fresh = { ...blank, id: action.messageId, key: action.messageId, role: "assistant" as const, content: "" };
+      const m = i === -1 ? fresh : messages[i];
+      const next: ChatMessage = {
+        ...m,
+        ...(action.replay ? { content: "", searches: [], citations: null } : {}),
+        status: "streaming",
+        error: null,
+        connectionLost: false,
       };
-    case "send": {
-      const base = { searches: [], error: null, connectionLost: false, id: null };
+      if (i === -1) messages.push(next);
+      else messages[i] = next;
+      return { ...state, sending: true, messages };
+    }
+    case "feedback":
       return {
         ...state,
-        sending: true,
-        messages: [
-          ...state.messages,
-          { ...base, key: action.userKey, role: "user", content: action.text, status: "complete" },
-          {
-            ...base,
-            key: action.assistantKey,
-            role: "assistant",
-            content: "",
-            status: "streaming",
-            prompt: action.text,
-          },
-        ],
+        messages: state.messages.map((m) => (m.id === action.id ? { ...m, feedback: action.feedback } : m)),
       };
-    }
     case "event": {
       const ev = action.event;
+      let messages = updateStreaming(state, (m) => applyEvent(m, ev));
+      const questionId = ev.type === "thread" ? (ev as { question_id?: string | null }).question_id : null;
+      if (questionId && messages.length > 1 && messages[messages.length - 2].role === "user") {
+        messages = messages.slice();
+        const q = messages[messages.length - 2];
+        messages[messages.length - 2] = { ...q, id: q.id ?? questionId };
+      }
       const next: ChatState = {
         ...state,
         threadId: ev.type === "thread" ? ev.thread_id : state.threadId,
-        messages: updateStreaming(state, (m) => applyEvent(m, ev)),
+        messages,
       };
       if (ev.type === "done" || ev.type === "error") next.sending = false;
       return next;

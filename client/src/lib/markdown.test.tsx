@@ -109,7 +109,53 @@ describe("citations", () => {
   it("clicking a citation calls onCite with its number", () => {
     const onCite = vi.fn();
     render(<Markdown content="Answer [2]." sourceCount={2} onCite={onCite} />);
-    fireEvent.click(screen.getByRole("button", { name: "Show source 2" }));
-    expect(onCite).toHaveBeenCalledWith(2);
+    const button = screen.getByRole("button", { name: "Show source 2" });
+    fireEvent.click(button);
+    expect(onCite).toHaveBeenCalledWith(2, button);
+  });
+
+  it("hovering or focusing a citation asks for its preview; leaving it too", () => {
+    const onPreview = vi.fn();
+    render(<Markdown content="Answer [1]." sourceCount={1} onPreview={onPreview} />);
+    const button = screen.getByRole("button", { name: "Show source 1" });
+    fireEvent.mouseOver(button);
+    expect(onPreview).toHaveBeenLastCalledWith(1, button, "hover");
+    fireEvent.mouseOut(button);
+    expect(onPreview).toHaveBeenLastCalledWith(1, null, "hover");
+    fireEvent.focus(button);
+    expect(onPreview).toHaveBeenLastCalledWith(1, button, "focus");
+  });
+});
+
+describe("code blocks", () => {
+  it("highlights a known language (escaped) and gives every block a Copy button", () => {
+    const box = mount(renderMarkdown("```python\ndef f(x):\n    return '<b>' # hi\n```\n\n```\nplain <i>\n```"));
+    const blocks = box.querySelectorAll(".code-block");
+    expect(blocks).toHaveLength(2);
+    const code = blocks[0].querySelector("code")!;
+    expect(code.className).toBe("hljs language-python");
+    expect(code.querySelector(".hljs-keyword")?.textContent).toBe("def");
+    expect(code.textContent).toBe("def f(x):\n    return '<b>' # hi\n");
+    expect(box.querySelector("b, i")).toBeNull(); // the code's tags stay text
+    expect(blocks[1].querySelector("code")!.className).toBe("");
+    expect([...box.querySelectorAll("[data-testid=code-copy]")].map((b) => b.getAttribute("aria-label"))).toEqual([
+      "Copy python code",
+      "Copy code",
+    ]);
+  });
+
+  it("an unknown language is left plain; citations inside code stay text", () => {
+    const box = mount(renderMarkdown("```brainfuck\n+[1]\n```", 3));
+    expect(box.querySelector("code")!.className).toBe("");
+    expect(box.querySelector("[data-cite]")).toBeNull();
+  });
+
+  it("Copy puts the block's code on the clipboard", async () => {
+    const writeText = vi.fn(() => Promise.resolve());
+    Object.assign(navigator, { clipboard: { writeText } });
+    render(<Markdown content={"```js\nconst a = 1;\n```"} />);
+    fireEvent.click(screen.getByTestId("code-copy"));
+    expect(writeText).toHaveBeenCalledWith("const a = 1;\n");
+    expect(await screen.findByText("Copied")).toBeInTheDocument();
   });
 });

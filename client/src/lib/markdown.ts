@@ -1,4 +1,14 @@
 import DOMPurify from "dompurify";
+import hljs from "highlight.js/lib/core";
+import bash from "highlight.js/lib/languages/bash";
+import css from "highlight.js/lib/languages/css";
+import javascript from "highlight.js/lib/languages/javascript";
+import json from "highlight.js/lib/languages/json";
+import python from "highlight.js/lib/languages/python";
+import sql from "highlight.js/lib/languages/sql";
+import typescript from "highlight.js/lib/languages/typescript";
+import xml from "highlight.js/lib/languages/xml";
+import yaml from "highlight.js/lib/languages/yaml";
 import { Marked } from "marked";
 
 /**
@@ -9,8 +19,20 @@ import { Marked } from "marked";
  * (2) the rendered HTML is passed through DOMPurify (drops scripts, event
  * handlers, `javascript:` URLs, images, forms, inline styles).
  * Citation markers like `[2]` then become buttons — created by us, after
- * sanitizing — when `sourceCount` says source 2 exists.
+ * sanitizing — when `sourceCount` says source 2 exists. Code blocks are
+ * highlighted (highlight.js core with a few languages; it escapes the code
+ * itself) and get a Copy button, also after sanitizing.
  */
+
+for (const [name, lang] of Object.entries({ bash, css, javascript, json, python, sql, typescript, xml, yaml })) {
+  hljs.registerLanguage(name, lang);
+}
+hljs.registerAliases(["sh", "shell", "zsh", "console"], { languageName: "bash" });
+hljs.registerAliases(["html", "svg"], { languageName: "xml" });
+hljs.registerAliases(["yml"], { languageName: "yaml" });
+hljs.registerAliases(["js", "jsx"], { languageName: "javascript" });
+hljs.registerAliases(["ts", "tsx"], { languageName: "typescript" });
+hljs.registerAliases(["py"], { languageName: "python" });
 
 const escapeHtml = (s: string) =>
   s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
@@ -89,10 +111,47 @@ function linkCitations(root: Node, sourceCount: number) {
   }
 }
 
+/** The language named after a fence's backticks (```python), when highlight.js knows it. */
+function fenceLanguage(token: { lang?: string }): string | null {
+  const lang = (token.lang ?? "").trim().split(/\s+/)[0]?.toLowerCase() ?? "";
+  return lang && hljs.getLanguage(lang) ? lang : null;
+}
+
+/** Highlight each `pre > code` (in order: `langs` are the fences' languages) and give it a Copy button. */
+function decorateCode(root: DocumentFragment, langs: (string | null)[]) {
+  const doc = root.ownerDocument ?? document;
+  root.querySelectorAll("pre > code").forEach((code, i) => {
+    const pre = code.parentElement as HTMLElement;
+    const lang = langs[i] ?? null;
+    const text = code.textContent ?? "";
+    if (lang) {
+      code.innerHTML = hljs.highlight(text, { language: lang, ignoreIllegals: true }).value;
+      code.className = `hljs language-${lang}`;
+    }
+    const box = doc.createElement("div");
+    box.className = "code-block";
+    const copy = doc.createElement("button");
+    copy.type = "button";
+    copy.className = "code-copy";
+    copy.dataset.copyCode = "";
+    copy.dataset.testid = "code-copy";
+    copy.textContent = "Copy";
+    copy.setAttribute("aria-label", lang ? `Copy ${lang} code` : "Copy code");
+    pre.replaceWith(box);
+    box.append(copy, pre);
+  });
+}
+
 /** Render untrusted Markdown to sanitized HTML, with `[n]` citations as buttons. */
 export function renderMarkdown(source: string, sourceCount = 0): string {
-  const raw = marked.parse(source ?? "") as string;
+  const langs: (string | null)[] = [];
+  const raw = marked.parse(source ?? "", {
+    walkTokens: (t) => {
+      if (t.type === "code") langs.push(fenceLanguage(t as { lang?: string }));
+    },
+  }) as string;
   const frag = purifier().sanitize(raw, { ...PURIFY_CONFIG, RETURN_DOM_FRAGMENT: true });
+  decorateCode(frag, langs);
   linkCitations(frag, sourceCount);
   const box = document.createElement("div");
   box.append(frag);
