@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import random
 import re
@@ -61,7 +62,7 @@ from bench.search_build import (
     size_db_uri,
     synthetic_batches,
 )
-from bench.search_report import markdown
+from bench.search_report import markdown, pgvector_section
 from server.core.principal import Principal
 from server.db.access import ReadScope
 from server.db.pool import Conn
@@ -806,7 +807,11 @@ def main(argv: list[str] | None = None) -> int:
     report(out, sorted(args.sizes))
     write_json(args.json, out)
     md = args.markdown or args.json.with_suffix(".md")
-    md.write_text(markdown(out, sorted(args.sizes)), encoding="utf-8")
+    text = markdown(out, sorted(args.sizes))
+    pv_path = args.json.parent / "search_pgvector.json"
+    if pv_path.exists():  # bench/search_pgvector.py's run on these vectors: what a newer pgvector changes
+        text += "\n" + pgvector_section(json.loads(pv_path.read_text(encoding="utf-8")), out, sorted(args.sizes))
+    md.write_text(text, encoding="utf-8")
     print(f"\nwrote {args.json} and {md}  (bench wall {out['bench_wall_s']} s)")
     return 0
 

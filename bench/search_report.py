@@ -204,3 +204,54 @@ def markdown(out: dict[str, Any], sizes: list[int]) -> str:
         "",
     ]
     return "\n".join(parts)
+
+
+def pgvector_section(pv: dict[str, Any], out: dict[str, Any], sizes: list[int]) -> str:
+    """What a newer pgvector changes, from bench/search_pgvector.py's run (same vectors, another server) and
+    this run's float32 index sizes."""
+    idx = pv.get("indexes", {})
+    rows = []
+    for kind, b in idx.items():
+        for r in b["runs"].values():
+            rows.append(
+                [
+                    kind,
+                    b["size"],
+                    b["create_s"],
+                    r["filter"],
+                    r["iterative_scan"],
+                    r["ef_search"],
+                    r["recall_at_10"],
+                    r["short_answers"],
+                    r["p50_ms"],
+                    r["p95_ms"],
+                ]
+            )
+    parts = [
+        "## A newer pgvector (external PostgreSQL)",
+        "",
+        f"bench/search_pgvector.py: the {pv['copy']['rows']:,} vectors of `bench_{pv['size']}` copied into "
+        f"PostgreSQL {pv['target']['server_version'].split(' on ')[0].replace('PostgreSQL ', '')} with pgvector "
+        f"{pv['target']['pgvector']}, indexed as `vector` and as `halfvec`; filters keep 10 % / 1 % of the rows; "
+        f"{pv['queries']} queries, DB-only latency; load average {pv['loadavg_start']} → {pv['loadavg_end']}. "
+        "`short` = queries that got fewer than 10 rows.",
+        "",
+        md_table(
+            ["index", "size", "build s", "filter", "iterative scan", "ef", "recall@10", "short", "p50 ms", "p95 ms"],
+            rows,
+        ),
+        "",
+    ]
+    if "vector" in idx and "halfvec" in idx:
+        ratio = idx["halfvec"]["bytes"] / idx["vector"]["bytes"]
+        big = max(sizes)
+        b = out["build"][str(big)]
+        est = b["hnsw_bytes"] * ratio
+        parts += [
+            f"halfvec / vector HNSW size: {ratio:.2f} at {pv['copy']['rows']:,} vectors. Applied to this run's "
+            f"pgvector 0.6 float32 HNSW at {big:,} chunks ({b['hnsw']}), a halfvec index would be about "
+            f"{est / 2**30:.2f} GB; the `chunk_embeddings` heap ({b.get('vectors_heap', '?')}) halves too if the "
+            "column itself is stored as halfvec.",
+            "",
+        ]
+    return "\n".join(parts)
