@@ -19,20 +19,26 @@ from litestar.types import Receive, Scope, Send
 from server import __version__
 from server.accounts.routes import account_handlers, authenticate
 from server.accounts.service import AccountService
+from server.chat.action_routes import action_handlers
 from server.chat.routes import chat_handlers
 from server.chat.service import ChatService
+from server.core.preferences import PreferencesLookup
 from server.core.principal import CredentialCheck, Principal
 from server.db.ratelimit import RateLimiter
 from server.documents.browse import DocumentBrowseController
 from server.documents.collection_routes import CollectionController
 from server.documents.collections import CollectionService
+from server.documents.metadata_routes import MetadataController
 from server.documents.routes import DocumentController
 from server.documents.service import DocumentService
 from server.evaluation.routes import EvalController
 from server.mcp.http import McpHttp
+from server.preferences.routes import settings_handlers
+from server.preferences.service import PreferencesService
 from server.resources import client_dist
 from server.retrieval.routes import search_handlers
 from server.retrieval.search import Searcher
+from server.retrieval.suggestion_routes import suggestion_handlers
 from server.runtime import Overrides, Runtime, open_runtime
 from server.settings import Settings
 from server.system_routes import system_handlers
@@ -65,6 +71,8 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, overrides:
             if runtime is None:  # a real start: say what to fix before the first request needs it
                 for problem in await rt.startup_problems():
                     log.warning("%s", problem)
+            with suppress(Exception):  # answers a dead process left 'streaming' (also expired when found)
+                await rt.chat.sweep_interrupted()
             mcp = McpHttp(rt)
             await stack.enter_async_context(mcp.run())
             holder["mcp"] = mcp
@@ -116,8 +124,12 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, overrides:
             Router("/", route_handlers=[DocumentController], request_max_body_size=settings.max_upload_request_bytes),
             DocumentBrowseController,
             CollectionController,
+            MetadataController,
             *search_handlers(),
+            *suggestion_handlers(),
             *chat_handlers(),
+            *action_handlers(),
+            *settings_handlers(),
             EvalController,
             mcp_endpoint,
             client_app,
@@ -132,6 +144,8 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, overrides:
             "collections": Provide(lambda: current().collections, sync_to_thread=False),
             "limiter": Provide(lambda: current().limiter, sync_to_thread=False),
             "credential_check": Provide(lambda: current().accounts.still_valid, sync_to_thread=False),
+            "preferences": Provide(lambda: current().preferences, sync_to_thread=False),
+            "user_preferences": Provide(lambda: current().preferences.effective, sync_to_thread=False),
         },
         signature_namespace={
             "Runtime": Runtime,
@@ -143,6 +157,8 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, overrides:
             "CollectionService": CollectionService,
             "RateLimiter": RateLimiter,
             "CredentialCheck": CredentialCheck,
+            "PreferencesService": PreferencesService,
+            "PreferencesLookup": PreferencesLookup,
         },
         lifespan=[lifespan],
         exception_handlers={Exception: error_response},

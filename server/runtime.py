@@ -16,12 +16,15 @@ from typing import Any
 
 from server.accounts import passwords
 from server.accounts.service import AccountService
+from server.chat.runs import RunRegistry
 from server.chat.service import ChatService
 from server.db.pool import Database, Pool, make_pool, prepare_database
 from server.db.ratelimit import RateLimiter
 from server.db.watchdog import DatabaseWatchdog
 from server.documents.collections import CollectionService
+from server.documents.extraction import MetadataExtractor
 from server.documents.service import DocumentService
+from server.preferences.service import PreferencesService
 from server.providers.embeddings import build_embedder
 from server.providers.embeddings.base import EmbeddingProvider
 from server.providers.llm import build_llm
@@ -59,6 +62,7 @@ class Runtime:
     accounts: AccountService
     collections: CollectionService
     limiter: RateLimiter
+    preferences: PreferencesService
     database: Database | None = None
     watchdog: DatabaseWatchdog | None = None  # when the runtime opened the database itself
     tasks: list[asyncio.Task[Any]] = field(default_factory=list)
@@ -135,6 +139,8 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
         rerank_llm = given.rerank_llm or llm
 
         searcher = Searcher(pool, spaces, settings, LLMReranker(rerank_llm, settings))
+        runs = RunRegistry()  # chat answers in progress; closed first: they are saved before the pool closes
+        stack.push_async_callback(runs.close)
         limiter = RateLimiter(pool)
         await passwords.warm()
         runtime = Runtime(
@@ -147,11 +153,12 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
                 pool, spaces, batch_size=settings.embed_batch_size * 4, grace_s=settings.reembed_grace_s
             ),
             searcher=searcher,
-            documents=DocumentService(pool, spaces, settings),
-            chat=ChatService(pool, llm, searcher, settings, embedder=embedder),
+            documents=DocumentService(pool, spaces, settings, MetadataExtractor(pool, llm, settings)),
+            chat=ChatService(pool, llm, searcher, settings, embedder=embedder, runs=runs),
             accounts=AccountService(pool, settings, limiter),
             collections=CollectionService(pool),
             limiter=limiter,
+            preferences=PreferencesService(pool, settings),
             database=database,
             watchdog=watchdog,
         )

@@ -27,6 +27,7 @@ from server.chat.tools import (
     SEARCH_TOOL,
     TOOL_NAME,
     ToolArgumentError,
+    narrow_metadata,
     parse_search_args,
     run_search,
     tool_result_payload,
@@ -94,7 +95,7 @@ class ChatContext:
     principal: Principal
     document_ids: list[UUID] | None = None
     collection_ids: list[UUID] | None = None
-    metadata: dict[str, str] | None = None  # document metadata filter (the RAG endpoint's `filters`)
+    metadata: dict[str, list[str]] | None = None  # document metadata filter (the RAG endpoint's `filters`)
     search_mode: str | None = None
     rerank: bool | None = None
     context_tokens: int | None = None  # the model's window; None: requests are not fitted
@@ -102,6 +103,36 @@ class ChatContext:
 
 def initial_messages(history: list[dict[str, str]], question: str) -> list[dict[str, Any]]:
     return [{"role": "system", "content": SYSTEM_PROMPT}, *history, {"role": "user", "content": question}]
+
+
+CONTINUE_PROMPT = (
+    "Your answer above was cut off. Continue it exactly where it stopped: do not repeat any of it, do not "
+    "start over, and keep citing the passages by their numbers."
+)
+
+
+def continue_messages(
+    history: list[dict[str, str]], question: str, partial: str, tool_results: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Continuing a cut-off answer: the question with the passages it had (same numbers), the partial answer,
+    and a request to go on (servers differ on completing a trailing assistant message; this works on all)."""
+    chunks = [chunk for result in tool_results for chunk in result.get("chunks") or []]
+    content = question
+    if chunks:
+        passages = "\n\n".join(
+            f"[{n}] {chunk.get('filename', '')}"
+            + (f", page {chunk['page']}" if chunk.get("page") is not None else "")
+            + f"\n{str(chunk.get('content', '')).strip()}"
+            for n, chunk in enumerate(chunks, 1)
+        )
+        content = f"{question}\n\nPassages from my documents:\n\n{passages}"
+    return [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        *history,
+        {"role": "user", "content": content},
+        {"role": "assistant", "content": partial},
+        {"role": "user", "content": CONTINUE_PROMPT},
+    ]
 
 
 async def run_loop(
@@ -218,6 +249,7 @@ async def _search_events(
     document_ids: list[UUID] | None,
     turn: Turn,
     on_result: Callable[[SearchResult, int], None],
+    asked: dict[str, list[str]] | None = None,
 ) -> AsyncGenerator[ChatEvent, None]:
     """`tool_call`, run the search, `tool_result`; `on_result(result, first passage number)` feeds the model."""
     call_id = turn.next_call_id()
@@ -231,7 +263,7 @@ async def _search_events(
         limit=ctx.settings.chat_search_limit,
         document_ids=document_ids,
         collection_ids=ctx.collection_ids,
-        metadata=ctx.metadata,
+        metadata=narrow_metadata(ctx.metadata, asked),
         mode=ctx.search_mode,
         rerank=ctx.rerank,
     )
@@ -271,7 +303,8 @@ async def _run_tool(
             {"role": "tool", "tool_call_id": call.id, "name": TOOL_NAME, "content": tool_message(result, start)}
         )
 
-    async with aclosing(_search_events(ctx, dict(arguments), args.query, args.document_ids, turn, feed)) as events:
+    search = _search_events(ctx, dict(arguments), args.query, args.document_ids, turn, feed, args.metadata)
+    async with aclosing(search) as events:
         async for event in events:
             yield event
 

@@ -11,30 +11,83 @@ from uuid import UUID
 from pydantic import BaseModel, Field
 
 from server.core.schemas import Flag
-from server.core.search import Confidence, Passage, RerankStatus, Timings
+from server.core.search import Confidence, MetadataFilter, Passage, RerankStatus, Timings
 
 MAX_QUERY_CHARS = 8000
 TITLE_MAX_CHARS = 200
+MODEL_NAME_PATTERN = r"^[^\x00-\x1f]*[^\s\x00-\x1f][^\x00-\x1f]*$"  # not blank, no control characters
 
 
 class ChatBody(BaseModel):
-    message: str = Field(description="the question (CHAT_MAX_MESSAGE_CHARS at most)")
+    message: str = Field(
+        default="",
+        description="the question (CHAT_MAX_MESSAGE_CHARS at most); may be empty with regenerate_id or continue_id",
+    )
     thread_id: UUID | None = Field(default=None, description="continue this thread; omitted: a new thread")
     document_ids: list[UUID] | None = Field(default=None, description="search only these documents")
     collection_ids: list[UUID] | None = Field(default=None, description="search only these collections")
     search_mode: str | None = Field(default=None, description="vector, keyword or hybrid (default SEARCH_MODE)")
     rerank: Flag | None = Field(default=None, description="rerank with the LLM (default RERANK_ENABLED)")
+    model: str | None = Field(
+        default=None, min_length=1, max_length=200, pattern=MODEL_NAME_PATTERN,
+        description="the chat model for this answer (default: the user's setting, else CHAT_MODEL)",
+    )  # fmt: skip
+    regenerate_id: UUID | None = Field(
+        default=None, description="an answer of the thread: answer its question again, as a new sibling branch"
+    )
+    continue_id: UUID | None = Field(
+        default=None, description="an incomplete or failed answer of the thread: continue its text in place"
+    )
+    edit_id: UUID | None = Field(
+        default=None, description="a question of the thread: `message` replaces it as a new sibling branch"
+    )
+
+
+class BranchBody(BaseModel):
+    message_id: UUID = Field(description="show the branch through this message (its newest descendant leaf)")
+
+
+class Stopped(BaseModel):
+    stopped: bool = Field(description="false: no answer was in progress in this process")
+
+
+class ThreadSettings(BaseModel):
+    """The chat's retrieval controls saved with a thread (the client sends them with each question)."""
+
+    document_ids: list[UUID] | None = Field(default=None, max_length=500, description="search only these")
+    collection_ids: list[UUID] | None = Field(default=None, max_length=100, description="search only these")
+    search_mode: Literal["vector", "keyword", "hybrid"] | None = None
+    rerank: Flag | None = None
+    model: str | None = Field(default=None, min_length=1, max_length=200, pattern=MODEL_NAME_PATTERN)
 
 
 class ThreadPatch(BaseModel):
-    title: str = Field(min_length=1, max_length=TITLE_MAX_CHARS, pattern=r"\S", description="spaces are collapsed")
+    title: str | None = Field(
+        default=None, min_length=1, max_length=TITLE_MAX_CHARS, pattern=r"\S", description="spaces are collapsed"
+    )
+    settings: ThreadSettings | None = Field(default=None, description="replaces the thread's saved settings")
 
 
 class Thread(BaseModel):
     id: UUID
     title: str
     created_at: datetime
+    updated_at: datetime = Field(description="the last question's time (renaming does not change it)")
+    settings: ThreadSettings = Field(default_factory=ThreadSettings)
+
+
+class Feedback(BaseModel):
+    """A thumbs up or down (or none) on an answer, with an optional note."""
+
+    message_id: UUID
+    rating: Literal["up", "down"] | None
+    note: str | None
     updated_at: datetime
+
+
+class FeedbackBody(BaseModel):
+    rating: Literal["up", "down"] | None = Field(description="null: no rating")
+    note: str | None = Field(default=None, max_length=2000)
 
 
 class ThreadList(BaseModel):
@@ -110,11 +163,21 @@ class Message(BaseModel):
     id: UUID
     role: Literal["user", "assistant"]
     content: str
-    status: Literal["complete", "incomplete", "error"]
+    status: Literal["complete", "incomplete", "error", "streaming"] = Field(
+        description="streaming: being generated (GET /api/threads/{id}/stream attaches to it)"
+    )
+    parent_id: UUID | None = Field(default=None, description="the message this one follows (null: first question)")
+    siblings: list[UUID] = Field(
+        default_factory=list, description="ids of the messages sharing its parent, in creation order, itself included"
+    )
+    model: str | None = Field(default=None, description="assistant: the chat model that answered")
     tool_calls: list[ToolCall] = Field(default_factory=list)
     tool_results: list[ToolResult] = Field(default_factory=list, description="exactly what the model saw")
-    error: ErrorEvent | None = Field(default=None, description="why the answer failed (status error)")
+    error: ErrorEvent | None = Field(
+        default=None, description="why the answer failed (error) or stopped (incomplete: stopped, interrupted)"
+    )
     citations: CitationsEvent | None = Field(default=None, description="the citation check (complete answers)")
+    feedback: Feedback | None = Field(default=None, description="the user's rating of this answer")
     created_at: datetime
 
     @classmethod
@@ -123,14 +186,16 @@ class Message(BaseModel):
 
 
 class ThreadDetail(Thread):
-    messages: list[Message]
+    messages: list[Message] = Field(description="the active branch, first question first")
+    running_message_id: UUID | None = Field(default=None, description="the answer in progress, if any")
 
 
 class ThreadEvent(BaseModel):
     """`thread`: first event of a chat stream: the thread (new or continued) and the answer's message id."""
 
     thread_id: UUID
-    message_id: UUID
+    question_id: UUID | None = Field(default=None, description="the question being answered (saved)")
+    message_id: UUID = Field(description="the answer's row (status streaming until done or error)")
 
 
 class TokenEvent(BaseModel):
@@ -164,7 +229,9 @@ class ChatStream(BaseModel):
 class RagFilters(BaseModel):
     document_ids: list[UUID] | None = None
     collection_ids: list[UUID] | None = None
-    metadata: dict[str, str] | None = None
+    metadata: MetadataFilter | None = Field(
+        default=None, max_length=32, description='{"subject": ["Polity", "History"], "year": "2024"}: OR within a key'
+    )
 
 
 class RagBody(BaseModel):
@@ -211,3 +278,19 @@ class RagAnswer(BaseModel):
     usage: Usage
     finish_reason: str | None
     debug: RagDebug | None = None
+
+
+class ChatModel(BaseModel):
+    """A model the LLM server offers."""
+
+    name: str
+    size: int | None = Field(default=None, description="bytes on disk (Ollama)")
+    family: str | None = Field(default=None, description="e.g. llama (Ollama)")
+
+
+class ChatModels(BaseModel):
+    """GET /api/models: what the chat's model picker offers."""
+
+    models: list[ChatModel]
+    default: str = Field(description="the model answers use when none is chosen (your setting, else CHAT_MODEL)")
+    provider: Literal["ollama", "openai"]

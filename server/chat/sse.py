@@ -24,6 +24,7 @@ import anyio
 from sse_starlette import JSONServerSentEvent
 
 from server.chat.loop import ChatEvent
+from server.chat.runs import Run
 
 _END = object()
 GUARD_EVERY_S = 2.0
@@ -101,3 +102,10 @@ async def server_sent_events(
     async with aclosing(coalesce_tokens(events, guard)) as stream:
         async for item in stream:
             yield JSONServerSentEvent(data=item.data, event=item.event)
+
+
+async def run_events(run: Run, after: int = 0) -> AsyncGenerator[JSONServerSentEvent, None]:
+    """A subscriber of a chat run (runs.py): its events after sequence number `after`, then live ones, each
+    with the id `<message_id>:<seq>` (what `Last-Event-ID` sends back to resume)."""
+    async for seq, item in run.follow(after):
+        yield JSONServerSentEvent(data=item.data, event=item.event, id=f"{run.message_id}:{seq}")

@@ -26,7 +26,7 @@ async def test_list_rename_delete(server: Any, fake_ollama: FakeOllama) -> None:
     async with httpx.AsyncClient(base_url=server.url) as client:
         listed = (await client.get("/api/threads")).json()["threads"]
         assert [t["id"] for t in listed] == [b, a]
-        assert set(listed[0]) == {"id", "title", "created_at", "updated_at"}
+        assert set(listed[0]) == {"id", "title", "created_at", "updated_at", "settings"}
         title = listed[1]["title"]
         assert title == "What does the employee handbook say about carrying unused…"
         assert len(title) <= 60 and long_question.startswith(title[:-1])
@@ -41,6 +41,7 @@ async def test_list_rename_delete(server: Any, fake_ollama: FakeOllama) -> None:
         assert detail["title"] == "Holiday rules" and len(detail["messages"]) == 4
         assert set(detail["messages"][0]) == {
             "id", "role", "content", "status", "tool_calls", "tool_results", "error", "citations", "created_at",
+            "parent_id", "siblings", "model", "feedback",
         }  # fmt: skip
         assert [m["role"] for m in detail["messages"]] == ["user", "assistant", "user", "assistant"]
 
