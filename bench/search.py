@@ -58,6 +58,7 @@ from bench.search_build import (
     copy_chunks,
     copy_documents,
     ensure_database,
+    exact_top_ids,
     memory,
     size_db_uri,
     synthetic_batches,
@@ -279,7 +280,7 @@ async def recall_and_latency(
     rt: Runtime, conn: Conn, space: Space, qvecs: list[np.ndarray], ef_values: list[int], exact_timing: int = 30
 ) -> dict[str, Any]:
     """recall@10 of `vector_search` vs exact, and its DB-only latency (n=10 and n=50), per ef_search."""
-    truth = [await exact_ids(conn, space, q, 10) for q in qvecs]
+    truth = await exact_top_ids(conn, space, BENCH_OWNER, qvecs, 10)
     exact_lat = []
     for q in qvecs[:exact_timing]:
         start = time.perf_counter()
