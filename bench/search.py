@@ -1,17 +1,23 @@
-"""Search latency at 10k and 100k chunks, per mode, plus HNSW recall@10 against exact search.
+"""Search latency per mode at 10k … 1M chunks, HNSW recall@10 against exact search, index builds, sizes, memory.
 
 Corpus: the SciFact abstracts ingested once through the real pipeline (real embeddings) into a persistent
-bench database (`bench/.data/`, reused across runs), kept aside in a `bench_real_chunks` table. For each
-size the chunks are rebuilt from scratch: `document_chunks` (text, BM25 columns) and their vectors in
-`chunk_embeddings` (the active embedding space): the real chunks (the first `size` of them when the corpus
-is bigger), then synthetic chunks up to `size` — each a neighbour of a random real vector (gaussian noise,
-renormalised) with content made of recombined real sentences — bulk-loaded with indexes dropped, then the
-GIN index and the space's partial HNSW index are built (timed). Per size and mode: 200 SciFact queries after
-20 warm-up ones, latency of `Searcher.search()` (the runtime's searcher) including the query embedding (the
-searcher's query cache is cleared before every call), a common-words keyword query, HNSW recall@10 vs exact
-search, and DB-only latencies for a few `hnsw_ef_search` / `keyword_candidates` values.
+bench cluster (`bench/.data/`, gitignored), kept aside in a `bench_real_chunks` table. Each size gets a database
+of its own in that cluster (`bench_<size>`, migrated by the runtime): the real chunks (the first `size` of them
+when the corpus is bigger), then synthetic chunks up to `size` — each a neighbour of a random real vector
+(gaussian noise, renormalised) with content made of recombined real sentences — generated and COPYed in
+batches (memory bounded by `--batch`) with the search indexes dropped and autovacuum off, then the GIN index
+and the space's partial HNSW index are built (timed, `--maintenance-work-mem`, `--parallel-workers`). A rerun
+with the same parameters finds the build recorded in that database and skips the load (bench/search_build.py).
 
-    python bench/search.py [--sizes 10000,100000] [--json bench/results/search.json]
+Per size and mode: SciFact queries after warm-up ones, latency of `Searcher.search()` (the runtime's searcher)
+including the query embedding (the searcher's query cache is cleared before every call), a common-words keyword
+query, HNSW recall@10 vs exact search (exact top-10s from one streamed pass), DB-only latencies for a few
+`hnsw_ef_search` / `keyword_candidates` values, database/table/index sizes, the Postgres processes' RSS/PSS and
+this process's RSS, and the load average around the build and the measurement (the machine is shared).
+JSON to `--json`, a Markdown report beside it (`--markdown`); bench/search_pgvector.py's comparison with a
+newer pgvector is appended when its JSON is there.
+
+    python bench/search.py --sizes 100000,1000000 --json bench/results/search_1m.json
 """
 
 from __future__ import annotations
