@@ -82,8 +82,8 @@ def validate_chat(body: ChatBody, settings: Settings, preferences: UserPreferenc
     )
 
 
-def _stream(run: Run, after: int = 0) -> EventSourceResponse:
-    return EventSourceResponse(run_events(run, after), ping=PING_S, send_timeout=SEND_TIMEOUT_S)
+def _stream(run: Run, after: int = 0, *, seed: bool = False) -> EventSourceResponse:
+    return EventSourceResponse(run_events(run, after, seed=seed), ping=PING_S, send_timeout=SEND_TIMEOUT_S)
 
 
 def _after(run: Run, last_event_id: str | None) -> int:
@@ -157,7 +157,7 @@ async def attach(
     seq = _after(run, last)
     if run.finished and seq >= run.head:
         return NOTHING_RUNNING  # type: ignore[return-value]
-    return _stream(run, seq)
+    return _stream(run, seq, seed=True)
 
 
 @post("/api/threads/{thread_id:uuid}/stop", status_code=200, responses=error_responses(404))

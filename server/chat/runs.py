@@ -45,12 +45,12 @@ Guard = Callable[[], Awaitable[bool]]
 class Run:
     """One answer being generated: its events so far, numbered from 1, and a wake-up for subscribers."""
 
-    def __init__(self, thread_id: UUID, message_id: UUID, owner_id: UUID) -> None:
+    def __init__(self, thread_id: UUID, message_id: UUID, owner_id: UUID, seed: str = "") -> None:
         self.thread_id = thread_id
         self.message_id = message_id
         self.owner_id = owner_id
-        self.text = ""  # every token's delta, concatenated
-        self._ends = array("Q", [0])  # _ends[seq]: len(text) after event seq
+        self.text = seed  # a continued answer's text so far, then every token's delta
+        self._ends = array("Q", [len(seed)])  # _ends[seq]: len(text) after event seq
         self._others: list[tuple[int, ChatEvent]] = []  # the events that are not tokens, with their seq
         self._changed = asyncio.Event()
         self.finished = False
@@ -78,8 +78,9 @@ class Run:
         self._changed.set()
         self._changed = asyncio.Event()
 
-    def replay(self, after: int, upto: int | None = None) -> list[tuple[int, ChatEvent]]:
-        """Events `after` < seq <= `upto` (default: all so far), consecutive tokens merged into one."""
+    def replay(self, after: int, upto: int | None = None, *, seed: bool = False) -> list[tuple[int, ChatEvent]]:
+        """Events `after` < seq <= `upto` (default: all so far), consecutive tokens merged into one. `seed`: a
+        replay from the start also sends a continued answer's earlier text, as a token after `thread`."""
         upto = self.head if upto is None else min(upto, self.head)
         after = max(0, min(after, upto))
         out: list[tuple[int, ChatEvent]] = []
@@ -93,18 +94,21 @@ class Run:
                 out.append((seq - 1, ChatEvent("token", {"delta": self.text[pos : self._ends[seq]]})))
                 pos = self._ends[seq]
             out.append((seq, event))
+            if seed and seq == 1 and self._ends[0]:
+                out.append((seq, ChatEvent("token", {"delta": self.text[: self._ends[0]]})))
         if self._ends[upto] > pos:
             out.append((upto, ChatEvent("token", {"delta": self.text[pos : self._ends[upto]]})))
         return out
 
-    async def follow(self, after: int = 0) -> AsyncIterator[tuple[int, ChatEvent]]:
-        """Events after `after`, then live ones until the run ends; a slow reader gets tokens merged."""
+    async def follow(self, after: int = 0, *, seed: bool = False) -> AsyncIterator[tuple[int, ChatEvent]]:
+        """Events after `after`, then live ones until the run ends; a slow reader gets tokens merged. `seed`:
+        see `replay`."""
         cursor = after
         while True:
             changed = self._changed
             head = self.head
             if head > cursor:
-                for item in self.replay(cursor, head):
+                for item in self.replay(cursor, head, seed=seed and cursor == 0):
                     yield item
                 cursor = head
                 continue

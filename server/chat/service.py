@@ -165,8 +165,8 @@ class ChatService:
         """Save the question and the answer's row (NotFound, Conflict, BadRequest, database errors raise
         here, before any stream), then generate the answer in a run that outlives the request."""
         plan = await begin_turn(self.pool, self.settings, principal, req)
-        run = Run(plan.thread_id, plan.message_id, principal.user_id)
         turn = _resumed(plan)
+        run = Run(plan.thread_id, plan.message_id, principal.user_id, seed=turn.content)
 
         async def beat() -> None:
             async with self.pool.connection(timeout=DB_TIMEOUT_S) as conn:

@@ -104,8 +104,9 @@ async def server_sent_events(
             yield JSONServerSentEvent(data=item.data, event=item.event)
 
 
-async def run_events(run: Run, after: int = 0) -> AsyncGenerator[JSONServerSentEvent, None]:
+async def run_events(run: Run, after: int = 0, *, seed: bool = False) -> AsyncGenerator[JSONServerSentEvent, None]:
     """A subscriber of a chat run (runs.py): its events after sequence number `after`, then live ones, each
-    with the id `<message_id>:<seq>` (what `Last-Event-ID` sends back to resume)."""
-    async for seq, item in run.follow(after):
+    with the id `<message_id>:<seq>` (what `Last-Event-ID` sends back to resume). `seed`: a replay from the
+    start includes a continued answer's earlier text (an attach); the asker's own stream does not."""
+    async for seq, item in run.follow(after, seed=seed):
         yield JSONServerSentEvent(data=item.data, event=item.event, id=f"{run.message_id}:{seq}")

@@ -129,11 +129,12 @@ async def test_a_stall_between_tokens_also_times_out(start: Callable[..., Any], 
     assert assistant["content"] == "Twenty" and assistant["status"] == "error"
 
 
-async def test_client_disconnect_cancels_ollama_and_saves_the_partial_answer(
-    start: Callable[..., Any], llm: LLMFake
-) -> None:
+async def test_a_client_disconnect_does_not_stop_the_answer(start: Callable[..., Any], llm: LLMFake) -> None:
+    """Issue 21: leaving the page no longer cancels the model (it did: "client gone → stopped"); only an
+    explicit stop does (tests/integration/test_chat_runs.py)."""
     server = start()
-    llm.fake.enqueue(Reply.tokens([f" w{i}" for i in range(200)], token_delay=0.05))
+    words = [f" w{i}" for i in range(40)]
+    llm.fake.enqueue(Reply.tokens(words, token_delay=0.02))
     received: list[str] = []
     thread_id = ""
     async with (
@@ -147,24 +148,18 @@ async def test_client_disconnect_cancels_ollama_and_saves_the_partial_answer(
                 received.append(json.loads(event.data)["delta"])
                 if len(received) == 3:
                     break
-    closed_at = time.monotonic()
-    record = await llm.fake.await_disconnect(timeout=1.0)
-    assert record is not None, "the Ollama request was not cancelled within a second"
-    assert record.path in ("/api/chat", "/v1/chat/completions") and record.finished_at is not None
-    assert record.finished_at - closed_at < 1.0
-    assert record.tokens_sent < 20
-
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 10
     while True:
         saved = await get_thread(server.url, thread_id)
-        if len(saved["messages"]) == 2 or time.monotonic() > deadline:
+        if saved["messages"][1]["status"] != "streaming" or time.monotonic() > deadline:
             break
         await asyncio.sleep(0.05)
     user, assistant = saved["messages"]
     assert user["content"] == QUESTION
-    assert assistant["status"] == "incomplete" and assistant["error"] is None
-    assert assistant["content"].startswith("".join(received))
-    assert len(assistant["content"].split()) < 20
+    assert assistant["status"] == "complete" and assistant["error"] is None
+    assert assistant["content"] == "".join(words) and assistant["content"].startswith("".join(received))
+    record = llm.fake.chat_requests[0]
+    assert not record.disconnected and record.tokens_sent == len(words)
 
 
 @pytest.mark.parametrize(
@@ -265,8 +260,9 @@ async def test_database_lost_mid_answer(
     assert text_of(events) == "Twenty five days."
     error = first(events, "error")
     assert error["code"] == "database_unavailable" and "Postgres" in error["message"]
-    # the turn's first transaction is there; the failed one left nothing behind
-    assert table_counts(uri) == (1, [("user", "complete")])
+    # the turn's first transaction is there (question and answer row); the failed one left nothing behind: the
+    # row stays 'streaming' until its heartbeat is stale, then reads as incomplete ("interrupted")
+    assert table_counts(uri) == (1, [("user", "complete"), ("assistant", "streaming")])
 
 
 async def test_database_down_before_the_turn(
@@ -277,9 +273,11 @@ async def test_database_down_before_the_turn(
     llm.fake.enqueue("never asked")
     await asyncio.to_thread(set_reachable, pg_uri, name, False)
     try:
-        events = await chat(server.url, {"message": QUESTION})
+        async with httpx.AsyncClient(base_url=server.url, timeout=30) as client:
+            response = await client.post("/api/chat", json={"message": QUESTION})
     finally:
         await asyncio.to_thread(set_reachable, pg_uri, name, True)
-    assert names(events) == ["error"] and first(events, "error")["code"] == "database_unavailable"
+    # the question is saved before the stream starts, so a database that is down is a 503, not a stream
+    assert response.status_code == 503 and response.json()["code"] == "database_unavailable"
     assert llm.fake.chat_requests == []
     assert table_counts(uri) == (0, [])

@@ -232,8 +232,17 @@ async def test_continue_appends_to_a_stopped_answer(server: Any, fake_ollama: Fa
         thread = named(events, "thread")
         await client.post(f"/api/threads/{thread['thread_id']}/stop")
     partial = (await get_thread(server.url, thread["thread_id"]))["messages"][1]["content"]
-    fake_ollama.enqueue(Reply.tokens([" and", " the", " rest."]))
-    events = await chat(server.url, {"thread_id": thread["thread_id"], "continue_id": thread["message_id"]})
+    fake_ollama.enqueue(Reply.tokens([" and", " the", " rest."], token_delay=0.2))
+    body = {"thread_id": thread["thread_id"], "continue_id": thread["message_id"]}
+    asking = asyncio.create_task(chat(server.url, body))
+    await fake_ollama.await_until(lambda: len(fake_ollama.chat_requests) == 2, timeout=5)
+    async with (  # another tab attaching from the start gets the whole text, the earlier part included
+        httpx.AsyncClient(base_url=server.url, timeout=10) as client,
+        aconnect_sse(client, "GET", f"/api/threads/{thread['thread_id']}/stream") as source,
+    ):
+        attached = await read(source)
+    assert tokens_in(attached) == partial + " and the rest." and attached[0][0] == "thread"
+    events = await asking
     assert first(events, "thread")["message_id"] == thread["message_id"]
     assert text_of(events) == " and the rest." and first(events, "done")["message_id"] == thread["message_id"]
     request = fake_ollama.chat_requests[-1]
