@@ -47,6 +47,7 @@ function mockApi(chat: Handler[], routes: Record<string, Handler> = {}) {
     if (url === "/api/threads") return jsonResponse({ threads: [] });
     if (url === "/api/models") return jsonResponse({ models: [{ name: "llama3.2" }, { name: "qwen3" }], default: "llama3.2", provider: "ollama" });
     if (url.startsWith("/api/documents")) return jsonResponse({ documents: [] });
+    if (url.startsWith("/api/suggestions")) return jsonResponse({ questions: [] });
     if (url === "/api/chat") {
       const h = chat.shift();
       if (!h) throw new Error("unexpected chat call");
@@ -257,5 +258,115 @@ describe("ChatPage", () => {
     send("x");
     expect(await screen.findByTestId("composer-notice")).toHaveTextContent("Message too long");
     expect(screen.getByTestId("composer-input")).toHaveValue("x");
+  });
+});
+
+describe("ChatPage: retrieval controls, actions and tabs", () => {
+  const detail = (over: Record<string, unknown> = {}) => ({
+    id: "t7",
+    title: "Apples",
+    created_at: "",
+    updated_at: "",
+    running_message_id: null,
+    settings: { document_ids: ["d9"], search_mode: "keyword", rerank: null, model: "qwen3" },
+    messages: [
+      { id: "q1", role: "user", content: "Apples?", status: "complete", created_at: "", siblings: ["q1"] },
+      { id: "a1", role: "assistant", content: "Four.", status: "complete", created_at: "", siblings: ["a0", "a1"] },
+    ],
+    ...over,
+  });
+
+  it("/chat?document=<id> preselects that document; the choices go with the question and are saved on the new thread", async () => {
+    window.history.replaceState(null, "", "/chat?document=d9");
+    const calls = mockApi([() => streamResponse([sse("thread", { thread_id: "t8", message_id: "m" }), sse("done", {})])], {
+      "/api/documents/d9": () => jsonResponse({ id: "d9", title: "Recipes", filename: "recipes.md" }),
+      "PATCH /api/threads/t8": () => jsonResponse({ id: "t8", title: "x", created_at: "", updated_at: "" }),
+    });
+    await renderApp();
+    expect(await screen.findByTestId("scope-chip")).toHaveTextContent("Recipes");
+    fireEvent.change(screen.getByTestId("chat-mode"), { target: { value: "vector" } });
+    await waitFor(() => expect(screen.getByTestId("chat-model")).toHaveTextContent("Default (llama3.2)"));
+    fireEvent.change(screen.getByTestId("chat-model"), { target: { value: "qwen3" } });
+    send("How many apples?");
+    await waitFor(() => expect(calls.some((c) => c.url === "/api/threads/t8" && c.init.method === "PATCH")).toBe(true));
+    const body = JSON.parse(calls.find((c) => c.url === "/api/chat")!.init.body as string);
+    expect(body).toEqual({ message: "How many apples?", document_ids: ["d9"], search_mode: "vector", model: "qwen3" });
+    const patch = JSON.parse(calls.find((c) => c.init.method === "PATCH")!.init.body as string);
+    expect(patch.settings).toMatchObject({ document_ids: ["d9"], search_mode: "vector", model: "qwen3" });
+  });
+
+  it("a thread's saved settings come back; changing one saves it; regenerate and branches use the thread", async () => {
+    window.history.replaceState(null, "", "/chat/t7");
+    let regenerated = false;
+    const again = { id: "a2", role: "assistant", content: "Again.", status: "complete", created_at: "", siblings: ["a0", "a1", "a2"] };
+    const chat = () => {
+      regenerated = true;
+      return streamResponse([sse("thread", { thread_id: "t7", message_id: "a2" }), sse("token", { delta: "Again." }), sse("done", {})]);
+    };
+    const calls = mockApi([chat], {
+      "/api/threads": () => jsonResponse({ threads: [detail()] }),
+      "/api/threads/t7": () => jsonResponse(regenerated ? detail({ messages: [detail().messages[0], again] }) : detail()),
+      "/api/documents/d9": () => jsonResponse({ id: "d9", title: "Recipes", filename: "recipes.md" }),
+      "PATCH /api/threads/t7": () => jsonResponse(detail()),
+      "POST /api/threads/t7/branch": () =>
+        jsonResponse(detail({ messages: [detail().messages[0], { ...detail().messages[1], id: "a0", content: "Earlier." }] })),
+    });
+    await renderApp();
+    expect(await screen.findByText("Four.")).toBeInTheDocument();
+    await waitFor(() => expect(screen.getByTestId("chat-mode")).toHaveValue("keyword"));
+    expect(document.title).toContain("Apples");
+    fireEvent.click(screen.getByTestId("chat-rerank"));
+    await waitFor(() => expect(calls.some((c) => c.init.method === "PATCH")).toBe(true));
+    expect(JSON.parse(calls.find((c) => c.init.method === "PATCH")!.init.body as string).settings.rerank).toBe(true);
+    fireEvent.click(screen.getByTestId("sibling-prev"));
+    expect(await screen.findByText("Earlier.")).toBeInTheDocument();
+    expect(JSON.parse(calls.find((c) => c.url.endsWith("/branch"))!.init.body as string)).toEqual({ message_id: "a0" });
+    await act(async () => fireEvent.click(screen.getByTestId("regenerate")));
+    expect(await screen.findByText("Again.")).toBeInTheDocument();
+    await waitFor(() => expect(screen.getByTestId("sibling-position")).toHaveTextContent("3/3")); // re-read after the answer
+    const body = JSON.parse(calls.find((c) => c.url === "/api/chat")!.init.body as string);
+    expect(body).toMatchObject({ thread_id: "t7", regenerate_id: "a0", search_mode: "keyword", rerank: true, model: "qwen3" });
+  });
+
+  it("rerank is disabled, with the reason, while the LLM is down", async () => {
+    mockApi([], { "/api/health": () => jsonResponse({ ...HEALTH, status: "degraded", llm: { ...HEALTH.llm, reachable: false } }) });
+    await renderApp();
+    await waitFor(() => expect(screen.getByTestId("chat-rerank")).toBeDisabled());
+    expect(screen.getByTestId("chat-rerank")).toHaveAccessibleDescription(/Rerank needs the language model/);
+  });
+
+  it("another tab's news refetches the list; its answer in this thread is attached", async () => {
+    window.history.replaceState(null, "", "/chat/t7");
+    let lists = 0;
+    let running = false;
+    const calls = mockApi([], {
+      "/api/threads": () => {
+        lists++;
+        return jsonResponse({ threads: [detail()] });
+      },
+      "/api/threads/t7": () => {
+        if (!running) return jsonResponse(detail());
+        const more = [
+          { id: "q3", role: "user", content: "More?", status: "complete", created_at: "" },
+          { id: "a3", role: "assistant", content: "From the other tab.", status: "streaming", created_at: "" },
+        ];
+        return jsonResponse(detail({ running_message_id: "a3", messages: [...detail().messages, ...more] }));
+      },
+      "/api/documents/d9": () => jsonResponse({ id: "d9", title: "Recipes", filename: "recipes.md" }),
+      "/api/threads/t7/stream*": () => new Response(new ReadableStream(), { headers: { "Content-Type": "text/event-stream" } }),
+    });
+    await renderApp();
+    await screen.findByText("Four.");
+    const before = lists;
+    const tab = new BroadcastChannel("ragchat");
+    tab.postMessage({ type: "threads", tab: "other" });
+    await waitFor(() => expect(lists).toBeGreaterThan(before));
+    running = true;
+    tab.postMessage({ type: "answer-started", thread_id: "t7", tab: "other" });
+    await waitFor(() => expect(calls.some((c) => c.url.startsWith("/api/threads/t7/stream?after=a3%3A0"))).toBe(true));
+    await waitFor(() => expect(screen.getAllByTestId("message")).toHaveLength(4));
+    expect(screen.getAllByTestId("message")[3]).toHaveAttribute("data-status", "streaming");
+    expect(screen.getByTestId("stop-button")).toBeInTheDocument(); // this tab can stop it too
+    tab.close();
   });
 });

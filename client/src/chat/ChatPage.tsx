@@ -7,6 +7,7 @@ import { Spinner } from "../components/Spinner";
 import { useAuth } from "../auth/AuthContext";
 import { draftKey, writeDraft } from "../lib/drafts";
 import { useHealth } from "../lib/health";
+import { useTitle } from "../lib/useTitle";
 import { Link, navigate, useLocation } from "../lib/router";
 import { rememberedThread, rememberThread } from "./channel";
 import { ChatControls } from "./ChatControls";
@@ -86,9 +87,7 @@ export function ChatPage({ threadId: routeThreadId }: { threadId: string | null 
     setSettings(activeThread.settings ?? {});
   }, [activeId, activeThread]);
 
-  useEffect(() => {
-    document.title = `${title} · ragchat`;
-  }, [title]);
+  useTitle(title);
 
   // Escape stops the answer (popovers and menus handle their own Escape first); it also closes the menu.
   useEffect(() => {

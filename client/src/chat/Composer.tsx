@@ -107,7 +107,16 @@ export function Composer({ sending, onSend, onStop, autoFocus, draftKey, maxChar
       />
       <div className="composer-actions">
         {sending && (
-          <button type="button" className="btn btn-stop" onClick={onStop} title="Stop (Esc)" data-testid="stop-button">
+          <button
+            type="button"
+            className="btn btn-stop"
+            onClick={() => {
+              onStop();
+              ref.current?.focus(); // the button goes away: the box keeps the focus
+            }}
+            title="Stop (Esc)"
+            data-testid="stop-button"
+          >
             <span className="stop-icon" aria-hidden="true" /> Stop
           </button>
         )}

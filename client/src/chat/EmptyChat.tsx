@@ -1,8 +1,8 @@
 import { Link } from "../lib/router";
+import { Suggestions } from "./Suggestions";
 
 /** The empty state of a new chat. `onAsk` sends a question (example questions, when offered). */
 export function EmptyChat({ onAsk }: { onAsk: (question: string) => void }) {
-  void onAsk;
   return (
     <div className="center-state empty-chat" data-testid="empty-chat">
       <h2>Chat with your documents</h2>
@@ -14,6 +14,7 @@ export function EmptyChat({ onAsk }: { onAsk: (question: string) => void }) {
         No documents yet? <Link to="/documents">Upload some</Link> · Want raw results? Try{" "}
         <Link to="/search">Search</Link>.
       </p>
+      <Suggestions onPick={onAsk} />
     </div>
   );
 }
