@@ -139,6 +139,19 @@ describe("citations in an answer", () => {
   });
 });
 
+describe("source cards", () => {
+  it("each card links to the viewer at its chunk and page", () => {
+    renderMsg({ ...base, status: "complete", content: "x", searches: [{ id: "c", query: "q", status: "done", result: toolResult() }] });
+    fireEvent.click(screen.getByTestId("sources-toggle"));
+    const links = screen.getAllByTestId("source-open").map((a) => a.getAttribute("href"));
+    const [first, second] = toolResult().chunks;
+    expect(links).toEqual([
+      `/documents/${first.document_id}?chunk=${first.id}${first.page != null ? `&page=${first.page}` : ""}`,
+      `/documents/${second.document_id}?chunk=${second.id}&page=4`,
+    ]);
+  });
+});
+
 describe("errors", () => {
   it("shows a stream error inline, without Retry", () => {
     renderMsg({ ...base, status: "error", error: { code: "llm_unreachable", message: "Start it with `ollama serve`" } });

@@ -1,5 +1,7 @@
 import { forwardRef } from "react";
+import { viewerUrl } from "../api/chatApi";
 import type { Chunk } from "../api/types";
+import { Link } from "../lib/router";
 import { ChunkTrace } from "../components/ChunkTrace";
 import { LocationLabel, mediaFragmentUrl, SourceUrl } from "../components/PassageLocation";
 import { ScoreBar } from "../components/ScoreBar";
@@ -43,12 +45,13 @@ export const SourceCard = forwardRef<HTMLLIElement, Props>(function SourceCard(
         </span>
         <span className="chevron" aria-hidden="true" />
       </button>
-      {(chunk.url || mediaFragmentUrl(chunk)) && (
-        <div className="source-links muted small">
-          {mediaFragmentUrl(chunk) && <LocationLabel chunk={chunk} />}
-          <SourceUrl url={chunk.url} />
-        </div>
-      )}
+      <div className="source-links muted small">
+        <Link to={viewerUrl(chunk)} data-testid="source-open">
+          Open in document
+        </Link>
+        {mediaFragmentUrl(chunk) && <LocationLabel chunk={chunk} />}
+        <SourceUrl url={chunk.url} />
+      </div>
       <ScoreBar score={chunk.score} label={scoreLabel(chunk, reranked)} />
       <p className={`passage${expanded ? "" : " clamped"}`} data-testid="source-passage">
         {chunk.content}
