@@ -15,6 +15,7 @@ import { EvaluatePage } from "./evaluation/EvaluatePage";
 import { Link, useLocation } from "./lib/router";
 import { useTitle } from "./lib/useTitle";
 import { SearchPage } from "./search/SearchPage";
+import { DocumentViewer } from "./viewer/DocumentViewer";
 import { SettingsPage } from "./settings/SettingsPage";
 import "./settings/theme";
 
@@ -25,6 +26,8 @@ export interface Route {
   threadId: string | null;
   /** Only on `/collections/:id`. */
   collectionId?: string;
+  /** Only on `/documents/:id` (the viewer). */
+  documentId?: string;
 }
 
 export function matchRoute(pathname: string): Route {
@@ -34,6 +37,8 @@ export function matchRoute(pathname: string): Route {
   if (m) return { page: "chat", threadId: decodeURIComponent(m[1]) };
   if (path === "/chat") return { page: "chat", threadId: null };
   if (path === "/documents") return { page: "documents", threadId: null };
+  const d = /^\/documents\/([^/]+)$/.exec(path);
+  if (d) return { page: "documents", threadId: null, documentId: decodeURIComponent(d[1]) };
   if (path === "/search") return { page: "search", threadId: null };
   if (path === "/collections") return { page: "collections", threadId: null };
   const c = /^\/collections\/([^/]+)$/.exec(path);
@@ -98,7 +103,7 @@ const PAGE_TITLES: Record<Page, string> = {
 
 function Shell() {
   const { pathname } = useLocation();
-  const { page, threadId, collectionId } = matchRoute(pathname);
+  const { page, threadId, collectionId, documentId } = matchRoute(pathname);
   useTitle(PAGE_TITLES[page], 0);
   return (
     <CollectionsProvider>
@@ -110,7 +115,7 @@ function Shell() {
         <HealthBanner />
         <main id="main" className="main" tabIndex={-1}>
           {page === "chat" && <ChatPage threadId={threadId} />}
-          {page === "documents" && <DocumentsPage />}
+          {page === "documents" && (documentId ? <DocumentViewer key={documentId} id={documentId} /> : <DocumentsPage />)}
           {page === "search" && <SearchPage />}
           {page === "collections" &&
             (collectionId ? <CollectionDetailPage key={collectionId} id={collectionId} /> : <CollectionsPage />)}

@@ -28,7 +28,16 @@ function query(params: Record<string, string | number | undefined | null>): stri
 export const documentsApi = {
   /** One page of the documents I may read, with how many match in all. */
   list: async (params: ListParams, signal?: AbortSignal): Promise<{ documents: Document[]; total: number }> => {
-    const r = await request<DocumentList>(`/api/documents${query({ ...params })}`, { signal });
+    // the server's defaults (newest first, 50 from the start) are left out: GET /api/documents is the first page
+    const { sort, order, limit, offset, ...rest } = params;
+    const qs = query({
+      ...rest,
+      sort: sort === "created_at" ? null : sort,
+      order: order === "desc" ? null : order,
+      limit: limit === PAGE_SIZE ? null : limit,
+      offset: offset ? offset : null,
+    });
+    const r = await request<DocumentList>(`/api/documents${qs}`, { signal });
     return { documents: r.documents, total: r.total ?? r.documents.length };
   },
 

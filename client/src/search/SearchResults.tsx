@@ -4,7 +4,9 @@ import { LocationLabel, SourceUrl } from "../components/PassageLocation";
 import { ScoreBar } from "../components/ScoreBar";
 import { highlight } from "../lib/highlight";
 import { plural } from "../lib/format";
+import { Link } from "../lib/router";
 import { scoreLabel } from "../lib/score";
+import { viewerHref } from "../viewer/links";
 
 const where = (page?: number | null, section?: string | null) =>
   [page != null ? `p. ${page}` : null, section ? `§ ${section}` : null].filter(Boolean).join(" · ");
@@ -18,7 +20,11 @@ export function ResultsByDocument({ data }: { data: SearchResponse }) {
           <li key={d.document_id} className="result" data-testid="search-result" data-kind="document" data-document-id={d.document_id}>
             <div className="result-head">
               <div>
-                <div className="result-title">{d.title || d.filename}</div>
+                <div className="result-title">
+                  <Link to={viewerHref(d.document_id, c?.id, c?.page)} className="result-open" data-testid="result-open">
+                    {d.title || d.filename}
+                  </Link>
+                </div>
                 <div className="muted small">
                   {d.title && d.title !== d.filename && <>{d.filename} · </>}
                   {plural(d.matched_chunks, "matching chunk")}
@@ -55,7 +61,10 @@ export function ResultsByChunk({ data }: { data: SearchResponse }) {
           <div className="result-head">
             <div>
               <div className="result-title">
-                <span className="source-num">{i + 1}</span> {c.title || c.filename}
+                <span className="source-num">{i + 1}</span>{" "}
+                <Link to={viewerHref(c.document_id, c.id, c.page)} className="result-open" data-testid="result-open">
+                  {c.title || c.filename}
+                </Link>
               </div>
               <div className="muted small">
                 {[c.title && c.title !== c.filename ? c.filename : null, where(c.page, c.section), `chunk ${c.chunk_index + 1}`]
