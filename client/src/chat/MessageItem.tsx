@@ -221,7 +221,7 @@ function AssistantMessage({ message, onRetry, canRetry, running = false, ...hand
           Answered by {message.model}
         </p>
       )}
-      {message.status === "incomplete" && !message.connectionLost && (
+      {message.status === "incomplete" && !message.connectionLost && !message.error && (
         <p className="note muted" data-testid="message-incomplete">
           Stopped — this answer is incomplete.
         </p>

@@ -224,4 +224,14 @@ describe("helpers", () => {
       expect(s.messages[0].feedback).toBeNull();
     });
   });
+
+  it("an error event 'stopped' (Stop here or in another tab) leaves the answer incomplete, without an error box", () => {
+    const s = run(sent(), { type: "token", delta: "Part" }, { type: "error", code: "stopped", message: "Stopped — this answer is incomplete." });
+    expect(last(s)).toMatchObject({ status: "incomplete", error: null, content: "Part" });
+    expect(s.sending).toBe(false);
+    const i = run(sent(), { type: "error", code: "interrupted", message: "The server stopped." });
+    expect(last(i)).toMatchObject({ status: "incomplete", error: { code: "interrupted" } });
+    const stored = fromServerMessage({ ...serverMessage({ status: "incomplete", error: { code: "stopped", message: "Stopped" } }) });
+    expect(stored.error).toBeNull();
+  });
 });

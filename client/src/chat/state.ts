@@ -92,7 +92,7 @@ export function fromServerMessage(m: RunMessage): ChatMessage {
     content: m.content ?? "",
     status: m.status === "error" || m.status === "incomplete" || m.status === "streaming" ? m.status : "complete",
     searches,
-    error: m.error ?? null,
+    error: m.error?.code === "stopped" ? null : (m.error ?? null), // the "Stopped" note says it
     connectionLost: false,
     citations: m.citations ?? null,
     siblings: m.siblings ?? undefined,
@@ -100,6 +100,9 @@ export function fromServerMessage(m: RunMessage): ChatMessage {
     feedback: m.feedback ?? null,
   };
 }
+
+/** Error codes that end an answer early without failing it (docs/SSE.md): it is saved `incomplete`. */
+const INCOMPLETE_CODES = new Set<string>(["stopped", "interrupted", "unauthorized"]);
 
 function stopRunning(searches: SearchStep[]): SearchStep[] {
   return searches.some((s) => s.status === "running")
@@ -150,8 +153,9 @@ export function applyEvent(msg: ChatMessage, ev: ChatEvent): ChatMessage {
     case "error":
       return {
         ...msg,
-        status: "error",
-        error: { code: ev.code, message: ev.message },
+        // stopped (here or in another tab), interrupted, signed out: the text so far is kept, incomplete
+        status: INCOMPLETE_CODES.has(ev.code) ? "incomplete" : "error",
+        error: ev.code === "stopped" ? null : { code: ev.code, message: ev.message },
         searches: stopRunning(msg.searches),
       };
   }
