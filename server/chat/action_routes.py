@@ -38,7 +38,7 @@ async def put_feedback(message_id: UUID, data: FeedbackBody, chat: ChatService, 
     return Feedback.model_validate(await set_feedback(chat.pool, principal, message_id, data))
 
 
-@get("/api/feedback/export", responses=error_responses(400))
+@get("/api/feedback/export", responses=error_responses(400, 403))
 async def export_feedback(
     chat: ChatService,
     principal: Principal,

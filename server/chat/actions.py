@@ -13,7 +13,7 @@ from uuid import UUID
 from psycopg.types.json import Jsonb
 
 from server.chat.schemas import TITLE_MAX_CHARS, FeedbackBody, ThreadPatch
-from server.core.errors import BadRequest, NotFound
+from server.core.errors import BadRequest, Forbidden, NotFound
 from server.core.principal import Principal
 from server.db.access import unreadable
 from server.db.pool import Conn, Pool
@@ -58,7 +58,7 @@ async def feedback_rows(pool: Pool, principal: Principal, *, everyone: bool = Fa
     """The caller's rated answers (admins with `everyone`: all users'), oldest rating first, with the question
     each answers (its parent), the thread and the model that answered."""
     if everyone and not principal.is_admin:
-        raise BadRequest("all=true is for admins")
+        raise Forbidden("only an admin may export everyone's feedback (all=true)")
     async with pool.connection() as conn:
         cur = await conn.execute(
             """SELECT f.message_id, a.thread_id, t.title AS thread_title, q.content AS question,

@@ -44,7 +44,9 @@ def display_title(title: str, filename: str) -> str:
     """A title for a question: "employee_handbook.pdf" → "employee handbook"."""
     raw = (title or filename or "").strip()
     if raw.lower() == (filename or "").strip().lower():
-        raw = _EXTENSION.sub("", raw).replace("_", " ")
+        raw = _EXTENSION.sub("", raw)
+    if " " not in raw:  # a file name's stem: "volcano_notes"
+        raw = raw.replace("_", " ")
     return _short(raw, 60) or "this document"
 
 

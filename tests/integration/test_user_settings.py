@@ -1,0 +1,95 @@
+"""GET/PUT /api/settings over real HTTP: the environment's defaults, partial changes, resets, hostile input,
+one user's settings never another's, and a setting that changes the next answer (mode, model)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+from uuid import UUID
+
+import httpx
+import pytest
+
+from tests.accounts_support import add_user, setup_admin, signed_in
+from tests.fakes.ollama_server import FakeOllama, Reply
+from tests.fakes.plugin import LLMFake
+from tests.integration.test_chat_helpers import chat, first
+
+
+@pytest.fixture
+def server(live_app: Callable[..., Any], fake_ollama: FakeOllama) -> Any:
+    return live_app(ollama_host=fake_ollama.url, search_mode="keyword", chat_model="llama3.2")
+
+
+async def test_defaults_changes_and_resets(server: Any) -> None:
+    async with httpx.AsyncClient(base_url=server.url, timeout=30) as client:
+        view = (await client.get("/api/settings")).json()
+        assert view["restart_required"] == []
+        assert view["defaults"] == view["values"]
+        assert view["defaults"]["search_mode"] == "keyword" and view["defaults"]["chat_model"] == "llama3.2"
+        assert view["defaults"]["theme"] == "system" and view["defaults"]["rerank"] is False
+
+        changed = await client.put("/api/settings", json={"search_mode": "vector", "theme": "dark"})
+        assert changed.status_code == 200, changed.text
+        values = changed.json()["values"]
+        assert values["search_mode"] == "vector" and values["theme"] == "dark"
+        assert values["chat_model"] == "llama3.2" and changed.json()["defaults"]["search_mode"] == "keyword"
+        assert (await client.get("/api/settings")).json()["values"] == values
+
+        more = (await client.put("/api/settings", json={"chat_model": "  qwen3:4b ", "rerank": True})).json()
+        assert more["values"]["chat_model"] == "qwen3:4b" and more["values"]["rerank"] is True
+        assert more["values"]["theme"] == "dark"  # fields not sent are kept
+
+        reset = (await client.put("/api/settings", json={"search_mode": None})).json()
+        assert reset["values"]["search_mode"] == "keyword" and reset["values"]["theme"] == "dark"
+
+        for bad in (
+            {"search_mode": "fast"},
+            {"theme": "blue"},
+            {"chat_model": ""},
+            {"chat_model": "   "},
+            {"chat_model": "x" * 201},
+            {"chat_model": "llama\n3"},
+            {"rerank": "yes"},
+            {"chunk_strategy": "paragraph"},
+            {"colour": "red"},
+        ):
+            response = await client.put("/api/settings", json=bad)
+            assert response.status_code == 400, (bad, response.text)
+        assert (await client.get("/api/settings")).json()["values"] == reset["values"]
+
+
+async def test_each_user_has_their_own(live_app: Callable[..., Any], fake_ollama: FakeOllama) -> None:
+    server = live_app(ollama_host=fake_ollama.url, auth="on")
+    admin = await setup_admin(server.url)
+    await add_user(admin, "bob")
+    bob = await signed_in(server.url, "bob")
+    try:
+        assert (await admin.put("/api/settings", json={"theme": "dark", "search_mode": "vector"})).status_code == 200
+        assert (await bob.get("/api/settings")).json()["values"]["theme"] == "system"
+        assert (await bob.put("/api/settings", json={"theme": "light"})).json()["values"]["theme"] == "light"
+        assert (await admin.get("/api/settings")).json()["values"]["theme"] == "dark"
+        async with httpx.AsyncClient(base_url=server.url) as anonymous:
+            assert (await anonymous.get("/api/settings")).status_code == 401
+    finally:
+        await admin.aclose()
+        await bob.aclose()
+
+
+async def test_a_setting_changes_the_next_answer(
+    corpus: dict[str, UUID], start: Callable[..., Any], llm: LLMFake
+) -> None:
+    server = start(search_mode="hybrid")
+    llm.fake.models = [*llm.fake.models, "qwen3:4b"]
+
+    async def ask(body: dict[str, Any] | None = None) -> tuple[str, str | None]:
+        llm.fake.enqueue(Reply.tool_call("search_documents", {"query": "sourdough bread yeast"}), "Yeast [1].")
+        events = await chat(server.url, {"message": "Why does sourdough rise?", **(body or {})})
+        return first(events, "tool_result")["search_mode"], llm.fake.chat_requests[-1].model
+
+    assert await ask() == ("hybrid", "llama3.2")  # CHAT_MODEL
+    async with httpx.AsyncClient(base_url=server.url) as client:
+        put = await client.put("/api/settings", json={"search_mode": "vector", "chat_model": "qwen3:4b"})
+        assert put.status_code == 200, put.text
+    assert await ask() == ("vector", "qwen3:4b")
+    assert await ask({"search_mode": "keyword"}) == ("keyword", "qwen3:4b")  # the request still wins
