@@ -27,7 +27,9 @@ PUBLIC = {
 #: A body each id route accepts, so the answer is about the id and not a 400 for the body.
 BODIES = {
     ("PATCH", "/api/threads/{thread_id:uuid}"): {"title": "hijacked"},
+    ("POST", "/api/threads/{thread_id:uuid}/branch"): {"message_id": "00000000-0000-0000-0000-000000000000"},
     ("PATCH", "/api/collections/{collection_id:uuid}"): {"name": "hijacked"},
+    ("PATCH", "/api/documents/{document_id:uuid}"): {"metadata": {"hijacked": "yes"}},
     ("PUT", "/api/collections/{collection_id:uuid}/members/{user_id:uuid}"): {"role": "write"},
     ("PATCH", "/api/admin/users/{user_id:uuid}"): {"disabled": True},
     ("POST", "/api/admin/users/{user_id:uuid}/password"): {"password": "hijacked password"},

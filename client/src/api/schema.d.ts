@@ -337,6 +337,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/documents/extract-metadata": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** ExtractAll */
+        post: operations["ApiDocumentsExtractMetadataExtractAll"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/documents/url": {
         parameters: {
             query?: never;
@@ -369,7 +386,8 @@ export interface paths {
         delete: operations["ApiDocumentsDocumentIdDeleteDocument"];
         options?: never;
         head?: never;
-        patch?: never;
+        /** UpdateDocument */
+        patch: operations["ApiDocumentsDocumentIdUpdateDocument"];
         trace?: never;
     };
     "/api/documents/{document_id}/cancel": {
@@ -406,6 +424,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/documents/{document_id}/extract-metadata": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** ExtractDocument */
+        post: operations["ApiDocumentsDocumentIdExtractMetadataExtractDocument"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/documents/{document_id}/file": {
         parameters: {
             query?: never;
@@ -417,6 +452,23 @@ export interface paths {
         get: operations["ApiDocumentsDocumentIdFileFile"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/documents/{document_id}/rechunk": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** RechunkDocument */
+        post: operations["ApiDocumentsDocumentIdRechunkRechunkDocument"];
         delete?: never;
         options?: never;
         head?: never;
@@ -475,6 +527,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/feedback/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** ExportFeedback */
+        get: operations["ApiFeedbackExportExportFeedback"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/health": {
         parameters: {
             query?: never;
@@ -484,6 +553,40 @@ export interface paths {
         };
         /** Health */
         get: operations["ApiHealthHealth"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/messages/{message_id}/feedback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** PutFeedback */
+        put: operations["ApiMessagesMessageIdFeedbackPutFeedback"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/models": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** ListModels */
+        get: operations["ApiModelsListModels"];
         put?: never;
         post?: never;
         delete?: never;
@@ -527,6 +630,41 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** GetSettings */
+        get: operations["ApiSettingsGetSettings"];
+        /** PutSettings */
+        put: operations["ApiSettingsPutSettings"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/suggestions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Suggestions */
+        get: operations["ApiSuggestionsSuggestions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/threads": {
         parameters: {
             query?: never;
@@ -561,6 +699,74 @@ export interface paths {
         head?: never;
         /** RenameThread */
         patch: operations["ApiThreadsThreadIdRenameThread"];
+        trace?: never;
+    };
+    "/api/threads/{thread_id}/branch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** SwitchBranch */
+        post: operations["ApiThreadsThreadIdBranchSwitchBranch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/threads/{thread_id}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** ExportThread */
+        get: operations["ApiThreadsThreadIdExportExportThread"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/threads/{thread_id}/stop": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Stop */
+        post: operations["ApiThreadsThreadIdStopStop"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/threads/{thread_id}/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Attach */
+        get: operations["ApiThreadsThreadIdStreamAttach"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/api/users": {
@@ -636,6 +842,14 @@ export interface components {
              */
             role: "assistant";
         };
+        /** BranchBody */
+        BranchBody: {
+            /**
+             * Format: uuid
+             * @description show the branch through this message (its newest descendant leaf)
+             */
+            message_id: string;
+        };
         /** BulkBody */
         BulkBody: {
             /** @enum {string} */
@@ -666,10 +880,21 @@ export interface components {
         ChatBody: {
             /** @description search only these collections */
             collection_ids?: string[] | null;
+            /** @description an incomplete or failed answer of the thread: continue its text in place */
+            continue_id?: string | null;
             /** @description search only these documents */
             document_ids?: string[] | null;
-            /** @description the question (CHAT_MAX_MESSAGE_CHARS at most) */
+            /** @description a question of the thread: `message` replaces it as a new sibling branch */
+            edit_id?: string | null;
+            /**
+             * @description the question (CHAT_MAX_MESSAGE_CHARS at most); may be empty with regenerate_id or continue_id
+             * @default
+             */
             message: string;
+            /** @description the chat model for this answer (default: the user's setting, else CHAT_MODEL) */
+            model?: string | null;
+            /** @description an answer of the thread: answer its question again, as a new sibling branch */
+            regenerate_id?: string | null;
             /** @description rerank with the LLM (default RERANK_ENABLED) */
             rerank?: boolean | null;
             /** @description vector, keyword or hybrid (default SEARCH_MODE) */
@@ -690,6 +915,22 @@ export interface components {
             object: "chat.completion";
             sources: components["schemas"]["CompletionSource"][];
             usage: components["schemas"]["CompletionUsage"];
+        };
+        /** ChatModel */
+        ChatModel: {
+            /** @description e.g. llama (Ollama) */
+            family?: string | null;
+            name: string;
+            /** @description bytes on disk (Ollama) */
+            size?: number | null;
+        };
+        /** ChatModels */
+        ChatModels: {
+            /** @description the model answers use when none is chosen (your setting, else CHAT_MODEL) */
+            default: string;
+            models: components["schemas"]["ChatModel"][];
+            /** @enum {string} */
+            provider: "ollama" | "openai";
         };
         /** ChatStream */
         ChatStream: {
@@ -715,6 +956,25 @@ export interface components {
             offset: number;
             /** @description chunks in the document */
             total: number;
+        };
+        /** ChunkingInfo */
+        ChunkingInfo: {
+            /** @description word pieces repeated between chunks (sentence only) */
+            overlap?: number | null;
+            /** @description why: auto's routing, or 'requested' */
+            reason?: string | null;
+            /**
+             * @description auto routes by file type and shape
+             * @enum {string}
+             */
+            requested: "auto" | "line" | "sentence" | "semantic";
+            /**
+             * @description the strategy used (null until the document is processed)
+             * @enum {null|string}
+             */
+            strategy?: "line" | "sentence" | "semantic" | null;
+            /** @description the chunk budget in the embedder's word pieces */
+            tokens?: number | null;
         };
         /** CitationCheck */
         CitationCheck: {
@@ -926,6 +1186,8 @@ export interface components {
              */
             attempts: number;
             byte_size: number;
+            /** @description strategy requested and used, and why */
+            chunking?: components["schemas"]["ChunkingInfo"] | null;
             chunks_done: number;
             /** @description chunks once parsed (null while queued) */
             chunks_total: number | null;
@@ -941,9 +1203,17 @@ export interface components {
             filename: string;
             /** Format: uuid */
             id: string;
+            /** @description strings or lists of strings: yours (upload, PATCH), the server's (source_path, source_url) and, with METADATA_EXTRACTION, the extractor's (title, summary, topics, document_type, language, key_dates) */
             metadata: {
                 [key: string]: unknown;
             };
+            /** @description why the extraction failed (the document is ready) */
+            metadata_error?: string | null;
+            /**
+             * @description the LLM metadata extraction: null (not run), pending, running, done or failed
+             * @enum {null|string}
+             */
+            metadata_status?: "pending" | "running" | "done" | "failed" | null;
             owner: components["schemas"]["Person"];
             page_count: number | null;
             /** @description stage waiting: when it is tried again */
@@ -1117,6 +1387,36 @@ export interface components {
             /** @enum {string} */
             status: "running" | "done" | "failed";
         };
+        /** ExtractionQueued */
+        ExtractionQueued: {
+            /** @description the documents queued for extraction (taken once they are ready) */
+            queued: string[];
+        };
+        /** FacetValue */
+        FacetValue: {
+            /** @description readable documents in the search's scope with this value */
+            count: number;
+            value: string;
+        };
+        /** Feedback */
+        Feedback: {
+            /** Format: uuid */
+            message_id: string;
+            note: string | null;
+            /** @enum {null|string} */
+            rating: "up" | "down" | null;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        /** FeedbackBody */
+        FeedbackBody: {
+            note?: string | null;
+            /**
+             * @description null: no rating
+             * @enum {null|string}
+             */
+            rating: "up" | "down" | null;
+        };
         /** Health */
         Health: {
             /**
@@ -1184,17 +1484,32 @@ export interface components {
             content: string;
             /** Format: date-time */
             created_at: string;
-            /** @description why the answer failed (status error) */
+            /** @description why the answer failed (error) or stopped (incomplete: stopped, interrupted) */
             error?: components["schemas"]["ErrorEvent"] | null;
+            /** @description the user's rating of this answer */
+            feedback?: components["schemas"]["Feedback"] | null;
             /** Format: uuid */
             id: string;
+            /** @description assistant: the chat model that answered */
+            model?: string | null;
+            /** @description the message this one follows (null: first question) */
+            parent_id?: string | null;
             /** @enum {string} */
             role: "user" | "assistant";
-            /** @enum {string} */
-            status: "complete" | "incomplete" | "error";
+            /** @description ids of the messages sharing its parent, in creation order, itself included */
+            siblings?: string[];
+            /**
+             * @description streaming: being generated (GET /api/threads/{id}/stream attaches to it)
+             * @enum {string}
+             */
+            status: "complete" | "incomplete" | "error" | "streaming";
             tool_calls?: components["schemas"]["ToolCall"][];
             /** @description exactly what the model saw */
             tool_results?: components["schemas"]["ToolResult"][];
+        };
+        /** MetadataPatch */
+        MetadataPatch: {
+            metadata: (string | (string | string[] | null))[];
         };
         /** Model */
         Model: {
@@ -1349,9 +1664,17 @@ export interface components {
         RagFilters: {
             collection_ids?: string[] | null;
             document_ids?: string[] | null;
+            /** @description {"subject": ["Polity", "History"], "year": "2024"}: OR within a key */
             metadata?: {
-                [key: string]: string;
+                [key: string]: string[];
             } | null;
+        };
+        /** RechunkRequest */
+        RechunkRequest: {
+            /** @description word pieces per chunk */
+            chunk_tokens?: number | null;
+            /** @enum {string} */
+            strategy: "auto" | "line" | "sentence" | "semantic";
         };
         /** ReembedBody */
         ReembedBody: {
@@ -1414,6 +1737,8 @@ export interface components {
         };
         /** SearchBody */
         SearchBody: {
+            /** @description the metadata keys to count (default: the most used) */
+            facets?: string[] | null;
             filters?: components["schemas"]["SearchBodyFilters"] | null;
             /** @description vector, keyword or hybrid (default: SEARCH_MODE) */
             mode?: string | null;
@@ -1435,7 +1760,7 @@ export interface components {
             location?: {
                 [key: string]: string;
             } | null;
-            /** @description {"team": "geo"} or {"team": ["geo"]} */
+            /** @description {"subject": ["Polity", "History"], "year": "2024"}: one of a key's values (OR), every key (AND) */
             metadata?: {
                 [key: string]: string | string[];
             } | null;
@@ -1447,6 +1772,10 @@ export interface components {
             confidence: components["schemas"]["Confidence"];
             /** @description the chunks grouped by document, best document first */
             documents: components["schemas"]["DocumentHit"][];
+            /** @description metadata key → value counts (documents) among the readable documents in the search's scope; a filtered key's counts ignore its own filter, so its other values can be added (OR) */
+            facets?: {
+                [key: string]: components["schemas"]["FacetValue"][];
+            };
             /** @description false: nothing is embedded yet, so vector search found nothing */
             has_embeddings: boolean;
             /** @enum {string} */
@@ -1466,6 +1795,27 @@ export interface components {
             setup_required: boolean;
             /** @description who is signed in (null: nobody) */
             user: components["schemas"]["User"] | null;
+        };
+        /** SettingsPatch */
+        SettingsPatch: {
+            chat_model?: string | null;
+            /** @enum {null|string} */
+            chunk_strategy?: "auto" | "line" | "sentence" | "semantic" | null;
+            metadata_extraction?: boolean | null;
+            rerank?: boolean | null;
+            /** @enum {null|string} */
+            search_mode?: "vector" | "keyword" | "hybrid" | null;
+            /** @enum {null|string} */
+            theme?: "light" | "dark" | "system" | null;
+        };
+        /** SettingsView */
+        SettingsView: {
+            /** @description the environment's values (CHAT_MODEL, SEARCH_MODE…) */
+            defaults: components["schemas"]["UserSettings"];
+            /** @description settings whose change takes effect only after the server restarts (none today) */
+            restart_required: string[];
+            /** @description what applies to this user now */
+            values: components["schemas"]["UserSettings"];
         };
         /** SignedIn */
         SignedIn: {
@@ -1507,14 +1857,34 @@ export interface components {
             model: string;
             provider: string;
         };
+        /** Stopped */
+        Stopped: {
+            /** @description false: no answer was in progress in this process */
+            stopped: boolean;
+        };
+        /** SuggestedQuestion */
+        SuggestedQuestion: {
+            /** Format: uuid */
+            document_id: string;
+            document_title: string;
+            text: string;
+        };
+        /** Suggestions */
+        Suggestions: {
+            questions: components["schemas"]["SuggestedQuestion"][];
+        };
         /** Thread */
         Thread: {
             /** Format: date-time */
             created_at: string;
             /** Format: uuid */
             id: string;
+            settings?: components["schemas"]["ThreadSettings"];
             title: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description the last question's time (renaming does not change it)
+             */
             updated_at: string;
         };
         /** ThreadDetail */
@@ -1523,15 +1893,27 @@ export interface components {
             created_at: string;
             /** Format: uuid */
             id: string;
+            /** @description the active branch, first question first */
             messages: components["schemas"]["Message"][];
+            /** @description the answer in progress, if any */
+            running_message_id?: string | null;
+            settings?: components["schemas"]["ThreadSettings"];
             title: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description the last question's time (renaming does not change it)
+             */
             updated_at: string;
         };
         /** ThreadEvent */
         ThreadEvent: {
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @description the answer's row (status streaming until done or error)
+             */
             message_id: string;
+            /** @description the question being answered (saved) */
+            question_id?: string | null;
             /** Format: uuid */
             thread_id: string;
         };
@@ -1541,8 +1923,21 @@ export interface components {
         };
         /** ThreadPatch */
         ThreadPatch: {
+            /** @description replaces the thread's saved settings */
+            settings?: components["schemas"]["ThreadSettings"] | null;
             /** @description spaces are collapsed */
-            title: string;
+            title?: string | null;
+        };
+        /** ThreadSettings */
+        ThreadSettings: {
+            /** @description search only these */
+            collection_ids?: string[] | null;
+            /** @description search only these */
+            document_ids?: string[] | null;
+            model?: string | null;
+            rerank?: boolean | null;
+            /** @enum {null|string} */
+            search_mode?: "vector" | "keyword" | "hybrid" | null;
         };
         /** Timings */
         Timings: {
@@ -1613,8 +2008,17 @@ export interface components {
         };
         /** UploadForm */
         UploadForm: {
+            /**
+             * @description CHUNK_STRATEGY when absent
+             * @enum {null|string}
+             */
+            chunk_strategy?: "auto" | "line" | "sentence" | "semantic" | null;
+            /** @description CHUNK_TOKENS when absent */
+            chunk_tokens?: number | null;
             collection_id?: string | null;
             files: string[];
+            /** @description a JSON object for every file's metadata: {"subject": ["Polity", "History"], "year": "2024"} */
+            metadata?: string | null;
         };
         /** UploadResult */
         UploadResult: {
@@ -1672,6 +2076,33 @@ export interface components {
         UserPatch: {
             disabled?: boolean | null;
             is_admin?: boolean | null;
+        };
+        /**
+         * UserSettings
+         * @description what applies to this user now
+         */
+        UserSettings: {
+            /** @description the chat model answers use when the request names none */
+            chat_model: string;
+            /**
+             * @description how uploads are chunked when the upload does not say
+             * @enum {string}
+             */
+            chunk_strategy: "auto" | "line" | "sentence" | "semantic";
+            /** @description extract titles, topics… from new documents with the LLM */
+            metadata_extraction: boolean;
+            /** @description rerank chat searches with the LLM when the request does not say */
+            rerank: boolean;
+            /**
+             * @description the chat's search mode when the request names none
+             * @enum {string}
+             */
+            search_mode: "vector" | "keyword" | "hybrid";
+            /**
+             * @description the web client's colours
+             * @enum {string}
+             */
+            theme: "light" | "dark" | "system";
         };
     };
     responses: never;
@@ -3080,6 +3511,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Body over the route's limit (MAX_JSON_KB, or MAX_UPLOAD_MB for uploads) */
             413: {
                 headers: {
@@ -4209,6 +4649,89 @@ export interface operations {
             };
         };
     };
+    ApiDocumentsExtractMetadataExtractAll: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request accepted, processing continues off-line */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExtractionQueued"];
+                };
+            };
+            /** @description Bad request: invalid parameters or body, a disallowed Host, a body nested too deeply */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not signed in, or the session or token no longer works */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed: another user's resource, an admin-only route, or a cross-origin write */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body over the route's limit (MAX_JSON_KB, or MAX_UPLOAD_MB for uploads) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Wrong Content-Type (JSON routes take application/json, uploads multipart/form-data) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A bug: logged on the server with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The database or the LLM server is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     ApiDocumentsUrlIngestUrl: {
         parameters: {
             query?: never;
@@ -4491,6 +5014,104 @@ export interface operations {
             };
         };
     };
+    ApiDocumentsDocumentIdUpdateDocument: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                document_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MetadataPatch"];
+            };
+        };
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Document"];
+                };
+            };
+            /** @description Bad request: invalid parameters or body, a disallowed Host, a body nested too deeply */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not signed in, or the session or token no longer works */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed: another user's resource, an admin-only route, or a cross-origin write */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such route or resource (or one you may not see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body over the route's limit (MAX_JSON_KB, or MAX_UPLOAD_MB for uploads) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Wrong Content-Type (JSON routes take application/json, uploads multipart/form-data) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A bug: logged on the server with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The database or the LLM server is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     ApiDocumentsDocumentIdCancelCancelDocument: {
         parameters: {
             query?: never;
@@ -4675,6 +5296,100 @@ export interface operations {
             };
         };
     };
+    ApiDocumentsDocumentIdExtractMetadataExtractDocument: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                document_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request accepted, processing continues off-line */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExtractionQueued"];
+                };
+            };
+            /** @description Bad request: invalid parameters or body, a disallowed Host, a body nested too deeply */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not signed in, or the session or token no longer works */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed: another user's resource, an admin-only route, or a cross-origin write */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such route or resource (or one you may not see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body over the route's limit (MAX_JSON_KB, or MAX_UPLOAD_MB for uploads) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Wrong Content-Type (JSON routes take application/json, uploads multipart/form-data) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A bug: logged on the server with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The database or the LLM server is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     ApiDocumentsDocumentIdFileFile: {
         parameters: {
             query?: never;
@@ -4724,6 +5439,113 @@ export interface operations {
             };
             /** @description No such route or resource (or one you may not see) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A bug: logged on the server with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The database or the LLM server is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    ApiDocumentsDocumentIdRechunkRechunkDocument: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                document_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RechunkRequest"];
+            };
+        };
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Document"];
+                };
+            };
+            /** @description Bad request: invalid parameters or body, a disallowed Host, a body nested too deeply */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not signed in, or the session or token no longer works */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed: another user's resource, an admin-only route, or a cross-origin write */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such route or resource (or one you may not see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body over the route's limit (MAX_JSON_KB, or MAX_UPLOAD_MB for uploads) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Wrong Content-Type (JSON routes take application/json, uploads multipart/form-data) */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5082,6 +5904,75 @@ export interface operations {
             };
         };
     };
+    ApiFeedbackExportExportFeedback: {
+        parameters: {
+            query?: {
+                format?: "jsonl" | "csv";
+                /** @description admins: every user's feedback */
+                all?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": string;
+                };
+            };
+            /** @description Bad request: invalid parameters or body, a disallowed Host, a body nested too deeply */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not signed in, or the session or token no longer works */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed: another user's resource, an admin-only route, or a cross-origin write */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A bug: logged on the server with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The database or the LLM server is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     ApiHealthHealth: {
         parameters: {
             query?: never;
@@ -5103,6 +5994,169 @@ export interface operations {
             };
             /** @description Bad request: invalid parameters or body, a disallowed Host, a body nested too deeply */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A bug: logged on the server with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The database or the LLM server is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    ApiMessagesMessageIdFeedbackPutFeedback: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                message_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FeedbackBody"];
+            };
+        };
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Feedback"];
+                };
+            };
+            /** @description Bad request: invalid parameters or body, a disallowed Host, a body nested too deeply */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not signed in, or the session or token no longer works */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed: another user's resource, an admin-only route, or a cross-origin write */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such route or resource (or one you may not see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body over the route's limit (MAX_JSON_KB, or MAX_UPLOAD_MB for uploads) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Wrong Content-Type (JSON routes take application/json, uploads multipart/form-data) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A bug: logged on the server with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The database or the LLM server is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    ApiModelsListModels: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChatModels"];
+                };
+            };
+            /** @description Bad request: invalid parameters or body, a disallowed Host, a body nested too deeply */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not signed in, or the session or token no longer works */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed: another user's resource, an admin-only route, or a cross-origin write */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5263,7 +6317,10 @@ export interface operations {
                 rerank?: boolean | null;
                 document_ids?: string[] | null;
                 collection_ids?: string[] | null;
+                /** @description document metadata key=value, repeatable: values of one key are OR, keys are AND (filter=subject=Polity&filter=subject=History&filter=year=2024) */
                 filter?: string[] | null;
+                /** @description metadata keys to count (default: the most used) */
+                facets?: string[] | null;
                 /** @description key=value, repeatable: sheet=Q1, slide=3, chapter=<title>, row=12 (in the passage's rows), t=751 (seconds, in the passage's time span) */
                 location?: string[] | null;
             };
@@ -5407,6 +6464,226 @@ export interface operations {
             };
             /** @description Rate limited: retry after the Retry-After header's seconds */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A bug: logged on the server with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The database or the LLM server is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    ApiSettingsGetSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SettingsView"];
+                };
+            };
+            /** @description Bad request: invalid parameters or body, a disallowed Host, a body nested too deeply */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not signed in, or the session or token no longer works */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed: another user's resource, an admin-only route, or a cross-origin write */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A bug: logged on the server with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The database or the LLM server is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    ApiSettingsPutSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SettingsPatch"];
+            };
+        };
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SettingsView"];
+                };
+            };
+            /** @description Bad request: invalid parameters or body, a disallowed Host, a body nested too deeply */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not signed in, or the session or token no longer works */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed: another user's resource, an admin-only route, or a cross-origin write */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body over the route's limit (MAX_JSON_KB, or MAX_UPLOAD_MB for uploads) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Wrong Content-Type (JSON routes take application/json, uploads multipart/form-data) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A bug: logged on the server with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The database or the LLM server is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    ApiSuggestionsSuggestions: {
+        parameters: {
+            query?: {
+                /** @description how many questions */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Suggestions"];
+                };
+            };
+            /** @description Bad request: invalid parameters or body, a disallowed Host, a body nested too deeply */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not signed in, or the session or token no longer works */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed: another user's resource, an admin-only route, or a cross-origin write */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5738,6 +7015,379 @@ export interface operations {
             };
             /** @description Wrong Content-Type (JSON routes take application/json, uploads multipart/form-data) */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A bug: logged on the server with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The database or the LLM server is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    ApiThreadsThreadIdBranchSwitchBranch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                thread_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BranchBody"];
+            };
+        };
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ThreadDetail"];
+                };
+            };
+            /** @description Bad request: invalid parameters or body, a disallowed Host, a body nested too deeply */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not signed in, or the session or token no longer works */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed: another user's resource, an admin-only route, or a cross-origin write */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such route or resource (or one you may not see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body over the route's limit (MAX_JSON_KB, or MAX_UPLOAD_MB for uploads) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Wrong Content-Type (JSON routes take application/json, uploads multipart/form-data) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A bug: logged on the server with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The database or the LLM server is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    ApiThreadsThreadIdExportExportThread: {
+        parameters: {
+            query?: {
+                format?: "markdown" | "json";
+            };
+            header?: never;
+            path: {
+                thread_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": string;
+                };
+            };
+            /** @description Bad request: invalid parameters or body, a disallowed Host, a body nested too deeply */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not signed in, or the session or token no longer works */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed: another user's resource, an admin-only route, or a cross-origin write */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such route or resource (or one you may not see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A bug: logged on the server with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The database or the LLM server is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    ApiThreadsThreadIdStopStop: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                thread_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Stopped"];
+                };
+            };
+            /** @description Bad request: invalid parameters or body, a disallowed Host, a body nested too deeply */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not signed in, or the session or token no longer works */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed: another user's resource, an admin-only route, or a cross-origin write */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such route or resource (or one you may not see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body over the route's limit (MAX_JSON_KB, or MAX_UPLOAD_MB for uploads) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Wrong Content-Type (JSON routes take application/json, uploads multipart/form-data) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A bug: logged on the server with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The database or the LLM server is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    ApiThreadsThreadIdStreamAttach: {
+        parameters: {
+            query?: {
+                after?: string | null;
+            };
+            header?: never;
+            path: {
+                thread_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description server-sent events (docs/SSE.md) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": components["schemas"]["ChatStream"];
+                };
+            };
+            /** @description no answer is in progress in this thread */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Bad request: invalid parameters or body, a disallowed Host, a body nested too deeply */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not signed in, or the session or token no longer works */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed: another user's resource, an admin-only route, or a cross-origin write */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such route or resource (or one you may not see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
