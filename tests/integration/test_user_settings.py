@@ -93,3 +93,23 @@ async def test_a_setting_changes_the_next_answer(
         assert put.status_code == 200, put.text
     assert await ask() == ("vector", "qwen3:4b")
     assert await ask({"search_mode": "keyword"}) == ("keyword", "qwen3:4b")  # the request still wins
+
+
+async def test_uploads_follow_the_settings(server: Any) -> None:
+    async def upload(name: str, **form: str) -> dict[str, Any]:
+        files = {"files": (name, f"{name}: first line.\nSecond line.".encode())}
+        r = await client.post("/api/documents", files=files, data=form or None)
+        assert r.status_code == 201, r.text
+        return r.json()["results"][0]["document"]
+
+    async with httpx.AsyncClient(base_url=server.url, timeout=30) as client:
+        plain = await upload("a.txt")
+        assert plain["chunking"] is None and plain["metadata_status"] is None  # the environment's defaults
+        await client.put("/api/settings", json={"chunk_strategy": "line", "metadata_extraction": True})
+        mine = await upload("b.txt")
+        assert mine["chunking"]["requested"] == "line" and mine["metadata_status"] == "pending"
+        chosen = await upload("c.txt", chunk_strategy="sentence")  # the upload's own choice wins
+        assert chosen["chunking"]["requested"] == "sentence"
+        await client.put("/api/settings", json={"chunk_strategy": None, "metadata_extraction": None})
+        again = await upload("d.txt")
+        assert again["chunking"] is None and again["metadata_status"] is None
