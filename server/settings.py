@@ -143,6 +143,11 @@ class Settings(BaseSettings):
     rerank_passage_chars: int = 1000
     rerank_client_shards: int = 8  # small HTTP connection pools the parallel rerank calls are spread over
 
+    # --- metadata extraction (server/documents/extraction.py) ---
+    metadata_extraction: bool = False  # one LLM call per new document: title, summary, topics, type, language, dates
+    metadata_extraction_timeout_s: float = 60.0  # per call (one retry)
+    metadata_extraction_chars: int = 4000  # the document's first characters the model reads
+
     # --- chat / LLM ---
     llm_provider: LLMProviderName = LLMProviderName.ollama
     ollama_host: str = "http://127.0.0.1:11434"

@@ -27,7 +27,7 @@ class AnswerRequest:
     history: list[dict[str, str]] = field(default_factory=list)  # earlier {role, content} turns, oldest first
     document_ids: list[UUID] | None = None
     collection_ids: list[UUID] | None = None
-    metadata: dict[str, str] | None = None
+    metadata: dict[str, list[str]] | None = None
     search_mode: str | None = None
     rerank: bool | None = None
     search_limit: int | None = None  # passages per search (default CHAT_SEARCH_LIMIT)

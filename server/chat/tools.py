@@ -29,6 +29,17 @@ SEARCH_TOOL: dict[str, Any] = {
                     "type": "string",
                     "description": "What to look for, as a short natural-language question or keywords.",
                 },
+                "filters": {
+                    "type": "object",
+                    "description": (
+                        "Optional. Only when the user names a document property, e.g. "
+                        '{"subject": ["Polity", "History"], "year": "2024"}: a document must have one of the '
+                        "values of every key."
+                    ),
+                    "additionalProperties": {
+                        "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]
+                    },
+                },
             },
             "required": ["query"],
         },
@@ -44,6 +55,46 @@ class ToolArgumentError(ValueError):
 class SearchArgs:
     query: str
     document_ids: list[UUID] | None
+    metadata: dict[str, list[str]] | None = None
+
+
+MAX_TOOL_FILTER_KEYS = 8
+MAX_TOOL_FILTER_VALUES = 20
+
+
+def _parse_filters(raw: Any) -> dict[str, list[str]] | None:
+    """The model's `filters`: key → a string or a list of strings (OR); other shapes are an error it can fix."""
+    if raw is None or raw == {}:
+        return None
+    usage = 'filters is an object of strings or lists of strings, e.g. {"subject": ["Polity", "History"]}'
+    if not isinstance(raw, Mapping) or len(raw) > MAX_TOOL_FILTER_KEYS:
+        raise ToolArgumentError(f"{usage} (at most {MAX_TOOL_FILTER_KEYS} keys)")
+    out: dict[str, list[str]] = {}
+    for key, value in raw.items():
+        values = [value] if isinstance(value, str) else value
+        if (
+            not isinstance(values, list)
+            or not 0 < len(values) <= MAX_TOOL_FILTER_VALUES
+            or not all(isinstance(v, str) and 0 < len(v) <= 500 and "\x00" not in v for v in values)
+            or not 0 < len(str(key)) <= 64
+        ):
+            raise ToolArgumentError(usage)
+        out[str(key)] = list(dict.fromkeys(values))
+    return out
+
+
+def narrow_metadata(
+    bound: dict[str, list[str]] | None, asked: dict[str, list[str]] | None
+) -> dict[str, list[str]] | None:
+    """The request's metadata filter (`bound`) narrowed by the model's (`asked`): never wider. A key in both
+    keeps the values in both (the request's when none are)."""
+    if not asked:
+        return bound
+    merged = dict(asked)
+    for key, values in (bound or {}).items():
+        both = [v for v in values if v in set(asked.get(key, values))]
+        merged[key] = both or values
+    return merged
 
 
 def _parse_ids(raw: Any) -> list[UUID] | None:
@@ -79,7 +130,8 @@ def parse_search_args(name: str, arguments: Any, allowed: list[UUID] | None) -> 
         ids: list[UUID] | None = narrowed
     else:
         ids = requested or allowed or None
-    return SearchArgs(query=query.strip()[:MAX_QUERY_CHARS], document_ids=ids)
+    metadata = _parse_filters(arguments.get("filters"))
+    return SearchArgs(query=query.strip()[:MAX_QUERY_CHARS], document_ids=ids, metadata=metadata)
 
 
 async def run_search(
@@ -92,7 +144,7 @@ async def run_search(
     mode: str | None,
     rerank: bool | None,
     collection_ids: list[UUID] | None = None,
-    metadata: dict[str, str] | None = None,
+    metadata: dict[str, list[str]] | None = None,
 ) -> SearchResult:
     filters = SearchFilters(document_ids=document_ids, collection_ids=collection_ids, metadata=metadata)
     return await search.search(

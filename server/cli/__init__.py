@@ -10,7 +10,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from server import __version__
-from server.cli import documents, evaluation, mcp, remote, search, sync, users, vectors
+from server.cli import documents, evaluation, mcp, metadata, remote, search, sync, users, vectors
 from server.cli.common import run_server
 from server.core.errors import RagchatError
 from server.settings import Settings, is_loopback
@@ -77,6 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     users.add_commands(sub)
     remote.add_commands(sub)
     mcp.add_commands(sub)
+    metadata.add_commands(sub)
     return parser
 
 

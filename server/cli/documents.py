@@ -15,6 +15,7 @@ from uuid import UUID
 from server.cli import remote
 from server.cli.common import acting_as, add_user_option, format_duration, open_runtime, run_async, where
 from server.core.errors import RagchatError
+from server.documents.metadata import parse_meta_args
 from server.settings import Settings
 
 if TYPE_CHECKING:
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 async def ingest(settings: Settings, args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
+    meta = parse_meta_args(args.meta)  # a bad --meta fails before anything is read
     server = remote.server_url(args, settings.data_dir)
     if server:  # upload to a running server, as the token's user; it ingests in the background
         print(f"ragchat: using the server at {server}", file=sys.stderr)
@@ -39,6 +41,7 @@ async def ingest(settings: Settings, args: argparse.Namespace) -> int:
         paths = [Path(p) for p in args.paths if not remote.is_url(p)]
         registered = await rt.documents.register_paths(principal, paths, retry_failed=args.retry_failed)
         registered += await register_urls(rt.documents, principal, [p for p in args.paths if remote.is_url(p)])
+        await rt.documents.set_upload_metadata(principal, registered, meta)
         if args.collection:
             for r in registered:
                 if r.document_id:
@@ -166,6 +169,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     ing.add_argument("paths", nargs="+", help="files, folders or URLs")
     ing.add_argument("--quiet", action="store_true", help="no progress bar")
     ing.add_argument("--retry-failed", action="store_true", help="queue again files that failed before")
+    ing.add_argument(
+        "--meta",
+        action="append",
+        metavar="KEY=VALUE",
+        help="metadata on every new document, repeatable (a key given twice is a list): --meta subject=Polity",
+    )
     remote.add_remote_options(ing)
     add_user_option(ing)
     ing.set_defaults(func=run_async(ingest))

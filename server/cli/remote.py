@@ -17,6 +17,7 @@ import httpx
 import platformdirs
 
 from server.core.errors import RagchatError, Unauthorized
+from server.documents.metadata import parse_meta_args
 
 TIMEOUT = httpx.Timeout(120.0, connect=10.0)
 
@@ -223,11 +224,12 @@ def ingest(args: argparse.Namespace, server: str) -> int:
     if not files and not urls:
         raise RagchatError("no files to upload")
     collection = args.collection[0] if getattr(args, "collection", None) else None
+    meta = json.dumps(parse_meta_args(args.meta)) if getattr(args, "meta", None) else None
     results: list[dict[str, Any]] = []
     with client(server, _token(args, server)) as http:
         for path in files:
             with path.open("rb") as f:
-                data = {"collection_id": collection} if collection else None
+                data = {k: v for k, v in (("collection_id", collection), ("metadata", meta)) if v} or None
                 results += _show(check(http.post("/api/documents", files={"files": (path.name, f)}, data=data)))
         for url in urls:  # the server fetches the page (its SSRF guard and limits apply)
             response = http.post("/api/documents/url", json={"url": url, "collection_id": collection})

@@ -6,10 +6,10 @@ Retrieval implements `SearchService`; chat, evaluation and the interfaces receiv
 from __future__ import annotations
 
 import re
-from typing import Any, Literal, Protocol
+from typing import Annotated, Any, Literal, Protocol
 from uuid import UUID
 
-from pydantic import BaseModel, Field, computed_field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, Field, computed_field, field_validator, model_validator
 
 from server.core.errors import BadRequest
 from server.core.principal import Principal
@@ -66,13 +66,33 @@ class Location(BaseModel):
         return ", ".join(parts)
 
 
+def metadata_as_lists(value: Any) -> Any:
+    """`{"team": "geo"}` is `{"team": ["geo"]}`; repeated values count once; a key without values goes."""
+    if not isinstance(value, dict):
+        return value
+    out: dict[Any, Any] = {}
+    for key, raw in value.items():
+        values = [raw] if isinstance(raw, str) else raw
+        if isinstance(values, list):
+            values = list(dict.fromkeys(values))
+            if not values:
+                continue
+        out[key] = values
+    return out or None
+
+
+MetadataFilter = Annotated[dict[str, list[str]], BeforeValidator(metadata_as_lists)]
+"""Metadata key → the values one of which a document must have (a single string is a list of one)."""
+
+
 class SearchFilters(BaseModel):
-    """Restrict a search to some documents, collections and/or documents whose metadata has these key=value
-    pairs, and/or passages at a location (`sheet`, `slide`, `chapter`: equal; `row`, `t` (seconds): inside the
-    passage's rows or time span). Filters only narrow what the reader may read: they never widen it."""
+    """Restrict a search to some documents, collections and/or documents whose metadata has, for every key,
+    one of its values (OR within a key, AND across keys; a metadata value stored as a list matches when any
+    element does), and/or passages at a location (`sheet`, `slide`, `chapter`: equal; `row`, `t` (seconds):
+    inside the passage's rows or time span). Filters only narrow what the reader may read: never widen it."""
 
     document_ids: list[UUID] | None = None
-    metadata: dict[str, str] | None = None
+    metadata: MetadataFilter | None = None
     collection_ids: list[UUID] | None = None
     location: dict[str, str] | None = None
 
@@ -334,6 +354,15 @@ class DocumentHit(BaseModel):
     best_chunk: Passage
 
 
+class FacetValue(BaseModel):
+    value: str
+    count: int = Field(description="readable documents in the search's scope with this value")
+
+
+Facets = dict[str, list[FacetValue]]
+"""Metadata key → its most frequent values (most documents first), as GET/POST /api/search return them."""
+
+
 class SearchResponse(BaseModel):
     query: str
     mode: Literal["vector", "keyword", "hybrid"]
@@ -344,6 +373,11 @@ class SearchResponse(BaseModel):
     has_embeddings: bool = Field(description="false: nothing is embedded yet, so vector search found nothing")
     confidence: Confidence
     rerank: RerankStatus = Field(default_factory=RerankStatus, description="what the LLM rerank did")
+    facets: Facets = Field(
+        default_factory=dict,
+        description="metadata key → value counts (documents) among the readable documents in the search's scope; "
+        "a filtered key's counts ignore its own filter, so its other values can be added (OR)",
+    )
 
 
 class SearchService(Protocol):

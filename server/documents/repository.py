@@ -16,7 +16,7 @@ from server.vectors.store import Space, VectorRow, insert_vectors
 
 DOCUMENT_COLUMNS = """id, owner_id, filename, title, content_type, byte_size, sha256, status, chunks_total,
     chunks_done, page_count, error, metadata, created_at, updated_at, attempts, locked_at, progress_started_at,
-    not_before"""
+    not_before, metadata_status, metadata_error"""
 
 
 @dataclass(frozen=True)

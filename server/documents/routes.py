@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Annotated
 from uuid import UUID
 
-from litestar import Controller, delete, get, post
+from litestar import Controller, delete, get, patch, post
 from litestar.enums import RequestEncodingType
 from litestar.params import Body, Parameter
 
@@ -14,11 +14,13 @@ from server.core.errors import BadRequest, NotFound, PayloadTooLarge, RagchatErr
 from server.core.http import ErrorBody, error_responses, response_spec
 from server.core.principal import Principal
 from server.documents.listing import ListQuery, Order, SortKey, TypeFamily
+from server.documents.metadata import check_metadata, parse_metadata_field
 from server.documents.registration import Registered
 from server.documents.schemas import (
     Document,
     DocumentList,
     DocumentStatus,
+    MetadataPatch,
     UploadForm,
     UploadResult,
     UploadResults,
@@ -28,6 +30,7 @@ from server.documents.service import DocumentService
 
 REJECTION = {"payload_too_large": PayloadTooLarge, "unsupported_media_type": UnsupportedMediaType}
 URL_BODY_BYTES = 16 * 1024  # POST /api/documents/url: a URL and a collection id
+PATCH_BODY_BYTES = 128 * 1024  # PATCH /api/documents/{id}: metadata
 URL_ERRORS = {
     **error_responses(400, 404, 413, 415),
     502: response_spec(ErrorBody, "The site could not be reached, or answered with an HTTP error"),
@@ -100,8 +103,10 @@ class DocumentController(Controller):
         """Multipart upload, one or more `files` parts; each file is queued, a duplicate, or rejected (201 when at
         least one is accepted; when all are rejected, the first rejection's 413, 415 or 400 with every result in
         `extra.results`). A `collection_id` (query or form field) puts the uploads into that collection (write
-        access needed). The whole body may not exceed MAX_UPLOAD_MB (+1 MB): send big batches one file a request."""
+        access needed). The whole body may not exceed MAX_UPLOAD_MB (+1 MB): send big batches one file a request.
+        A `metadata` form field (a JSON object of strings or lists of strings) is set on every new document."""
         collection_id = collection_id or data.collection_id
+        metadata = parse_metadata_field(data.metadata)  # a 400 before anything is stored
         if not data.files:
             raise BadRequest("no files in the upload (send multipart/form-data with one or more 'files' fields)")
         if collection_id is not None:
@@ -110,6 +115,7 @@ class DocumentController(Controller):
         for upload in data.files:
             content = await upload.read()
             outcomes += await documents.register_upload(principal, upload.filename or "upload", content)
+        await documents.set_upload_metadata(principal, outcomes, metadata)
         return await upload_results(documents, principal, outcomes, collection_id)
 
     @post("/url", status_code=201, request_max_body_size=URL_BODY_BYTES, responses=URL_ERRORS)
@@ -142,6 +148,17 @@ class DocumentController(Controller):
         """Stop a queued or processing document: it becomes failed with the error "cancelled" and its worker
         drops the work at the next batch (Retry queues it again). Only the owner; 409 when ready or failed."""
         return Document.of(await documents.cancel(principal, document_id))
+
+    @patch("/{document_id:uuid}", request_max_body_size=PATCH_BODY_BYTES, responses=error_responses(400, 403, 404, 413))
+    async def update_document(
+        self, document_id: UUID, data: MetadataPatch, documents: DocumentService, principal: Principal
+    ) -> Document:
+        """Edit the document's metadata as a JSON merge patch: `{"metadata": {"subject": ["Polity", "History"],
+        "draft": null}}` sets `subject` and removes `draft`; other keys stay. Values are strings or lists of at
+        most 20 strings (500 characters each), at most 50 keys of 64 characters; the server's keys (source_path,
+        source_url, ...) cannot be changed. The owner or a collection writer (403 for a reader, 404 otherwise)."""
+        checked = check_metadata(data.metadata, allow_null=True)
+        return Document.of(await documents.update_metadata(principal, document_id, checked))
 
     @delete("/{document_id:uuid}", status_code=204, responses=error_responses(404))
     async def delete_document(self, document_id: UUID, documents: DocumentService, principal: Principal) -> None:

@@ -27,7 +27,14 @@ class Document(BaseModel):
     chunks_done: int
     page_count: int | None
     error: str | None = Field(description="why ingestion failed (status failed)")
-    metadata: dict[str, Any]
+    metadata: dict[str, Any] = Field(
+        description="strings or lists of strings: yours (upload, PATCH), the server's (source_path, source_url) "
+        "and, with METADATA_EXTRACTION, the extractor's (title, summary, topics, document_type, language, key_dates)"
+    )
+    metadata_status: Literal["pending", "running", "done", "failed"] | None = Field(
+        default=None, description="the LLM metadata extraction: null (not run), pending, running, done or failed"
+    )
+    metadata_error: str | None = Field(default=None, description="why the extraction failed (the document is ready)")
     created_at: datetime
     updated_at: datetime
     owner: Person
@@ -105,6 +112,23 @@ class UploadForm(BaseModel):
 
     files: list[UploadFile]
     collection_id: UUID | None = None
+    metadata: str | None = Field(
+        default=None,
+        max_length=64 * 1024,
+        description='a JSON object for every file\'s metadata: {"subject": ["Polity", "History"], "year": "2024"}',
+    )
+
+
+class MetadataPatch(BaseModel):
+    """PATCH /api/documents/{id}: a JSON merge patch of the metadata (null removes a key)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    metadata: dict[str, str | list[str] | None] = Field(max_length=50)
+
+
+class ExtractionQueued(BaseModel):
+    queued: list[UUID] = Field(description="the documents queued for extraction (taken once they are ready)")
 
 
 class UrlIngest(BaseModel):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -12,8 +13,11 @@ from server.core.errors import Conflict, Forbidden, NotFound
 from server.core.principal import Principal
 from server.db.pool import Pool
 from server.documents import listing
+from server.documents import metadata_repository as meta_repo
 from server.documents import repository as repo
+from server.documents.extraction import MetadataExtractor
 from server.documents.listing import ListQuery
+from server.documents.metadata import apply_patch
 from server.documents.pipeline import IngestionPipeline, Progress, run_worker
 from server.documents.registration import Registered, register_bytes, register_paths
 from server.documents.web import WebFetcher
@@ -22,12 +26,16 @@ from server.vectors.registry import SpaceRegistry
 
 
 class DocumentService:
-    def __init__(self, pool: Pool, spaces: SpaceRegistry, settings: Settings) -> None:
+    def __init__(
+        self, pool: Pool, spaces: SpaceRegistry, settings: Settings, extractor: MetadataExtractor | None = None
+    ) -> None:
         self.pool = pool
         self.spaces = spaces
         self.settings = settings
         self.web = WebFetcher(settings)  # tests replace it with one that allows their local server
+        self.extractor = extractor  # LLM metadata extraction (server/documents/extraction.py)
         self._wake = asyncio.Event()
+        self._extract_wake = asyncio.Event()
 
     # ---- registration -------------------------------------------------------------------------------------
     async def register_upload(self, principal: Principal, filename: str, data: bytes) -> list[Registered]:
@@ -62,11 +70,26 @@ class DocumentService:
     async def ingest(
         self, ids: Sequence[UUID] | None = None, on_progress: Callable[[Progress], None] | None = None
     ) -> Progress:
-        """Process queued documents (only `ids` when given) in this process until none is left."""
-        return await IngestionPipeline(self.pool, self.spaces, self.settings, on_progress=on_progress).run(ids)
+        """Process queued documents (only `ids` when given) in this process until none is left; then, with
+        METADATA_EXTRACTION on, extract their metadata (the CLI's ingest: no worker may be running)."""
+        progress = await IngestionPipeline(self.pool, self.spaces, self.settings, on_progress=on_progress).run(ids)
+        if self.extractor is not None and self.settings.metadata_extraction:
+            await self.extractor.run_pending(ids)
+        return progress
 
     async def run_worker(self, stop: asyncio.Event, poll_s: float = 2.0) -> None:
-        await run_worker(self.pool, self.spaces, self.settings, stop, self._wake, poll_s)
+        """The ingestion worker, and beside it (its own task: the LLM never holds up an ingest) the metadata
+        extractor's."""
+        if self.extractor is None:
+            await run_worker(self.pool, self.spaces, self.settings, stop, self._wake, poll_s)
+            return
+        extraction = asyncio.create_task(self.extractor.run_worker(stop, self._extract_wake), name="metadata-worker")
+        try:
+            await run_worker(self.pool, self.spaces, self.settings, stop, self._wake, poll_s)
+        finally:
+            extraction.cancel()
+            with suppress(asyncio.CancelledError, Exception):
+                await extraction
 
     # ---- reading ------------------------------------------------------------------------------------------
     async def list(self, principal: Principal, collection_id: UUID | None = None) -> list[dict[str, Any]]:
@@ -204,3 +227,53 @@ class DocumentService:
     async def add_to_collection(self, principal: Principal, document_id: UUID, collection_id: UUID) -> None:
         async with self.pool.connection() as conn:
             await repo.add_to_collection(conn, principal.user_id, document_id, collection_id)
+
+    # ---- metadata (server/documents/metadata.py, extraction.py) ----------------------------------------------
+    async def set_upload_metadata(
+        self, principal: Principal, registered: Sequence[Registered], metadata: dict[str, Any]
+    ) -> None:
+        """A person's metadata (checked) on the documents just queued (not on duplicates)."""
+        ids = [r.document_id for r in registered if r.document_id and r.status in ("queued", "requeued")]
+        if ids and metadata:
+            async with self.pool.connection() as conn:
+                await meta_repo.add_metadata(conn, principal.user_id, ids, metadata)
+
+    async def update_metadata(self, principal: Principal, document_id: UUID, patch: dict[str, Any]) -> dict[str, Any]:
+        """Merge a person's (checked) keys into the metadata (null removes one). The owner or a collection
+        writer; a reader gets 403, anyone else 404."""
+        async with self.pool.connection() as conn:
+            await self._writable(conn, principal, document_id, "edit its metadata")
+            async with conn.transaction():
+                row = await meta_repo.lock_metadata(conn, document_id)
+                if row is None:
+                    raise NotFound(f"document {document_id} not found")
+                await meta_repo.write_metadata(conn, document_id, apply_patch(row["metadata"] or {}, patch))
+            return await self._writable(conn, principal, document_id, "edit its metadata")
+
+    async def request_extraction(self, principal: Principal, document_id: UUID | None = None) -> list[UUID]:
+        """Queue the LLM extraction again: for one document (owner or collection writer: 403 for a reader, 404
+        for anyone else) or for every document of the principal; the worker takes them when they are ready."""
+        async with self.pool.connection() as conn:
+            if document_id is not None:
+                await self._writable(conn, principal, document_id, "extract its metadata")
+                ids = [document_id]
+            else:
+                ids = await meta_repo.owned_ids(conn, principal.user_id)
+            queued = await meta_repo.mark_pending(conn, ids)
+        self._extract_wake.set()
+        return queued
+
+    async def extract_pending(self, ids: Sequence[UUID] | None = None) -> tuple[int, int]:
+        """Run the extraction in this process for what waits (only `ids` when given): (done, failed)."""
+        if self.extractor is None:
+            return 0, 0
+        return await self.extractor.run_pending(ids)
+
+    @staticmethod
+    async def _writable(conn: Any, principal: Principal, document_id: UUID, what: str) -> dict[str, Any]:
+        row = await repo.get_document(conn, principal.user_id, document_id)
+        if row is None:
+            raise NotFound(f"document {document_id} not found")
+        if row.get("access", "owner") == "read":
+            raise Forbidden(f"only the document's owner or a collection writer can {what}")
+        return row

@@ -39,7 +39,10 @@ Mode = Literal["vector", "keyword", "hybrid"]
 ModeArg = Annotated[Mode | None, Field(description="vector, keyword or hybrid (default: the server's SEARCH_MODE)")]
 DocumentIds = Annotated[list[UUID] | None, Field(description="only these documents (ids from list_documents)")]
 CollectionIds = Annotated[list[UUID] | None, Field(description="only the documents of these collections")]
-Filters = Annotated[dict[str, str] | None, Field(description='document metadata key=value pairs, e.g. {"team": "geo"}')]
+Filters = Annotated[
+    dict[str, str | list[str]] | None,
+    Field(description='document metadata: one of each key\'s values, e.g. {"subject": ["Polity", "History"]}'),
+]
 Rerank = Annotated[bool | None, Field(description="rerank the candidates with the LLM (slower; default: server's)")]
 
 

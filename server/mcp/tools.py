@@ -14,8 +14,9 @@ from server.chat.answer import AnswerRequest
 from server.chat.faults import as_http_error
 from server.core.errors import BadRequest, NotFound
 from server.core.principal import Principal
-from server.core.search import SearchFilters
+from server.core.search import SearchFilters, metadata_as_lists
 from server.mcp.models import AskOutput, DocumentInfo, DocumentList, SearchOutput, Source
+from server.retrieval.filters import check_metadata_filters
 from server.retrieval.routes import charge
 from server.runtime import Runtime
 
@@ -62,7 +63,7 @@ async def search_documents(
     mode: str | None = None,
     limit: int = 8,
     document_ids: list[UUID] | None = None,
-    filters: dict[str, str] | None = None,
+    filters: dict[str, str | list[str]] | None = None,
     collection_ids: list[UUID] | None = None,
     rerank: bool | None = None,
 ) -> SearchOutput:
@@ -78,7 +79,7 @@ async def search_documents(
         mode=mode,
         filters=SearchFilters(
             document_ids=document_ids or None,
-            metadata={str(k): str(v) for k, v in filters.items()} if filters else None,
+            metadata=check_metadata_filters(metadata_as_lists(filters) or {}, "filters") or None,
             collection_ids=collection_ids or None,
         ),
         rerank=rerank,

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
-
-from psycopg.types.json import Jsonb
 
 from server.core.errors import BadRequest
 from server.core.search import LOCATION_FILTER_KEYS, SearchFilters
@@ -29,8 +28,8 @@ def filter_sql(scope: ReadScope, filters: SearchFilters | None, alias: str = "c"
         )
         params["collection_ids"] = list(filters.collection_ids)
     if filters and filters.metadata:
-        clauses.append(f"{alias}.document_id IN (SELECT d.id FROM documents d WHERE d.metadata @> %(meta)s)")
-        params["meta"] = Jsonb(filters.metadata)
+        clauses.append(f"{alias}.document_id IN (SELECT d.id FROM documents d WHERE d.metadata @? %(meta)s)")
+        params["meta"] = metadata_path(filters.metadata)
     if filters and filters.location:
         where, values = location_sql(filters.location, "lc.location" if alias == "e" else "c.location")
         if alias == "e":  # embeddings carry no location: their chunk's row does
@@ -79,22 +78,62 @@ def _number(key: str, value: str, kind: type[int] | type[float]) -> int | float:
     return number
 
 
-def parse_metadata_filters(items: list[str] | None, what: str = "filter") -> dict[str, str] | None:
-    """`["team=geo", "year=2024"]` → `{"team": "geo", "year": "2024"}` (CLI `--filter`, API `filter=`)."""
+MAX_FILTER_KEYS = 32
+MAX_FILTER_VALUES = 100  # per key
+MAX_FILTER_CHARS = 1000  # a key or a value
+
+
+def metadata_path(metadata: dict[str, list[str]]) -> str:
+    """The jsonpath a document's metadata must match (`metadata @? path`, served by the GIN jsonb_path_ops
+    index): one of each key's values, for every key. In lax mode `@."k" == "v"` also holds when `k` is a list
+    with the element "v", so values stored as strings and as lists both match. Keys and values are JSON string
+    literals (json.dumps escapes quotes, backslashes and control characters)."""
+    terms = []
+    for key, values in metadata.items():
+        name = json.dumps(key, ensure_ascii=False)
+        terms.append("(" + " || ".join(f"@.{name} == {json.dumps(v, ensure_ascii=False)}" for v in values) + ")")
+    return "$ ? (" + " && ".join(terms) + ")"
+
+
+def check_metadata_filters(metadata: dict[str, list[str]], what: str = "filter") -> dict[str, list[str]]:
+    """Bounded and printable: at most MAX_FILTER_KEYS keys of MAX_FILTER_VALUES values, no NUL; a 400 else."""
+    if len(metadata) > MAX_FILTER_KEYS:
+        raise BadRequest(f"at most {MAX_FILTER_KEYS} metadata {what} keys (got {len(metadata)})")
+    for key, values in metadata.items():
+        if len(values) > MAX_FILTER_VALUES:
+            raise BadRequest(f"{what} {key!r} has {len(values)} values: at most {MAX_FILTER_VALUES}")
+        for text in (key, *values):
+            if not text or len(text) > MAX_FILTER_CHARS or "\x00" in text:
+                raise BadRequest(f"{what} keys and values are 1 to {MAX_FILTER_CHARS} characters, no NUL")
+    return metadata
+
+
+def parse_metadata_filters(items: list[str] | None, what: str = "filter") -> dict[str, list[str]] | None:
+    """`["subject=Polity", "subject=History", "year=2024"]` → `{"subject": ["Polity", "History"], "year":
+    ["2024"]}` (CLI `--filter`, API `filter=`): several values of a key are OR, keys are AND."""
     if not items:
         return None
-    out: dict[str, str] = {}
+    out: dict[str, list[str]] = {}
     for item in items:
         key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise BadRequest(f"{what} must be key=value (got {item!r})")
-        out[key] = value
-    return out
+        if not sep or not key or not value:
+            raise BadRequest(f"{what} must be key=value (got {item[:100]!r})")
+        values = out.setdefault(key, [])
+        if value not in values:
+            values.append(value)
+    return check_metadata_filters(out, what)
 
 
 def parse_location_filters(items: list[str] | None) -> dict[str, str] | None:
     """API `location=sheet=Q1&location=row=12` → `{"sheet": "Q1", "row": "12"}`, keys and numbers checked."""
-    location = parse_metadata_filters(items, "location")
+    if not items:
+        return None
+    location: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise BadRequest(f"location must be key=value (got {item[:100]!r})")
+        location[key] = value
     if location:
         location_sql(location, "location")  # a bad key or number is a 400 before any search runs
     return location

@@ -13,8 +13,9 @@ from server.core.http import error_responses
 from server.core.principal import Principal
 from server.core.search import SearchFilters, SearchResponse
 from server.db.ratelimit import RateLimiter
+from server.retrieval.facets import facet_counts
 from server.retrieval.filters import parse_location_filters, parse_metadata_filters
-from server.retrieval.schemas import MAX_TOP_K, SEARCH_BODY_BYTES, SearchBody, check_query
+from server.retrieval.schemas import MAX_FACET_KEYS, MAX_TOP_K, SEARCH_BODY_BYTES, SearchBody, check_query
 from server.retrieval.search import Searcher
 from server.settings import Settings
 
@@ -53,7 +54,20 @@ async def search(
     rerank: bool | None = None,
     document_ids: Annotated[list[UUID] | None, Parameter(query="document_ids")] = None,
     collection_ids: Annotated[list[UUID] | None, Parameter(query="collection_ids")] = None,
-    filter_: Annotated[list[str] | None, Parameter(query="filter")] = None,
+    filter_: Annotated[
+        list[str] | None,
+        Parameter(
+            query="filter",
+            description="document metadata key=value, repeatable: values of one key are OR, keys are AND "
+            "(filter=subject=Polity&filter=subject=History&filter=year=2024)",
+        ),
+    ] = None,
+    facets: Annotated[
+        list[str] | None,
+        Parameter(
+            query="facets", max_items=MAX_FACET_KEYS, description="metadata keys to count (default: the most used)"
+        ),
+    ] = None,
     location: Annotated[
         list[str] | None,
         Parameter(
@@ -73,7 +87,7 @@ async def search(
         location=parse_location_filters(location),
     )
     result = await searcher.search(q, principal=principal, limit=limit, mode=mode, filters=filters, rerank=rerank)
-    return _private(result.to_api())
+    return await _with_facets(searcher, principal, result.to_api(), filters, facets)
 
 
 @post(
@@ -86,7 +100,7 @@ async def search_post(
     searcher: Searcher, principal: Principal, limiter: RateLimiter, data: SearchBody
 ) -> Response[SearchResponse]:
     """The GET's search with a JSON body: `{query, top_k, filters: {document_ids, collection_ids, metadata:
-    {key: value}}, mode, rerank}`; the same response."""
+    {key: value or [values]}, location}, mode, rerank, facets}`; the same response."""
     query = check_query(data.query)
     filters = data.filters.to_filters() if data.filters else None
     await charge(searcher.settings, limiter, principal, data.top_k, data.rerank)
@@ -98,7 +112,19 @@ async def search_post(
         filters=filters if filters and filters.active else None,
         rerank=data.rerank,
     )
-    return _private(result.to_api())
+    return await _with_facets(searcher, principal, result.to_api(), filters, data.facets)
+
+
+async def _with_facets(
+    searcher: Searcher,
+    principal: Principal,
+    body: SearchResponse,
+    filters: SearchFilters | None,
+    keys: list[str] | None,
+) -> Response[SearchResponse]:
+    """The response with the facet counts of the search's scope (server/retrieval/facets.py)."""
+    body.facets = await facet_counts(searcher.pool, principal, filters, keys)
+    return _private(body)
 
 
 def _private(body: SearchResponse) -> Response[SearchResponse]:

@@ -10,14 +10,15 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from server.core.errors import BadRequest
 from server.core.schemas import Flag
 from server.core.search import SearchFilters
-from server.retrieval.filters import location_sql
+from server.retrieval.filters import MAX_FILTER_KEYS, check_metadata_filters, location_sql
 
 MAX_SEARCH_QUERY_CHARS = 2000  # GET's `q` and POST's `query`
 MAX_TOP_K = 100  # GET's `limit`
 SEARCH_BODY_BYTES = 256 * 1024
 MAX_FILTER_IDS = 1000
-MAX_METADATA_KEYS = 32
+MAX_METADATA_KEYS = MAX_FILTER_KEYS
 MAX_METADATA_VALUES = 100
+MAX_FACET_KEYS = 20
 
 FilterText = Annotated[str, StringConstraints(min_length=1, max_length=1000)]
 MetadataValue = FilterText | Annotated[list[FilterText], Field(min_length=1, max_length=MAX_METADATA_VALUES)]
@@ -31,28 +32,22 @@ class SearchBodyFilters(BaseModel):
     document_ids: list[UUID] | None = Field(default=None, max_length=MAX_FILTER_IDS)
     collection_ids: list[UUID] | None = Field(default=None, max_length=MAX_FILTER_IDS)
     metadata: dict[FilterText, MetadataValue] | None = Field(
-        default=None, max_length=MAX_METADATA_KEYS, description='{"team": "geo"} or {"team": ["geo"]}'
+        default=None,
+        max_length=MAX_METADATA_KEYS,
+        description='{"subject": ["Polity", "History"], "year": "2024"}: one of a key\'s values (OR), every key (AND)',
     )
     location: dict[FilterText, FilterText] | None = Field(
         default=None, max_length=8, description='sheet, slide, chapter, row, t: {"sheet": "Q1", "row": "12"}'
     )
 
     def to_filters(self) -> SearchFilters:
-        metadata: dict[str, str] = {}
-        for key, value in (self.metadata or {}).items():
-            values = list(dict.fromkeys([value] if isinstance(value, str) else value))
-            if len(values) > 1:
-                raise BadRequest(
-                    f"metadata filter {key!r} has {len(values)} values: one value per key for now "
-                    '(e.g. {"team": "geo"})'
-                )
-            metadata[key] = values[0]
+        metadata = {k: list(dict.fromkeys([v] if isinstance(v, str) else v)) for k, v in (self.metadata or {}).items()}
         if self.location:
             location_sql(self.location, "location")  # a bad key or number is a 400 before any search runs
         return SearchFilters(
             document_ids=self.document_ids or None,
             collection_ids=self.collection_ids or None,
-            metadata=metadata or None,
+            metadata=check_metadata_filters(metadata) or None,
             location=self.location or None,
         )
 
@@ -67,6 +62,9 @@ class SearchBody(BaseModel):
     filters: SearchBodyFilters | None = None
     mode: str | None = Field(default=None, description="vector, keyword or hybrid (default: SEARCH_MODE)")
     rerank: Flag | None = Field(default=None, description="LLM rerank (default: RERANK_ENABLED)")
+    facets: list[FilterText] | None = Field(
+        default=None, max_length=MAX_FACET_KEYS, description="the metadata keys to count (default: the most used)"
+    )
 
 
 def check_query(query: str) -> str:

@@ -107,7 +107,7 @@ def test_tool_schema_is_what_ollama_expects() -> None:
     fn = SEARCH_TOOL["function"]
     assert SEARCH_TOOL["type"] == "function" and fn["name"] == "search_documents"
     assert fn["parameters"]["required"] == ["query"]
-    assert set(fn["parameters"]["properties"]) == {"query"}  # small models invent ids: not offered
+    assert set(fn["parameters"]["properties"]) == {"query", "filters"}  # small models invent ids: not offered
     json.dumps(SEARCH_TOOL)
 
 
