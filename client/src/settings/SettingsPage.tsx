@@ -49,6 +49,7 @@ export function SettingsPage() {
   useTitle("Settings");
   const [view, setView] = useState<SettingsView | null>(null);
   const [form, setForm] = useState<FormValues | null>(null);
+  const [theme, setTheme] = useState<Theme>("system");
   const [models, setModels] = useState<ChatModels | null>(null);
   const [modelsError, setModelsError] = useState<string | null>(null);
   const [loadError, setLoadError] = useState<string | null>(null);
@@ -59,6 +60,7 @@ export function SettingsPage() {
     setView(next);
     const { theme, ...rest } = next.values;
     setForm(rest);
+    setTheme(theme);
     applyTheme(theme);
   };
 
@@ -123,9 +125,10 @@ export function SettingsPage() {
     void send(patch, "Saved. The next answer and upload use these settings.");
   };
 
-  const chooseTheme = (theme: Theme) => {
-    applyTheme(theme); // at once; saved for the next visit and other browsers
-    void send({ theme }, `Theme: ${theme}.`);
+  const chooseTheme = (next: Theme) => {
+    setTheme(next);
+    applyTheme(next); // at once; saved for the next visit and other browsers
+    void send({ theme: next }, `Theme: ${next}.`);
   };
 
   const resetAll = () => {
@@ -260,8 +263,7 @@ export function SettingsPage() {
                 type="radio"
                 name="theme"
                 value={t.value}
-                checked={view.values.theme === t.value}
-                disabled={busy}
+                checked={theme === t.value}
                 onChange={() => chooseTheme(t.value)}
                 data-testid={`theme-${t.value}`}
               />
