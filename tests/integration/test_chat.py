@@ -42,7 +42,7 @@ async def test_tool_round_event_sequence_and_reload(
 
     assert names(events) == ["thread", "tool_call", "tool_result", "token", "done"]
     thread = first(events, "thread")
-    assert set(thread) == {"thread_id", "message_id"}
+    assert set(thread) == {"thread_id", "question_id", "message_id"}
     call = first(events, "tool_call")
     assert call == {"id": "call_1", "name": "search_documents", "arguments": {"query": "paid holiday days per year"}}
     result = first(events, "tool_result")
@@ -84,6 +84,7 @@ async def test_tool_round_event_sequence_and_reload(
     assert saved["title"] == "How many holiday days do I get?"
     user, assistant = saved["messages"]
     assert user["role"] == "user" and user["content"] == "How many holiday days do I get?"
+    assert user["id"] == thread["question_id"] and assistant["parent_id"] == user["id"]
     assert assistant["id"] == thread["message_id"] and assistant["status"] == "complete"
     assert assistant["content"] == text_of(events) and assistant["error"] is None
     assert assistant["tool_calls"] == [call]
