@@ -32,6 +32,8 @@ async def ingest(settings: Settings, args: argparse.Namespace) -> int:
     server = remote.server_url(args, settings.data_dir)
     if server:  # upload to a running server, as the token's user; it ingests in the background
         print(f"ragchat: using the server at {server}", file=sys.stderr)
+        if args.chunk or args.chunk_tokens:
+            print("ragchat: --chunk applies to a local ingest; the server uses its CHUNK_STRATEGY", file=sys.stderr)
         return remote.ingest(args, server)
     print(f"ragchat: using {where(settings)}", file=sys.stderr)
     async with open_runtime(settings) as rt:
@@ -42,6 +44,9 @@ async def ingest(settings: Settings, args: argparse.Namespace) -> int:
         registered = await rt.documents.register_paths(principal, paths, retry_failed=args.retry_failed)
         registered += await register_urls(rt.documents, principal, [p for p in args.paths if remote.is_url(p)])
         await rt.documents.set_upload_metadata(principal, registered, meta)
+        if args.chunk or args.chunk_tokens:
+            asked = {"requested": args.chunk or settings.chunk_strategy, "tokens": args.chunk_tokens}
+            await rt.documents.set_chunking(principal, registered, asked)
         if args.collection:
             for r in registered:
                 if r.document_id:
@@ -160,6 +165,13 @@ def retry_remote(args: argparse.Namespace, server: str, ids: list[UUID]) -> int:
     return 1 if failed else 0
 
 
+def _chunk_tokens(value: str) -> int:
+    n = int(value)
+    if not 16 <= n <= 256:
+        raise argparse.ArgumentTypeError("must be between 16 and 256")
+    return n
+
+
 def add_commands(sub: argparse._SubParsersAction) -> None:
     w = sub.add_parser("worker", help="process queued documents (run as many as you like)")
     w.add_argument("--poll", type=float, default=2.0, help="seconds between queue polls")
@@ -174,6 +186,14 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         action="append",
         metavar="KEY=VALUE",
         help="metadata on every new document, repeatable (a key given twice is a list): --meta subject=Polity",
+    )
+    ing.add_argument(
+        "--chunk",
+        choices=("auto", "line", "sentence", "semantic"),
+        help="chunking strategy for these files (default: CHUNK_STRATEGY)",
+    )
+    ing.add_argument(
+        "--chunk-tokens", type=_chunk_tokens, metavar="N", help="word pieces per chunk, 16-256 (default: CHUNK_TOKENS)"
     )
     remote.add_remote_options(ing)
     add_user_option(ing)

@@ -26,7 +26,17 @@ from typing import Any, Literal
 from server.documents.parsers import Section
 from server.vectors.store import content_hash, embedding_text
 
-__all__ = ["DEFAULT_MAX_CHARS", "Chunk", "chunk_sections", "content_hash", "embedding_text", "iter_chunks"]
+__all__ = [
+    "DEFAULT_MAX_CHARS",
+    "Chunk",
+    "Unit",
+    "chunk_sections",
+    "content_hash",
+    "embedding_text",
+    "iter_chunks",
+    "joined_within",
+    "units_within",
+]
 
 # Longest of 10,929 SciFact + NFCorpus chunks at 256 tokens (the largest CHUNK_TOKENS): 1,578 characters
 # (6.45 per token). 2,000 never cuts prose and bounds a chunk of giant "words" (1 token each) to 2 KB.
@@ -41,7 +51,7 @@ _BREAK_AFTER = re.compile(r"[/\\\-_.,;:!?|&=+#~)\]}>'\"]")
 _COUNT_BATCH_CHARS = 256 * 1024  # text handed to the tokenizer per call: bounds its per-token buffers
 
 TokenCounter = Callable[[Sequence[str]], list[int]]
-_Sep = Literal["\n\n", " ", ""]
+_Sep = Literal["\n\n", "\n", " ", ""]
 
 
 @dataclass(frozen=True)
@@ -274,6 +284,31 @@ def iter_chunks(
                 yield Chunk(text, section.page, section.heading, tokens, section.location)
         for text, tokens in packer.finish():
             yield Chunk(text, section.page, section.heading, tokens, section.location)
+
+
+# --- building blocks shared with the other strategies (chunk_line.py, chunk_semantic.py) ---
+Unit = _Unit
+
+
+def units_within(text: str, max_tokens: int, max_chars: int, count: TokenCounter) -> Iterator[_Unit]:
+    """`text`'s sentences (paragraph breaks kept as separators), each within both caps: a longer one is cut
+    into words, a longer word into pieces glued back with the separator ""."""
+    return _units(text, max_tokens, max_chars, count)
+
+
+def joined_within(units: Sequence[_Unit], count: TokenCounter, max_tokens: int) -> Iterator[tuple[str, int]]:
+    """`units` joined by their separators as one chunk (text, tokens), or as several when a word cut in pieces
+    counts more tokens once glued than its pieces did; each part within `max_tokens` (units never split)."""
+    text = _join(units)
+    tokens = sum(u.tokens for u in units)
+    if len(units) > 1 and any(u.sep == "" for u in units[1:]):
+        tokens = count([text])[0]
+        if tokens > max_tokens:
+            half = len(units) // 2
+            yield from joined_within(units[:half], count, max_tokens)
+            yield from joined_within(units[half:], count, max_tokens)
+            return
+    yield text, tokens
 
 
 def chunk_sections(

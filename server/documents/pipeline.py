@@ -32,7 +32,8 @@ from psycopg_pool import PoolTimeout
 from server.core.errors import DatabaseUnavailable, RagchatError
 from server.db.pool import Pool
 from server.documents import repository as repo
-from server.documents.chunking import chunk_sections, content_hash, embedding_text
+from server.documents.chunk_strategy import blocking_embed, chunk_document
+from server.documents.chunking import content_hash, embedding_text
 from server.documents.limits import ParseLimits
 from server.documents.parsers import ParsedDocument, ParseError, Section, parse
 from server.documents.registration import BEIR_RECORD_TYPE
@@ -57,6 +58,7 @@ class Prepared:
     vectors: np.ndarray | None = None
     space: ActiveSpace | None = None
     embedded: int = 0  # chunks this worker embedded for it (the rest came from the vector cache)
+    chunking: dict[str, Any] | None = None  # the strategy used and why (documents.chunking)
     filled: int = 0  # rows of `vectors` set so far
 
     def put(self, index: int, vector: np.ndarray) -> None:
@@ -155,6 +157,7 @@ class IngestionPipeline:
         self.drained = asyncio.Event()  # set while no group is in flight
         self.drained.set()
         self.requeued = False  # a document went back to the queue after a fault that may pass
+        self.loop: asyncio.AbstractEventLoop | None = None  # the semantic chunker embeds through it from a thread
 
     def _alive(self, docs: list[Prepared]) -> list[Prepared]:
         return [d for d in docs if d.id not in self.lost]
@@ -215,6 +218,7 @@ class IngestionPipeline:
 
     async def _prepare_stage(self, ids: Sequence[UUID] | None, out: asyncio.Queue[list[Prepared] | None]) -> None:
         group: list[Prepared] = []
+        self.loop = asyncio.get_running_loop()
 
         async def flush() -> None:
             nonlocal group
@@ -296,13 +300,19 @@ class IngestionPipeline:
         limits = ParseLimits.from_settings(self.settings)
         parsed = parse_document(row["content_type"], row["filename"], bytes(data), limits)
         del data
-        chunks = chunk_sections(
+        asked = row.get("chunking") or {}  # set at upload, by `ingest --chunk` or a re-chunk
+        tokens = min(int(asked.get("tokens") or self.settings.chunk_tokens), embedder.max_tokens)
+        chunked = chunk_document(
             parsed.sections,
+            row["filename"],
             embedder.count_tokens,
-            max_tokens=min(self.settings.chunk_tokens, embedder.max_tokens),
-            overlap=self.settings.chunk_overlap,
+            blocking_embed(embedder, self.loop),
+            strategy=asked.get("requested") or self.settings.chunk_strategy,
+            max_tokens=tokens,
+            overlap=min(self.settings.chunk_overlap * tokens // self.settings.chunk_tokens, tokens - 1),
             max_chars=self.settings.chunk_max_chars,
         )
+        chunks = chunked.chunks
         if not chunks:
             raise ParseError("no text found in the document (empty or whitespace only)")
         title = parsed.title or row["title"]
@@ -318,6 +328,7 @@ class IngestionPipeline:
             page_count=parsed.metadata.get("page_count"),
             metadata=meta,
             source_path=(row["metadata"] or {}).get("source_path"),
+            chunking=chunked.record,
         )
 
     async def _embed_stage(
@@ -413,6 +424,7 @@ class IngestionPipeline:
                     metadata=doc.metadata,
                     replaces_source=doc.source_path,
                     worker_id=self.worker_id,
+                    chunking=doc.chunking,
                 )
         except repo.LeaseLost:
             log.info("document %s was cancelled, deleted or taken over before it was stored: dropped", doc.id)

@@ -16,7 +16,7 @@ from server.vectors.store import Space, VectorRow, insert_vectors
 
 DOCUMENT_COLUMNS = """id, owner_id, filename, title, content_type, byte_size, sha256, status, chunks_total,
     chunks_done, page_count, error, metadata, created_at, updated_at, attempts, locked_at, progress_started_at,
-    not_before, metadata_status, metadata_error"""
+    not_before, metadata_status, metadata_error, chunking"""
 
 
 @dataclass(frozen=True)
@@ -101,6 +101,31 @@ async def cancel(conn: Conn, owner: UUID, document_id: UUID) -> bool:
     return cur.rowcount == 1
 
 
+def _jsonb(value: dict[str, Any] | None) -> Jsonb | None:
+    return None if value is None else Jsonb(value)
+
+
+async def set_chunking(conn: Conn, owner: UUID, document_ids: Sequence[UUID], chunking: dict[str, Any]) -> None:
+    """The chunking asked for (`{"requested", "tokens"}`) on `owner`'s documents still queued (just registered)."""
+    await conn.execute(
+        "UPDATE documents SET chunking = %s WHERE id = ANY(%s::uuid[]) AND owner_id = %s AND status = 'queued'",
+        (Jsonb(chunking), list(document_ids), owner),
+    )
+
+
+async def rechunk(conn: Conn, document_id: UUID, chunking: dict[str, Any]) -> bool:
+    """Queue a ready or failed document again to be chunked as `chunking` asks (its stored bytes are parsed
+    again; its current chunks stay searchable until the new ones replace them). The caller checked access."""
+    cur = await conn.execute(
+        """UPDATE documents SET status = 'queued', chunking = %s, error = NULL, chunks_done = 0, attempts = 0,
+               lease_until = NULL, worker_id = NULL, not_before = NULL, progress_started_at = NULL, updated_at = now()
+           WHERE id = %s AND status IN ('ready', 'failed')
+             AND EXISTS (SELECT 1 FROM document_blobs b WHERE b.document_id = documents.id)""",
+        (Jsonb(chunking), document_id),
+    )
+    return cur.rowcount == 1
+
+
 async def give_up_expired(conn: Conn, *, max_attempts: int) -> int:
     """Fail documents whose lease ran out on their last allowed attempt (the worker died each time), with
     the last error they had; returns how many."""
@@ -170,7 +195,7 @@ async def claim(
                 FROM picked
                 WHERE d.id = picked.id
                 RETURNING d.id, d.owner_id, d.filename, d.title, d.content_type, d.metadata, d.created_at,
-                          d.attempts, d.byte_size,
+                          d.attempts, d.byte_size, d.chunking,
                           CASE WHEN %s::bigint IS NULL OR d.byte_size <= %s::bigint
                                THEN (SELECT data FROM document_blobs b WHERE b.document_id = d.id) END AS data""",
             (*params, limit, *stale_params, limit, limit, lease_s, worker_id, inline, inline),
@@ -293,6 +318,7 @@ async def store_chunks(
     metadata: dict[str, Any],
     replaces_source: str | None,
     worker_id: str | None = None,
+    chunking: dict[str, Any] | None = None,
 ) -> None:
     """Replace the document's chunks and their vectors (in `space`, which must still be the active one) and
     flip it to ready, in the caller's transaction. With `worker_id`, only while that worker holds the lease
@@ -344,9 +370,9 @@ async def store_chunks(
     await conn.execute(
         """UPDATE documents SET status = 'ready', error = NULL, title = %s, chunks_total = %s, chunks_done = %s,
                page_count = %s, metadata = metadata || %s, locked_at = NULL, lease_until = NULL,
-               worker_id = NULL, updated_at = now()
+               worker_id = NULL, updated_at = now(), chunking = coalesce(%s, chunking)
            WHERE id = %s""",
-        (title, len(chunks), len(chunks), page_count, Jsonb(metadata), document_id),
+        (title, len(chunks), len(chunks), page_count, Jsonb(metadata), _jsonb(chunking), document_id),
     )
     if replaces_source:
         await conn.execute(

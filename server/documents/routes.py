@@ -12,6 +12,7 @@ from litestar.params import Body, Parameter
 
 from server.core.errors import BadRequest, NotFound, PayloadTooLarge, RagchatError, UnsupportedMediaType
 from server.core.http import ErrorBody, error_responses, response_spec
+from server.core.preferences import PreferencesLookup
 from server.core.principal import Principal
 from server.documents.listing import ListQuery, Order, SortKey, TypeFamily
 from server.documents.metadata import check_metadata, parse_metadata_field
@@ -21,6 +22,7 @@ from server.documents.schemas import (
     DocumentList,
     DocumentStatus,
     MetadataPatch,
+    RechunkRequest,
     UploadForm,
     UploadResult,
     UploadResults,
@@ -98,6 +100,7 @@ class DocumentController(Controller):
         data: Annotated[UploadForm, Body(media_type=RequestEncodingType.MULTI_PART)],
         documents: DocumentService,
         principal: Principal,
+        user_preferences: PreferencesLookup,
         collection_id: UUID | None = None,
     ) -> UploadResults:
         """Multipart upload, one or more `files` parts; each file is queued, a duplicate, or rejected (201 when at
@@ -106,6 +109,11 @@ class DocumentController(Controller):
         access needed). The whole body may not exceed MAX_UPLOAD_MB (+1 MB): send big batches one file a request.
         A `metadata` form field (a JSON object of strings or lists of strings) is set on every new document."""
         collection_id = collection_id or data.collection_id
+        preferences = await user_preferences(principal.user_id)  # the Settings page's choices over the env's
+        chunking = None
+        strategy = data.chunk_strategy or preferences.chunk_strategy
+        if data.chunk_strategy or data.chunk_tokens or strategy != documents.settings.chunk_strategy:
+            chunking = {"requested": strategy, "tokens": data.chunk_tokens}
         metadata = parse_metadata_field(data.metadata)  # a 400 before anything is stored
         if not data.files:
             raise BadRequest("no files in the upload (send multipart/form-data with one or more 'files' fields)")
@@ -114,8 +122,12 @@ class DocumentController(Controller):
         outcomes: list[Registered] = []
         for upload in data.files:
             content = await upload.read()
-            outcomes += await documents.register_upload(principal, upload.filename or "upload", content)
+            outcomes += await documents.register_upload(principal, upload.filename or "upload", content, chunking)
         await documents.set_upload_metadata(principal, outcomes, metadata)
+        if preferences.metadata_extraction and not documents.settings.metadata_extraction:  # this user opted in
+            for new in outcomes:
+                if new.document_id and new.status in ("queued", "requeued"):
+                    await documents.request_extraction(principal, new.document_id)
         return await upload_results(documents, principal, outcomes, collection_id)
 
     @post("/url", status_code=201, request_max_body_size=URL_BODY_BYTES, responses=URL_ERRORS)
@@ -148,6 +160,22 @@ class DocumentController(Controller):
         """Stop a queued or processing document: it becomes failed with the error "cancelled" and its worker
         drops the work at the next batch (Retry queues it again). Only the owner; 409 when ready or failed."""
         return Document.of(await documents.cancel(principal, document_id))
+
+    @post(
+        "/{document_id:uuid}/rechunk",
+        status_code=200,
+        request_max_body_size=URL_BODY_BYTES,
+        responses=error_responses(400, 403, 404, 409),
+    )
+    async def rechunk_document(
+        self, document_id: UUID, data: RechunkRequest, documents: DocumentService, principal: Principal
+    ) -> Document:
+        """Chunk a ready or failed document again with `strategy` (auto | line | sentence | semantic) and
+        optionally `chunk_tokens` (16-256): it is queued again from its stored file; its current chunks stay
+        searchable until the new ones replace them. The owner or a collection writer (403 for a reader); 409
+        while it is queued or processing."""
+        chunking = {"requested": data.strategy, "tokens": data.chunk_tokens}
+        return Document.of(await documents.rechunk(principal, document_id, chunking))
 
     @patch("/{document_id:uuid}", request_max_body_size=PATCH_BODY_BYTES, responses=error_responses(400, 403, 404, 413))
     async def update_document(

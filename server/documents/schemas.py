@@ -10,10 +10,32 @@ from litestar.datastructures import UploadFile
 from pydantic import BaseModel, ConfigDict, Field
 
 from server.core.schemas import Person
+from server.documents.chunk_strategy import Strategy
 
 DocumentStatus = Literal["queued", "processing", "ready", "failed"]
 IngestStage = Literal["queued", "waiting", "reading", "embedding", "ready", "failed"]
 Role = Literal["owner", "write", "read"]
+
+
+class ChunkingInfo(BaseModel):
+    """How the document is chunked: asked for at upload / ingest / re-chunk, and what ingestion did."""
+
+    requested: Strategy = Field(description="auto routes by file type and shape")
+    strategy: Literal["line", "sentence", "semantic"] | None = Field(
+        default=None, description="the strategy used (null until the document is processed)"
+    )
+    tokens: int | None = Field(default=None, description="the chunk budget in the embedder's word pieces")
+    overlap: int | None = Field(default=None, description="word pieces repeated between chunks (sentence only)")
+    reason: str | None = Field(default=None, description="why: auto's routing, or 'requested'")
+
+
+class RechunkRequest(BaseModel):
+    """Chunk a document again with another strategy or size."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    strategy: Strategy
+    chunk_tokens: int | None = Field(default=None, ge=16, le=256, description="word pieces per chunk")
 
 
 class Document(BaseModel):
@@ -50,6 +72,7 @@ class Document(BaseModel):
     eta_s: float | None = Field(
         default=None, description="stage embedding: seconds left at the rate since embedding started"
     )
+    chunking: ChunkingInfo | None = Field(default=None, description="strategy requested and used, and why")
 
     @classmethod
     def of(cls, row: dict[str, Any]) -> Document:
@@ -117,6 +140,8 @@ class UploadForm(BaseModel):
         max_length=64 * 1024,
         description='a JSON object for every file\'s metadata: {"subject": ["Polity", "History"], "year": "2024"}',
     )
+    chunk_strategy: Strategy | None = Field(default=None, description="CHUNK_STRATEGY when absent")
+    chunk_tokens: int | None = Field(default=None, ge=16, le=256, description="CHUNK_TOKENS when absent")
 
 
 class MetadataPatch(BaseModel):

@@ -38,11 +38,43 @@ class DocumentService:
         self._extract_wake = asyncio.Event()
 
     # ---- registration -------------------------------------------------------------------------------------
-    async def register_upload(self, principal: Principal, filename: str, data: bytes) -> list[Registered]:
-        """Queue one uploaded file; the in-process worker starts on it at once."""
+    async def register_upload(
+        self, principal: Principal, filename: str, data: bytes, chunking: dict[str, Any] | None = None
+    ) -> list[Registered]:
+        """Queue one uploaded file (chunked as `chunking` asks: {"requested", "tokens"}); the in-process worker
+        starts on it at once."""
         out = await register_bytes(self.pool, principal.user_id, filename, data, self.settings)
+        if chunking:
+            await self.set_chunking(principal, out, chunking)
         self._wake.set()
         return out
+
+    async def set_chunking(
+        self, principal: Principal, registered: Sequence[Registered], chunking: dict[str, Any]
+    ) -> None:
+        """The chunking asked for, on the documents just queued (not on duplicates)."""
+        ids = [r.document_id for r in registered if r.document_id and r.status in ("queued", "requeued")]
+        if ids:
+            async with self.pool.connection() as conn:
+                await repo.set_chunking(conn, principal.user_id, ids, chunking)
+
+    async def rechunk(self, principal: Principal, document_id: UUID, chunking: dict[str, Any]) -> dict[str, Any]:
+        """Queue a ready or failed document again to be chunked as `chunking` asks. The owner or a collection
+        writer (a reader gets 403, anyone else 404); 409 while it is queued or processing."""
+        async with self.pool.connection() as conn:
+            row = await repo.get_document(conn, principal.user_id, document_id)
+            if row is None:
+                raise NotFound(f"document {document_id} not found")
+            if row["access"] == "read":
+                raise Forbidden("only the document's owner or a collection writer can re-chunk it")
+            if not await repo.rechunk(conn, document_id, chunking):
+                row = await repo.get_document(conn, principal.user_id, document_id) or row
+                if row["status"] in ("queued", "processing"):
+                    raise Conflict(f"document {document_id} is {row['status']}: re-chunk it once it is done")
+                raise Conflict(f"document {document_id} has no stored file to chunk again: upload it again")
+            row = await repo.get_document(conn, principal.user_id, document_id) or row
+        self._wake.set()
+        return row
 
     async def register_url(self, principal: Principal, url: str) -> list[Registered]:
         """Fetch a web page or file (server/documents/web.py: SSRF guard, time and size limits) and queue it like

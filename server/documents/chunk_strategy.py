@@ -1,0 +1,133 @@
+"""Which chunking strategy a document gets, and the record of it stored with the document.
+
+Strategies: `line` (chunk_line.py: receipts, sheets), `sentence` (chunking.py: prose), `semantic`
+(chunk_semantic.py: long structured reports) and `auto`, which picks one from the file type and the parsed
+text's shape (`route`) and says why. The record (`documents.chunking`) holds the strategy requested and the
+one used, the token budget, the overlap and the reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import PurePath
+from typing import Any, Literal
+
+import numpy as np
+
+from server.documents.chunk_line import line_chunks
+from server.documents.chunk_semantic import Choose, Embed, TooLong, semantic_chunks
+from server.documents.chunking import Chunk, TokenCounter, chunk_sections
+from server.documents.parsers import Section
+
+Strategy = Literal["auto", "line", "sentence", "semantic"]
+STRATEGIES: tuple[Strategy, ...] = ("auto", "line", "sentence", "semantic")
+
+SHEET_SUFFIXES = frozenset({".csv", ".tsv", ".xlsx", ".xlsm", ".ods", ".xls"})
+# receipt-like text: at least this many lines, most of them short, many with an amount
+RECEIPT_MIN_LINES = 6
+RECEIPT_MEDIAN_CHARS = 48
+RECEIPT_AMOUNT_SHARE = 0.3
+# a long structured report: at least this many headed sections and about this many tokens
+REPORT_MIN_HEADINGS = 4
+REPORT_MIN_TOKENS = 2000
+CHARS_PER_TOKEN = 4.5  # for the routing estimate only (English prose in MiniLM's word pieces: 4.3-4.8)
+
+_AMOUNT = re.compile(r"(?:[$€£¥₹]\s?\d|\d[.,]\d{2}\b|\b\d+\s?(?:EUR|USD|GBP|CHF|INR)\b)")
+
+
+@dataclass(frozen=True)
+class Decision:
+    strategy: Literal["line", "sentence", "semantic"]
+    reason: str
+
+
+def route(sections: Sequence[Section], filename: str) -> Decision:
+    """`auto`'s choice for a parsed document: sheets and receipt-like text -> line; long text under many
+    headings -> semantic; anything else -> sentence."""
+    suffix = PurePath(filename).suffix.lower()
+    if suffix in SHEET_SUFFIXES:
+        return Decision("line", f"a spreadsheet ({suffix}): rows are lines")
+    lines = [line.strip() for s in sections for line in s.text.split("\n") if line.strip()]
+    if len(lines) >= RECEIPT_MIN_LINES:
+        median = statistics.median(len(line) for line in lines)
+        amounts = sum(1 for line in lines if _AMOUNT.search(line)) / len(lines)
+        if median <= RECEIPT_MEDIAN_CHARS and amounts >= RECEIPT_AMOUNT_SHARE:
+            return Decision(
+                "line",
+                f"receipt-like: {len(lines)} lines, median {median:.0f} characters, {amounts:.0%} with amounts",
+            )
+    headings = len({s.heading for s in sections if s.heading})
+    tokens = int(sum(len(s.text) for s in sections) / CHARS_PER_TOKEN)
+    if headings >= REPORT_MIN_HEADINGS and tokens >= REPORT_MIN_TOKENS:
+        return Decision("semantic", f"a long structured text: {headings} headed sections, about {tokens:,} tokens")
+    why = "few headings" if headings < REPORT_MIN_HEADINGS else f"short (about {tokens:,} tokens)"
+    return Decision("sentence", f"prose ({why})")
+
+
+@dataclass(frozen=True)
+class Chunked:
+    chunks: list[Chunk]
+    record: dict[str, Any]  # stored in documents.chunking
+
+
+def chunk_document(
+    sections: Sequence[Section],
+    filename: str,
+    count: TokenCounter,
+    embed: Embed | None,
+    *,
+    strategy: Strategy,
+    max_tokens: int,
+    overlap: int,
+    max_chars: int,
+    choose: Choose | None = None,
+) -> Chunked:
+    """The document's chunks by `strategy` (auto: `route`'s choice); semantic without an embedder, or past
+    chunk_semantic.MAX_UNITS sentences, falls back to sentence (the record says so)."""
+    decision = route(sections, filename) if strategy == "auto" else Decision(strategy, "requested")
+    used, reason = decision.strategy, decision.reason
+    chunks: list[Chunk] | None = None
+    if used == "semantic":
+        if embed is None:
+            used, reason = "sentence", reason + "; semantic needs an embedder: sentence instead"
+        else:
+            try:
+                chunks = semantic_chunks(
+                    sections, count, embed, max_tokens=max_tokens, max_chars=max_chars, choose=choose
+                )
+            except TooLong as exc:
+                used, reason = "sentence", f"{reason}; {exc}: sentence instead"
+    if used == "line":
+        chunks = line_chunks(sections, count, max_tokens=max_tokens, max_chars=max_chars)
+    elif chunks is None:
+        used = "sentence"
+        chunks = chunk_sections(sections, count, max_tokens=max_tokens, overlap=overlap, max_chars=max_chars)
+    record = {
+        "requested": strategy,
+        "strategy": used,
+        "tokens": max_tokens,
+        "overlap": overlap if used == "sentence" else 0,
+        "reason": reason,
+    }
+    return Chunked(chunks, record)
+
+
+def blocking_embed(embedder: Any, loop: asyncio.AbstractEventLoop | None, timeout_s: float = 600.0) -> Embed | None:
+    """A synchronous embed function for code running in a worker thread: the provider's own `embed_sync` when
+    it has one (the local model), else its async `embed_documents` run on `loop` (a remote model's client
+    lives there). None when neither is possible."""
+    sync = getattr(embedder, "embed_sync", None)
+    if callable(sync):
+        return lambda texts: np.asarray(sync(list(texts)), dtype=np.float32)
+    if loop is None:
+        return None
+
+    def run(texts: Sequence[str]) -> np.ndarray:
+        future = asyncio.run_coroutine_threadsafe(embedder.embed_documents(list(texts)), loop)
+        return np.asarray(future.result(timeout_s), dtype=np.float32)
+
+    return run
