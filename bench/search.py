@@ -215,7 +215,7 @@ class Synthesizer:
         self.seed = seed
         self.namespace = SYNTH_NS
 
-    def batches(self, count: int, batch: int) -> Iterator[list[ChunkRow]]:
+    def batches(self, count: int, batch: int, skip: set[int] | None = None) -> Iterator[tuple[int, list[ChunkRow]]]:
         return synthetic_batches(
             self.vectors,
             self.titles,
@@ -228,6 +228,7 @@ class Synthesizer:
             count,
             batch + batch % 2,  # even: a document's two chunks stay in one batch
             lambda title, content: content_hash(embedding_text(title, content)),
+            skip,
         )
 
 
@@ -236,7 +237,7 @@ async def live_insert_sample(conn: Conn, space: Space, synth: Synthesizer, n: in
     delete them again."""
     live = Synthesizer.__new__(Synthesizer)
     live.__dict__.update(synth.__dict__, seed=synth.seed + 1, namespace=uuid.uuid5(SYNTH_NS, "live"))
-    rows = next(live.batches(n, n))
+    _, rows = next(live.batches(n, n))
     await drop_live_documents(conn, live.namespace, n)
     docs = sorted({r[0] for r in rows})
     await copy_documents(conn, BENCH_OWNER, [(d, f"live/{d}") for d in docs])
@@ -577,8 +578,12 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                             maintenance_work_mem=args.maintenance_work_mem,
                             parallel_workers=args.parallel_workers,
                             batch=args.batch,
+                            connect=lambda uri=uri: admin(uri),
+                            loaders=args.loaders,
                         )
                         log(f"  {b}")
+                        if args.build_only:
+                            continue
                         mem: dict[str, Any] = {"after_build": memory(pm_pid)}
                         load_before = [round(x, 2) for x in os.getloadavg()]
                         summary, detail = await measure_size(size, srt, sconn, space, queries, warmup, args)
@@ -596,6 +601,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                         out["embedding_space"] = {"id": space.id, "label": space.label}
                     finally:
                         await sconn.close()
+            if args.build_only:
+                return {"build_only": True}
             largest = str(max(args.sizes))
             out["hnsw_recall_at_10"] = details[largest]["recall_at_10"]
             out["hnsw_ef_search"] = settings.hnsw_ef_search
@@ -790,10 +797,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=13)
     p.add_argument("--exact-timing", type=int, default=30, help="exact scans timed (of the recall queries)")
     p.add_argument("--no-fp32-explore", dest="fp32_explore", action="store_false", help="skip the fp32 query rows")
+    p.add_argument("--build-only", action="store_true", help="build (or resume) the sizes, measure nothing")
     p.add_argument("--prepare-only", action="store_true", help="only ingest the corpus into the bench data dir")
     p.add_argument("--corpus-limit", type=int, default=None, help="ingest only N records (smoke tests; re-ingests)")
     p.add_argument("--maintenance-work-mem", default="4GB", help="for CREATE INDEX (default 4GB: a 1M graph fits)")
     p.add_argument("--parallel-workers", type=int, default=1, help="max_parallel_maintenance_workers (default 1)")
+    p.add_argument("--loaders", type=int, default=2, help="connections COPYing batches at once (default 2)")
     p.add_argument("--batch", type=int, default=20000, help="synthetic rows generated and COPYed per batch")
     p.add_argument("--live-sample", type=int, default=3000, help="rows COPYed with live indexes (0 = skip)")
     args = p.parse_args(argv)
@@ -806,7 +815,7 @@ def main(argv: list[str] | None = None) -> int:
     args.data_dir.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     out = asyncio.run(main_async(args))
-    if args.prepare_only:
+    if args.prepare_only or args.build_only:
         print(out)
         return 0
     out["cpu_context_end"] = cpu_context()

@@ -10,13 +10,14 @@ bounded by the batch, whatever the size.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
 import re
 import resource
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, LiteralString, Protocol, cast
 
 import numpy as np
@@ -36,8 +37,9 @@ ChunkRow = tuple[Any, ...]  # (document_id, owner_id, chunk_index, title, conten
 class RowSource(Protocol):
     seed: int
     noise: float
+    namespace: uuid.UUID
 
-    def batches(self, count: int, batch: int) -> Iterator[list[ChunkRow]]: ...
+    def batches(self, count: int, batch: int, skip: set[int] | None = None) -> Iterator[tuple[int, list[ChunkRow]]]: ...
 
 
 def log(msg: str) -> None:
@@ -108,30 +110,37 @@ async def copy_documents(conn: Conn, owner: uuid.UUID, docs: list[tuple[uuid.UUI
 
 
 async def copy_chunks(conn: Conn, space: Space, rows: list[ChunkRow]) -> None:
-    """COPY chunk rows into document_chunks with ids taken from its identity sequence, then their vectors into
-    `space` with the server's `insert_vectors` (COPY into chunk_embeddings)."""
-    seq = "pg_get_serial_sequence('document_chunks', 'id')"
-    first = (
-        await fetch(
-            conn,
-            f"SELECT nextval({seq}) AS first, setval({seq}, currval({seq}) + %s - 1) AS last",
-            (len(rows),),
-        )
-    )[0]["first"]
+    """COPY chunk rows into document_chunks with ids taken from its identity sequence, then their vectors."""
+    first = await copy_chunk_rows(conn, rows)
+    await copy_vector_rows(conn, space, rows, first)
+
+
+async def copy_chunk_rows(conn: Conn, rows: list[ChunkRow]) -> list[int]:
+    """COPY chunks into document_chunks with ids drawn from its identity sequence; the ids, in row order."""
+    got = await fetch(
+        conn,
+        "SELECT array_agg(nextval(pg_get_serial_sequence('document_chunks', 'id'))) AS ids FROM generate_series(1, %s)",
+        (len(rows),),
+    )
+    ids: list[int] = got[0]["ids"]
     async with conn.cursor().copy(
         """COPY document_chunks (id, document_id, owner_id, chunk_index, title, content, page, section,
                                  token_count, content_hash) FROM STDIN"""
     ) as copy:
-        for i, r in enumerate(rows):
-            await copy.write_row((first + i, *r[:-1]))
-    # the vectors in binary (what the server's `insert_vectors` writes as text: a third of the Python time)
+        for i, r in zip(ids, rows, strict=True):
+            await copy.write_row((i, *r[:-1]))
+    return ids
+
+
+async def copy_vector_rows(conn: Conn, space: Space, rows: list[ChunkRow], ids: list[int]) -> None:
+    """The rows' vectors into the space, in binary (what the server's `insert_vectors` writes as text)."""
     async with conn.cursor().copy(
         "COPY chunk_embeddings (space_id, chunk_id, document_id, owner_id, content_hash, embedding) "
         "FROM STDIN (FORMAT BINARY)"
     ) as copy:
         copy.set_types(["int4", "int8", "uuid", "uuid", "text", "vector"])
-        for i, r in enumerate(rows):
-            await copy.write_row((space.id, first + i, r[0], r[1], r[8], r[9]))
+        for i, r in zip(ids, rows, strict=True):
+            await copy.write_row((space.id, i, r[0], r[1], r[8], r[9]))
 
 
 def build_key(size: int, real_n: int, synth: RowSource) -> dict[str, Any]:
@@ -162,8 +171,11 @@ async def build_size(
     maintenance_work_mem: str,
     parallel_workers: int,
     batch: int,
+    connect: Callable[[], Awaitable[Conn]],
+    loaders: int = 2,
 ) -> dict[str, Any]:
-    """`size` chunks for `owner` in this database (reused when already built); every step timed."""
+    """`size` chunks for `owner` in this database (reused when already built, resumed when a load was cut
+    short: the batches already in are recorded in bench_meta); every step timed."""
     real_n = min(size, len(real))
     key = build_key(size, real_n, synth)
     saved = await built_already(conn, space, key)
@@ -173,62 +185,35 @@ async def build_size(
     indexdefs = await index_defs(conn, space)
     t: dict[str, Any] = {"real_chunks": real_n, "synthetic_chunks": size - real_n, "batch_rows": batch}
     await conn.execute("DELETE FROM bench_meta WHERE key = 'built'")
-    await conn.execute(
-        "TRUNCATE document_chunks, chunk_embeddings, bm25_terms, bm25_stats, documents RESTART IDENTITY CASCADE"
-    )
-    await conn.execute("INSERT INTO users (id, name) VALUES (%s, 'bench') ON CONFLICT (id) DO NOTHING", (owner,))
-    for name in indexdefs:
+    for name in indexdefs:  # built after the load (a resumed load may find them from a finished one)
         await conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(name)))
-    for table in BENCH_TABLES:  # autovacuum would re-read the table during the load; we VACUUM ANALYZE after it
-        await conn.execute(sql.SQL("ALTER TABLE {} SET (autovacuum_enabled = false)").format(sql.Identifier(table)))
-
-    start = time.perf_counter()
-    docs = sorted({r["document_id"] for r in real[:real_n]})
-    await copy_documents(conn, owner, [(d, f"scifact/{d}") for d in docs])
-    rows = [
-        (
-            r["document_id"],
-            owner,
-            r["chunk_index"],
-            r["title"],
-            r["content"],
-            r["page"],
-            r["section"],
-            r["token_count"],
-            r["content_hash"],
-            as_array(r["embedding"]),
+    loading = await meta_get(conn, "loading")
+    if loading is None or loading.get("key") != key:
+        await conn.execute(
+            "TRUNCATE document_chunks, chunk_embeddings, bm25_terms, bm25_stats, documents RESTART IDENTITY CASCADE"
         )
-        for r in real[:real_n]
-    ]
-    await copy_chunks(conn, space, rows)
-    t["load_real_s"] = round(time.perf_counter() - start, 2)
+        await conn.execute("INSERT INTO users (id, name) VALUES (%s, 'bench') ON CONFLICT (id) DO NOTHING", (owner,))
+        for table in BENCH_TABLES:  # autovacuum would re-read the table during the load; VACUUM ANALYZE follows
+            await conn.execute(sql.SQL("ALTER TABLE {} SET (autovacuum_enabled = false)").format(sql.Identifier(table)))
+        start = time.perf_counter()
+        await load_real(conn, space, owner, real[:real_n])
+        t["load_real_s"] = round(time.perf_counter() - start, 2)
+        loading = {"key": key, "batches": [], "load_real_s": t["load_real_s"]}
+        await meta_set(conn, "loading", loading)
+    else:
+        t["load_real_s"] = loading.get("load_real_s")
+        t["resumed_after_batches"] = len(loading["batches"])
+        log(f"  resuming the load: {len(loading['batches'])} batches of {batch} already in")
 
     synth_n = size - real_n
     if synth_n:
-        gen = copy = 0.0
-        done = 0
-        started = time.perf_counter()
-        tick = started
-        source = synth.batches(synth_n, batch)
-        while True:
-            a = time.perf_counter()
-            chunk = next(source, None)
-            if chunk is None:
-                break
-            b = time.perf_counter()
-            new_docs = sorted({r[0] for r in chunk})
-            await copy_documents(conn, owner, [(d, f"synthetic/{d}") for d in new_docs])
-            await copy_chunks(conn, space, chunk)
-            c = time.perf_counter()
-            gen += b - a
-            copy += c - b
-            done += len(chunk)
-            if c - tick > 30:
-                tick = c
-                log(f"  {done}/{synth_n} synthetic rows, {done / (c - started):.0f}/s")
-        t["generate_synthetic_s"] = round(gen, 2)
-        t["copy_synthetic_s"] = round(copy, 2)
-        t["copy_synthetic_ms_per_row"] = round(1000 * copy / synth_n, 3)
+        start = time.perf_counter()
+        stats = await load_synthetic(
+            conn, connect, space, owner, synth, synth_n, batch, set(loading["batches"]), loaders
+        )
+        t.update(stats)
+        t["load_synthetic_wall_s"] = round(time.perf_counter() - start, 2)
+        t["loaders"] = loaders
 
     await conn.execute("SELECT set_config('maintenance_work_mem', %s, false)", (maintenance_work_mem,))
     await conn.execute("SELECT set_config('max_parallel_maintenance_workers', %s, false)", (str(parallel_workers),))
@@ -331,12 +316,15 @@ def synthetic_batches(
     count: int,
     batch: int,
     content_hash: Any,
-) -> Iterator[list[ChunkRow]]:
-    """`count` synthetic rows in batches of `batch`: batch k is drawn from its own generator (seed, k), so the
-    rows do not depend on how many were asked for before them."""
+    skip: set[int] | None = None,
+) -> Iterator[tuple[int, list[ChunkRow]]]:
+    """`count` synthetic rows in batches of `batch`, as (batch number, rows): batch k is drawn from its own
+    generator (seed, k), so the rows do not depend on the batches before them (`skip` leaves some out)."""
     import random
 
     for k, start in enumerate(range(0, count, batch)):
+        if skip and k in skip:
+            continue
         n = min(batch, count - start)
         rng = np.random.default_rng([seed, k])
         pick = random.Random(f"{seed}-{k}")
@@ -359,7 +347,7 @@ def synthetic_batches(
             doc = uuid.uuid5(namespace, f"doc-{j // 2}")
             tokens = int(len(content.split()) * 1.3)
             out.append((doc, owner, j % 2, title, content, None, None, tokens, content_hash(title, content), vecs[i]))
-        yield out
+        yield k, out
 
 
 async def exact_top_ids(
@@ -386,3 +374,99 @@ async def exact_top_ids(
             best_s = np.take_along_axis(all_s, top, axis=1)
             best_i = np.take_along_axis(all_i, top, axis=1)
     return [[int(i) for i in row if i >= 0] for row in best_i]
+
+
+async def load_real(conn: Conn, space: Space, owner: uuid.UUID, real: list[dict[str, Any]]) -> None:
+    docs = sorted({r["document_id"] for r in real})
+    await copy_documents(conn, owner, [(d, f"scifact/{d}") for d in docs])
+    rows = [
+        (
+            r["document_id"],
+            owner,
+            r["chunk_index"],
+            r["title"],
+            r["content"],
+            r["page"],
+            r["section"],
+            r["token_count"],
+            r["content_hash"],
+            as_array(r["embedding"]),
+        )
+        for r in real
+    ]
+    await copy_chunks(conn, space, rows)
+
+
+async def load_synthetic(
+    conn: Conn,
+    connect: Callable[[], Awaitable[Conn]],
+    space: Space,
+    owner: uuid.UUID,
+    synth: RowSource,
+    count: int,
+    batch: int,
+    done: set[int],
+    loaders: int,
+) -> dict[str, Any]:
+    """COPY the synthetic batches not in `done` over `loaders` connections (the server's COPY work — tsvector,
+    BM25 trigger — runs in parallel; the BM25 counters serialise only at commit). A batch's documents and chunks
+    commit together, then its vectors with its mark in bench_meta; a batch left half-done by a killed run is
+    deleted first (its documents, cascading to chunks and vectors)."""
+    batch += batch % 2
+    todo = [k for k in range((count + batch - 1) // batch) if k not in done]
+    for k in todo:
+        ids = list(
+            {uuid.uuid5(synth.namespace, f"doc-{j // 2}") for j in range(k * batch, min(count, (k + 1) * batch))}
+        )
+        await conn.execute("DELETE FROM documents WHERE id = ANY(%s)", (ids,))
+    gen_s = copy_s = 0.0
+    rows_done = 0
+    started = tick = time.perf_counter()
+    source = synth.batches(count, batch, skip=set(done))
+
+    async def loader() -> None:
+        nonlocal gen_s, copy_s, rows_done, tick
+        lc = await connect()
+        try:
+            while True:
+                a = time.perf_counter()
+                item = next(source, None)
+                if item is None:
+                    return
+                k, chunk = item
+                b = time.perf_counter()
+                new_docs = sorted({r[0] for r in chunk})
+                async with lc.transaction():
+                    await copy_documents(lc, owner, [(d, f"synthetic/{d}") for d in new_docs])
+                    first = await copy_chunk_rows(lc, chunk)
+                async with lc.transaction():
+                    await copy_vector_rows(lc, space, chunk, first)
+                    await lc.execute(
+                        """UPDATE bench_meta SET value = jsonb_set(value, '{batches}', (value->'batches') || to_jsonb(%s::int))
+                           WHERE key = 'loading'""",  # noqa: E501
+                        (k,),
+                    )
+                c = time.perf_counter()
+                gen_s += b - a
+                copy_s += c - b
+                rows_done += len(chunk)
+                if c - tick > 30:
+                    tick = c
+                    log(
+                        f"  {rows_done}/{count - len(done) * batch} synthetic rows this run, "
+                        f"{rows_done / (c - started):.0f}/s"
+                    )
+        finally:
+            await lc.close()
+
+    await asyncio.gather(*(loader() for _ in range(max(1, loaders))))
+    return {
+        "generate_synthetic_s": round(gen_s, 2),
+        "copy_synthetic_s_summed_over_loaders": round(copy_s, 2),
+        "synthetic_rows_this_run": rows_done,
+        "copy_synthetic_ms_per_row": round(1000 * (time.perf_counter() - started) / max(rows_done, 1), 3),
+    }
+
+
+def synth_namespace(synth: RowSource) -> uuid.UUID:
+    return synth.namespace
