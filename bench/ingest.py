@@ -16,6 +16,7 @@ Every run takes its document service from the composition root (`open_runtime`);
 runtime over the same pool with the replay embedder as the embedding provider.
 
     python bench/ingest.py [--limit N] [--json bench/results/ingest.json]
+    python bench/ingest.py --backends     # torch fp32 vs ONNX int8 side by side: bench/ingest_backends.py
 """
 
 from __future__ import annotations
@@ -464,7 +465,30 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--maintenance-work-mem", default="1GB", help="for the CREATE INDEX of run C (default 1GB)")
     p.add_argument("--keep", action="store_true", help="keep the temporary data dir (server stopped)")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    g = p.add_argument_group("--backends: torch fp32 and ONNX int8 side by side (bench/ingest_backends.py)")
+    g.add_argument("--backends", action="store_true", help="compare the embedding backends instead")
+    g.add_argument("--rounds", type=int, default=5, help="interleaved raw-throughput rounds (default 5)")
+    g.add_argument("--chunks", type=int, default=128, help="256-token chunks per round (default 128)")
+    g.add_argument("--queries", type=int, default=60, help="single queries timed per backend (default 60)")
+    g.add_argument("--e2e-limit", type=int, default=300, help="records through the pipeline per backend (0: skip)")
+    g.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "ragchat-bench-backends")
+    g.add_argument(
+        "--ndcg-db",
+        type=Path,
+        default=None,
+        help="nDCG on the chunks (and float32 vectors) an eval run "
+        "stored in this data dir (e.g. /tmp/fusion-bench/data), instead of chunking the corpora here",
+    )
+    g.add_argument("--only-ndcg", action="store_true", help="skip the throughput, latency and pipeline steps")
     args = p.parse_args(argv)
+    if args.backends:
+        from bench.ingest_backends import run as run_backends
+
+        if args.json == RESULTS / "ingest.json":
+            args.json = RESULTS / "ingest_backends.json"
+        asyncio.run(run_backends(args))
+        print(f"wrote {args.json} and {args.json.with_suffix('.md')}")
+        return 0
     started = time.perf_counter()
     out = asyncio.run(main_async(args))
     out["bench_wall_s"] = round(time.perf_counter() - started, 1)

@@ -116,6 +116,9 @@ class Settings(BaseSettings):
     spaces_refresh_s: float = 2.0  # how often a process re-reads which embedding space is active
     # queries on a bfloat16 copy of the model: auto = when the CPU has native bf16 matmuls (and it agrees)
     query_embed_precision: Literal["auto", "fp32", "bf16"] = "auto"
+    # the local model's runtime: onnx-int8 (ONNX Runtime, int8, exported once and cached) or torch (float32)
+    embed_backend: Literal["onnx-int8", "torch"] = "torch"
+    embed_cache_dir: Path | None = None  # where the ONNX export is cached (default: the user's cache dir)
 
     # --- retrieval ---
     search_mode: SearchMode = SearchMode.hybrid

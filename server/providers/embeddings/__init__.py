@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import logging
+
 from server.providers.embeddings.base import EmbeddingProvider
 from server.settings import EmbedProvider, Settings
 
 DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
+log = logging.getLogger(__name__)
 
 
 def build_embedder(settings: Settings, provider: str | None = None, model: str | None = None) -> EmbeddingProvider:
@@ -36,8 +39,6 @@ def build_embedder(settings: Settings, provider: str | None = None, model: str |
             batch_size=settings.embed_batch_size,
             timeout_s=settings.embed_timeout_s,
         )
-    from server.providers.embeddings.sentence_transformers import SentenceTransformerEmbedder
-
     if name != DEFAULT_LOCAL_MODEL:
         from server.core.errors import BadRequest
 
@@ -45,6 +46,22 @@ def build_embedder(settings: Settings, provider: str | None = None, model: str |
             f"EMBED_PROVIDER=sentence-transformers ships only {DEFAULT_LOCAL_MODEL} (offline); got EMBED_MODEL={name}. "
             "Use EMBED_PROVIDER=ollama or openai for other models."
         )
+    return build_local(settings, name)
+
+
+def build_local(settings: Settings, name: str = DEFAULT_LOCAL_MODEL) -> EmbeddingProvider:
+    """The bundled MiniLM on EMBED_BACKEND: ONNX Runtime int8 (default) or torch float32. Both make vectors of
+    one embedding space; an ONNX backend that cannot be built (no onnxruntime, a failed export) falls back
+    to torch with a warning."""
+    from server.providers.embeddings.sentence_transformers import SentenceTransformerEmbedder
+
+    if settings.embed_backend == "onnx-int8":
+        try:
+            from server.providers.embeddings.onnx import OnnxEmbedder
+
+            return OnnxEmbedder(name, batch_size=settings.embed_batch_size, cache_dir=settings.embed_cache_dir)
+        except (ImportError, OSError, RuntimeError, ValueError) as exc:
+            log.warning("EMBED_BACKEND=onnx-int8 is unavailable (%s): using torch", exc)
     return SentenceTransformerEmbedder(
         name, batch_size=settings.embed_batch_size, query_precision=settings.query_embed_precision
     )
