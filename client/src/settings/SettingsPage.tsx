@@ -253,7 +253,7 @@ export function SettingsPage() {
         </div>
       </form>
 
-      <section className="card" aria-labelledby="settings-look">
+      <section className="card settings-card" aria-labelledby="settings-look">
         <h2 id="settings-look">Appearance</h2>
         <fieldset className="settings-themes" data-testid="set-theme">
           <legend>Theme</legend>
