@@ -44,7 +44,7 @@ def serious_axe(page: Any) -> list[str]:
     return page.evaluate(
         """async () => (await axe.run(document)).violations
                .filter(v => v.impact === 'serious' || v.impact === 'critical')
-               .map(v => `${v.id}: ${v.help} (${v.nodes.map(n => n.target.join(' ')).join(', ')})`)"""
+               .map(v => `${v.id}: ${v.help} (${v.nodes.map(n => n.target.join(' ') + ': ' + n.failureSummary).join(', ')})`)"""
     )
 
 

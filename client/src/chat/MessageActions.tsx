@@ -2,6 +2,20 @@ import { useEffect, useRef, useState } from "react";
 import type { Rating } from "../api/chatApi";
 import type { ChatMessage } from "./state";
 
+const THUMBS = {
+  up: "M14 9V5a3 3 0 0 0-3-3l-4 9v11h11.28a2 2 0 0 0 2-1.7l1.38-9a2 2 0 0 0-2-2.3zM7 22H4a2 2 0 0 1-2-2v-7a2 2 0 0 1 2-2h3",
+  down: "M10 15v4a3 3 0 0 0 3 3l4-9V2H5.72a2 2 0 0 0-2 1.7l-1.38 9a2 2 0 0 0 2 2.3zM17 2h2.67A2.31 2.31 0 0 1 22 4v7a2.31 2.31 0 0 1-2.33 2H17",
+};
+
+/** A thumb (an SVG: emoji need a font the system may not have). */
+function Thumb({ dir }: { dir: Rating }) {
+  return (
+    <svg width={16} height={16} viewBox="0 0 24 24" fill="none" stroke="currentColor" strokeWidth={2} strokeLinecap="round" strokeLinejoin="round" aria-hidden="true" focusable="false">
+      <path d={THUMBS[dir]} />
+    </svg>
+  );
+}
+
 /** What a message's buttons do (ChatPage wires them to useChat). */
 export interface MessageHandlers {
   onRegenerate?: (id: string) => void;
@@ -141,10 +155,10 @@ function FeedbackButtons({ message, onRate }: { message: ChatMessage; onRate: No
   return (
     <span className="feedback" data-testid="feedback" data-rating={current ?? ""}>
       <button type="button" className="icon-button" aria-label="Good answer" aria-pressed={current === "up"} onClick={() => void rate("up")} data-testid="thumbs-up">
-        <span aria-hidden="true">👍</span>
+        <Thumb dir="up" />
       </button>
       <button type="button" className="icon-button" aria-label="Bad answer" aria-pressed={current === "down"} onClick={() => void rate("down")} data-testid="thumbs-down">
-        <span aria-hidden="true">👎</span>
+        <Thumb dir="down" />
       </button>
       {noteOpen && (
         <span className="feedback-note">
