@@ -218,7 +218,7 @@ describe("helpers", () => {
     });
 
     it("stored messages carry siblings, model and feedback", () => {
-      const m = fromServerMessage({ ...serverMessage({ id: "x" }), status: "complete", siblings: ["w", "x"], model: "llama", feedback: { message_id: "x", rating: "up", note: null } });
+      const m = fromServerMessage({ ...serverMessage({ id: "x" }), status: "complete", siblings: ["w", "x"], model: "llama", feedback: { message_id: "x", rating: "up", note: null, updated_at: "" } });
       expect(m).toMatchObject({ siblings: ["w", "x"], model: "llama", feedback: { rating: "up" } });
       const s = chatReducer({ ...initialChatState, messages: [m] }, { type: "feedback", id: "x", feedback: null });
       expect(s.messages[0].feedback).toBeNull();
