@@ -1,6 +1,7 @@
 import { useCallback, useEffect, useRef, useState } from "react";
 import type { Document } from "../api/types";
 import { documentsApi, type ListParams } from "./documentsApi";
+import { DOCUMENTS_CHANGED } from "./RechunkAction";
 
 export const DOCS_POLL_MS = 1000;
 
@@ -36,8 +37,11 @@ export function useDocuments(params: ListParams = {}) {
   useEffect(() => {
     alive.current = true;
     void refresh();
+    const changed = () => void refresh(); // a row queued a document again (Re-chunk…)
+    window.addEventListener(DOCUMENTS_CHANGED, changed);
     return () => {
       alive.current = false;
+      window.removeEventListener(DOCUMENTS_CHANGED, changed);
     };
   }, [refresh]);
 
