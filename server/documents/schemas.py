@@ -149,7 +149,9 @@ class MetadataPatch(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    metadata: dict[str, str | list[str] | None] = Field(max_length=50)
+    metadata: dict[str, Any] = Field(
+        description='{"subject": ["Polity", "History"], "draft": null}: strings or lists of strings; null removes'
+    )
 
 
 class ExtractionQueued(BaseModel):

@@ -3,9 +3,13 @@ import type {
   EvalRunBody,
   EvalRunList,
   EvalRunStarted,
+  Document as ApiDocument,
   DocumentList,
   ErrorBody,
+  ExtractionQueued,
   Health,
+  MetadataFilters,
+  MetadataPatch,
   OpenAIError,
   ReembedBody,
   ReembedProgress,
@@ -149,10 +153,15 @@ const rejected = (filename: string, error: string): UploadResult => ({
 });
 
 /** Upload one file; a refusal of the file (or a failure of its request) is its `rejected` result. */
-async function uploadOne(file: File, collectionId: string | null): Promise<UploadResult[]> {
+async function uploadOne(
+  file: File,
+  collectionId: string | null,
+  fields?: Record<string, string>,
+): Promise<UploadResult[]> {
   const form = new FormData();
   form.append("files", file, file.name);
   if (collectionId) form.append("collection_id", collectionId);
+  for (const [name, value] of Object.entries(fields ?? {})) form.append(name, value);
   try {
     return (await request<UploadResults>("/api/documents", { method: "POST", body: form })).results;
   } catch (e) {
@@ -176,6 +185,7 @@ export async function uploadFiles(
   files: File[],
   collectionId?: string | null,
   onFile?: (results: UploadResult[], index: number) => void,
+  fields?: Record<string, string>,
 ): Promise<UploadResult[]> {
   const out: UploadResult[][] = files.map(() => []);
   const failures: unknown[] = [];
@@ -184,7 +194,7 @@ export async function uploadFiles(
     while (!failures.length && next < files.length) {
       const i = next++;
       try {
-        out[i] = await uploadOne(files[i], collectionId ?? null);
+        out[i] = await uploadOne(files[i], collectionId ?? null, fields);
         onFile?.(out[i], i);
       } catch (error) {
         failures.push(error);
@@ -231,6 +241,14 @@ export const api = {
   ingestUrl: async (url: string, collectionId: string | null) =>
     (await request<UploadResults>("/api/documents/url", json("POST", { url, collection_id: collectionId }))).results,
 
+  /** Edit a document's metadata (JSON merge patch: null removes a key); the updated document. */
+  updateMetadata: (id: string, metadata: MetadataPatch["metadata"]) =>
+    request<ApiDocument>(`/api/documents/${encodeURIComponent(id)}`, json("PATCH", { metadata })),
+
+  /** Run the LLM metadata extraction again for one document. */
+  extractMetadata: (id: string) =>
+    request<ExtractionQueued>(`/api/documents/${encodeURIComponent(id)}/extract-metadata`, { method: "POST" }),
+
   deleteDocument: (id: string) =>
     request<void>(`/api/documents/${encodeURIComponent(id)}`, { method: "DELETE" }),
 
@@ -243,6 +261,8 @@ export const api = {
       limit?: number;
       documentIds?: string[];
       collectionIds?: string[];
+      /** Metadata filters: one of a key's values (OR), every key (AND). */
+      filters?: MetadataFilters;
     },
     signal?: AbortSignal,
   ) => {
@@ -252,6 +272,9 @@ export const api = {
     if (params.limit) qs.set("limit", String(params.limit));
     for (const id of params.documentIds ?? []) qs.append("document_ids", id);
     for (const id of params.collectionIds ?? []) qs.append("collection_ids", id);
+    for (const [key, values] of Object.entries(params.filters ?? {})) {
+      for (const value of values) qs.append("filter", `${key}=${value}`);
+    }
     return request<SearchResponse>(`/api/search?${qs.toString()}`, { signal });
   },
 

@@ -1509,7 +1509,10 @@ export interface components {
         };
         /** MetadataPatch */
         MetadataPatch: {
-            metadata: (string | (string | string[] | null))[];
+            /** @description {"subject": ["Polity", "History"], "draft": null}: strings or lists of strings; null removes */
+            metadata: {
+                [key: string]: unknown;
+            };
         };
         /** Model */
         Model: {

@@ -62,6 +62,15 @@ export type Confidence = Schemas["Confidence"];
 export type SearchChunk = Schemas["Passage"];
 export type DocumentHit = Schemas["DocumentHit"];
 export type SearchResponse = Schemas["SearchResponse"];
+/** A metadata value's document count among the readable documents in a search's scope. */
+export type FacetValue = Schemas["FacetValue"];
+/** Metadata key → its most frequent values (GET /api/search `facets`). */
+export type Facets = SearchResponse["facets"];
+/** Metadata filters: key → values (one of which a document must have; every key must match). */
+export type MetadataFilters = Record<string, string[]>;
+/** `PATCH /api/documents/{id}`: a JSON merge patch of the metadata (null removes a key). */
+export type MetadataPatch = Schemas["MetadataPatch"];
+export type ExtractionQueued = Schemas["ExtractionQueued"];
 
 // ---- chat ----
 

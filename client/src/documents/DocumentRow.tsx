@@ -3,6 +3,7 @@ import type { Document } from "../api/types";
 import { Icon } from "../components/Icon";
 import { formatBytes, formatDate, formatEta, plural } from "../lib/format";
 import { Link } from "../lib/router";
+import { MetadataToggle } from "./MetadataEditor";
 import { isActive } from "./useDocuments";
 
 const STATUS_TEXT = { queued: "Queued", processing: "Processing", ready: "Ready", failed: "Failed" } as const;
@@ -137,6 +138,7 @@ export function DocumentRow({ doc, onDelete, onRetry, onCancel, collections = []
             {doc.error ? withCode(doc.error) : "Ingestion failed."}
           </p>
         )}
+        <MetadataToggle doc={doc} />
       </div>
       <span className={`status status-${doc.status}`} data-testid="document-status">
         {STATUS_TEXT[doc.status] ?? doc.status}

@@ -84,7 +84,7 @@ export function DocumentsPage() {
   const targetId = writable.some((c) => c.id === target) ? target : "";
 
   // One request per file (api.uploadDocuments): each file's result shows as it arrives, next to its name.
-  const upload = async (files: File[]) => {
+  const upload = async (files: File[], fields?: Record<string, string>) => {
     setUploading(true);
     setBatch({ files: files.length, sent: 0, ids: [], skipped: 0, started: performance.now() });
     setNotice(null);
@@ -102,7 +102,7 @@ export function DocumentsPage() {
       if (fresh.length) setDocs((d) => [...fresh, ...(d ?? []).filter((x) => !fresh.some((f) => f.id === x.id))]);
     };
     try {
-      await api.uploadDocuments(files, targetId || null, onFile);
+      await api.uploadDocuments(files, targetId || null, onFile, fields);
     } catch (e) {
       setNotice(`Upload failed: ${errorMessage(e)}`);
       setBatch((b) => b && { ...b, sent: b.files });

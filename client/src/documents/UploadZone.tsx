@@ -1,12 +1,25 @@
 import { useRef, useState, type DragEvent } from "react";
 import { Icon } from "../components/Icon";
+import { metadataField } from "./MetadataEditor";
 
 import { ACCEPT } from "./formats";
 
 export { ACCEPT };
 
-export function UploadZone({ busy, onFiles }: { busy: boolean; onFiles: (files: File[]) => void }) {
+export function UploadZone({
+  busy,
+  onFiles,
+}: {
+  busy: boolean;
+  /** `fields`: extra form fields for every file (`metadata`, as JSON). */
+  onFiles: (files: File[], fields?: Record<string, string>) => void;
+}) {
   const input = useRef<HTMLInputElement>(null);
+  const [meta, setMeta] = useState("");
+  const fields = metadataField(meta); // a string: what is wrong with the text (nothing is sent)
+  const send = (files: File[]) => {
+    if (typeof fields !== "string") onFiles(files, fields);
+  };
   const [over, setOver] = useState(false);
   const depth = useRef(0);
 
@@ -17,7 +30,7 @@ export function UploadZone({ busy, onFiles }: { busy: boolean; onFiles: (files: 
     depth.current = 0;
     setOver(false);
     const files = Array.from(e.dataTransfer?.files ?? []);
-    if (files.length && !busy) onFiles(files);
+    if (files.length && !busy) send(files);
   };
 
   return (
@@ -49,6 +62,26 @@ export function UploadZone({ busy, onFiles }: { busy: boolean; onFiles: (files: 
         </button>
       </p>
       <p className="muted small">PDF, DOCX, Markdown, HTML, text, VTT/SRT, CSV/XLSX, PPTX, EPUB or a JSONL corpus · several at once</p>
+      <div className="upload-meta small">
+        <label htmlFor="upload-metadata" className="muted">
+          Metadata for these files (optional)
+        </label>{" "}
+        <input
+          id="upload-metadata"
+          type="text"
+          placeholder="subject=Polity, subject=History, year=2024"
+          value={meta}
+          onChange={(e) => setMeta(e.target.value)}
+          aria-invalid={typeof fields === "string"}
+          data-testid="upload-metadata"
+        />
+        {typeof fields === "string" && (
+          <span className="error-text" role="alert" data-testid="upload-metadata-error">
+            {" "}
+            {fields}
+          </span>
+        )}
+      </div>
       <input
         ref={input}
         type="file"
@@ -61,7 +94,7 @@ export function UploadZone({ busy, onFiles }: { busy: boolean; onFiles: (files: 
         onChange={(e) => {
           const files = Array.from(e.target.files ?? []);
           e.target.value = "";
-          if (files.length) onFiles(files);
+          if (files.length) send(files);
         }}
       />
     </div>

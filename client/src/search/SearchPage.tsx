@@ -1,6 +1,6 @@
 import { useEffect, useState } from "react";
 import { api } from "../api/client";
-import type { SearchMode, SearchResponse } from "../api/types";
+import type { MetadataFilters, SearchMode, SearchResponse } from "../api/types";
 import { SearchModeBadge } from "../components/SearchModeBadge";
 import { Spinner } from "../components/Spinner";
 import { formatMs } from "../lib/format";
@@ -8,6 +8,7 @@ import { CollectionFilter } from "../components/CollectionFilter";
 import { Link, useSearchParams } from "../lib/router";
 import { useDebounced } from "../lib/useDebounced";
 import { rerankUnavailable, useHealth } from "../lib/health";
+import { FacetChips } from "./FacetChips";
 import { SearchControls } from "./SearchControls";
 import { ResultsByChunk, ResultsByDocument } from "./SearchResults";
 
@@ -34,6 +35,7 @@ export function SearchPage() {
   const [text, setText] = useState(q);
   const [tab, setTab] = useState<"documents" | "chunks">("documents");
   const [result, setResult] = useState<Result | null>(null);
+  const [filters, setFilters] = useState<MetadataFilters>({});
   const debounced = useDebounced(text, SEARCH_DEBOUNCE_MS);
   // The LLM is unreachable: no rerank (the switch is disabled and says why), rather than a failed one.
   const noRerank = rerankUnavailable(useHealth());
@@ -49,7 +51,8 @@ export function SearchPage() {
     setText((t) => (t.trim() === q ? t : q));
   }, [q]);
 
-  const key = `${q}\u0000${mode}\u0000${wantRerank}\u0000${collection}`;
+  const filterKey = JSON.stringify(filters);
+  const key = `${q}\u0000${mode}\u0000${wantRerank}\u0000${collection}\u0000${filterKey}`;
   useEffect(() => {
     if (!q) {
       setResult(null);
@@ -57,13 +60,13 @@ export function SearchPage() {
     }
     const ctrl = new AbortController();
     api
-      .search({ q, mode, rerank: wantRerank, collectionIds: collection ? [collection] : undefined }, ctrl.signal)
+      .search({ q, mode, rerank: wantRerank, collectionIds: collection ? [collection] : undefined, filters }, ctrl.signal)
       .then((data) => setResult({ key, data }))
       .catch((e: unknown) => {
         if (!ctrl.signal.aborted) setResult({ key, error: e instanceof Error ? e.message : String(e) });
       });
     return () => ctrl.abort();
-  }, [key, q, mode, wantRerank, collection]);
+  }, [key, q, mode, wantRerank, collection, filterKey]);
 
   const loading = !!q && result?.key !== key;
   const data = result?.data;
@@ -91,6 +94,7 @@ export function SearchPage() {
           />
         }
       />
+      {q && <FacetChips facets={data?.facets} filters={filters} onChange={setFilters} />}
 
       <div className="search-body" aria-live="polite" aria-busy={loading}>
         {!q ? (
