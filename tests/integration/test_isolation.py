@@ -28,6 +28,8 @@ PUBLIC = {
 BODIES = {
     ("PATCH", "/api/threads/{thread_id:uuid}"): {"title": "hijacked"},
     ("POST", "/api/threads/{thread_id:uuid}/branch"): {"message_id": "00000000-0000-0000-0000-000000000000"},
+    ("PUT", "/api/messages/{message_id:uuid}/feedback"): {"rating": "up"},
+    ("POST", "/api/documents/{document_id:uuid}/rechunk"): {"strategy": "line"},
     ("PATCH", "/api/collections/{collection_id:uuid}"): {"name": "hijacked"},
     ("PATCH", "/api/documents/{document_id:uuid}"): {"metadata": {"hijacked": "yes"}},
     ("PUT", "/api/collections/{collection_id:uuid}/members/{user_id:uuid}"): {"role": "write"},
@@ -85,7 +87,8 @@ async def test_user_b_gets_404_for_every_object_of_user_a(server: Any, settings:
     b = await signed_in(server.url, "bob")
     doc = await upload(a, "secret.txt", A_SECRET)
     fake_ollama.enqueue(Reply.text("Hello Alice."))
-    thread = next(d for e, d in await events_of(a, {"message": "hi"}) if e == "thread")["thread_id"]
+    started = next(d for e, d in await events_of(a, {"message": "hi"}) if e == "thread")
+    thread, answer = started["thread_id"], started["message_id"]
     collection = (await a.post("/api/collections", json={"name": "alice only"})).json()["id"]
     token = (await a.post("/api/auth/tokens", json={"name": "alice's"})).json()
     a_id = (await a.get("/api/auth/session")).json()["user"]["id"]
@@ -95,6 +98,7 @@ async def test_user_b_gets_404_for_every_object_of_user_a(server: Any, settings:
         "collection_id": collection,
         "token_id": token["id"],
         "user_id": a_id,
+        "message_id": answer,
     }
 
     checked = 0
