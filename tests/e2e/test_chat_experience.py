@@ -15,7 +15,7 @@ import httpx
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.conftest import REPO_ROOT, screenshot, upload, wait_ready, wait_until
+from tests.e2e.conftest import MOBILE, REPO_ROOT, screenshot, upload, wait_ready, wait_until
 from tests.e2e.test_page import HANDBOOK, QUESTION, SEARCH_ARGS, open_app
 from tests.fakes.ollama_server import FakeOllama, Reply
 
@@ -44,7 +44,7 @@ def serious_axe(page: Any) -> list[str]:
     return page.evaluate(
         """async () => (await axe.run(document)).violations
                .filter(v => v.impact === 'serious' || v.impact === 'critical')
-               .map(v => `${v.id}: ${v.help} (${v.nodes.map(n => n.target.join(' ') + ': ' + n.failureSummary).join(', ')})`)"""
+               .map(v => `${v.id}: ${v.help} (${v.nodes.map(n => `${n.target.join(' ')}: ${n.failureSummary}`)})`)"""
     )
 
 
@@ -168,7 +168,14 @@ def test_picker_actions_preview_and_counter(live_app: Any, fake_ollama: FakeOlla
     expect(chip).to_contain_text("recipes")
     page.get_by_test_id("chat-mode").select_option("keyword")
     expect(page.get_by_test_id("chat-model").locator("option")).not_to_have_count(1)
+    page.get_by_test_id("scope-button").click()
+    page.get_by_test_id("scope-search").fill("hand")
+    expect(page.get_by_test_id("scope-option")).to_have_count(1)
+    expect(page.get_by_test_id("scope-option")).to_contain_text("handbook")
+    assert serious_axe(page) == [], "axe with the picker open"
     screenshot(page, "chat-controls")
+    page.get_by_test_id("scope-done").click()
+    expect(chip).to_have_count(1)
     ask(page, "How many apples go into the cake?")
     msg = page.locator(ASSISTANT).last
     expect(msg).to_have_attribute("data-status", "complete", timeout=20_000)
@@ -285,3 +292,9 @@ def test_picker_actions_preview_and_counter(live_app: Any, fake_ollama: FakeOlla
     page.locator(ASSISTANT).first.get_by_test_id("citation").first.click()
     page.wait_for_timeout(200)
     screenshot(page, "chat")
+
+    # On a phone the controls and actions wrap: nothing is wider than the screen.
+    page.set_viewport_size(MOBILE)
+    page.wait_for_timeout(200)
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= MOBILE["width"], f"the chat page is {width} px wide on a phone"
