@@ -480,6 +480,14 @@ def main(argv: list[str] | None = None) -> int:
         "stored in this data dir (e.g. /tmp/fusion-bench/data), instead of chunking the corpora here",
     )
     g.add_argument("--only-ndcg", action="store_true", help="skip the throughput, latency and pipeline steps")
+    g.add_argument("--skip-ndcg", action="store_true", help="skip the nDCG step (a quick smoke run)")
+    g.add_argument("--ndcg-queries", type=int, default=0, help="nDCG on this many queries per set (0: all)")
+    g.add_argument(
+        "--ndcg-candidates",
+        type=int,
+        default=0,
+        help="with --ndcg-db: embed again only the chunks in float32's top N for some query (0: the whole corpus)",
+    )
     args = p.parse_args(argv)
     if args.backends:
         from bench.ingest_backends import run as run_backends

@@ -162,23 +162,46 @@ def ndcg(embedders: dict[str, Any], settings: Settings, args: Any, log: Any) -> 
         else:
             doc_ids, texts = chunked_corpus(dataset, settings, embedders["torch"].count_tokens)
         qids = list(dataset.queries)
+        if args.ndcg_queries:  # an evenly spread sample, the same for every backend
+            qids = qids[:: max(1, len(qids) // args.ndcg_queries)][: args.ndcg_queries]
         qtexts = [dataset.queries[q] for q in qids]
-        docs, queries = {}, {}
+        qrels = {q: dataset.qrels[q] for q in qids}
+        queries = {
+            name: _vectors(e, name, qtexts, args.cache, f"{dev}-queries", query=True) for name, e in embedders.items()
+        }
+        row: dict[str, Any] = {
+            "corpus_chunks": len(texts),
+            "queries": len(qids),
+            "chunks_from": str(args.ndcg_db or ""),
+        }
+        if stored is not None:  # float32 documents, both backends' queries, over the whole corpus: cheap
+            full = np.array(doc_ids)
+            for name in embedders:
+                run = _search(queries[name], stored, full, qids)
+                row[f"whole corpus, {name} queries, torch documents"] = round(
+                    evaluate(run, qrels, ks=(10,))["ndcg@10"], 4
+                )
+        if stored is not None and args.ndcg_candidates:
+            # only the chunks float32 ranks in any sampled query's top N are embedded again (a loaded machine
+            # cannot embed whole corpora twice in time); every backend ranks that same candidate set
+            top = np.argsort(-(queries["torch"] @ stored.T), axis=1)[:, : args.ndcg_candidates]
+            keep = np.unique(top)
+            doc_ids, texts, stored = [doc_ids[i] for i in keep], [texts[i] for i in keep], stored[keep]
+            row["candidate_chunks"] = {"per_query_top": args.ndcg_candidates, "union": len(keep)}
+        docs = {}
         for name, e in embedders.items():
             start = time.perf_counter()
             if name == "torch" and stored is not None:
                 docs[name] = stored
             else:
                 docs[name] = _vectors(e, name, texts, args.cache, f"{dev}-docs", query=False)
-            queries[name] = _vectors(e, name, qtexts, args.cache, f"{dev}-queries", query=True)
             log(f"{dev}: {name} vectors for {len(texts)} chunks in {time.perf_counter() - start:.0f} s")
         owners = np.array(doc_ids)
-        row: dict[str, Any] = {"chunks": len(texts), "queries": len(qids), "chunks_from": str(args.ndcg_db or "")}
         pairs = [(name, name) for name in embedders] + [("onnx-int8", "torch")]
         for qname, dname in pairs:
             run = _search(queries[qname], docs[dname], owners, qids)
             label = qname if qname == dname else f"cross ({qname} queries, {dname} documents)"
-            row[label] = round(evaluate(run, dataset.qrels, ks=(10,))["ndcg@10"], 4)
+            row[label] = round(evaluate(run, qrels, ks=(10,))["ndcg@10"], 4)
         cosine = (docs["onnx-int8"] * docs["torch"]).sum(axis=1)
         row["doc_cosine_int8_vs_fp32"] = {
             "min": round(float(cosine.min()), 4),
@@ -240,7 +263,7 @@ async def run(args: Any) -> dict[str, Any]:
         if args.e2e_limit:
             out["end_to_end"] = await end_to_end(embedders, args.e2e_limit, args.quiet)
             log(f"end to end {out['end_to_end']}")
-    out["ndcg@10"] = ndcg(embedders, settings, args, log)
+    out["ndcg@10"] = {} if args.skip_ndcg else ndcg(embedders, settings, args, log)
     out["cpu_context_end"] = cpu_context()
     for e in embedders.values():
         await e.close()
@@ -262,11 +285,11 @@ def markdown(out: dict[str, Any]) -> str:
                 raw.get(name, {}).get("ratio_to_torch", "-"),
                 e2e.get(name, {}).get("chunks_per_s", "-"),
                 lat.get(name, {}).get("p50_ms", "-"),
-                *(nd[dev][name] for dev in DEV_SETS),
+                *(nd.get(dev, {}).get(name, "-") for dev in DEV_SETS),
             ]
         )
     cross = "cross (onnx-int8 queries, torch documents)"
-    rows.append(["cross (int8 q, fp32 docs)", "", "", "", "", *(nd[dev][cross] for dev in DEV_SETS)])
+    rows.append(["cross (int8 q, fp32 docs)", "", "", "", "", *(nd.get(dev, {}).get(cross, "-") for dev in DEV_SETS)])
     headers = ["backend", "raw chunks/s (256 tok)", "ratio", "pipeline chunks/s", "query p50 ms"]
     headers += [f"nDCG@10 {d}" for d in DEV_SETS]
     loads = raw.get("loadavg_1m_per_round", [])
