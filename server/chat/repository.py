@@ -20,6 +20,7 @@ _MESSAGE_COLUMNS += (
     " 'updated_at', f.updated_at) FROM message_feedback f WHERE f.message_id = id) AS feedback"
 )
 STALE_S = 30  # a 'streaming' row whose heartbeat is older than this belongs to a dead process
+STOP_REQUESTED = {"code": "stop_requested", "message": "Stopping."}  # on a 'streaming' row: see request_stop
 INTERRUPTED = {"code": "interrupted", "message": "The server stopped while answering: this answer is incomplete."}
 
 
@@ -169,12 +170,25 @@ async def expire_stale(conn: Conn, thread_id: UUID | None = None, stale_s: float
     return cur.rowcount
 
 
-async def heartbeat(conn: Conn, message_id: UUID, content: str) -> None:
-    """The running answer is alive; its text so far is kept, for a crash."""
-    await conn.execute(
-        "UPDATE messages SET heartbeat_at = now(), content = %s WHERE id = %s AND status = 'streaming'",
-        (content, message_id),
+async def heartbeat(conn: Conn, message_id: UUID, content: str) -> bool:
+    """The running answer is alive; its text so far is kept, for a crash. True when another process asked
+    to stop it (`request_stop`)."""
+    cur = await conn.execute(
+        """UPDATE messages SET heartbeat_at = now(), content = %s WHERE id = %s AND status = 'streaming'
+           RETURNING error ->> 'code' = %s AS stop""",
+        (content, message_id, STOP_REQUESTED["code"]),
     )
+    row = await cur.fetchone()
+    return bool(row and row["stop"])
+
+
+async def request_stop(conn: Conn, thread_id: UUID) -> bool:
+    """Ask the process generating the thread's answer to stop it (seen at its next heartbeat); False: none."""
+    cur = await conn.execute(
+        "UPDATE messages SET error = %s WHERE thread_id = %s AND status = 'streaming' RETURNING id",
+        (Jsonb(STOP_REQUESTED), thread_id),
+    )
+    return await cur.fetchone() is not None
 
 
 async def restart_message(conn: Conn, message_id: UUID) -> None:

@@ -171,7 +171,8 @@ class ChatService:
         async def beat() -> None:
             async with self.pool.connection(timeout=DB_TIMEOUT_S) as conn:
                 await repo.relax_commit(conn)
-                await repo.heartbeat(conn, plan.message_id, _clean(turn.content))
+                if await repo.heartbeat(conn, plan.message_id, _clean(turn.content)):
+                    run.stop(STOPPED)  # asked from another server process
 
         return self.runs.start(run, self.events(principal, req, plan, turn, run), beat=beat, guard=guard)
 
@@ -305,11 +306,16 @@ class ChatService:
         return running is not None and (run is None or run.message_id != running)
 
     async def stop(self, principal: Principal, thread_id: UUID) -> bool:
-        """Stop the thread's answer in progress (saved incomplete); False when none runs here."""
+        """Stop the thread's answer in progress (saved incomplete); False when none runs. Here: stopped and
+        saved before this returns; in another server process: at its next heartbeat (within HEARTBEAT_S)."""
         async with self.pool.connection(timeout=DB_TIMEOUT_S) as conn:
             if await repo.get_thread(conn, principal.user_id, thread_id) is None:
                 raise NotFound(f"thread {thread_id} not found")
-        return await self.runs.stop(thread_id)
+        if await self.runs.stop(thread_id):
+            return True
+        async with self.pool.connection(timeout=DB_TIMEOUT_S) as conn:
+            await repo.expire_stale(conn, thread_id)
+            return await repo.request_stop(conn, thread_id)
 
     async def sweep_interrupted(self) -> int:
         """Startup: answers left 'streaming' by a process that died (stale heartbeat) become incomplete."""

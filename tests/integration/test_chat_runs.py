@@ -186,6 +186,27 @@ async def test_stop_saves_the_answer_incomplete(server: Any, fake_ollama: FakeOl
         assert (await client.post(f"/api/threads/{uuid.uuid4()}/stop")).status_code == 404
 
 
+async def test_a_stop_from_another_server_process_is_seen_at_the_next_heartbeat(
+    server: Any, fake_ollama: FakeOllama, pool: Any
+) -> None:
+    from server.chat import repository
+
+    fake_ollama.enqueue(Reply.text(ANSWER, token_delay=0.25))  # ~10 s of answer
+    async with (
+        httpx.AsyncClient(base_url=server.url, timeout=20) as client,
+        aconnect_sse(client, "POST", "/api/chat", json={"message": "hi"}) as source,
+    ):
+        events = await read(source, lambda ev: len(ev) >= 2)
+        thread_id = named(events, "thread")["thread_id"]
+        async with pool.connection() as conn:  # what POST .../stop does in a process that does not run it
+            assert await repository.request_stop(conn, uuid.UUID(thread_id))
+        asked = time.monotonic()
+        events += await read(source)
+    assert events[-1][1]["code"] == "stopped" and time.monotonic() - asked < 7  # heartbeat every 5 s
+    answer = (await get_thread(server.url, thread_id))["messages"][1]
+    assert answer["status"] == "incomplete" and answer["error"]["code"] == "stopped" and answer["content"] != ANSWER
+
+
 async def test_regenerate_makes_a_sibling_and_the_branch_switch_works(server: Any, fake_ollama: FakeOllama) -> None:
     fake_ollama.enqueue("First answer.", "Second answer.", "Next answer.")
     events = await chat(server.url, {"message": "Question one"})
