@@ -156,12 +156,13 @@ export function DocumentsPage() {
     <div className="page">
       <header className="page-header">
         <h1>Documents</h1>
+
+        <p className="muted">Files you upload are split into chunks, embedded locally and made searchable.</p>
         {total != null && total > 0 && !list.filtered && (
           <p className="muted small" data-testid="documents-count">
             {total === 1 ? "1 document" : `${total} documents`}
           </p>
         )}
-        <p className="muted">Files you upload are split into chunks, embedded locally and made searchable.</p>
       </header>
 
       {writable.length > 0 && (

@@ -53,7 +53,9 @@ export default function PdfView({ url, page, passage, title, onPage }: Props) {
       try {
         const pdfPage = await doc.getPage(number);
         if (cancelled) return;
-        const width = Math.min(box.current?.clientWidth || MAX_WIDTH, MAX_WIDTH);
+        // the room the page has (its column), not the box itself (as wide as the canvas drawn last)
+        const room = box.current?.parentElement?.clientWidth || MAX_WIDTH;
+        const width = Math.min(room - 2, MAX_WIDTH);
         const scale = width / pdfPage.getViewport({ scale: 1 }).width;
         const viewport = pdfPage.getViewport({ scale });
         const ratio = window.devicePixelRatio || 1;
