@@ -22,22 +22,21 @@ MAX_VALUE_CHARS = 200  # longer values (a summary, a path) are no facet
 HIDDEN_KEYS = ("source_path", "source_id", "source_url", "fetched_at", "title", "summary", "key_dates")
 
 _COUNTS = """
-WITH docs AS (SELECT d.id, d.metadata FROM documents d WHERE {where}),
-kv AS (
-    SELECT docs.id, e.key, x #>> '{{}}' AS value
-    FROM docs, jsonb_each(docs.metadata) e,
+WITH counted AS (
+    SELECT e.key, x #>> '{{}}' AS value, count(*) AS n
+    FROM documents d, jsonb_each(d.metadata) e,
          jsonb_array_elements(CASE WHEN jsonb_typeof(e.value) = 'array' THEN e.value
                                    ELSE jsonb_build_array(e.value) END) x
-    WHERE jsonb_typeof(x) IN ('string', 'number', 'boolean') AND length(x #>> '{{}}') <= {max_chars}
-      AND {key_clause}
+    WHERE {where} AND {key_clause}
+      AND jsonb_typeof(x) IN ('string', 'number', 'boolean') AND length(x #>> '{{}}') <= {max_chars}
+    GROUP BY 1, 2
 ),
-keys AS (SELECT key FROM kv GROUP BY key ORDER BY count(DISTINCT id) DESC, key LIMIT %(max_keys)s),
-counted AS (
-    SELECT kv.key, kv.value, count(DISTINCT kv.id) AS n,
-           row_number() OVER (PARTITION BY kv.key ORDER BY count(DISTINCT kv.id) DESC, kv.value) AS r
-    FROM kv JOIN keys USING (key) GROUP BY kv.key, kv.value
+keys AS (SELECT key FROM counted GROUP BY key ORDER BY sum(n) DESC, key LIMIT %(max_keys)s),
+ranked AS (
+    SELECT c.key, c.value, c.n, row_number() OVER (PARTITION BY c.key ORDER BY c.n DESC, c.value) AS r
+    FROM counted c JOIN keys USING (key)
 )
-SELECT key, value, n FROM counted WHERE r <= {top} ORDER BY key, n DESC, value"""
+SELECT key, value, n FROM ranked WHERE r <= {top} ORDER BY key, n DESC, value"""
 
 
 def _scope_sql(
