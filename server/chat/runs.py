@@ -54,6 +54,7 @@ class Run:
         self._others: list[tuple[int, ChatEvent]] = []  # the events that are not tokens, with their seq
         self._changed = asyncio.Event()
         self.finished = False
+        self.ended = False  # `done` or `error` was published
         self.stop_fault: ChatFault | None = None
         self.task: asyncio.Task[None] | None = None
 
@@ -63,6 +64,7 @@ class Run:
         return len(self._ends) - 1
 
     def publish(self, event: ChatEvent) -> None:
+        self.ended = self.ended or event.event in ("done", "error")
         if event.event == "token":
             self.text += event.data["delta"]
         else:
@@ -118,7 +120,7 @@ class Run:
 
     def stop(self, fault: ChatFault) -> bool:
         """Cancel the run (its partial answer is saved with `fault`); False when it had ended already."""
-        if self.finished or self.task is None or self.task.done():
+        if self.finished or self.ended or self.task is None or self.task.done():
             return False
         if self.stop_fault is None:
             self.stop_fault = fault
@@ -179,7 +181,8 @@ class RunRegistry:
                 async for event in stream:
                     run.publish(event)
         except asyncio.CancelledError:  # stopped: the turn saved its partial answer before this
-            run.publish(ChatEvent("error", (run.stop_fault or STOPPED).to_json()))
+            if not run.ended:  # (a stop that came after the answer's last event changes nothing)
+                run.publish(ChatEvent("error", (run.stop_fault or STOPPED).to_json()))
         except Exception:
             log.exception("chat run %s failed", run.message_id)
             run.publish(ChatEvent("error", {"code": "internal_error", "message": "Something went wrong."}))
