@@ -220,14 +220,28 @@ async def build_size(
     t["maintenance_work_mem"] = maintenance_work_mem
     t["max_parallel_maintenance_workers"] = parallel_workers
     t["loadavg_before_indexes"] = [round(x, 2) for x in os.getloadavg()]
+
+    async def build_gin() -> None:  # GIN builds are serial in PostgreSQL 16: beside the HNSW build, on its own
+        gc = await connect()
+        try:
+            await gc.execute("SELECT set_config('maintenance_work_mem', %s, false)", ("1GB",))
+            start = time.perf_counter()
+            await gc.execute(cast(LiteralString, indexdefs[GIN_INDEX]))  # read from pg_indexes
+            t["create_gin_s"] = round(time.perf_counter() - start, 2)
+            log(f"  GIN built in {t['create_gin_s']} s")
+        finally:
+            await gc.close()
+
+    async def build_hnsw() -> None:
+        start = time.perf_counter()
+        await conn.execute(cast(LiteralString, indexdefs[hnsw_name(space)]))
+        t["create_hnsw_s"] = round(time.perf_counter() - start, 2)
+        log(f"  HNSW built in {t['create_hnsw_s']} s")
+
     start = time.perf_counter()
-    await conn.execute(cast(LiteralString, indexdefs[GIN_INDEX]))  # read from pg_indexes
-    t["create_gin_s"] = round(time.perf_counter() - start, 2)
-    log(f"  GIN built in {t['create_gin_s']} s")
-    start = time.perf_counter()
-    await conn.execute(cast(LiteralString, indexdefs[hnsw_name(space)]))
-    t["create_hnsw_s"] = round(time.perf_counter() - start, 2)
-    log(f"  HNSW built in {t['create_hnsw_s']} s")
+    await asyncio.gather(build_gin(), build_hnsw())
+    t["create_indexes_wall_s"] = round(time.perf_counter() - start, 2)
+    t["gin_and_hnsw_built"] = "concurrently (two connections)"
     t["loadavg_after_indexes"] = [round(x, 2) for x in os.getloadavg()]
     await conn.execute("RESET maintenance_work_mem")
     await conn.execute("RESET max_parallel_maintenance_workers")
