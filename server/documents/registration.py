@@ -51,7 +51,7 @@ def validate_upload(filename: str, size: int, settings: Settings, *, check_size:
     try:
         return content_type_for(filename)
     except UnsupportedFormat as exc:
-        raise UnsupportedMediaType(f"{filename}: {exc}") from exc
+        raise UnsupportedMediaType(str(exc)) from exc  # it names the file already
 
 
 async def register_bytes(

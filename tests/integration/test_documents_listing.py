@@ -156,6 +156,11 @@ async def test_bulk_delete_and_retry_with_another_users_ids(server: Any, pool: A
     assert [results[i]["ok"] for i in ids] == [True] * 5 + [False] and results[b_failed[0]]["error"] == "not found"
     assert (await listing(admin))["total"] == 0 and (await listing(bob))["total"] == 1
 
+    # A refused upload names the file once (the page shows the name next to the reason: not "x: x: ...").
+    r = await admin.post("/api/documents", files={"files": ("notes.xyz", b"data")})
+    assert r.status_code == 415 and r.json()["detail"].count("notes.xyz") == 1, r.text
+    assert r.json()["extra"]["results"][0]["error"].count("notes.xyz") == 1
+
     # Bounded and typed.
     many = [str(UUID(int=i + 1)) for i in range(501)]
     for body in (
