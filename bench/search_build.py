@@ -372,7 +372,7 @@ async def exact_top_ids(
     q = np.stack([v / np.linalg.norm(v) for v in qvecs]).astype(np.float32)
     best_s = np.full((len(q), k), -np.inf, dtype=np.float32)
     best_i = np.full((len(q), k), -1, dtype=np.int64)
-    async with conn.transaction(), conn.cursor(name="bench_exact") as cur:
+    async with conn.transaction(), conn.cursor(name="bench_exact", binary=True) as cur:
         await cur.execute(
             "SELECT chunk_id, embedding FROM chunk_embeddings WHERE space_id = %s AND owner_id = %s",
             (space.id, owner),
