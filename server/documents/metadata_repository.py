@@ -65,7 +65,8 @@ async def claim(
 ) -> dict[str, Any] | None:
     """Take a ready document for extraction, marked running: one asked for (pending) or whose extractor
     vanished (running for longer than `stale_after_s`), oldest request first; else, with `new_ones`
-    (METADATA_EXTRACTION on), the newest never extracted (not a BEIR record). None when there is none."""
+    (METADATA_EXTRACTION on, unless the owner turned it off; or off, when the owner turned it on), the newest
+    never extracted (not a BEIR record). None when there is none."""
     params = {"stale": stale_after_s, "ids": None if ids is None else list(ids), "beir": BEIR_RECORD_TYPE}
     picks = [
         """SELECT id FROM documents
@@ -75,11 +76,19 @@ async def claim(
            ORDER BY metadata_claimed_at NULLS FIRST, created_at
            LIMIT 1 FOR UPDATE SKIP LOCKED"""
     ]
-    if new_ones:
+    # an owner's Settings page (user_settings, migration 0016) overrides METADATA_EXTRACTION for their documents:
+    # with it on, those who turned it off are left out; with it off, those who turned it on are taken
+    cur = await conn.execute(
+        "SELECT user_id FROM user_settings WHERE settings->>'metadata_extraction' = %s",
+        ("false" if new_ones else "true",),
+    )
+    params["owners"] = [r["user_id"] for r in await cur.fetchall()]
+    if new_ones or params["owners"]:
+        owners = "NOT (owner_id = ANY(%(owners)s::uuid[]))" if new_ones else "owner_id = ANY(%(owners)s::uuid[])"
         picks.append(
-            """SELECT id FROM documents
+            f"""SELECT id FROM documents
                WHERE metadata_status IS NULL AND status = 'ready' AND content_type <> %(beir)s
-                 AND (%(ids)s::uuid[] IS NULL OR id = ANY(%(ids)s::uuid[]))
+                 AND (%(ids)s::uuid[] IS NULL OR id = ANY(%(ids)s::uuid[])) AND {owners}
                ORDER BY created_at DESC
                LIMIT 1 FOR UPDATE SKIP LOCKED"""
         )

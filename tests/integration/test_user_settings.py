@@ -3,6 +3,8 @@ one user's settings never another's, and a setting that changes the next answer 
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Callable
 from typing import Any
 from uuid import UUID
@@ -113,3 +115,43 @@ async def test_uploads_follow_the_settings(server: Any) -> None:
         await client.put("/api/settings", json={"chunk_strategy": None, "metadata_extraction": None})
         again = await upload("d.txt")
         assert again["chunking"] is None and again["metadata_status"] is None
+
+
+EXTRACTED = {
+    "title": "Rivers",
+    "summary": "About rivers.",
+    "topics": ["Rivers"],
+    "document_type": "Notes",
+    "language": "English",
+    "key_dates": [],
+}
+
+
+async def test_metadata_extraction_follows_the_owner(live_app: Callable[..., Any], fake_ollama: FakeOllama) -> None:
+    """METADATA_EXTRACTION=true, but this user turned it off: their new document is not sent to the LLM until
+    they put the setting back to the default."""
+    fake_ollama.responder = lambda body: Reply.json(EXTRACTED)
+    server = live_app(ingest_workers=1, ollama_host=fake_ollama.url, metadata_extraction=True)
+    async with httpx.AsyncClient(base_url=server.url, timeout=30) as client:
+        await client.put("/api/settings", json={"metadata_extraction": False})
+        r = await client.post("/api/documents", files={"files": ("rivers.txt", b"The Ganges forms a delta.")})
+        doc = r.json()["results"][0]["document"]["id"]
+
+        async def row() -> dict[str, Any]:
+            return (await client.get(f"/api/documents/{doc}")).json()
+
+        async def until(key: str, value: str) -> None:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                if (await row())[key] == value:
+                    return
+                await asyncio.sleep(0.2)
+            raise AssertionError(f"{key} never became {value}: {await row()}")
+
+        await until("status", "ready")
+        await asyncio.sleep(6)  # longer than the extractor's idle poll (5 s)
+        assert (await row())["metadata_status"] is None and fake_ollama.chat_requests == []
+
+        await client.put("/api/settings", json={"metadata_extraction": None})  # the default: on
+        await until("metadata_status", "done")
+        assert (await row())["metadata"]["topics"] == ["Rivers"] and len(fake_ollama.chat_requests) == 1
