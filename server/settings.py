@@ -88,6 +88,7 @@ class Settings(BaseSettings):
     chunk_overlap: int = 40
     chunk_max_chars: int = Field(default=2000, ge=100)  # characters per chunk, whatever the tokens (no-space runs)
     chunk_strategy: Literal["auto", "line", "sentence", "semantic"] = "auto"  # auto: by file type and shape
+    chunk_semantic_llm: bool = False  # the semantic chunker asks CHAT_MODEL to choose among its best cuts
     ingest_workers: int = 1  # in-process background ingestion workers (0 = only `ragchat worker`)
     max_inflated_mb: float = Field(default=200.0, gt=0)  # a zip-based file (.docx) inflated, all parts together
     max_zip_member_mb: float = Field(default=100.0, gt=0)  # one part of a zip-based file, inflated

@@ -32,6 +32,7 @@ from psycopg_pool import PoolTimeout
 from server.core.errors import DatabaseUnavailable, RagchatError
 from server.db.pool import Pool
 from server.documents import repository as repo
+from server.documents.chunk_llm import llm_chooser
 from server.documents.chunk_strategy import blocking_embed, chunk_document
 from server.documents.chunking import content_hash, embedding_text
 from server.documents.limits import ParseLimits
@@ -143,8 +144,10 @@ class IngestionPipeline:
         settings: Settings,
         *,
         on_progress: Callable[[Progress], None] | None = None,
+        llm: Any | None = None,  # CHUNK_SEMANTIC_LLM: the semantic chunker asks it to choose among cuts
     ) -> None:
         self.pool = pool
+        self.llm = llm if settings.chunk_semantic_llm else None
         self.spaces = spaces
         self.settings = settings
         self.on_progress = on_progress or (lambda _p: None)
@@ -311,6 +314,7 @@ class IngestionPipeline:
             max_tokens=tokens,
             overlap=min(self.settings.chunk_overlap * tokens // self.settings.chunk_tokens, tokens - 1),
             max_chars=self.settings.chunk_max_chars,
+            choose=llm_chooser(self.llm, self.settings.chat_model, self.loop) if self.llm and self.loop else None,
         )
         chunks = chunked.chunks
         if not chunks:
@@ -482,6 +486,7 @@ async def run_worker(
     stop: asyncio.Event,
     wake: asyncio.Event | None = None,
     poll_s: float = 2.0,
+    llm: Any | None = None,
 ) -> None:
     """Process queued documents until `stop` is set (`ragchat worker` and the server's in-process worker).
 
@@ -492,7 +497,7 @@ async def run_worker(
     while not stop.is_set():
         wake.clear()
         try:
-            progress = await IngestionPipeline(pool, spaces, settings).run()
+            progress = await IngestionPipeline(pool, spaces, settings, llm=llm).run()
             if progress.documents_done or progress.documents_failed:
                 log.info("ingested %d documents (%d failed)", progress.documents_done, progress.documents_failed)
         except (DatabaseUnavailable, psycopg.OperationalError, PoolTimeout) as exc:

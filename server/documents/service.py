@@ -104,7 +104,9 @@ class DocumentService:
     ) -> Progress:
         """Process queued documents (only `ids` when given) in this process until none is left; then, with
         METADATA_EXTRACTION on, extract their metadata (the CLI's ingest: no worker may be running)."""
-        progress = await IngestionPipeline(self.pool, self.spaces, self.settings, on_progress=on_progress).run(ids)
+        llm = self.extractor.llm if self.extractor else None  # CHUNK_SEMANTIC_LLM's boundary choice
+        pipeline = IngestionPipeline(self.pool, self.spaces, self.settings, on_progress=on_progress, llm=llm)
+        progress = await pipeline.run(ids)
         if self.extractor is not None and self.settings.metadata_extraction:
             await self.extractor.run_pending(ids)
         return progress
@@ -115,9 +117,10 @@ class DocumentService:
         if self.extractor is None:
             await run_worker(self.pool, self.spaces, self.settings, stop, self._wake, poll_s)
             return
+        llm = self.extractor.llm  # CHUNK_SEMANTIC_LLM's boundary choice
         extraction = asyncio.create_task(self.extractor.run_worker(stop, self._extract_wake), name="metadata-worker")
         try:
-            await run_worker(self.pool, self.spaces, self.settings, stop, self._wake, poll_s)
+            await run_worker(self.pool, self.spaces, self.settings, stop, self._wake, poll_s, llm=llm)
         finally:
             extraction.cancel()
             with suppress(asyncio.CancelledError, Exception):
