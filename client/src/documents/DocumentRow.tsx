@@ -4,6 +4,7 @@ import { Icon } from "../components/Icon";
 import { formatBytes, formatDate, formatEta, plural } from "../lib/format";
 import { Link } from "../lib/router";
 import { MetadataToggle } from "./MetadataEditor";
+import { RechunkAction } from "./RechunkAction";
 import { isActive } from "./useDocuments";
 
 const STATUS_TEXT = { queued: "Queued", processing: "Processing", ready: "Ready", failed: "Failed" } as const;
@@ -169,6 +170,7 @@ export function DocumentRow({ doc, onDelete, onRetry, onCancel, collections = []
             Cancel
           </button>
         )}
+        {!confirm && <RechunkAction doc={doc} />}
         {!mine ? null : confirm ? (
           <>
             <button

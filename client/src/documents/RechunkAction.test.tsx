@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { jsonResponse, makeDocument } from "../test/fixtures";
 import { apiError } from "../test/server";
 import { DOCUMENTS_CHANGED, RechunkAction } from "./RechunkAction";
+import { UploadZone } from "./UploadZone";
 
 afterEach(() => {
   vi.unstubAllGlobals();
@@ -56,5 +57,18 @@ describe("Re-chunk… on a document row", () => {
     fireEvent.click(screen.getByTestId("rechunk-apply"));
     expect((await screen.findByTestId("rechunk-error")).textContent).toContain("re-chunk it once it is done");
     expect(screen.getByTestId("rechunk-form")).toBeTruthy();
+  });
+});
+
+describe("the upload area's chunking choice", () => {
+  it("sends chunk_strategy with every file only when one is chosen", () => {
+    const onFiles = vi.fn();
+    render(<UploadZone busy={false} onFiles={onFiles} />);
+    const file = new File(["Milk 1.65"], "receipt.txt", { type: "text/plain" });
+    fireEvent.change(screen.getByTestId("upload-input"), { target: { files: [file] } });
+    expect(onFiles).toHaveBeenLastCalledWith([file], undefined);
+    fireEvent.change(screen.getByTestId("upload-chunking"), { target: { value: "line" } });
+    fireEvent.change(screen.getByTestId("upload-input"), { target: { files: [file] } });
+    expect(onFiles).toHaveBeenLastCalledWith([file], { chunk_strategy: "line" });
   });
 });

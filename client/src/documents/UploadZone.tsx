@@ -1,6 +1,7 @@
 import { useRef, useState, type DragEvent } from "react";
 import { Icon } from "../components/Icon";
 import { metadataField } from "./MetadataEditor";
+import { CHUNK_STRATEGIES, type ChunkStrategy } from "./RechunkAction";
 
 import { ACCEPT } from "./formats";
 
@@ -17,8 +18,9 @@ export function UploadZone({
   const input = useRef<HTMLInputElement>(null);
   const [meta, setMeta] = useState("");
   const fields = metadataField(meta); // a string: what is wrong with the text (nothing is sent)
+  const [chunk, setChunk] = useState<ChunkStrategy | "">(""); // "": the Settings page's / server's default
   const send = (files: File[]) => {
-    if (typeof fields !== "string") onFiles(files, fields);
+    if (typeof fields !== "string") onFiles(files, chunk ? { ...fields, chunk_strategy: chunk } : fields);
   };
   const [over, setOver] = useState(false);
   const depth = useRef(0);
@@ -81,6 +83,24 @@ export function UploadZone({
             {fields}
           </span>
         )}
+      </div>
+      <div className="upload-meta small">
+        <label htmlFor="upload-chunking" className="muted">
+          Chunking
+        </label>{" "}
+        <select
+          id="upload-chunking"
+          value={chunk}
+          onChange={(e) => setChunk(e.target.value as ChunkStrategy | "")}
+          data-testid="upload-chunking"
+        >
+          <option value="">Default</option>
+          {CHUNK_STRATEGIES.map((s) => (
+            <option key={s.value} value={s.value}>
+              {s.label}
+            </option>
+          ))}
+        </select>
       </div>
       <input
         ref={input}
