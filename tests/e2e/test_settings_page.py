@@ -12,7 +12,7 @@ import httpx
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.conftest import REPO_ROOT, Pages, screenshot
+from tests.e2e.conftest import MOBILE, REPO_ROOT, Pages, screenshot
 from tests.fakes.ollama_server import FakeOllama, Reply
 
 pytestmark = pytest.mark.e2e
@@ -92,3 +92,10 @@ def test_settings_page(live_app: Any, fake_ollama: FakeOllama, pages: Pages) -> 
     expect(page.locator("html")).not_to_have_attribute("data-theme", "dark")
     assert background(page) == LIGHT_BG  # the system (this browser) is light
     assert httpx.get(f"{server.url}/api/settings").json()["values"]["theme"] == "system"
+
+    phone = pages.new(viewport=MOBILE, color_scheme="dark")
+    phone.goto(server.url + "/settings")
+    expect(phone.get_by_test_id("set-mode")).to_have_value("vector")
+    assert background(phone) == DARK_BG  # system: this phone is dark
+    width = phone.evaluate("document.documentElement.scrollWidth")
+    assert width <= MOBILE["width"], f"the settings page is {width} px wide on a phone"
