@@ -95,6 +95,12 @@ async def index_defs(conn: Conn, space: Space) -> dict[str, str]:
     return saved
 
 
+def if_not_exists(indexdef: str) -> LiteralString:
+    """A `CREATE INDEX` read from pg_indexes, made a no-op when the index is there: a resumed build keeps the
+    indexes a killed run's backend finished (indexes stay consistent with the rows whenever they were built)."""
+    return cast(LiteralString, indexdef.replace("CREATE INDEX ", "CREATE INDEX IF NOT EXISTS ", 1))
+
+
 def hnsw_name(space: Space) -> str:
     return f"chunk_embeddings_hnsw_{space.id}"
 
@@ -185,10 +191,10 @@ async def build_size(
     indexdefs = await index_defs(conn, space)
     t: dict[str, Any] = {"real_chunks": real_n, "synthetic_chunks": size - real_n, "batch_rows": batch}
     await conn.execute("DELETE FROM bench_meta WHERE key = 'built'")
-    for name in indexdefs:  # built after the load (a resumed load may find them from a finished one)
-        await conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(name)))
     loading = await meta_get(conn, "loading")
     if loading is None or loading.get("key") != key:
+        for name in indexdefs:  # built after the load
+            await conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(name)))
         await conn.execute(
             "TRUNCATE document_chunks, chunk_embeddings, bm25_terms, bm25_stats, documents RESTART IDENTITY CASCADE"
         )
@@ -226,7 +232,7 @@ async def build_size(
         try:
             await gc.execute("SELECT set_config('maintenance_work_mem', %s, false)", ("1GB",))
             start = time.perf_counter()
-            await gc.execute(cast(LiteralString, indexdefs[GIN_INDEX]))  # read from pg_indexes
+            await gc.execute(if_not_exists(indexdefs[GIN_INDEX]))
             t["create_gin_s"] = round(time.perf_counter() - start, 2)
             log(f"  GIN built in {t['create_gin_s']} s")
         finally:
@@ -234,7 +240,7 @@ async def build_size(
 
     async def build_hnsw() -> None:
         start = time.perf_counter()
-        await conn.execute(cast(LiteralString, indexdefs[hnsw_name(space)]))
+        await conn.execute(if_not_exists(indexdefs[hnsw_name(space)]))
         t["create_hnsw_s"] = round(time.perf_counter() - start, 2)
         log(f"  HNSW built in {t['create_hnsw_s']} s")
 
