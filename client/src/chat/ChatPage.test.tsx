@@ -328,6 +328,27 @@ describe("ChatPage: retrieval controls, actions and tabs", () => {
     expect(body).toMatchObject({ thread_id: "t7", regenerate_id: "a0", search_mode: "keyword", rerank: true, model: "qwen3" });
   });
 
+  it("collections are chosen in the picker: collection_ids go with the question only while one is chosen", async () => {
+    const collection = { id: "c1", name: "Handbooks", description: null, owner: { id: "u", username: "a" }, role: "owner", document_count: 1, created_at: "" };
+    const answer = (id: string) => () => streamResponse([sse("thread", { thread_id: "t9", message_id: id }), sse("token", { delta: `Yes ${id}.` }), sse("done", {})]);
+    const calls = mockApi([answer("m1"), answer("m2")], {
+      "/api/collections": () => jsonResponse({ collections: [collection] }),
+      "PATCH /api/threads/t9": () => jsonResponse({ id: "t9", title: "x", created_at: "", updated_at: "" }),
+    });
+    await renderApp();
+    fireEvent.click(screen.getByTestId("scope-button"));
+    fireEvent.click(await screen.findByRole("checkbox", { name: /Handbooks/ }));
+    expect(screen.getByTestId("scope-chip")).toHaveTextContent("Handbooks");
+    send("Holidays?");
+    await screen.findByText("Yes m1.");
+    const bodies = () => calls.filter((c) => c.url === "/api/chat").map((c) => JSON.parse(c.init.body as string));
+    expect(bodies()[0]).toEqual({ message: "Holidays?", collection_ids: ["c1"] });
+    fireEvent.click(screen.getByRole("button", { name: "Remove Handbooks" }));
+    send("And now?");
+    await screen.findByText("Yes m2.");
+    expect(bodies()[1]).toEqual({ thread_id: "t9", message: "And now?" });
+  });
+
   it("rerank is disabled, with the reason, while the LLM is down", async () => {
     mockApi([], { "/api/health": () => jsonResponse({ ...HEALTH, status: "degraded", llm: { ...HEALTH.llm, reachable: false } }) });
     await renderApp();
