@@ -149,8 +149,14 @@ def retry_remote(args: argparse.Namespace, server: str, ids: list[UUID]) -> int:
     failed = 0
     with remote.client(server, remote.token_for(args, server, required=False)) as http:
         if args.all_failed:
-            listing = remote.check(http.get("/api/documents"))["documents"]
-            ids += [UUID(d["id"]) for d in listing if d["status"] == "failed" and d["access"] == "owner"]
+            offset = 0
+            while True:  # the list comes a page (at most 200) at a time
+                params = {"status": "failed", "limit": 200, "offset": offset}
+                page = remote.check(http.get("/api/documents", params=params))
+                ids += [UUID(d["id"]) for d in page["documents"] if d["access"] == "owner"]
+                offset += 200
+                if offset >= page.get("total", 0):
+                    break
         for doc_id in ids:
             response = http.post(f"/api/documents/{doc_id}/retry")
             if response.is_success:

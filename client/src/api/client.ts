@@ -228,11 +228,18 @@ export const api = {
   startReembed: (target: ReembedBody = {}) =>
     request<ReembedProgress>("/api/admin/reembed", json("POST", target)),
 
-  listDocuments: (signal?: AbortSignal, collectionId?: string) =>
-    request<DocumentList>(
-      collectionId ? `/api/documents?collection_id=${encodeURIComponent(collectionId)}` : "/api/documents",
-      { signal },
-    ).then((r) => r.documents),
+  /** Every document I may read (of one collection), newest first: the API's pages of 200, fetched in turn
+   * (the documents page asks for one page at a time instead: documents/documentsApi.ts). */
+  listDocuments: async (signal?: AbortSignal, collectionId?: string) => {
+    const all: ApiDocument[] = [];
+    for (let offset = 0; ; offset += 200) {
+      const qs = new URLSearchParams({ limit: "200", offset: String(offset) });
+      if (collectionId) qs.set("collection_id", collectionId);
+      const page = await request<DocumentList>(`/api/documents?${qs}`, { signal });
+      all.push(...page.documents);
+      if (page.documents.length < 200 || all.length >= (page.total ?? 0) || offset >= 10_000) return all;
+    }
+  },
 
   /** One request per file (see uploadFiles); `collectionId`: the uploads also go into that collection. */
   uploadDocuments: uploadFiles,
