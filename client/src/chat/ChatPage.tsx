@@ -1,6 +1,6 @@
-import { useCallback, useEffect, useRef, useState } from "react";
+import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import "./chat.css";
-import { chatApi, exportUrl, type ThreadSettings } from "../api/chatApi";
+import { chatApi, exportUrl, type Rating, type ThreadSettings } from "../api/chatApi";
 import { errorMessage } from "../api/client";
 import { Icon } from "../components/Icon";
 import { Spinner } from "../components/Spinner";
@@ -121,13 +121,17 @@ export function ChatPage({ threadId: routeThreadId }: { threadId: string | null 
     if (outcome === "unauthorized") writeDraft(key, text);
     return outcome === "sent";
   };
-  const handlers = {
-    onRegenerate: (id: string) => void chat.regenerate(id, settings),
-    onContinue: (id: string) => void chat.continueAnswer(id, settings),
-    onEdit: async (id: string, text: string) => (await chat.edit(id, text, settings)) === "sent",
-    onBranch: (id: string) => void chat.branch(id),
-    onRate: chat.rate,
-  };
+  // Stable across renders (through refs), so that the messages not streaming are not rendered again per token.
+  const handlers = useMemo(
+    () => ({
+      onRegenerate: (id: string) => void chatRef.current.regenerate(id, settingsRef.current),
+      onContinue: (id: string) => void chatRef.current.continueAnswer(id, settingsRef.current),
+      onEdit: async (id: string, text: string) => (await chatRef.current.edit(id, text, settingsRef.current)) === "sent",
+      onBranch: (id: string) => void chatRef.current.branch(id),
+      onRate: (id: string, rating: Rating | null, note: string | null) => chatRef.current.rate(id, rating, note),
+    }),
+    [],
+  );
 
   return (
     <div className={`chat-layout${menuOpen ? " menu-open" : ""}`}>
