@@ -13,6 +13,7 @@ from typing import Any
 from server.cli import remote
 from server.cli.common import acting_as, add_user_option, open_runtime, run_async, where
 from server.core.search import SearchFilters
+from server.retrieval.facets import facet_counts
 from server.retrieval.filters import parse_metadata_filters
 from server.settings import Settings
 
@@ -33,15 +34,13 @@ async def search(settings: Settings, args: argparse.Namespace) -> int:
         metadata=parse_metadata_filters(args.filter),
     )
     async with open_runtime(settings) as rt:
+        principal = await acting_as(rt, args.user)
         result = await rt.searcher.search(
-            args.query,
-            principal=await acting_as(rt, args.user),
-            limit=args.top_k,
-            mode=args.mode,
-            filters=filters,
-            rerank=args.rerank,
+            args.query, principal=principal, limit=args.top_k, mode=args.mode, filters=filters, rerank=args.rerank
         )
-    return print_results(result.to_api().model_dump(mode="json"), args.json)
+        api = result.to_api()
+        api.facets = await facet_counts(rt.pool, principal, filters)  # as GET /api/search answers
+    return print_results(api.model_dump(mode="json"), args.json)
 
 
 def rag_filters(args: argparse.Namespace) -> dict[str, Any]:
@@ -111,6 +110,8 @@ def print_results(api: dict[str, Any], as_json: bool) -> int:
             print(f"{'':>5}{hit['citation']}")
     if not api["chunks"]:
         print("no results" if api["has_embeddings"] else "no documents yet: run `ragchat ingest PATH`")
+    for key, values in (api.get("facets") or {}).items():  # servers since the metadata facets
+        print(f"{key}: " + ", ".join(f"{v['value']} ({v['count']})" for v in values[:8]))
     return 0
 
 
@@ -120,7 +121,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--mode", choices=["vector", "keyword", "hybrid"], help="default: SEARCH_MODE")
     s.add_argument("--top-k", type=int, default=10, help="how many chunks (default 10)")
     s.add_argument("--rerank", action=argparse.BooleanOptionalAction, default=None, help="LLM rerank the results")
-    s.add_argument("--filter", action="append", metavar="KEY=VALUE", help="document metadata filter")
+    s.add_argument(
+        "--filter",
+        action="append",
+        metavar="KEY=VALUE",
+        help="document metadata filter, repeatable: values of one key are OR, keys are AND",
+    )
     s.add_argument("--document", action="append", metavar="ID", help="only this document (repeatable)")
     s.add_argument("--json", action="store_true", help="print the same JSON as GET /api/search (or /api/rag)")
     s.add_argument("--rag", action="store_true", help="answer the query from the passages (streamed), with sources")

@@ -9,6 +9,7 @@ import dataclasses
 import json
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -16,6 +17,8 @@ import pytest
 
 from tests.accounts_support import add_user, setup_admin, signed_in, wait_ready
 from tests.fakes.ollama_server import FakeOllama, Reply
+from tests.integration.test_chat_helpers import chat
+from tests.integration.test_sync_cli import cli_env, ragchat
 
 DOCS = {
     "constitution.txt": ("The constitution sets out the powers of parliament and the courts.", ["Polity"], "2024"),
@@ -237,3 +240,56 @@ async def test_extraction_garbage_and_timeout_leave_the_document_ready(
         assert time.monotonic() - started < 30
         ingested = await _put(http, "next.txt", "A third text, ingested while the model is slow.", {})
         await wait_ready(http, [ingested], timeout_s=30)
+
+
+# ---- the chat tool's filters, and the CLI --------------------------------------------------------------------
+async def test_the_chat_tools_filters_narrow_its_search(live_app: Any, fake_ollama: FakeOllama) -> None:
+    server = live_app(ingest_workers=1, ollama_host=fake_ollama.url)
+    async with httpx.AsyncClient(base_url=server.url, timeout=60) as http:
+        ids = {name: await _put(http, name, text, {"subject": s}) for name, (text, s, _y) in DOCS.items()}
+        await wait_ready(http, list(ids.values()))
+    filters = {"subject": ["History"]}
+    fake_ollama.enqueue(
+        Reply.tool_call("search_documents", {"query": "parliament constitution history", "filters": filters}),
+        Reply.text("From the history [1]."),
+    )
+    events = await chat(server.url, {"message": "What do my history notes say about parliament?"})
+    result = next(data for name, data in events if name == "tool_result")
+    assert {c["filename"] for c in result["chunks"]} == {"empires.txt", "both.txt"}
+    # a filter the model got wrong goes back to it as an error it can fix, not a failed turn
+    fake_ollama.enqueue(
+        Reply.tool_call("search_documents", {"query": "parliament", "filters": {"subject": 3}}),
+        Reply.tool_call("search_documents", {"query": "parliament"}),
+        Reply.text("Parliament [1]."),
+    )
+    events = await chat(server.url, {"message": "parliament?"})
+    assert [n for n, _ in events].count("tool_result") == 1
+    assert "filters is an object" in fake_ollama.chat_requests[-2].messages[-1]["content"]
+
+
+@pytest.mark.slow  # five CLI processes, each loading the embedding model
+def test_the_cli_sets_filters_and_extracts(db: str, tmp_path: Path, fake_ollama: FakeOllama) -> None:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "polity.txt").write_text("The constitution sets out the powers of parliament.")
+    (folder / "history.txt").write_text("The Mughal empire ruled for two centuries.")
+    env = cli_env(db, tmp_path, OLLAMA_HOST=fake_ollama.url, LLM_PROVIDER="ollama")
+    done = ragchat(
+        env, "ingest", "--quiet", "--meta", "subject=Polity", "--meta", "subject=Law", str(folder / "polity.txt")
+    )
+    assert done.returncode == 0, done.stderr
+    assert ragchat(env, "ingest", "--quiet", "--meta", "subject=History", str(folder / "history.txt")).returncode == 0
+    assert ragchat(env, "ingest", "--meta", "novalue", str(folder)).returncode == 2
+    found = ragchat(env, "search", "powers empire", "--json", "--filter", "subject=Law", "--filter", "subject=History")
+    assert found.returncode == 0, found.stderr
+    body = json.loads(found.stdout)
+    assert {c["filename"] for c in body["chunks"]} == {"polity.txt", "history.txt"}
+    assert {f["value"]: f["count"] for f in body["facets"]["subject"]} == {"Polity": 1, "Law": 1, "History": 1}
+
+    fake_ollama.responder = lambda body: Reply.json(GOOD)
+    extracted = ragchat(env, "metadata", "extract", "--all")
+    assert extracted.returncode == 0, extracted.stderr
+    assert extracted.stdout.count("done") == 2 and "2 extracted, 0 failed" in extracted.stderr
+    found = ragchat(env, "search", "powers", "--json", "--filter", "topics=Deltas")
+    assert len({c["document_id"] for c in json.loads(found.stdout)["chunks"]}) == 2
+    assert ragchat(env, "metadata", "extract").returncode == 2  # neither IDs nor --all
