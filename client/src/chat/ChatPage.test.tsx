@@ -252,12 +252,15 @@ describe("ChatPage", () => {
     expect(calls.filter((c) => c.url === "/api/chat")).toHaveLength(1); // not asked twice
   });
 
-  it("a 400 is shown above the box and the text is kept", async () => {
-    mockApi([() => jsonResponse({ status_code: 400, detail: "Message too long" }, 400)]);
+  it("a 400 is shown above the box and the text is kept; the limit it names drives the counter", async () => {
+    const detail = "message is too long (12 characters; the limit is 10, shorten it)";
+    mockApi([() => jsonResponse({ status_code: 400, code: "bad_request", detail }, 400)]);
     await renderApp();
-    send("x");
-    expect(await screen.findByTestId("composer-notice")).toHaveTextContent("Message too long");
-    expect(screen.getByTestId("composer-input")).toHaveValue("x");
+    send("x".repeat(12));
+    expect(await screen.findByTestId("composer-notice")).toHaveTextContent("the limit is 10");
+    expect(screen.getByTestId("composer-input")).toHaveValue("x".repeat(12));
+    expect(screen.getByTestId("char-count")).toHaveTextContent("12 / 10 — 2 too many");
+    expect(screen.getByTestId("send-button")).toBeDisabled();
   });
 });
 

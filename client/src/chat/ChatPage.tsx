@@ -30,7 +30,7 @@ export function ChatPage({ threadId: routeThreadId }: { threadId: string | null 
   const settingsFor = useRef<string | null>(null);
   const { user } = useAuth();
   const health = useHealth();
-  const maxChars = (health as { chat_max_message_chars?: number } | null)?.chat_max_message_chars ?? DEFAULT_MAX_CHARS;
+
   // The thread the page currently shows; lets us ignore our own URL updates.
   const shown = useRef<string | null | undefined>(undefined);
   const settingsRef = useRef(settings);
@@ -51,6 +51,9 @@ export function ChatPage({ threadId: routeThreadId }: { threadId: string | null 
     },
     onSettled: refreshThreads,
   });
+  // The limit from /api/health when it says; else as a refusal named it; else the default.
+  const maxChars =
+    (health as { chat_max_message_chars?: number } | null)?.chat_max_message_chars ?? chat.limit ?? DEFAULT_MAX_CHARS;
   const chatRef = useRef(chat);
   chatRef.current = chat;
   const { load, reset } = chat;

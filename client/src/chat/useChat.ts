@@ -44,6 +44,8 @@ export function useChat(opts: Options = {}) {
   const [notice, setNotice] = useState<string | null>(null);
   /** What the polite live region says: an answer started, finished, stopped or failed (never each token). */
   const [live, setLive] = useState("");
+  /** CHAT_MAX_MESSAGE_CHARS, once a "too long" refusal named it (the counter then uses it). */
+  const [limit, setLimit] = useState<number | null>(null);
   const stream = useRef<AbortController | null>(null);
   const stopWanted = useRef<AbortController | null>(null);
   const lastId = useRef<string | null>(null);
@@ -155,6 +157,8 @@ export function useChat(opts: Options = {}) {
           setLive(BUSY_MESSAGE);
           return "busy";
         }
+        const named = e instanceof ApiError && e.status === 400 ? /the limit is (\d+)/.exec(e.detail) : null;
+        if (named) setLimit(Number(named[1]));
         setNotice(errorMessage(e));
         setLive(errorMessage(e));
         return e instanceof ApiError && e.status < 500 ? "rejected" : "failed";
@@ -298,6 +302,7 @@ export function useChat(opts: Options = {}) {
     notice,
     setNotice,
     live,
+    limit,
     send,
     regenerate,
     continueAnswer,
