@@ -369,7 +369,7 @@ async def store_chunks(
     )
     await conn.execute(
         """UPDATE documents SET status = 'ready', error = NULL, title = %s, chunks_total = %s, chunks_done = %s,
-               page_count = %s, metadata = metadata || %s, locked_at = NULL, lease_until = NULL,
+               page_count = %s, metadata = %s || metadata, locked_at = NULL, lease_until = NULL,
                worker_id = NULL, updated_at = now(), chunking = coalesce(%s, chunking)
            WHERE id = %s""",
         (title, len(chunks), len(chunks), page_count, Jsonb(metadata), _jsonb(chunking), document_id),

@@ -81,6 +81,15 @@ async def test_set_at_upload_and_edited(http: httpx.AsyncClient) -> None:
         assert r.status_code == 400 and needle in r.text, (bad, r.text)
     assert (await http.patch(f"/api/documents/{uuid.uuid4()}", json={"metadata": {"k": "v"}})).status_code == 404
 
+    # what a parser finds (an HTML page's author) never overwrites what the person set at upload
+    page = b'<html><head><meta name="author" content="Parser"></head><body><p>Bylines and authors.</p></body></html>'
+    r = await http.post(
+        "/api/documents", files={"files": ("page.html", page)}, data={"metadata": '{"author": "Person"}'}
+    )
+    page_id = r.json()["results"][0]["document"]["id"]
+    await wait_ready(http, [page_id])
+    assert (await http.get(f"/api/documents/{page_id}")).json()["metadata"]["author"] == "Person"
+
     for field, needle in (("{not json", "not JSON"), ('{"source_url": "x"}', "reserved"), ("[1]", "object")):
         r = await http.post("/api/documents", files={"files": ("x.txt", b"some text")}, data={"metadata": field})
         assert r.status_code == 400 and needle in r.text, r.text
