@@ -5410,7 +5410,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/octet-stream": string;
+                    "application/pdf": string;
                 };
             };
             /** @description Bad request: invalid parameters or body, a disallowed Host, a body nested too deeply */
