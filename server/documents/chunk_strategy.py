@@ -1,7 +1,7 @@
 """Which chunking strategy a document gets, and the record of it stored with the document.
 
 Strategies: `line` (chunk_line.py: receipts, sheets), `sentence` (chunking.py: prose), `semantic`
-(chunk_semantic.py: long structured reports) and `auto`, which picks one from the file type and the parsed
+(chunk_semantic.py: long reports whose headings do not separate topics) and `auto`, which picks one from the file type and the parsed
 text's shape (`route`) and says why. The record (`documents.chunking`) holds the strategy requested and the
 one used, the token budget, the overlap and the reason.
 """
@@ -31,9 +31,12 @@ SHEET_SUFFIXES = frozenset({".csv", ".tsv", ".xlsx", ".xlsm", ".ods", ".xls"})
 RECEIPT_MIN_LINES = 6
 RECEIPT_MEDIAN_CHARS = 48
 RECEIPT_AMOUNT_SHARE = 0.3
-# a long structured report: at least this many headed sections and about this many tokens
-REPORT_MIN_HEADINGS = 4
+# a long report whose headings (if any) do not cut it into topic-sized parts: about this many tokens in all,
+# and this many per run of sections under one heading (bench/chunking.py: on 20 abstracts under their own
+# headings, about 250 tokens a run, sentence is as good as semantic or better; on the same text without
+# headings, one run of about 5,000 tokens, semantic beats sentence at 200-400 tokens per chunk on both sets)
 REPORT_MIN_TOKENS = 2000
+REPORT_MIN_RUN_TOKENS = 1000
 CHARS_PER_TOKEN = 4.5  # for the routing estimate only (English prose in MiniLM's word pieces: 4.3-4.8)
 
 _AMOUNT = re.compile(r"(?:[$€£¥₹]\s?\d|\d[.,]\d{2}\b|\b\d+\s?(?:EUR|USD|GBP|CHF|INR)\b)")
@@ -46,8 +49,9 @@ class Decision:
 
 
 def route(sections: Sequence[Section], filename: str) -> Decision:
-    """`auto`'s choice for a parsed document: sheets and receipt-like text -> line; long text under many
-    headings -> semantic; anything else -> sentence."""
+    """`auto`'s choice for a parsed document: sheets and receipt-like text -> line; a long text with long
+    stretches under one heading (or none) -> semantic, as only meaning can cut it; anything else (prose,
+    text whose headings already separate its topics) -> sentence."""
     suffix = PurePath(filename).suffix.lower()
     if suffix in SHEET_SUFFIXES:
         return Decision("line", f"a spreadsheet ({suffix}): rows are lines")
@@ -60,11 +64,12 @@ def route(sections: Sequence[Section], filename: str) -> Decision:
                 "line",
                 f"receipt-like: {len(lines)} lines, median {median:.0f} characters, {amounts:.0%} with amounts",
             )
-    headings = len({s.heading for s in sections if s.heading})
     tokens = int(sum(len(s.text) for s in sections) / CHARS_PER_TOKEN)
-    if headings >= REPORT_MIN_HEADINGS and tokens >= REPORT_MIN_TOKENS:
-        return Decision("semantic", f"a long structured text: {headings} headed sections, about {tokens:,} tokens")
-    why = "few headings" if headings < REPORT_MIN_HEADINGS else f"short (about {tokens:,} tokens)"
+    runs = sum(1 for i, s in enumerate(sections) if i == 0 or s.heading != sections[i - 1].heading)
+    per_run = tokens // max(runs, 1)
+    if tokens >= REPORT_MIN_TOKENS and per_run >= REPORT_MIN_RUN_TOKENS:
+        return Decision("semantic", f"a long text: about {tokens:,} tokens, {per_run:,} per heading")
+    why = f"short (about {tokens:,} tokens)" if tokens < REPORT_MIN_TOKENS else f"{runs} headings cut it up"
     return Decision("sentence", f"prose ({why})")
 
 

@@ -244,11 +244,13 @@ def test_auto_routes_by_type_and_shape(embedder: Any, embed: Any) -> None:
     assert "receipt-like" in route(receipt, "scan.txt").reason
     short_contract = parse(contract_markdown(), "contract.md").sections
     assert route(short_contract, "contract.md").strategy == "sentence"
-    report = parse(contract_markdown(repeat=8), "report.md").sections
-    decision = route(report, "report.md")
-    assert decision.strategy == "semantic" and "headed sections" in decision.reason
+    headed = parse(contract_markdown(repeat=8), "report.md").sections  # its headings separate its topics
+    assert route(headed, "report.md").strategy == "sentence" and "headings cut it up" in route(headed, "r.md").reason
+    report = parse(contract_markdown(repeat=8).replace(b"#", b""), "report.txt").sections  # no headings
+    decision = route(report, "report.txt")
+    assert decision.strategy == "semantic" and "per heading" in decision.reason
     result = chunk_document(
-        report, "report.md", embedder.count_tokens, embed, strategy="auto", max_tokens=128, overlap=32, max_chars=2000
+        report, "report.txt", embedder.count_tokens, embed, strategy="auto", max_tokens=128, overlap=32, max_chars=2000
     )
     assert result.record == {
         "requested": "auto",
