@@ -16,7 +16,7 @@ import pytest
 from playwright.sync_api import expect
 
 from server.settings import Settings
-from tests.e2e.conftest import REPO_ROOT, screenshot, upload, wait_until
+from tests.e2e.conftest import MOBILE, REPO_ROOT, screenshot, upload, wait_until
 from tests.support import register_many
 from tests.unit.test_parsers import make_pdf
 
@@ -211,3 +211,10 @@ def test_documents_page_with_64_documents(live_app: Any, fake_llm: Any, settings
     expect(page.get_by_test_id("documents-none")).to_be_visible()
     queued = httpx.get(f"{server.url}/api/documents", params={"status": "queued"}, timeout=10).json()
     assert queued["total"] == 7
+
+    # On a phone: the toolbar, checkboxes and rows fit the width.
+    page.set_viewport_size(MOBILE)
+    page.goto(f"{server.url}/documents")
+    expect(rows).to_have_count(50)
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= MOBILE["width"], f"the documents page is {width} px wide on a phone"
