@@ -481,6 +481,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     g.add_argument("--only-ndcg", action="store_true", help="skip the throughput, latency and pipeline steps")
     g.add_argument("--skip-ndcg", action="store_true", help="skip the nDCG step (a quick smoke run)")
+    g.add_argument("--ndcg-sets", nargs="*", default=None, help="only these dev sets (default: both)")
     g.add_argument("--ndcg-queries", type=int, default=0, help="nDCG on this many queries per set (0: all)")
     g.add_argument(
         "--ndcg-candidates",

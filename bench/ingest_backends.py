@@ -154,6 +154,8 @@ def chunked_corpus(dataset: Any, settings: Settings, count: Any) -> tuple[list[s
 def ndcg(embedders: dict[str, Any], settings: Settings, args: Any, log: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for dev, split in DEV_SETS.items():
+        if args.ndcg_sets and dev not in args.ndcg_sets:
+            continue
         dataset = load_beir(DATA.parent / dev, split)
         stored = None
         if args.ndcg_db:
@@ -213,16 +215,13 @@ def ndcg(embedders: dict[str, Any], settings: Settings, args: Any, log: Any) -> 
 
 
 def _search(q: np.ndarray, d: np.ndarray, owners: np.ndarray, qids: list[str], depth: int = 100) -> dict[str, Any]:
-    run: dict[str, dict[str, float]] = {}
+    """Exact cosine search: per query, corpus ids ranked by their best chunk."""
+    run: dict[str, list[str]] = {}
     for start in range(0, len(qids), 64):
         scores = q[start : start + 64] @ d.T
         for row, qid in zip(scores, qids[start : start + 64], strict=False):
-            best: dict[str, float] = {}
-            for i in np.argsort(-row)[: depth * 3]:
-                best.setdefault(str(owners[i]), float(row[i]))
-                if len(best) >= depth:
-                    break
-            run[qid] = best
+            ranked = dict.fromkeys(str(owners[i]) for i in np.argsort(-row)[: depth * 3])
+            run[qid] = list(ranked)[:depth]
     return run
 
 
@@ -231,10 +230,9 @@ async def end_to_end(embedders: dict[str, Any], limit: int, quiet: bool) -> dict
 
     lines = [ln for ln in (DATA / "corpus.jsonl").read_bytes().splitlines(keepends=True) if ln.strip()][:limit]
     out: dict[str, Any] = {"records": len(lines)}
-    tmp = Path(tempfile.mkdtemp(prefix="ragchat-bench-backends-"))
-    first = next(iter(embedders.values()))
-    async with bench_runtime(bench_settings(tmp), embedder=first) as rt:
-        for name, e in embedders.items():
+    for name, e in embedders.items():  # each backend is its own embedding space: a fresh database each
+        tmp = Path(tempfile.mkdtemp(prefix="ragchat-bench-backends-"))
+        async with bench_runtime(bench_settings(tmp), embedder=e) as rt:
             await reset_tables(rt)
             result = await one_run(
                 name, rt, TimedEmbedder(e, Stopwatch()), b"".join(lines), postmaster_pid(rt), Stopwatch(), quiet=quiet

@@ -46,7 +46,7 @@ def test_loads_offline_from_the_bundled_weights_into_the_shared_cache(onnx: Onnx
     assert onnx_export.intact(onnx.model_path)
     assert (onnx.provider, onnx.model_name, onnx.dim, onnx.max_tokens) == (
         "sentence-transformers",
-        "all-MiniLM-L6-v2",
+        "all-MiniLM-L6-v2-onnx-int8",
         384,
         256,
     )
@@ -90,12 +90,15 @@ async def test_concurrent_queries_share_forward_passes(onnx: OnnxEmbedder) -> No
     assert onnx.embed_sync([]).shape == (0, 384)
 
 
-def test_the_setting_picks_the_backend_in_one_embedding_space(settings: Settings) -> None:
-    fast = build_embedder(settings.model_copy(update={"embed_backend": "onnx-int8"}))
-    assert isinstance(fast, OnnxEmbedder)
+def test_the_setting_picks_the_backend_and_each_has_its_own_space(settings: Settings) -> None:
+    int8 = settings.model_copy(update={"embed_backend": "onnx-int8"})
+    fast = build_embedder(int8)
+    assert isinstance(fast, OnnxEmbedder) and fast.model_name == "all-MiniLM-L6-v2-onnx-int8"
     slow = build_embedder(settings.model_copy(update={"embed_backend": "torch"}))
-    assert isinstance(slow, SentenceTransformerEmbedder)
-    assert (fast.provider, fast.model_name) == (slow.provider, slow.model_name)  # interchangeable: one space
+    assert isinstance(slow, SentenceTransformerEmbedder) and slow.model_name == "all-MiniLM-L6-v2"
+    # a stored space is rebuilt on the backend that made it, whatever EMBED_BACKEND says now
+    assert isinstance(build_embedder(int8, "sentence-transformers", "all-MiniLM-L6-v2"), SentenceTransformerEmbedder)
+    assert isinstance(build_embedder(settings, "sentence-transformers", fast.model_name), OnnxEmbedder)
 
 
 def test_a_corrupt_manifest_or_file_is_detected(onnx: OnnxEmbedder, tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ from server.providers.embeddings.base import EmbeddingProvider
 from server.settings import EmbedProvider, Settings
 
 DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
+INT8_MODEL = f"{DEFAULT_LOCAL_MODEL}-onnx-int8"  # its own embedding space: int8 vectors are close, not identical
 log = logging.getLogger(__name__)
 
 
@@ -39,6 +40,12 @@ def build_embedder(settings: Settings, provider: str | None = None, model: str |
             batch_size=settings.embed_batch_size,
             timeout_s=settings.embed_timeout_s,
         )
+    if name == INT8_MODEL:  # a stored space names its backend: rebuild exactly that one
+        from server.providers.embeddings.onnx import OnnxEmbedder
+
+        return OnnxEmbedder(INT8_MODEL, batch_size=settings.embed_batch_size, cache_dir=settings.embed_cache_dir)
+    if model is not None:  # a stored float32 space: torch, whatever EMBED_BACKEND says
+        return build_local(settings.model_copy(update={"embed_backend": "torch"}), model)
     if name != DEFAULT_LOCAL_MODEL:
         from server.core.errors import BadRequest
 
@@ -50,16 +57,16 @@ def build_embedder(settings: Settings, provider: str | None = None, model: str |
 
 
 def build_local(settings: Settings, name: str = DEFAULT_LOCAL_MODEL) -> EmbeddingProvider:
-    """The bundled MiniLM on EMBED_BACKEND: ONNX Runtime int8 (default) or torch float32. Both make vectors of
-    one embedding space; an ONNX backend that cannot be built (no onnxruntime, a failed export) falls back
-    to torch with a warning."""
+    """The bundled MiniLM on EMBED_BACKEND: torch float32 (default) or ONNX Runtime int8, whose vectors form
+    their own embedding space (model name `INT8_MODEL`: switching backends is a `ragchat reembed`). An ONNX
+    backend that cannot be built (no onnxruntime, a failed export) falls back to torch with a warning."""
     from server.providers.embeddings.sentence_transformers import SentenceTransformerEmbedder
 
     if settings.embed_backend == "onnx-int8":
         try:
             from server.providers.embeddings.onnx import OnnxEmbedder
 
-            return OnnxEmbedder(name, batch_size=settings.embed_batch_size, cache_dir=settings.embed_cache_dir)
+            return OnnxEmbedder(INT8_MODEL, batch_size=settings.embed_batch_size, cache_dir=settings.embed_cache_dir)
         except (ImportError, OSError, RuntimeError, ValueError) as exc:
             log.warning("EMBED_BACKEND=onnx-int8 is unavailable (%s): using torch", exc)
     return SentenceTransformerEmbedder(
