@@ -17,7 +17,10 @@ a repeated abstract kept as a wasted slot (a RAG prompt gets k chunks, not k abs
 recall@5/10/20 over those slots. Sizes over the model's 256 word pieces are chunked as asked but the model
 only reads the first 256 (the table says so).
 
-    .venv/bin/python bench/chunking.py [--queries 300] [--abstracts 1500] [--sizes 100 200 300 400]
+    .venv/bin/python bench/chunking.py [--queries 100] [--abstracts 300] [--sizes 100 200 300 400]
+
+The defaults ran in 47 minutes on 2 cores shared with 7 other jobs (load average 10-16); 300 queries and
+1,500 abstracts would take about five times as long.
 
 Writes bench/results/chunking.json and bench/results/chunking.md.
 """
@@ -249,8 +252,8 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sets", nargs="+", default=list(SETS), choices=list(SETS))
-    parser.add_argument("--queries", type=int, default=300)
-    parser.add_argument("--abstracts", type=int, default=1500)
+    parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--abstracts", type=int, default=300)
     parser.add_argument("--per-doc", type=int, default=20)
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 200, 300, 400])
     parser.add_argument("--layouts", nargs="+", default=["headed", "flat"], choices=["headed", "flat"])
