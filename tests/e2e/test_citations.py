@@ -66,7 +66,9 @@ def test_unsupported_claim_and_missing_passage_are_marked(
         assert style == "dotted", style
 
     check_marks()
-    msg.get_by_test_id("citation").first.click()
+    msg.get_by_test_id("citation").first.click()  # previews the passage in place
+    expect(msg.get_by_test_id("cite-popover")).to_be_visible()
+    msg.get_by_test_id("cite-popover-sources").click()
     expect(msg.get_by_test_id("source-card")).to_have_count(1)
     msg.get_by_test_id("claim-unsupported").hover()
     screenshot(page, "citations")

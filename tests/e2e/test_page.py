@@ -102,6 +102,12 @@ def assistant(page: Any) -> Any:
     return page.locator(ASSISTANT).last
 
 
+def show_in_sources(msg: Any, citation: Any) -> None:
+    """Click [n]: its passage is previewed in place; the preview's "Show in sources" opens that source card."""
+    citation.click()
+    msg.get_by_test_id("cite-popover").get_by_test_id("cite-popover-sources").click()
+
+
 def open_app(page: Any, url: str, *, healthy: bool = True) -> dict[str, Any]:
     """Open a page and wait for its first health check; a healthy server shows no banner."""
     with page.expect_response(lambda r: urlsplit(r.url).path == "/api/health") as info:
@@ -214,7 +220,7 @@ def test_upload_document_becomes_ready(live_app: Any, fake_llm: Any, page: Any) 
     expect(handbook.get_by_test_id("document-title")).to_have_text("Staff handbook")
     expect(handbook.get_by_test_id("document-chunks")).to_have_text(re.compile(r"^\d+ chunks?$"))
     assert page.evaluate("typeof window.__xss") == "undefined"
-    screenshot(page, "documents")
+    screenshot(page, "documents-upload")
 
     # The same file again is a duplicate; an unsupported one is rejected with a reason.
     page.get_by_test_id("upload-input").set_input_files(
@@ -330,10 +336,11 @@ def test_chat_streams_answer_with_sources_and_citations(
     second.get_by_test_id("why-toggle").click()
     expect(second.get_by_test_id("chunk-trace")).to_contain_text("Vector rank")
 
-    # Collapse the list; clicking [1] opens it again, expands card 1 and brings it into view.
+    # Collapse the list; clicking [1] previews passage 1 in place, and "Show in sources" opens the list, expands
+    # card 1 and brings it into view.
     toggle.click()
     expect(msg.get_by_test_id("source-list")).to_have_count(0)
-    citations.first.click()
+    show_in_sources(msg, citations.first)
     expect(msg.get_by_test_id("source-list")).to_be_visible()
     expect(first).to_have_attribute("data-expanded", "true")
     expect(first).to_be_in_viewport()
@@ -354,19 +361,19 @@ def test_chat_streams_answer_with_sources_and_citations(
     expect(msg.locator(CONTENT)).to_have_text(answer_text)
     expect(msg.get_by_test_id("search-mode-badge")).to_have_text("Hybrid")
     expect(msg.get_by_test_id("tool-summary")).to_have_text(summary.inner_text())
-    msg.get_by_test_id("citation").first.click()
+    show_in_sources(msg, msg.get_by_test_id("citation").first)
     expect(msg.get_by_test_id("source-card")).to_have_count(n_chunks)
     expect(msg.locator('[data-testid="source-card"][data-index="1"]')).to_have_attribute("data-expanded", "true")
     page.set_viewport_size(TALL)  # answer and sources both in view
     page.wait_for_timeout(300)  # let the highlight settle
-    screenshot(page, "chat")
+    screenshot(page, "chat-sources")
 
     # Dark mode, same thread.
     dark = pages.new(color_scheme="dark", viewport=TALL)
     dark.goto(thread_url)
     dmsg = assistant(dark)
     expect(dmsg).to_have_attribute("data-status", "complete")
-    dmsg.get_by_test_id("citation").first.click()
+    show_in_sources(dmsg, dmsg.get_by_test_id("citation").first)
     expect(dmsg.locator('[data-testid="source-card"][data-index="1"]')).to_have_attribute("data-expanded", "true")
     background = dark.evaluate("getComputedStyle(document.body).backgroundColor")
     rgb = [int(x) for x in re.findall(r"\d+", background)[:3]]
@@ -464,13 +471,15 @@ def test_stop_keeps_partial_answer(live_app: Any, fake_ollama: FakeOllama, fake_
     expect(page.get_by_test_id("stop-button")).to_have_count(0)
     expect(page.get_by_test_id("composer-input")).to_be_enabled()
     expect(msg.get_by_test_id("error-box")).to_have_count(0)
-    partial = content.inner_text()
-    assert partial.startswith("word0 word1 word2")
-
-    # The server saw the client go away and cancelled the Ollama request.
+    # The server stopped the answer and cancelled the Ollama request.
     record = fake_ollama.wait_for_disconnect(timeout=5)
     assert record is not None and record.disconnected, "the fake never saw the disconnect"
     assert record.tokens_sent < len(slow)
+    # The page shows what the server saved at Stop (a few tokens may land between the click and the stop), then
+    # nothing more arrives.
+    page.wait_for_timeout(400)
+    partial = content.inner_text()
+    assert partial.startswith("word0 word1 word2")
     page.wait_for_timeout(400)
     assert content.inner_text() == partial, "text kept arriving after Stop"
 
@@ -627,7 +636,7 @@ def test_mobile_chat_has_no_horizontal_overflow(
     expect(msg).to_have_attribute("data-status", "complete")
     expect(page.get_by_test_id("sidebar")).not_to_be_in_viewport()
     no_horizontal_overflow(page, width)
-    msg.get_by_test_id("citation").first.click()
+    show_in_sources(msg, msg.get_by_test_id("citation").first)
     expect(msg.locator('[data-testid="source-card"][data-index="1"]')).to_have_attribute("data-expanded", "true")
     msg.locator('[data-testid="source-card"][data-index="1"]').get_by_test_id("why-toggle").click()
     no_horizontal_overflow(page, width)

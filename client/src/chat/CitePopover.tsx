@@ -86,7 +86,12 @@ export function CitePopover({ preview, chunk, container, onClose, onHover, onSho
         <Link to={viewerUrl(chunk)} className="btn btn-small" data-testid="cite-popover-open">
           Open in document
         </Link>
-        <button type="button" className="btn btn-small btn-ghost" onClick={() => onShowInSources(preview.n)}>
+        <button
+          type="button"
+          className="btn btn-small btn-ghost"
+          data-testid="cite-popover-sources"
+          onClick={() => onShowInSources(preview.n)}
+        >
           Show in sources
         </button>
         {preview.pinned && (

@@ -48,29 +48,4 @@ describe("collection filter", () => {
     expect(srv.find("GET", "/api/search")[1].url).toBe("/api/search?q=holiday&collection_ids=c2");
     expect(new URLSearchParams(window.location.search).get("collection")).toBe("c2");
   });
-
-  it("chat sends collection_ids in the JSON body only when one is chosen", async () => {
-    const srv = server();
-    render(<App />);
-    const box = await screen.findByTestId("composer-input");
-    fireEvent.change(await screen.findByTestId("chat-collection"), { target: { value: "c1" } });
-    fireEvent.change(box, { target: { value: "Holidays?" } });
-    fireEvent.keyDown(box, { key: "Enter" });
-    await waitFor(() => expect(screen.getByText("Yes.")).toBeInTheDocument());
-    expect(srv.find("POST", "/api/chat")[0].body).toEqual({ message: "Holidays?", collection_ids: ["c1"] });
-
-    fireEvent.change(screen.getByTestId("chat-collection"), { target: { value: "" } });
-    await waitFor(() => expect(screen.getByTestId("composer-input")).not.toBeDisabled());
-    fireEvent.change(screen.getByTestId("composer-input"), { target: { value: "And now?" } });
-    fireEvent.keyDown(screen.getByTestId("composer-input"), { key: "Enter" });
-    await waitFor(() => expect(srv.find("POST", "/api/chat")).toHaveLength(2));
-    expect(srv.find("POST", "/api/chat")[1].body).toEqual({ thread_id: "t1", message: "And now?" });
-  });
-
-  it("is not shown without collections", async () => {
-    mockServer(on("GET", "/api/auth/session", () => jsonResponse(session())));
-    render(<App />);
-    await screen.findByTestId("composer-input");
-    expect(screen.queryByTestId("chat-collection")).toBeNull();
-  });
 });
