@@ -76,6 +76,7 @@ class Health(BaseModel):
         description="stored vs configured embedding model (null when the database did not answer)"
     )
     llm: LlmStatus = Field(description="the chat model's server: reachable, model available, the fix")
+    chat_max_message_chars: int = Field(description="the longest question /api/chat takes (CHAT_MAX_MESSAGE_CHARS)")
 
 
 @get(
@@ -122,6 +123,7 @@ async def health(runtime: Runtime) -> Response[Health]:
         embedder=f"{runtime.embedder.model_name} ({runtime.embedder.provider})",
         embeddings=EmbeddingsStatus.model_validate(embeddings) if embeddings is not None else None,
         llm=LlmStatus.model_validate(llm.to_json()),
+        chat_max_message_chars=runtime.settings.chat_max_message_chars,
     )
     return Response(body, status_code=200 if db.ok else 503)
 

@@ -16,6 +16,7 @@ from server.cli import remote
 from server.cli.common import acting_as, add_user_option, format_duration, open_runtime, run_async, where
 from server.core.errors import RagchatError
 from server.documents.metadata import parse_meta_args
+from server.documents.registration import Asked
 from server.settings import Settings
 
 if TYPE_CHECKING:
@@ -32,8 +33,6 @@ async def ingest(settings: Settings, args: argparse.Namespace) -> int:
     server = remote.server_url(args, settings.data_dir)
     if server:  # upload to a running server, as the token's user; it ingests in the background
         print(f"ragchat: using the server at {server}", file=sys.stderr)
-        if args.chunk or args.chunk_tokens:
-            print("ragchat: --chunk applies to a local ingest; the server uses its CHUNK_STRATEGY", file=sys.stderr)
         return remote.ingest(args, server)
     print(f"ragchat: using {where(settings)}", file=sys.stderr)
     async with open_runtime(settings) as rt:
@@ -41,12 +40,16 @@ async def ingest(settings: Settings, args: argparse.Namespace) -> int:
         if args.collection:
             await rt.documents.check_collection_writable(principal, UUID(args.collection[0]))
         paths = [Path(p) for p in args.paths if not remote.is_url(p)]
-        registered = await rt.documents.register_paths(principal, paths, retry_failed=args.retry_failed)
-        registered += await register_urls(rt.documents, principal, [p for p in args.paths if remote.is_url(p)])
-        await rt.documents.set_upload_metadata(principal, registered, meta)
+        chunking = None
         if args.chunk or args.chunk_tokens:
-            asked = {"requested": args.chunk or settings.chunk_strategy, "tokens": args.chunk_tokens}
-            await rt.documents.set_chunking(principal, registered, asked)
+            chunking = {"requested": args.chunk or settings.chunk_strategy, "tokens": args.chunk_tokens}
+        asked = Asked(chunking=chunking, metadata=meta or None)
+        registered = await rt.documents.register_paths(principal, paths, retry_failed=args.retry_failed, asked=asked)
+        fetched = await register_urls(rt.documents, principal, [p for p in args.paths if remote.is_url(p)])
+        await rt.documents.set_upload_metadata(principal, fetched, meta)
+        if chunking:
+            await rt.documents.set_chunking(principal, fetched, chunking)
+        registered += fetched
         if args.collection:
             for r in registered:
                 if r.document_id:

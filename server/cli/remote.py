@@ -229,7 +229,13 @@ def ingest(args: argparse.Namespace, server: str) -> int:
     with client(server, _token(args, server)) as http:
         for path in files:
             with path.open("rb") as f:
-                data = {k: v for k, v in (("collection_id", collection), ("metadata", meta)) if v} or None
+                fields = (
+                    ("collection_id", collection),
+                    ("metadata", meta),
+                    ("chunk_strategy", getattr(args, "chunk", None)),
+                    ("chunk_tokens", str(args.chunk_tokens) if getattr(args, "chunk_tokens", None) else None),
+                )
+                data = {k: v for k, v in fields if v} or None
                 results += _show(check(http.post("/api/documents", files={"files": (path.name, f)}, data=data)))
         for url in urls:  # the server fetches the page (its SSRF guard and limits apply)
             response = http.post("/api/documents/url", json={"url": url, "collection_id": collection})

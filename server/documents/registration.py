@@ -15,6 +15,7 @@ from uuid import UUID
 
 from server.core.errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
 from server.db.pool import Pool
+from server.documents import metadata_repository as meta_repo
 from server.documents import repository as repo
 from server.documents.limits import ParseLimits
 from server.documents.parsers import (
@@ -38,6 +39,15 @@ class Registered:
     document_id: UUID | None = None
     error: str | None = None
     code: str | None = None  # a rejection's error code (payload_too_large, unsupported_media_type, bad_request)
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What the uploader asked for the new documents: chunking (`{"requested", "tokens"}`) and their own metadata
+    (checked). Written in the registering transaction, so no worker can claim a document without them."""
+
+    chunking: dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = None
 
 
 def validate_upload(filename: str, size: int, settings: Settings, *, check_size: bool = True) -> str:
@@ -66,6 +76,7 @@ async def register_bytes(
     retry_failed: bool = True,
     title: str | None = None,
     metadata: dict[str, Any] | None = None,
+    asked: Asked | None = None,
 ) -> list[Registered]:
     """Queue one uploaded file (a BEIR `.jsonl` corpus becomes one document per record); `title` and `metadata`
     (e.g. a fetched page's title and source_url) are the document's, else its filename's stem and nothing."""
@@ -102,11 +113,11 @@ async def register_bytes(
                 metadata={**meta, **(metadata or {})},
             )
         ]
-    return await _insert_all(pool, owner, docs, retry_failed)
+    return await _insert_all(pool, owner, docs, retry_failed, asked)
 
 
 async def _insert_all(
-    pool: Pool, owner: UUID, docs: Sequence[repo.NewDocument], retry_failed: bool
+    pool: Pool, owner: UUID, docs: Sequence[repo.NewDocument], retry_failed: bool, asked: Asked | None = None
 ) -> list[Registered]:
     out: list[Registered] = []
     async with pool.connection() as conn, conn.transaction():
@@ -120,6 +131,11 @@ async def _insert_all(
                 out.append(Registered(doc.filename, "duplicate", doc_id, "failed before with the same content"))
             else:
                 out.append(Registered(doc.filename, "duplicate", doc_id, f"already ingested ({status})"))
+        new = [r.document_id for r in out if r.document_id and r.status in ("queued", "requeued")]
+        if asked and new and asked.chunking:
+            await repo.set_chunking(conn, owner, new, asked.chunking)
+        if asked and new and asked.metadata:
+            await meta_repo.add_metadata(conn, owner, new, asked.metadata)
     return out
 
 
@@ -137,7 +153,13 @@ def iter_files(paths: Iterable[Path]) -> Iterable[Path]:
 
 
 async def register_paths(
-    pool: Pool, owner: UUID, paths: Iterable[Path], settings: Settings, *, retry_failed: bool = False
+    pool: Pool,
+    owner: UUID,
+    paths: Iterable[Path],
+    settings: Settings,
+    *,
+    retry_failed: bool = False,
+    asked: Asked | None = None,
 ) -> list[Registered]:
     """Queue every supported file under `paths`; unsupported or unreadable files come back rejected.
 
@@ -166,6 +188,7 @@ async def register_paths(
                 source_path=str(path.resolve()),
                 check_size=not bulk,
                 retry_failed=retry_failed,
+                asked=asked,
             )
         )
     return out

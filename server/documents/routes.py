@@ -16,7 +16,7 @@ from server.core.preferences import PreferencesLookup
 from server.core.principal import Principal
 from server.documents.listing import ListQuery, Order, SortKey, TypeFamily
 from server.documents.metadata import check_metadata, parse_metadata_field
-from server.documents.registration import Registered
+from server.documents.registration import Asked, Registered
 from server.documents.schemas import (
     Document,
     DocumentList,
@@ -122,8 +122,8 @@ class DocumentController(Controller):
         outcomes: list[Registered] = []
         for upload in data.files:
             content = await upload.read()
-            outcomes += await documents.register_upload(principal, upload.filename or "upload", content, chunking)
-        await documents.set_upload_metadata(principal, outcomes, metadata)
+            asked = Asked(chunking=chunking, metadata=metadata or None)
+            outcomes += await documents.register_upload(principal, upload.filename or "upload", content, asked)
         if preferences.metadata_extraction and not documents.settings.metadata_extraction:  # this user opted in
             for new in outcomes:
                 if new.document_id and new.status in ("queued", "requeued"):

@@ -19,7 +19,7 @@ from server.documents.extraction import MetadataExtractor
 from server.documents.listing import ListQuery
 from server.documents.metadata import apply_patch
 from server.documents.pipeline import IngestionPipeline, Progress, run_worker
-from server.documents.registration import Registered, register_bytes, register_paths
+from server.documents.registration import Asked, Registered, register_bytes, register_paths
 from server.documents.web import WebFetcher
 from server.settings import Settings
 from server.vectors.registry import SpaceRegistry
@@ -39,20 +39,18 @@ class DocumentService:
 
     # ---- registration -------------------------------------------------------------------------------------
     async def register_upload(
-        self, principal: Principal, filename: str, data: bytes, chunking: dict[str, Any] | None = None
+        self, principal: Principal, filename: str, data: bytes, asked: Asked | None = None
     ) -> list[Registered]:
-        """Queue one uploaded file (chunked as `chunking` asks: {"requested", "tokens"}); the in-process worker
-        starts on it at once."""
-        out = await register_bytes(self.pool, principal.user_id, filename, data, self.settings)
-        if chunking:
-            await self.set_chunking(principal, out, chunking)
+        """Queue one uploaded file (with the chunking and metadata `asked`, on new documents only); the in-process
+        worker starts on it at once."""
+        out = await register_bytes(self.pool, principal.user_id, filename, data, self.settings, asked=asked)
         self._wake.set()
         return out
 
     async def set_chunking(
         self, principal: Principal, registered: Sequence[Registered], chunking: dict[str, Any]
     ) -> None:
-        """The chunking asked for, on the documents just queued (not on duplicates)."""
+        """The chunking asked for, on documents just queued (not on duplicates) by another path (a URL)."""
         ids = [r.document_id for r in registered if r.document_id and r.status in ("queued", "requeued")]
         if ids:
             async with self.pool.connection() as conn:
@@ -94,9 +92,11 @@ class DocumentService:
         )
 
     async def register_paths(
-        self, principal: Principal, paths: Sequence[Path], *, retry_failed: bool = False
+        self, principal: Principal, paths: Sequence[Path], *, retry_failed: bool = False, asked: Asked | None = None
     ) -> list[Registered]:
-        return await register_paths(self.pool, principal.user_id, paths, self.settings, retry_failed=retry_failed)
+        return await register_paths(
+            self.pool, principal.user_id, paths, self.settings, retry_failed=retry_failed, asked=asked
+        )
 
     # ---- processing ---------------------------------------------------------------------------------------
     async def ingest(

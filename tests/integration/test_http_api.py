@@ -35,12 +35,14 @@ async def test_health_reports_database_embedder_and_ollama(
     assert llm["provider"] == "ollama" and llm["reachable"] and llm["model_available"] and llm["message"] is None
     assert llm["model"] == "llama3.2"
     assert body["embeddings"]["status"] == "ok" and body["embeddings"]["stored"] is None
+    assert body["chat_max_message_chars"] == 8000  # the page's character counter reads it
 
-    missing = live_app(ollama_host=fake_ollama.url, chat_model="qwen3:8b")
+    missing = live_app(ollama_host=fake_ollama.url, chat_model="qwen3:8b", chat_max_message_chars=500)
     async with httpx.AsyncClient(base_url=missing.url) as client:
         body = (await client.get("/api/health")).json()
     assert body["llm"]["reachable"] and not body["llm"]["model_available"]
     assert "ollama pull qwen3:8b" in body["llm"]["message"]
+    assert body["chat_max_message_chars"] == 500
 
     down = live_app(ollama_host=closed_ollama_url)
     async with httpx.AsyncClient(base_url=down.url) as client:

@@ -1419,6 +1419,8 @@ export interface components {
         };
         /** Health */
         Health: {
+            /** @description the longest question /api/chat takes (CHAT_MAX_MESSAGE_CHARS) */
+            chat_max_message_chars: number;
             /**
              * @description kept for older clients; details in `db`
              * @enum {string}

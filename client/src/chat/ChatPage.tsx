@@ -53,7 +53,7 @@ export function ChatPage({ threadId: routeThreadId }: { threadId: string | null 
   });
   // The limit from /api/health when it says; else as a refusal named it; else the default.
   const maxChars =
-    (health as { chat_max_message_chars?: number } | null)?.chat_max_message_chars ?? chat.limit ?? DEFAULT_MAX_CHARS;
+    health?.chat_max_message_chars ?? chat.limit ?? DEFAULT_MAX_CHARS;
   const chatRef = useRef(chat);
   chatRef.current = chat;
   const { load, reset } = chat;
