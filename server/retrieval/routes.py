@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable
 from typing import Annotated, Any
 from uuid import UUID
 
@@ -11,7 +13,7 @@ from litestar.params import Parameter
 from server.core.errors import BadRequest
 from server.core.http import error_responses
 from server.core.principal import Principal
-from server.core.search import SearchFilters, SearchResponse
+from server.core.search import SearchFilters, SearchResponse, SearchResult
 from server.db.ratelimit import RateLimiter
 from server.retrieval.facets import facet_counts
 from server.retrieval.filters import parse_location_filters, parse_metadata_filters
@@ -86,8 +88,8 @@ async def search(
         metadata=parse_metadata_filters(filter_),
         location=parse_location_filters(location),
     )
-    result = await searcher.search(q, principal=principal, limit=limit, mode=mode, filters=filters, rerank=rerank)
-    return await _with_facets(searcher, principal, result.to_api(), filters, facets)
+    search = searcher.search(q, principal=principal, limit=limit, mode=mode, filters=filters, rerank=rerank)
+    return await _with_facets(searcher, principal, search, filters, facets)
 
 
 @post(
@@ -104,7 +106,7 @@ async def search_post(
     query = check_query(data.query)
     filters = data.filters.to_filters() if data.filters else None
     await charge(searcher.settings, limiter, principal, data.top_k, data.rerank)
-    result = await searcher.search(
+    search = searcher.search(
         query,
         principal=principal,
         limit=data.top_k,
@@ -112,18 +114,25 @@ async def search_post(
         filters=filters if filters and filters.active else None,
         rerank=data.rerank,
     )
-    return await _with_facets(searcher, principal, result.to_api(), filters, data.facets)
+    return await _with_facets(searcher, principal, search, filters, data.facets)
 
 
 async def _with_facets(
     searcher: Searcher,
     principal: Principal,
-    body: SearchResponse,
+    search: Awaitable[SearchResult],
     filters: SearchFilters | None,
     keys: list[str] | None,
 ) -> Response[SearchResponse]:
-    """The response with the facet counts of the search's scope (server/retrieval/facets.py)."""
-    body.facets = await facet_counts(searcher.pool, principal, filters, keys)
+    """The search's response with the facet counts of its scope (server/retrieval/facets.py), counted on another
+    connection while the search runs, so they add no latency of their own."""
+    facets = asyncio.ensure_future(facet_counts(searcher.pool, principal, filters, keys))
+    try:
+        body = (await search).to_api()
+    except BaseException:
+        facets.cancel()
+        raise
+    body.facets = await facets
     return _private(body)
 
 
