@@ -37,6 +37,7 @@ const health = (
     database: "ok",
     db: { embedded: true, ok: true, latency_ms: 0.4, restarts: 0, error: null },
     embedder: "all-MiniLM-L6-v2 (sentence-transformers)",
+    chat_max_message_chars: 8000,
     embeddings: embeddings("ok"),
     llm: { provider, reachable, model: "llama3.2", model_available, message, context_length: null },
     ...rest,
