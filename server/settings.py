@@ -118,7 +118,7 @@ class Settings(BaseSettings):
     # queries on a bfloat16 copy of the model: auto = when the CPU has native bf16 matmuls (and it agrees)
     query_embed_precision: Literal["auto", "fp32", "bf16"] = "auto"
     # the local model's runtime: onnx-int8 (ONNX Runtime, int8, exported once and cached) or torch (float32)
-    embed_backend: Literal["onnx-int8", "torch"] = "torch"
+    embed_backend: Literal["onnx-int8", "torch"] = "onnx-int8"
     embed_cache_dir: Path | None = None  # where the ONNX export is cached (default: the user's cache dir)
 
     # --- retrieval ---

@@ -57,7 +57,7 @@ def build_embedder(settings: Settings, provider: str | None = None, model: str |
 
 
 def build_local(settings: Settings, name: str = DEFAULT_LOCAL_MODEL) -> EmbeddingProvider:
-    """The bundled MiniLM on EMBED_BACKEND: torch float32 (default) or ONNX Runtime int8, whose vectors form
+    """The bundled MiniLM on EMBED_BACKEND: ONNX Runtime int8 (default) or torch float32. int8 vectors form
     their own embedding space (model name `INT8_MODEL`: switching backends is a `ragchat reembed`). An ONNX
     backend that cannot be built (no onnxruntime, a failed export) falls back to torch with a warning."""
     from server.providers.embeddings.sentence_transformers import SentenceTransformerEmbedder

@@ -36,9 +36,8 @@ QUERY_THREAD_NICE = 5  # as the torch backend's query thread
 
 class OnnxEmbedder:
     """The bundled MiniLM through onnxruntime. Its vectors are an embedding space of their own (model name
-    "all-MiniLM-L6-v2-onnx-int8"): int8 and float32 vectors agree to a cosine of about 0.99, but int8 queries
-    against float32 documents lost 0.006 nDCG@10 on SciFact (bench/results/ingest_backends.md), more than
-    the 0.005 allowed, so the two are not mixed; switching EMBED_BACKEND is a `ragchat reembed`.
+    "all-MiniLM-L6-v2-onnx-int8"): int8 and float32 vectors agree to a cosine of about 0.995, not exactly,
+    so the two are not mixed in one index; switching EMBED_BACKEND is a `ragchat reembed`.
 
     Dynamic int8 quantisation scales activations per batch: a text's vector varies slightly (cosine ≥ 0.98)
     with the batch it is encoded in."""
