@@ -68,6 +68,15 @@ async def _message(conn: Any, principal: Principal, thread_id: UUID, message_id:
     return row
 
 
+async def _save_question(conn: Any, thread_id: UUID, owner: UUID, text: str, parent_id: UUID | None) -> UUID:
+    """A new question under `parent_id` (None: the thread's first); returns its id."""
+    question_id = uuid4()
+    await repo.insert_message(
+        conn, message_id=question_id, thread_id=thread_id, owner=owner, role="user", content=text, parent_id=parent_id
+    )
+    return question_id
+
+
 async def _history(conn: Any, principal: Principal, settings: Settings, leaf: UUID | None) -> list[dict[str, str]]:
     if leaf is None or settings.chat_history_messages <= 0:
         return []
@@ -106,29 +115,13 @@ async def begin_turn(pool: Pool, settings: Settings, principal: Principal, req: 
             history = await _history(conn, principal, settings, question["parent_id"])
         elif req.edit_id is not None:
             old = await _message(conn, principal, thread_id, req.edit_id, "user")
-            question_id, text = uuid4(), req.message
-            await repo.insert_message(
-                conn,
-                message_id=question_id,
-                thread_id=thread_id,
-                owner=owner,
-                role="user",
-                content=text,
-                parent_id=old["parent_id"],
-            )
+            text = req.message
+            question_id = await _save_question(conn, thread_id, owner, text, old["parent_id"])
             history = await _history(conn, principal, settings, old["parent_id"])
         else:
             leaf = None if req.thread_id is None else await repo.active_leaf(conn, thread_id)
-            question_id, text = uuid4(), req.message
-            await repo.insert_message(
-                conn,
-                message_id=question_id,
-                thread_id=thread_id,
-                owner=owner,
-                role="user",
-                content=text,
-                parent_id=leaf,
-            )
+            text = req.message
+            question_id = await _save_question(conn, thread_id, owner, text, leaf)
             history = await _history(conn, principal, settings, leaf)
         if continued is not None:
             await repo.restart_message(conn, answer_id)

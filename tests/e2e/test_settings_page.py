@@ -48,7 +48,11 @@ def search_mode_of_next_answer(base_url: str, fake: FakeOllama) -> str:
     return mode
 
 
-def background(page: Any) -> str:
+def background(page: Any, expected: str | None = None) -> str:
+    """The page's background colour; with `expected`, once it is that (up to 5 s: React renders the change)."""
+    if expected is not None:
+        script = "bg => getComputedStyle(document.body).backgroundColor === bg"
+        page.wait_for_function(script, arg=expected, timeout=5000)
     return page.evaluate("getComputedStyle(document.body).backgroundColor")
 
 
@@ -74,23 +78,24 @@ def test_settings_page(live_app: Any, fake_ollama: FakeOllama, pages: Pages) -> 
     assert search_mode_of_next_answer(server.url, fake_ollama) == "vector"  # the setting changed the answer
     screenshot(page, "settings")
 
-    assert background(page) == LIGHT_BG
+    assert background(page, LIGHT_BG) == LIGHT_BG
     page.get_by_test_id("theme-dark").check()
     expect(page.locator("html")).to_have_attribute("data-theme", "dark")
-    assert background(page) == DARK_BG  # at once, before any reload
+    assert background(page, DARK_BG) == DARK_BG  # at once, before any reload
     expect(page.get_by_test_id("settings-result")).to_contain_text("Theme: dark.")
     assert serious_axe_violations(page) == []
     page.reload()
     expect(page.get_by_test_id("theme-dark")).to_be_checked()
-    assert background(page) == DARK_BG
+    assert background(page, DARK_BG) == DARK_BG
     page.get_by_test_id("nav-documents").click()
     expect(page).to_have_title("Documents — ragchat")
-    assert background(page) == DARK_BG  # every page
+    assert background(page, DARK_BG) == DARK_BG  # every page
 
     page.get_by_test_id("nav-settings").click()
+    expect(page.get_by_test_id("theme-dark")).to_be_checked()  # the saved settings are in the form
     page.get_by_test_id("theme-system").check()
     expect(page.locator("html")).not_to_have_attribute("data-theme", "dark")
-    assert background(page) == LIGHT_BG  # the system (this browser) is light
+    assert background(page, LIGHT_BG) == LIGHT_BG  # the system (this browser) is light
     assert httpx.get(f"{server.url}/api/settings").json()["values"]["theme"] == "system"
 
     phone = pages.new(viewport=MOBILE, color_scheme="dark")
