@@ -16,7 +16,7 @@ from server.chat.export import export_filename, thread_json, thread_markdown
 from server.chat.schemas import ChatModel, ChatModels, Feedback, FeedbackBody
 from server.chat.service import ChatService
 from server.core.errors import ServiceUnavailable
-from server.core.http import error_responses
+from server.core.http import error_responses, file_download
 from server.core.preferences import PreferencesLookup
 from server.core.principal import Principal
 from server.providers.llm.base import LLMError
@@ -38,7 +38,11 @@ async def put_feedback(message_id: UUID, data: FeedbackBody, chat: ChatService, 
     return Feedback.model_validate(await set_feedback(chat.pool, principal, message_id, data))
 
 
-@get("/api/feedback/export", responses=error_responses(400, 403))
+@get(
+    "/api/feedback/export",
+    responses=error_responses(400, 403),
+    operation_class=file_download("application/x-ndjson", "text/csv"),
+)
 async def export_feedback(
     chat: ChatService,
     principal: Principal,
@@ -49,11 +53,15 @@ async def export_feedback(
     rows = await feedback_rows(chat.pool, principal, everyone=everyone)
     stamp = datetime.now(UTC).strftime("%Y%m%d")
     if format == "csv":
-        return _attachment(feedback_csv(rows), f"ragchat-feedback-{stamp}.csv", "text/csv; charset=utf-8")
+        return _attachment(feedback_csv(rows), f"ragchat-feedback-{stamp}.csv", "text/csv")
     return _attachment(feedback_jsonl(rows), f"ragchat-feedback-{stamp}.jsonl", "application/x-ndjson")
 
 
-@get("/api/threads/{thread_id:uuid}/export", responses=error_responses(404))
+@get(
+    "/api/threads/{thread_id:uuid}/export",
+    responses=error_responses(404),
+    operation_class=file_download("text/markdown", "application/json"),
+)
 async def export_thread(
     thread_id: UUID, chat: ChatService, principal: Principal, format: Literal["markdown", "json"] = "markdown"
 ) -> Response[str]:
@@ -62,7 +70,7 @@ async def export_thread(
     name = export_filename(str(thread.get("title") or ""), format)
     if format == "json":
         return _attachment(thread_json(thread, messages), name, "application/json")
-    return _attachment(thread_markdown(thread, messages), name, "text/markdown; charset=utf-8")
+    return _attachment(thread_markdown(thread, messages), name, "text/markdown")
 
 
 @get("/api/models", responses=error_responses(503))

@@ -37,7 +37,7 @@ from server.chat.openai_schemas import (
 )
 from server.chat.service import ChatService
 from server.core.errors import BadRequest, RagchatError, RateLimited
-from server.core.http import also_event_stream, error_responses, request_id_of, response_spec
+from server.core.http import EventStream, also_event_stream, error_responses, request_id_of, response_spec
 from server.core.principal import Principal
 from server.db.ratelimit import RateLimiter
 
@@ -120,7 +120,7 @@ async def chat_completions(
             usage=CompletionUsage(**_usage(answer)),
             sources=[CompletionSource.model_validate(s) for s in _sources(answer)],
         )
-    return Stream(_stream(chat, principal, req, cid, created), media_type="text/event-stream")
+    return EventStream(_stream(chat, principal, req, cid, created))
 
 
 async def _stream(

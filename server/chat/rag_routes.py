@@ -22,7 +22,7 @@ from server.chat.schemas import MAX_QUERY_CHARS, RagAnswer, RagBody, RagFilters
 from server.chat.service import ChatService
 from server.chat.sse import server_sent_events
 from server.core.errors import BadRequest, NotFound
-from server.core.http import also_event_stream, error_responses, response_spec
+from server.core.http import EventStream, also_event_stream, error_responses, response_spec
 from server.core.principal import Principal
 from server.core.search import parse_mode
 from server.db.access import unreadable
@@ -130,7 +130,7 @@ async def rag(data: RagBody, chat: ChatService, principal: Principal, limiter: R
             raise NotFound(f"document {missing[0]} not found")
     await limiter.hit(f"chat:{principal.user_id}", chat.settings.rate_chat_per_min, what="questions")
     if data.stream:
-        return Stream(_sse(chat, principal, req), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
+        return EventStream(_sse(chat, principal, req), headers={"Cache-Control": "no-store"})
     start = time.perf_counter()
     try:
         answer = await chat.answer(principal, req)

@@ -10,7 +10,8 @@ from typing import Any
 
 from litestar import Request
 from litestar.openapi.datastructures import ResponseSpec
-from litestar.openapi.spec import OpenAPIMediaType, OpenAPIResponse, OpenAPIType, Operation, Schema
+from litestar.openapi.spec import OpenAPIFormat, OpenAPIMediaType, OpenAPIResponse, OpenAPIType, Operation, Schema
+from litestar.response import Stream
 from pydantic import BaseModel, Field
 
 HTTP_CODES = {
@@ -104,7 +105,38 @@ def also_event_stream(description: str) -> type[Operation]:
         def __post_init__(self) -> None:
             ok = (self.responses or {}).get("200")
             if isinstance(ok, OpenAPIResponse):
-                stream = OpenAPIMediaType(schema=Schema(type=OpenAPIType.STRING, description=description))
+                event = Schema(
+                    type=OpenAPIType.OBJECT,
+                    description=f"one event: {description}",
+                    properties={"event": Schema(type=OpenAPIType.STRING), "data": Schema(type=OpenAPIType.STRING)},
+                )
+                stream = OpenAPIMediaType(schema=event)
                 ok.content = {**(ok.content or {}), "text/event-stream": stream}
 
     return StreamingOperation
+
+
+def file_download(*media_types: str) -> type[Operation]:
+    """An `operation_class` for a route whose 200 is a file in one of `media_types` (`*/*`: any type)."""
+
+    @dataclass
+    class FileOperation(Operation):
+        def __post_init__(self) -> None:
+            ok = (self.responses or {}).get("200")
+            if isinstance(ok, OpenAPIResponse):
+                raw = OpenAPIMediaType(schema=Schema(type=OpenAPIType.STRING, format=OpenAPIFormat.BINARY))
+                ok.content = dict.fromkeys(media_types, raw)
+
+    return FileOperation
+
+
+class EventStream(Stream):
+    """Server-sent events from a route that otherwise answers JSON: litestar would send the stream with the
+    route's media type (application/json) over the response's own; this one keeps text/event-stream."""
+
+    def __init__(self, content: Any, *, headers: dict[str, str] | None = None) -> None:
+        super().__init__(content, media_type="text/event-stream", headers=headers)
+
+    def to_asgi_response(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs["media_type"] = self.media_type
+        return super().to_asgi_response(*args, **kwargs)

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 from urllib.parse import quote
 from uuid import UUID
 
 from litestar import Controller, get, post
-from litestar.openapi.spec import OpenAPIFormat, OpenAPIMediaType, OpenAPIResponse, OpenAPIType, Operation, Schema
 from litestar.params import Parameter
 from litestar.response import Stream
 from pydantic import BaseModel, ConfigDict, Field
 
-from server.core.http import error_responses
+from server.core.http import error_responses, file_download
 from server.core.principal import Principal
 from server.core.search import Location
 from server.documents.service import DocumentService
@@ -27,17 +25,6 @@ _INLINE = {"application/pdf"}
 _SCRIPTABLE = ("html", "svg", "xml", "javascript", "ecmascript")
 #: The file's own CSP: a sandbox with nothing allowed, should a browser ever render it as a page.
 FILE_CSP = "sandbox; default-src 'none'; img-src 'self'; style-src 'unsafe-inline'"
-
-
-@dataclass
-class FileOperation(Operation):
-    """GET .../file in the OpenAPI document: its 200 is the file's bytes (PDF, or any type as an attachment)."""
-
-    def __post_init__(self) -> None:
-        ok = (self.responses or {}).get("200")
-        if isinstance(ok, OpenAPIResponse):
-            raw = OpenAPIMediaType(schema=Schema(type=OpenAPIType.STRING, format=OpenAPIFormat.BINARY))
-            ok.content = {"application/pdf": raw, "application/octet-stream": raw}
 
 
 class BulkBody(BaseModel):
@@ -89,9 +76,7 @@ def safe_content_type(stored: str) -> str:
     """The stored type, unless a browser could run it (HTML, SVG, XML, script): then plain text."""
     kind = stored.split(";", 1)[0].strip().lower()
     if any(s in kind for s in _SCRIPTABLE):
-        return "text/plain; charset=utf-8"
-    if kind.startswith("text/"):
-        return f"{kind}; charset=utf-8"
+        return "text/plain"  # the response adds "; charset=utf-8" to every text/ type
     return kind if kind in _INLINE or "/" in kind else "application/octet-stream"
 
 
@@ -113,7 +98,7 @@ class DocumentBrowseController(Controller):
         out = await documents.bulk(principal, data.action, data.ids)
         return BulkResults(results=[BulkResult(id=i, ok=err is None, error=err) for i, err in out.items()])
 
-    @get("/{document_id:uuid}/file", responses=error_responses(404), operation_class=FileOperation)
+    @get("/{document_id:uuid}/file", responses=error_responses(404), operation_class=file_download("*/*"))
     async def file(self, document_id: UUID, documents: DocumentService, principal: Principal) -> Stream:
         """The original file as uploaded, streamed. PDF is `inline` (the viewer shows it); every other type is an
         attachment, and HTML, SVG or XML is sent as text/plain; always nosniff and a sandboxing CSP."""

@@ -67,7 +67,7 @@ async def search(
     facets: Annotated[
         list[str] | None,
         Parameter(
-            query="facets", max_items=MAX_FACET_KEYS, description="metadata keys to count (default: the most used)"
+            query="facets", description=f"metadata keys to count, at most {MAX_FACET_KEYS} (default: the most used)"
         ),
     ] = None,
     location: Annotated[
@@ -81,6 +81,8 @@ async def search(
 ) -> Response[SearchResponse]:
     """Hybrid/vector/keyword search over what the caller may read (their documents and shared collections)."""
     check_query(q)
+    if facets and len(facets) > MAX_FACET_KEYS:
+        raise BadRequest(f"at most {MAX_FACET_KEYS} facets (got {len(facets)})")
     await charge(searcher.settings, limiter, principal, limit, rerank)
     filters = SearchFilters(
         document_ids=document_ids or None,

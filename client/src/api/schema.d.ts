@@ -5412,8 +5412,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/octet-stream": string;
-                    "application/pdf": string;
+                    "*/*": string;
                 };
             };
             /** @description Bad request: invalid parameters or body, a disallowed Host, a body nested too deeply */
@@ -5929,7 +5928,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": string;
+                    "application/x-ndjson": string;
+                    "text/csv": string;
                 };
             };
             /** @description Bad request: invalid parameters or body, a disallowed Host, a body nested too deeply */
@@ -6210,7 +6210,10 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RagAnswer"];
-                    "text/event-stream": string;
+                    "text/event-stream": {
+                        data?: string;
+                        event?: string;
+                    };
                 };
             };
             /** @description Bad request: invalid parameters or body, a disallowed Host, a body nested too deeply */
@@ -6325,7 +6328,7 @@ export interface operations {
                 collection_ids?: string[] | null;
                 /** @description document metadata key=value, repeatable: values of one key are OR, keys are AND (filter=subject=Polity&filter=subject=History&filter=year=2024) */
                 filter?: string[] | null;
-                /** @description metadata keys to count (default: the most used) */
+                /** @description metadata keys to count, at most 20 (default: the most used) */
                 facets?: string[] | null;
                 /** @description key=value, repeatable: sheet=Q1, slide=3, chapter=<title>, row=12 (in the passage's rows), t=751 (seconds, in the passage's time span) */
                 location?: string[] | null;
@@ -7175,6 +7178,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": string;
+                    "text/markdown": string;
                 };
             };
             /** @description Bad request: invalid parameters or body, a disallowed Host, a body nested too deeply */
@@ -7506,7 +7510,10 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ChatCompletion"];
-                    "text/event-stream": string;
+                    "text/event-stream": {
+                        data?: string;
+                        event?: string;
+                    };
                 };
             };
             /** @description Bad request: invalid parameters or body, a disallowed Host, a body nested too deeply */
