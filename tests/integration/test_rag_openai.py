@@ -123,6 +123,7 @@ async def test_a_client_that_leaves_mid_stream_cancels_the_llm_call(served: dict
         client.stream("POST", "/v1/chat/completions", json=body) as response,
     ):
         assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")  # not the route's JSON type
         seen = 0
         async for line in response.aiter_lines():
             seen += "slow" in line
