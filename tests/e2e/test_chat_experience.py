@@ -142,6 +142,7 @@ def test_answers_survive_navigation_reload_and_a_second_tab(
     saved = stored(server.url, thread_id)
     assert saved["messages"][-1]["status"] == "incomplete"
     assert not saved.get("running_message_id")
+    expect(page.get_by_test_id("edit-message").last).to_be_enabled()  # the page has left its running state
     assert serious_axe(page) == [], "axe after Stop"
 
     # 5. A thread created in one tab appears in the other's list.
