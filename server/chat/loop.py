@@ -256,17 +256,23 @@ async def _search_events(
     call = {"id": call_id, "name": TOOL_NAME, "arguments": arguments}
     turn.tool_calls.append(call)
     yield ChatEvent("tool_call", call)
-    result = await run_search(
-        ctx.search,
-        ctx.principal,
-        query,
-        limit=ctx.settings.chat_search_limit,
-        document_ids=document_ids,
-        collection_ids=ctx.collection_ids,
-        metadata=narrow_metadata(ctx.metadata, asked),
-        mode=ctx.search_mode,
-        rerank=ctx.rerank,
-    )
+
+    async def search(metadata: dict[str, list[str]] | None) -> SearchResult:
+        return await run_search(
+            ctx.search,
+            ctx.principal,
+            query,
+            limit=ctx.settings.chat_search_limit,
+            document_ids=document_ids,
+            collection_ids=ctx.collection_ids,
+            metadata=metadata,
+            mode=ctx.search_mode,
+            rerank=ctx.rerank,
+        )
+
+    result = await search(narrow_metadata(ctx.metadata, asked))
+    if asked and not result.chunks:  # filters the model made up found nothing: the request's own scope instead
+        result = await search(ctx.metadata)
     payload = tool_result_payload(call_id, result)
     turn.tool_results.append(payload)
     start = turn.passages + 1

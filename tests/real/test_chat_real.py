@@ -166,8 +166,11 @@ async def test_stop_mid_answer_keeps_the_partial_answer(start: Callable[..., Any
                 thread_id = data["thread_id"]
             if event.event == "token":
                 tokens += 1
-                if tokens == 3:
-                    break  # Stop: the client goes away mid-answer
+                if tokens == 3:  # Stop (leaving the page no longer stops an answer: Stop does)
+                    assert thread_id is not None
+                    stopped = await client.post(f"/api/threads/{thread_id}/stop")
+                    assert stopped.status_code == 200 and stopped.json()["stopped"], stopped.text
+                    break
     assert thread_id is not None
     for _ in range(100):
         saved = await get_thread(server.url, thread_id)
