@@ -36,6 +36,7 @@ from psycopg.rows import DictRow, dict_row
 
 from bench.common import DATA, RESULTS, ROOT, bench_settings, load_embedder, pct, read_jsonl, table, write_json
 from bench.search_build import pretty, size_db_uri
+from bench.search_report import index_rows
 from server.db.embedded import start_embedded
 
 FILTERS = {"none": None, "10%": "tag10 = 3", "1%": "tag100 = 7"}
@@ -227,23 +228,7 @@ def report(out: dict[str, Any]) -> str:
         f"{out['copy']['rows']:,} vectors, {out['queries']} queries; load average "
         f"{out['loadavg_start']} → {out['loadavg_end']}"
     ]
-    rows = []
-    for kind, b in out["indexes"].items():
-        for r in b["runs"].values():
-            rows.append(
-                [
-                    kind,
-                    b["size"],
-                    b["create_s"],
-                    r["filter"],
-                    r["iterative_scan"],
-                    r["ef_search"],
-                    r["recall_at_10"],
-                    r["short_answers"],
-                    r["p50_ms"],
-                    r["p95_ms"],
-                ]
-            )
+    rows = index_rows(out["indexes"])
     lines.append(
         table(
             ["index", "size", "build s", "filter", "iterative", "ef", "recall@10", "short", "p50 ms", "p95 ms"],

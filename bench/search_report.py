@@ -216,27 +216,32 @@ def markdown(out: dict[str, Any], sizes: list[int]) -> str:
     return "\n".join(parts)
 
 
+def index_rows(indexes: dict[str, Any]) -> list[list[Any]]:
+    """One row per index kind and run of bench/search_pgvector.py: kind, size, build s, filter, iterative scan,
+    ef_search, recall@10, short answers, p50, p95."""
+    return [
+        [
+            kind,
+            b["size"],
+            b["create_s"],
+            r["filter"],
+            r["iterative_scan"],
+            r["ef_search"],
+            r["recall_at_10"],
+            r["short_answers"],
+            r["p50_ms"],
+            r["p95_ms"],
+        ]
+        for kind, b in indexes.items()
+        for r in b["runs"].values()
+    ]
+
+
 def pgvector_section(pv: dict[str, Any], out: dict[str, Any], sizes: list[int]) -> str:
     """What a newer pgvector changes, from bench/search_pgvector.py's run (same vectors, another server) and
     this run's float32 index sizes."""
     idx = pv.get("indexes", {})
-    rows = []
-    for kind, b in idx.items():
-        for r in b["runs"].values():
-            rows.append(
-                [
-                    kind,
-                    b["size"],
-                    b["create_s"],
-                    r["filter"],
-                    r["iterative_scan"],
-                    r["ef_search"],
-                    r["recall_at_10"],
-                    r["short_answers"],
-                    r["p50_ms"],
-                    r["p95_ms"],
-                ]
-            )
+    rows = index_rows(idx)
     parts = [
         "## A newer pgvector (external PostgreSQL)",
         "",
