@@ -1,7 +1,7 @@
 """Build hook (hatchling): a wheel carries the SQL migrations and the built web client inside the package.
 
-`pip install .` / `pip wheel .` / `make wheel` put `migrations/` at `server/_bundle/migrations` and `client/dist/`
-at `server/_bundle/client` (server/resources.py finds them there, else in the checkout). An sdist carries
+`pip install .` / `pip wheel .` / `make wheel` put `migrations/` at `ragchat/_bundle/migrations` and `client/dist/`
+at `ragchat/_bundle/client` (server/ragchat/resources.py finds them there, else in the checkout). An sdist carries
 `client/dist/` as it is, so a wheel built from it gets the same. Editable installs (`pip install -e .`) copy
 nothing: they read the checkout. The client must be built first (`make client`); the build stops otherwise.
 """
@@ -35,7 +35,7 @@ class BundleFiles(BuildHookInterface):
         if not any(migrations.glob("[0-9][0-9][0-9][0-9]_*.sql")):
             raise RuntimeError(f"ragchat: no migrations in {migrations}")
         if self.target_name == "wheel":
-            build_data["force_include"][str(migrations)] = "server/_bundle/migrations"
-            build_data["force_include"][str(client)] = "server/_bundle/client"
+            build_data["force_include"][str(migrations)] = "ragchat/_bundle/migrations"
+            build_data["force_include"][str(client)] = "ragchat/_bundle/client"
         elif self.target_name == "sdist":  # client/dist is git-ignored, so not picked up on its own
             build_data["force_include"][str(client)] = "client/dist"

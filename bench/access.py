@@ -30,15 +30,15 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np
+from ragchat.core.principal import Principal
+from ragchat.db.access import read_scope
+from ragchat.evaluation.beir import load_beir
+from ragchat.evaluation.metrics import dedup_keep_first, ndcg_at_k
+from ragchat.retrieval.keyword import query_terms
+from ragchat.runtime import Overrides, open_runtime
 
 from bench.common import DATA, RESULTS, bench_runtime, bench_settings, cpu_context, load_embedder, table, write_json
 from bench.search import BENCH_OWNER, GIN_INDEX, admin, ensure_corpus, fetch, index_defs, log
-from server.core.principal import Principal
-from server.db.access import read_scope
-from server.evaluation.beir import load_beir
-from server.evaluation.metrics import dedup_keep_first, ndcg_at_k
-from server.retrieval.keyword import query_terms
-from server.runtime import Overrides, open_runtime
 
 A = Principal(BENCH_OWNER, "bench", False)
 B = Principal(uuid.UUID("00000000-0000-0000-0000-0000000acce5"), "bench-reader", False)

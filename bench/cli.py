@@ -33,7 +33,7 @@ QUERIES = ["how do vaccines induce immunity", "gene expression in tumour cells",
 
 def cli(*args: str, env: dict[str, str]) -> tuple[float, subprocess.CompletedProcess[str]]:
     start = time.perf_counter()
-    out = subprocess.run([sys.executable, "-m", "server.cli", *args], env=env, capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-m", "ragchat.cli", *args], env=env, capture_output=True, text=True)
     return time.perf_counter() - start, out
 
 
@@ -75,7 +75,7 @@ def main() -> int:
 
     url = f"http://127.0.0.1:{args.port}"
     server = subprocess.Popen(
-        [sys.executable, "-m", "server.cli", "serve", "--port", str(args.port)],
+        [sys.executable, "-m", "ragchat.cli", "serve", "--port", str(args.port)],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

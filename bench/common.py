@@ -1,7 +1,7 @@
 """Helpers shared by the benches: repo path, a private runtime, percentiles, tables, JSON output.
 
 Every bench runs against its own data directory (never the user's default one) and builds what it needs
-through the composition root (`server.runtime.open_runtime`), which stops the pgserver it started when
+through the composition root (`ragchat.runtime.open_runtime`), which stops the pgserver it started when
 the bench is done.
 """
 
@@ -24,12 +24,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np  # noqa: E402
-
-from server.providers.embeddings import build_embedder  # noqa: E402
-from server.providers.embeddings.base import EmbeddingProvider  # noqa: E402
-from server.providers.llm.base import LLMProvider  # noqa: E402
-from server.runtime import Overrides, Runtime, open_runtime  # noqa: E402
-from server.settings import Settings  # noqa: E402
+from ragchat.providers.embeddings import build_embedder  # noqa: E402
+from ragchat.providers.embeddings.base import EmbeddingProvider  # noqa: E402
+from ragchat.providers.llm.base import LLMProvider  # noqa: E402
+from ragchat.runtime import Overrides, Runtime, open_runtime  # noqa: E402
+from ragchat.settings import Settings  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "scifact-dev"
 RESULTS = ROOT / "bench" / "results"

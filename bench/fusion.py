@@ -7,8 +7,8 @@
    (cosine similarity, BM25), as `Searcher` runs them, into JSON next to it. A rerun reuses both.
 2. Every option below fuses those lists in pure Python; the fused chunks are cut to `depth` (what
    `ragchat eval` asks for), turned into corpus ids (first chunk of a document counts) and scored with
-   `server.evaluation.metrics`. The production options (`relative`, `score`, `rrf`, `weighted_rrf`) are
-   called through `server.retrieval.fusion.fuse` itself, with `depth` as the searcher passes it; the others
+   `ragchat.evaluation.metrics`. The production options (`relative`, `score`, `rrf`, `weighted_rrf`) are
+   called through `ragchat.retrieval.fusion.fuse` itself, with `depth` as the searcher passes it; the others
    are written here. "bounds": a chunk missing from a full list scores that list's last score there.
 
 Prints a table (nDCG@10, recall@10, recall@100 per option per corpus) and writes the JSON.
@@ -27,14 +27,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from ragchat.evaluation.beir import BeirDataset, load_beir
+from ragchat.evaluation.metrics import dedup_keep_first, evaluate
+from ragchat.retrieval.fusion import fuse, rrf
+
 from bench.common import DATA, RESULTS, cpu_context, table, write_json
 from bench.fusion_collect import collect
-from server.evaluation.beir import BeirDataset, load_beir
-from server.evaluation.metrics import dedup_keep_first, evaluate
-from server.retrieval.fusion import fuse, rrf
 
 CORPORA = {"scifact-dev": "train", "nfcorpus-dev": "dev"}
-CHAT_DEPTH = 50  # server.retrieval.search.HYBRID_ARM_DEPTH: each arm's depth for a 10-passage search
+CHAT_DEPTH = 50  # ragchat.retrieval.search.HYBRID_ARM_DEPTH: each arm's depth for a 10-passage search
 Hits = Sequence[tuple[int, float]]
 # (vector list, keyword list, cosine of keyword-only candidates) -> chunk ids, best first
 Fuser = Callable[[Hits, Hits, dict[int, float]], list[int]]

@@ -36,6 +36,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import numpy as np
 import psutil
 from psycopg import sql
+from ragchat.core.principal import LOCAL_OWNER_ID, Principal
+from ragchat.documents.catalog import repository as repo
+from ragchat.documents.chunking.sentences import content_hash, embedding_text
+from ragchat.documents.ingest.pipeline import IngestionPipeline, Progress
+from ragchat.runtime import Overrides, Runtime, open_runtime
+from ragchat.vectors import store
+from ragchat.vectors.store import Space, as_array
 
 from bench.common import (
     DATA,
@@ -49,13 +56,6 @@ from bench.common import (
     table,
     write_json,
 )
-from server.core.principal import LOCAL_OWNER_ID, Principal
-from server.documents import repository as repo
-from server.documents.chunking import content_hash, embedding_text
-from server.documents.pipeline import IngestionPipeline, Progress
-from server.runtime import Overrides, Runtime, open_runtime
-from server.vectors import store
-from server.vectors.store import Space, as_array
 
 PRINCIPAL = Principal(LOCAL_OWNER_ID)
 

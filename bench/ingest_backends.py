@@ -29,22 +29,22 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from ragchat.documents.chunking.sentences import chunk_sections, embedding_text
+from ragchat.documents.parsing.parsers import Section
+from ragchat.evaluation.beir import iter_corpus, load_beir
+from ragchat.evaluation.metrics import evaluate
+from ragchat.providers.embeddings.base import bundled_model_path
+from ragchat.settings import Settings
 
 from bench.common import DATA, Stopwatch, bench_runtime, bench_settings, cpu_context, table, write_json
-from server.documents.chunking import chunk_sections, embedding_text
-from server.documents.parsers import Section
-from server.evaluation.beir import iter_corpus, load_beir
-from server.evaluation.metrics import evaluate
-from server.providers.embeddings.base import bundled_model_path
-from server.settings import Settings
 
 DEV_SETS = {"scifact-dev": "train", "nfcorpus-dev": "dev"}
 CHUNK_WORDS = 254  # + [CLS] and [SEP] = 256 word pieces
 
 
 def load(settings: Settings) -> tuple[dict[str, Any], dict[str, float]]:
-    from server.providers.embeddings.onnx import OnnxEmbedder
-    from server.providers.embeddings.sentence_transformers import SentenceTransformerEmbedder
+    from ragchat.providers.embeddings.onnx import OnnxEmbedder
+    from ragchat.providers.embeddings.sentence_transformers import SentenceTransformerEmbedder
 
     loaded, seconds = {}, {}
     for name, build in (
@@ -120,9 +120,8 @@ def stored_corpus(db_dir: Path, dataset: Any) -> tuple[list[str], list[str], np.
     """(corpus id, embedding text, float32 vector) of every chunk `ragchat eval` / `bench/fusion.py` ingested
     for `dataset` into the embedded database in `db_dir` (read only; the torch backend made those vectors)."""
     import psycopg
-
-    from server.db.embedded import start_embedded
-    from server.evaluation.runner import eval_owner
+    from ragchat.db.embedded import start_embedded
+    from ragchat.evaluation.runner import eval_owner
 
     with psycopg.connect(start_embedded(db_dir).uri) as conn:
         space = conn.execute("SELECT id FROM embedding_spaces WHERE state = 'active'").fetchone()

@@ -2,7 +2,7 @@
 
 The model is the one `tests/real/model.py` provides (Qwen2.5-Coder-1.5B-Instruct Q4_K_M on llama.cpp via xllamacpp,
 installed and cached on first use), served by `RealLLM` in a child process as an OpenAI-compatible server (one
-slot). Everything else is the app as the server builds it: `server.runtime.open_runtime` with its own embedded
+slot). Everything else is the app as the server builds it: `ragchat.runtime.open_runtime` with its own embedded
 Postgres in a temporary data directory, the real embedding model, `Searcher`, `DocumentService`, `ChatService`.
 The bench only talks to `Searcher.search` and `ChatService.events` (the SSE event protocol), never to chat-loop
 internals, so improvements to the loop show up here as they land.
@@ -56,15 +56,16 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from ragchat.chat.service import ChatRequest
+from ragchat.core.principal import Principal
+from ragchat.evaluation.beir import load_beir
+from ragchat.evaluation.metrics import dedup_keep_first, mrr_at_k, ndcg_at_k
+from ragchat.providers.llm import build_llm
+from ragchat.providers.llm.base import LLMProvider
+from ragchat.retrieval.rerank import parse_score
+from ragchat.runtime import Overrides, open_runtime
+
 from bench.common import DATA, RESULTS, bench_settings, cpu_context, table, write_json
-from server.chat.service import ChatRequest
-from server.core.principal import Principal
-from server.evaluation.beir import load_beir
-from server.evaluation.metrics import dedup_keep_first, mrr_at_k, ndcg_at_k
-from server.providers.llm import build_llm
-from server.providers.llm.base import LLMProvider
-from server.retrieval.rerank import parse_score
-from server.runtime import Overrides, open_runtime
 from tests.real.model import RealLLM, ensure_model, ensure_runtime
 
 log = logging.getLogger("bench.real_llm")

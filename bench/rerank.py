@@ -40,11 +40,12 @@ from typing import Any, Protocol
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from server.core.search import ChunkHit, Trace  # noqa: E402
-from server.providers.llm import build_llm  # noqa: E402
-from server.providers.llm.base import LLMProvider  # noqa: E402
-from server.retrieval.rerank import LLMReranker  # noqa: E402
-from server.settings import Settings  # noqa: E402
+from ragchat.core.search import ChunkHit, Trace  # noqa: E402
+from ragchat.providers.llm import build_llm  # noqa: E402
+from ragchat.providers.llm.base import LLMProvider  # noqa: E402
+from ragchat.retrieval.rerank import LLMReranker  # noqa: E402
+from ragchat.settings import Settings  # noqa: E402
+
 from tests.fakes.ollama_server import FakeOllama, Reply  # noqa: E402
 
 TARGET_RATIO = 1.15

@@ -25,9 +25,8 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import DictRow, dict_row
 from psycopg.types.json import Jsonb
-
-from server.db.pool import Conn
-from server.vectors.store import Space, as_array
+from ragchat.db.pool import Conn
+from ragchat.vectors.store import Space, as_array
 
 GIN_INDEX = "document_chunks_search_idx"
 BENCH_TABLES = ("documents", "document_chunks", "chunk_embeddings", "bm25_terms", "bm25_stats")

@@ -1,7 +1,7 @@
 """Ingest throughput with one `ragchat worker` process versus two, on the same corpus and database.
 
 For each worker count: a fresh embedded Postgres (its own temporary data dir), the corpus registered as
-queued documents (a BEIR `corpus.jsonl`: one document per record), then N `python -m server.cli worker`
+queued documents (a BEIR `corpus.jsonl`: one document per record), then N `python -m ragchat.cli worker`
 processes started together; the clock runs from their start until every document is ready (or failed).
 Reported: wall time, documents/s, chunks/s, the ratio against one worker, and the machine's load before the
 run. The model's own threads are as configured (torch uses every core): on a 2-core machine two workers
@@ -27,10 +27,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from ragchat.core.principal import LOCAL_OWNER_ID, Principal
+from ragchat.db.pool import prepare_database
+from ragchat.runtime import open_runtime
+
 from bench.common import DATA, RESULTS, bench_settings, cpu_context, table, write_json
-from server.core.principal import LOCAL_OWNER_ID, Principal
-from server.db.pool import prepare_database
-from server.runtime import open_runtime
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -71,7 +72,7 @@ def run(workers: int, corpus: Path, limit: int | None) -> dict[str, Any]:
             started = time.perf_counter()
             procs = [
                 subprocess.Popen(
-                    [sys.executable, "-m", "server.cli", "worker", "--poll", "0.5"],
+                    [sys.executable, "-m", "ragchat.cli", "worker", "--poll", "0.5"],
                     cwd=ROOT,
                     env=env,
                     stdout=subprocess.DEVNULL,

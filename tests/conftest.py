@@ -17,9 +17,9 @@ from psycopg import sql
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from server.db.migrate import ensure_vector_extension, migrate
-from server.db.pool import make_pool
-from server.settings import Settings
+from ragchat.db.migrate import ensure_vector_extension, migrate
+from ragchat.db.pool import make_pool
+from ragchat.settings import Settings
 
 pytest_plugins = ["tests.fakes.plugin"]
 
@@ -106,7 +106,7 @@ async def pool(db: str) -> AsyncIterator[Any]:
 
 @pytest.fixture(scope="session")
 def embedder() -> Any:
-    from server.providers.embeddings.sentence_transformers import SentenceTransformerEmbedder
+    from ragchat.providers.embeddings.sentence_transformers import SentenceTransformerEmbedder
 
     return SentenceTransformerEmbedder()
 
@@ -114,7 +114,7 @@ def embedder() -> Any:
 @pytest.fixture
 async def runtime(settings: Settings, pool: Any, embedder: Any) -> AsyncIterator[Any]:
     """The composition root over the test database, the session's MiniLM and the LLM that `settings` name."""
-    from server.runtime import Overrides, open_runtime
+    from ragchat.runtime import Overrides, open_runtime
 
     async with open_runtime(settings, Overrides(pool=pool, embedder=embedder)) as rt:
         yield rt
@@ -156,8 +156,8 @@ class LiveServer:
 def live_app(settings: Settings, embedder: Any) -> Iterator[Any]:
     """Factory: `live_app(**setting_overrides)` starts the real app and returns a LiveServer. The LLM is what
     the settings name (e.g. `ollama_host=fake_ollama.url`), or `llm=` an `LLMProvider`."""
-    from server.app import create_app
-    from server.runtime import Overrides
+    from ragchat.app import create_app
+    from ragchat.runtime import Overrides
 
     servers: list[LiveServer] = []
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from server.core.principal import LOCAL_OWNER_ID, Principal, local_principal
-from server.documents.pipeline import IngestionPipeline
-from server.providers.embeddings import build_embedder
-from server.retrieval.search import Reranker, Searcher
-from server.settings import Settings
-from server.vectors.registry import SpaceRegistry
+from ragchat.core.principal import LOCAL_OWNER_ID, Principal, local_principal
+from ragchat.documents.ingest.pipeline import IngestionPipeline
+from ragchat.providers.embeddings import build_embedder
+from ragchat.retrieval.search import Reranker, Searcher
+from ragchat.settings import Settings
+from ragchat.vectors.registry import SpaceRegistry
 
 LOCAL = local_principal()
 
@@ -32,7 +32,7 @@ def make_pipeline(pool: Any, embedder: Any, settings: Settings, **kwargs: Any) -
 
 async def ingest_texts(pool: Any, embedder: Any, settings: Settings, docs: dict[str, str]) -> None:
     """Register `{filename: text}` for the local owner and ingest them all."""
-    from server.documents.registration import register_bytes
+    from ragchat.documents.ingest.registration import register_bytes
 
     for name, text in docs.items():
         await register_bytes(pool, LOCAL_OWNER_ID, name, text.encode(), settings)
@@ -51,8 +51,8 @@ async def register_many(
     for the documents page's listing); `status` (and `error`) set as given, e.g. "ready" or "failed"."""
     import hashlib
 
-    from server.documents import repository as repo
-    from server.documents.parsers import content_type_for
+    from ragchat.documents.catalog import repository as repo
+    from ragchat.documents.parsing.parsers import content_type_for
 
     ids = []
     async with pool.connection() as conn, conn.transaction():

@@ -14,8 +14,8 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import pytest
 from playwright.sync_api import expect
+from ragchat.settings import Settings
 
-from server.settings import Settings
 from tests.e2e.conftest import MOBILE, REPO_ROOT, screenshot, upload, wait_until
 from tests.support import register_many
 from tests.unit.test_parsers import make_pdf
@@ -127,7 +127,7 @@ def test_viewer_opens_a_pdf_at_the_cited_page_and_a_text_at_its_chunk(live_app: 
 
 
 async def _register(settings: Settings) -> None:
-    from server.db.pool import make_pool
+    from ragchat.db.pool import make_pool
 
     assert settings.database_url
     pool = make_pool(settings.database_url, min_size=1, max_size=2)

@@ -7,8 +7,8 @@ from typing import Any
 from uuid import UUID
 
 import pytest
+from ragchat.settings import Settings
 
-from server.settings import Settings
 from tests.fakes.plugin import LLMFake
 from tests.integration.test_chat_helpers import ingest_corpus
 

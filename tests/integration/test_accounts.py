@@ -212,7 +212,7 @@ async def test_a_disabled_user_or_revoked_token_ends_an_open_stream(
 
 def run_cli(*args: str, env: dict[str, str], stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "server.cli", *args],
+        [sys.executable, "-m", "ragchat.cli", *args],
         cwd=REPO,
         env={**os.environ, **env},
         input=stdin,

@@ -9,8 +9,8 @@ from typing import Any
 from uuid import UUID
 
 import pytest
+from ragchat.chat.prompts import FALLBACK_SYSTEM_PROMPT, SYSTEM_PROMPT
 
-from server.chat.prompts import FALLBACK_SYSTEM_PROMPT, SYSTEM_PROMPT
 from tests.fakes.ollama_server import Reply
 from tests.fakes.plugin import LLMFake
 from tests.integration.test_chat_helpers import (
@@ -297,7 +297,7 @@ def _scripted(body: dict[str, Any]) -> Reply:
     return Reply.tool_call("search_documents", {"query": "why does bread rise"})
 
 
-@pytest.mark.skipif(importlib.util.find_spec("server.retrieval.rerank") is None, reason="no reranker in this build")
+@pytest.mark.skipif(importlib.util.find_spec("ragchat.retrieval.rerank") is None, reason="no reranker in this build")
 async def test_rerank_request_reports_reranked_results(
     corpus: dict[str, UUID], start: Callable[..., Any], llm: LLMFake
 ) -> None:

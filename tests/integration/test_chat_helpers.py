@@ -10,10 +10,10 @@ from uuid import UUID
 
 import httpx
 from httpx_sse import aconnect_sse
+from ragchat.chat.schemas import ChatStream
+from ragchat.documents.ingest.registration import register_bytes
+from ragchat.settings import Settings
 
-from server.chat.schemas import ChatStream
-from server.documents.registration import register_bytes
-from server.settings import Settings
 from tests.support import LOCAL_OWNER_ID, make_pipeline
 
 HOLIDAY_PAGE = "Paid holidays: every employee gets 25 days of paid holiday per calendar year."

@@ -189,7 +189,7 @@ async def test_stop_saves_the_answer_incomplete(server: Any, fake_ollama: FakeOl
 async def test_a_stop_from_another_server_process_is_seen_at_the_next_heartbeat(
     server: Any, fake_ollama: FakeOllama, pool: Any
 ) -> None:
-    from server.chat import repository
+    from ragchat.chat import repository
 
     fake_ollama.enqueue(Reply.text(ANSWER, token_delay=0.25))  # ~10 s of answer
     async with (

@@ -7,12 +7,13 @@ import asyncio
 import dataclasses
 from typing import Any
 
-from server.documents.chunk_llm import llm_chooser
-from server.documents.chunk_semantic import semantic_chunks
-from server.documents.chunk_strategy import blocking_embed
-from server.documents.parsers import Section
-from server.providers.llm import build_llm
-from server.settings import Settings
+from ragchat.documents.chunking.llm import llm_chooser
+from ragchat.documents.chunking.semantic import semantic_chunks
+from ragchat.documents.chunking.strategy import blocking_embed
+from ragchat.documents.parsing.parsers import Section
+from ragchat.providers.llm import build_llm
+from ragchat.settings import Settings
+
 from tests.fakes.ollama_server import FakeOllama, Reply
 from tests.unit.test_chunk_strategies import contract_markdown
 

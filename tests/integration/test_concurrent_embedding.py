@@ -15,9 +15,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-
-from server.documents.chunking import chunk_sections
-from server.documents.parsers import Section
+from ragchat.documents.chunking.sentences import chunk_sections
+from ragchat.documents.parsing.parsers import Section
 
 ROOT = Path(__file__).resolve().parents[2]
 Count = Callable[[Sequence[str]], list[int]]

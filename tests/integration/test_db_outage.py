@@ -17,8 +17,8 @@ from typing import Any
 
 import httpx
 import pytest
+from ragchat.db.embedded import EmbeddedPostgres, postmaster_alive
 
-from server.db.embedded import EmbeddedPostgres, postmaster_alive
 from tests.conftest import LiveServer, make_settings
 
 POOL_TIMEOUT_S = 10.0  # what a request used to wait before its 500; every 503 here must come much sooner
@@ -110,8 +110,8 @@ def restart_gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
 async def test_embedded_postgres_dies_and_is_restarted(
     tmp_path: Path, embedder: Any, restart_gate: threading.Event
 ) -> None:
-    from server.app import create_app
-    from server.runtime import Overrides
+    from ragchat.app import create_app
+    from ragchat.runtime import Overrides
 
     settings = make_settings(None, tmp_path, ingest_workers=1, db_pool_timeout_s=POOL_TIMEOUT_S)
     pgdata = (tmp_path / "data" / "pgdata").resolve()
@@ -171,9 +171,8 @@ async def test_external_database_down_hung_and_back(tmp_path: Path, embedder: An
     """DATABASE_URL: no restart is attempted, 503s while it is down or hangs (health within the probe timeout),
     recovery when it is back."""
     import pgserver
-
-    from server.app import create_app
-    from server.runtime import Overrides
+    from ragchat.app import create_app
+    from ragchat.runtime import Overrides
 
     external = pgserver.get_server(tmp_path / "external", cleanup_mode="delete")
     handle = EmbeddedPostgres(server=external, uri=external.get_uri())
@@ -238,8 +237,8 @@ def postgres_processes(pgdata: Path) -> list[Any]:
 async def test_closed_gate_fails_waiting_and_new_requests_at_once(db: str) -> None:
     """The watchdog's gate: a request already waiting for a connection and any new one get DatabaseUnavailable
     at once (not after the pool timeout); once opened, connections are given again."""
-    from server.core.errors import DatabaseUnavailable
-    from server.db.pool import make_pool
+    from ragchat.core.errors import DatabaseUnavailable
+    from ragchat.db.pool import make_pool
 
     pool = make_pool(db, min_size=1, max_size=1, timeout=POOL_TIMEOUT_S)
     await pool.open(wait=True)

@@ -15,11 +15,11 @@ from typing import Any
 
 import numpy as np
 import pytest
+from ragchat.providers.embeddings import build_embedder, onnx_export
+from ragchat.providers.embeddings.onnx import OnnxEmbedder
+from ragchat.providers.embeddings.sentence_transformers import SentenceTransformerEmbedder
+from ragchat.settings import Settings
 
-from server.providers.embeddings import build_embedder, onnx_export
-from server.providers.embeddings.onnx import OnnxEmbedder
-from server.providers.embeddings.sentence_transformers import SentenceTransformerEmbedder
-from server.settings import Settings
 from tests.support import LOCAL, ingest_texts, make_searcher
 
 SENTENCES = [
@@ -54,7 +54,7 @@ def test_loads_offline_from_the_bundled_weights_into_the_shared_cache(onnx: Onnx
 
 def test_second_load_reuses_the_export(onnx: OnnxEmbedder, caplog: pytest.LogCaptureFixture) -> None:
     before = onnx.model_path.stat().st_mtime_ns
-    with caplog.at_level(logging.INFO, logger="server.providers.embeddings.onnx_export"):
+    with caplog.at_level(logging.INFO, logger="ragchat.providers.embeddings.onnx_export"):
         again = OnnxEmbedder()
     assert again.model_path == onnx.model_path and again.model_path.stat().st_mtime_ns == before
     assert not [r for r in caplog.records if "exporting" in r.getMessage()]

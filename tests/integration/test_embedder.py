@@ -6,8 +6,11 @@ import asyncio
 from typing import Any
 
 import numpy as np
-
-from server.providers.embeddings.sentence_transformers import BF16_MIN_COSINE, SentenceTransformerEmbedder, _native_bf16
+from ragchat.providers.embeddings.sentence_transformers import (
+    BF16_MIN_COSINE,
+    SentenceTransformerEmbedder,
+    _native_bf16,
+)
 
 QUERIES = [
     "What causes ocean tides?",

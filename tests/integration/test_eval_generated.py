@@ -11,14 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ragchat.cli.evaluation import _beir, _generated
+from ragchat.core.principal import local_principal
+from ragchat.documents.ingest.registration import register_bytes
+from ragchat.evaluation import store
+from ragchat.evaluation.report import compare_table, flat_metrics
+from ragchat.evaluation.service import GeneratedEval, run_generated
+from ragchat.settings import Settings
 
-from server.cli.evaluation import _beir, _generated
-from server.core.principal import local_principal
-from server.documents.registration import register_bytes
-from server.evaluation import store
-from server.evaluation.report import compare_table, flat_metrics
-from server.evaluation.service import GeneratedEval, run_generated
-from server.settings import Settings
 from tests.fakes.ollama_server import FakeOllama, Reply
 from tests.support import LOCAL_OWNER_ID, make_pipeline
 
@@ -60,7 +60,7 @@ async def library(pool: Any, embedder: Any, settings: Settings) -> None:
 
 @pytest.fixture
 async def rt(settings: Settings, pool: Any, embedder: Any, fake_ollama: FakeOllama) -> AsyncIterator[Any]:
-    from server.runtime import Overrides, open_runtime
+    from ragchat.runtime import Overrides, open_runtime
 
     app_settings = settings.model_copy(update={"llm_provider": "ollama", "ollama_host": fake_ollama.url})
     async with open_runtime(app_settings, Overrides(pool=pool, embedder=embedder)) as runtime:
@@ -114,7 +114,7 @@ async def test_generated_run_is_measured_stored_and_compared(
 
 
 async def test_no_documents_and_a_silent_llm_are_clear_errors(rt: Any, fake_ollama: FakeOllama, library: Any) -> None:
-    from server.core.errors import BadRequest, ServiceUnavailable
+    from ragchat.core.errors import BadRequest, ServiceUnavailable
 
     other = local_principal().__class__(user_id=__import__("uuid").uuid4())
     with pytest.raises(BadRequest, match="no ingested documents"):
@@ -167,8 +167,8 @@ async def test_partial_corpus_is_refused_with_the_failures_listed(
 async def test_a_background_run_interrupted_by_shutdown_is_marked_failed(
     settings: Settings, pool: Any, embedder: Any, fake_ollama: FakeOllama, library: None
 ) -> None:
-    from server.evaluation.service import start_generated
-    from server.runtime import Overrides, open_runtime
+    from ragchat.evaluation.service import start_generated
+    from ragchat.runtime import Overrides, open_runtime
 
     fake_ollama.responder = lambda body: Reply.hang(30, then=Reply.json({"question": "What is this about?"}))
     app_settings = settings.model_copy(update={"llm_provider": "ollama", "ollama_host": fake_ollama.url})

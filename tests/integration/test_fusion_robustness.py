@@ -16,14 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ragchat.core.search import SearchResult
+from ragchat.db.access import read_scope
+from ragchat.retrieval.fusion import fuse
+from ragchat.retrieval.keyword import keyword_search
+from ragchat.retrieval.search import Searcher
+from ragchat.retrieval.vector import vector_search
+from ragchat.settings import Settings
 
-from server.core.search import SearchResult
-from server.db.access import read_scope
-from server.retrieval.fusion import fuse
-from server.retrieval.keyword import keyword_search
-from server.retrieval.search import Searcher
-from server.retrieval.vector import vector_search
-from server.settings import Settings
 from tests.integration.test_search import add_docs
 from tests.support import LOCAL, LOCAL_OWNER_ID, make_searcher
 

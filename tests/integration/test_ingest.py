@@ -12,11 +12,11 @@ import psycopg
 import pytest
 from pgvector.psycopg import register_vector
 from psycopg.rows import dict_row
+from ragchat.documents.catalog import repository as repo
+from ragchat.documents.ingest.registration import register_bytes, register_paths
+from ragchat.settings import Settings
+from ragchat.vectors.store import create_space
 
-from server.documents import repository as repo
-from server.documents.registration import register_bytes, register_paths
-from server.settings import Settings
-from server.vectors.store import create_space
 from tests.support import LOCAL_OWNER_ID, make_pipeline
 
 

@@ -10,10 +10,10 @@ from uuid import UUID
 
 import httpx
 import pytest
+from ragchat.documents.catalog import repository as repo
+from ragchat.documents.ingest.registration import register_bytes
+from ragchat.settings import Settings
 
-from server.documents import repository as repo
-from server.documents.registration import register_bytes
-from server.settings import Settings
 from tests.support import LOCAL_OWNER_ID, make_pipeline
 
 
@@ -237,7 +237,7 @@ async def test_retry_and_cancel_through_the_api(pool: Any, settings: Settings, l
 async def test_cli_retry(
     pool: Any, settings: Settings, live_app: Any, monkeypatch: pytest.MonkeyPatch, through_server: bool
 ) -> None:
-    from server.cli import main
+    from ragchat.cli import main
 
     a = await one(pool, settings, "a.txt", b"First failed note about lichens.")
     b = await one(pool, settings, "b.txt", b"Second failed note about mosses.")

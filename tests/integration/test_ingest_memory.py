@@ -32,8 +32,8 @@ SECONDS = 20
 
 _MEASURE = """
 import json, sys, time
-from server.documents.parsers import content_type_for
-from server.documents.pipeline import parse_document
+from ragchat.documents.parsing.parsers import content_type_for
+from ragchat.documents.ingest.pipeline import parse_document
 
 def status(key):
     line = next(l for l in open("/proc/self/status") if l.startswith(key + ":"))
@@ -122,8 +122,8 @@ def test_paragraph_bomb_streams_when_the_ratio_check_is_off(tmp_path: Path, name
     path.write_bytes(paragraph_bomb_docx(900_000))
     script = _MEASURE.replace(
         "parse_document(content_type_for(path), path, data)",
-        "__import__('server.documents.parsers').documents.parsers.parse("
-        "data, path, __import__('server.documents.limits').documents.limits.ParseLimits(max_compression_ratio=1e9))",
+        "__import__('importlib').import_module('ragchat.documents.parsing.parsers').parse(data, path, "
+        "__import__('importlib').import_module('ragchat.documents.parsing.limits').ParseLimits(max_compression_ratio=1e9))",
     )
     proc = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, text=True, timeout=120)
     out = json.loads(proc.stdout.strip().splitlines()[-1])

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ragchat.documents.ingest.registration import register_bytes
+from ragchat.settings import Settings
 
-from server.documents.registration import register_bytes
-from server.settings import Settings
 from tests.integration.test_ingest import rows
 from tests.support import LOCAL_OWNER_ID
 
@@ -32,10 +32,10 @@ _INGEST = """
 import asyncio, json, sys, time
 from uuid import UUID
 import numpy as np
-from server.runtime import Overrides, open_runtime
-from server.providers.embeddings import build_embedder
-from server.core.principal import local_principal
-from server.settings import Settings
+from ragchat.runtime import Overrides, open_runtime
+from ragchat.providers.embeddings import build_embedder
+from ragchat.core.principal import local_principal
+from ragchat.settings import Settings
 
 def status(key):
     line = next(l for l in open("/proc/self/status") if l.startswith(key + ":"))

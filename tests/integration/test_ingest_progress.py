@@ -8,9 +8,10 @@ import time
 from typing import Any
 from uuid import UUID
 
-from server.documents import repository as repo
-from server.documents.schemas import Document
-from server.settings import Settings
+from ragchat.documents.catalog import repository as repo
+from ragchat.documents.schemas import Document
+from ragchat.settings import Settings
+
 from tests.integration.test_ingest_leases import SlowEmbedder, long_text, one, quick
 from tests.support import LOCAL_OWNER_ID, make_pipeline
 

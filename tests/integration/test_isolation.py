@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 import pytest
 from httpx_sse import aconnect_sse
+from ragchat.settings import Settings
 
-from server.settings import Settings
 from tests.accounts_support import add_user, setup_admin, signed_in, upload, wait_ready
 from tests.fakes.script import Reply
 
@@ -40,7 +40,7 @@ BODIES = {
 
 def api_routes(settings: Settings) -> list[tuple[str, str]]:
     """(method, path) of every /api route in the app's route table."""
-    from server.app import create_app
+    from ragchat.app import create_app
 
     app = create_app(settings)
     out = []

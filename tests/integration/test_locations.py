@@ -10,11 +10,11 @@ from typing import Any
 
 import httpx
 import pytest
+from ragchat.chat.prompts import format_passages
+from ragchat.core.search import SearchFilters
+from ragchat.mcp.models import SearchOutput, search_text
+from ragchat.settings import Settings
 
-from server.chat.prompts import format_passages
-from server.core.search import SearchFilters
-from server.mcp.models import SearchOutput, search_text
-from server.settings import Settings
 from tests.hostile_files import parts_of, write_zip_bomb
 from tests.integration.test_http_api import wait_ready
 from tests.support import LOCAL, make_searcher

@@ -1,5 +1,5 @@
 """The MCP server over both transports, driven by the official `mcp` SDK's client: streamable HTTP at `/mcp` on a
-live server (a personal API token per request) and stdio (`python -m server.cli mcp`, a real subprocess)."""
+live server (a personal API token per request) and stdio (`python -m ragchat.cli mcp`, a real subprocess)."""
 
 from __future__ import annotations
 
@@ -17,11 +17,11 @@ import pytest
 from mcp import Client, ClientSession, MCPError, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult, TextContent
+from ragchat.core.errors import BadRequest
+from ragchat.core.principal import LOCAL_OWNER_ID, local_principal
+from ragchat.mcp import tools
+from ragchat.mcp.server import McpState, build_server, fixed_lifespan
 
-from server.core.errors import BadRequest
-from server.core.principal import LOCAL_OWNER_ID, local_principal
-from server.mcp import tools
-from server.mcp.server import McpState, build_server, fixed_lifespan
 from tests.accounts_support import add_user, setup_admin, signed_in, upload, wait_ready
 from tests.fakes.script import Reply
 
@@ -175,7 +175,7 @@ async def test_http_auth_and_browser_protections(served: dict[str, Any]) -> None
 async def test_stdio_serves_the_install_user(served: dict[str, Any], db: str, tmp_path: Path, fake_ollama: Any) -> None:
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "server.cli", "mcp"],  # acts as the install's first user: the admin
+        args=["-m", "ragchat.cli", "mcp"],  # acts as the install's first user: the admin
         cwd=str(ROOT),
         env={
             "DATABASE_URL": db,

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import psycopg
 from psycopg.conninfo import make_conninfo
-
-from server.db.migrate import migrate, migration_files
+from ragchat.db.migrate import migrate, migration_files
 
 
 def test_migrations_are_recorded_and_idempotent(pg_uri: str) -> None:

@@ -109,7 +109,7 @@ def drop_database(uri: str, name: str) -> None:
 
 def test_the_wheel_imports_from_itself_and_carries_its_files(venv: Path, tmp_path: Path) -> None:
     code = (
-        "import server, server.resources as r; print(server.__file__, r.migrations_dir(), r.client_dist(), sep='\\n')"
+        "import server, ragchat.resources as r; print(server.__file__, r.migrations_dir(), r.client_dist(), sep='\\n')"
     )
     out = run([str(venv / "bin" / "python"), "-c", code], cwd=tmp_path, env=clean_env())
     package, migrations, client = (Path(line) for line in out.splitlines())

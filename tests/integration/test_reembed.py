@@ -18,9 +18,9 @@ from typing import Any
 
 import psycopg
 import pytest
+from ragchat.runtime import Overrides, open_runtime
+from ragchat.settings import Settings
 
-from server.runtime import Overrides, open_runtime
-from server.settings import Settings
 from tests.fakes.ollama_server import FakeOllama, Reply
 from tests.support import LOCAL
 
@@ -58,7 +58,7 @@ async def ingest_topics(rt: Any, copies: int = 1) -> int:
 def start_then_kill(env: dict[str, str], db: str, chunks: int) -> None:
     """Run `ragchat reembed` and `kill -9` it once some, not all, of the new vectors are stored."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "server.cli", "reembed", "--quiet"],
+        [sys.executable, "-m", "ragchat.cli", "reembed", "--quiet"],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,
@@ -183,7 +183,7 @@ async def test_reembed_survives_kill_and_resumes(
 async def test_reembed_refuses_a_second_target_and_can_be_cancelled(
     settings: Settings, pool: Any, embedder: Any, ollama_embeds: FakeOllama, db: str
 ) -> None:
-    from server.core.errors import BadRequest
+    from ragchat.core.errors import BadRequest
 
     tuned = settings.model_copy(update={"ollama_host": ollama_embeds.url})
     async with open_runtime(tuned, Overrides(pool=pool, embedder=embedder)) as rt:

@@ -9,11 +9,11 @@ from typing import Any
 
 import httpx
 import pytest
+from ragchat.providers.llm import build_llm
+from ragchat.providers.llm.base import LLMProvider
+from ragchat.retrieval.rerank import LLMReranker
+from ragchat.settings import Settings
 
-from server.providers.llm import build_llm
-from server.providers.llm.base import LLMProvider
-from server.retrieval.rerank import LLMReranker
-from server.settings import Settings
 from tests.fakes.ollama_server import Reply
 from tests.fakes.plugin import LLMFake
 from tests.support import LOCAL, ingest_texts, make_searcher

@@ -12,14 +12,14 @@ from typing import Any
 
 import httpx
 import pytest
+from ragchat.core.search import SearchResult
+from ragchat.mcp.models import SearchOutput, search_text
+from ragchat.providers.llm import build_llm
+from ragchat.providers.llm.base import LLMProvider
+from ragchat.retrieval.rerank import LLMReranker
+from ragchat.retrieval.search import Searcher
+from ragchat.settings import Settings
 
-from server.core.search import SearchResult
-from server.mcp.models import SearchOutput, search_text
-from server.providers.llm import build_llm
-from server.providers.llm.base import LLMProvider
-from server.retrieval.rerank import LLMReranker
-from server.retrieval.search import Searcher
-from server.settings import Settings
 from tests.fakes.ollama_server import FakeOllama, Reply
 from tests.support import LOCAL, ingest_texts, make_searcher
 
@@ -174,7 +174,7 @@ async def test_http_chat_and_mcp_report_the_status(
         assert all(c["score_kind"] != "rerank" and c["score"] > 0 for c in body["chunks"])
     assert plain["rerank"]["status"] == "off"
 
-    from server.chat.tools import tool_result_payload
+    from ragchat.chat.tools import tool_result_payload
 
     result = await searcher.search(QUERY, principal=LOCAL, limit=3)
     payload = tool_result_payload("call-1", result)

@@ -9,15 +9,15 @@ from typing import Any
 import numpy as np
 import psycopg
 import pytest
+from ragchat.core.search import SearchFilters
+from ragchat.db.access import ReadScope
+from ragchat.documents.ingest.registration import register_bytes
+from ragchat.retrieval.keyword import keyword_search
+from ragchat.retrieval.search import Searcher
+from ragchat.retrieval.vector import vector_search
+from ragchat.settings import Settings
+from ragchat.vectors.store import Space, VectorRow, create_space, insert_vectors, space_in_state
 
-from server.core.search import SearchFilters
-from server.db.access import ReadScope
-from server.documents.registration import register_bytes
-from server.retrieval.keyword import keyword_search
-from server.retrieval.search import Searcher
-from server.retrieval.vector import vector_search
-from server.settings import Settings
-from server.vectors.store import Space, VectorRow, create_space, insert_vectors, space_in_state
 from tests.support import LOCAL, LOCAL_OWNER_ID, Principal, make_pipeline, make_searcher
 
 DOCS = {
@@ -132,7 +132,7 @@ async def test_empty_query_and_empty_corpus(pool: Any, embedder: Any, settings: 
 
 
 async def test_bad_mode_is_a_clear_error(corpus: Searcher) -> None:
-    from server.core.errors import BadRequest
+    from ragchat.core.errors import BadRequest
 
     with pytest.raises(BadRequest, match="vector, keyword or hybrid"):
         await corpus.search("x", principal=LOCAL, mode="semantic")

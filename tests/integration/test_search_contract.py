@@ -9,12 +9,12 @@ from typing import Any
 
 import httpx
 import pytest
+from ragchat.core.search import INSUFFICIENT_MESSAGE, ChunkHit, Confidence, Location, citation_of, snippet_of
+from ragchat.documents.ingest.registration import register_bytes
+from ragchat.retrieval.schemas import MAX_SEARCH_QUERY_CHARS, SEARCH_BODY_BYTES
+from ragchat.retrieval.search import Searcher
+from ragchat.settings import Settings
 
-from server.core.search import INSUFFICIENT_MESSAGE, ChunkHit, Confidence, Location, citation_of, snippet_of
-from server.documents.registration import register_bytes
-from server.retrieval.schemas import MAX_SEARCH_QUERY_CHARS, SEARCH_BODY_BYTES
-from server.retrieval.search import Searcher
-from server.settings import Settings
 from tests.support import LOCAL_OWNER_ID, make_pipeline
 
 DOCS = {
@@ -226,7 +226,7 @@ def test_confidence_tiers_follow_the_settings(settings: Settings) -> None:
 async def test_cli_prints_confidence_text_warning_and_citation(
     http: httpx.AsyncClient, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from server.cli.search import print_results
+    from ragchat.cli.search import print_results
 
     api = (await http.post("/api/search", json={"query": "volcano lava crater", "top_k": 2})).json()
     api["rerank"] = {"requested": True, "status": "failed", "scored": 0, "candidates": 6, "warning": "Rerank failed: x"}
@@ -238,7 +238,7 @@ async def test_cli_prints_confidence_text_warning_and_citation(
 
 def test_a_confidence_stored_before_the_tiers_still_reads() -> None:
     """Chat history keeps each tool result's confidence as it was: the old three fields still validate."""
-    from server.chat.schemas import ToolResult
+    from ragchat.chat.schemas import ToolResult
 
     old = {"label": "low", "best_similarity": 0.2, "insufficient_confidence": True}
     stored = {"id": "c1", "name": "search_documents", "chunks": [], "search_mode": "hybrid", "reranked": False}

@@ -14,15 +14,15 @@ from typing import Any
 from uuid import UUID
 
 import pytest
+from ragchat.core.errors import BadRequest, Conflict, DatabaseUnavailable
+from ragchat.documents.ingest.pipeline import Progress
+from ragchat.documents.sync import scan as sync_scan
+from ragchat.documents.sync import service as sync_module
+from ragchat.documents.sync.scan import FileEntry, Gone, ReadError, TooBig, read
+from ragchat.documents.sync.service import FolderSync, SyncReport
+from ragchat.documents.sync.watch import watch
+from ragchat.settings import Settings
 
-from server.core.errors import BadRequest, Conflict, DatabaseUnavailable
-from server.documents import sync as sync_module
-from server.documents import sync_scan
-from server.documents.pipeline import Progress
-from server.documents.sync import FolderSync, SyncReport
-from server.documents.sync_scan import FileEntry, Gone, ReadError, TooBig, read
-from server.documents.sync_watch import watch
-from server.settings import Settings
 from tests.integration.test_ingest import rows
 from tests.support import LOCAL_OWNER_ID, make_pipeline
 

@@ -15,9 +15,9 @@ from typing import Any
 from uuid import UUID
 
 import pytest
+from ragchat.documents.ingest.pipeline import Progress
+from ragchat.settings import Settings
 
-from server.documents.pipeline import Progress
-from server.settings import Settings
 from tests.integration.test_ingest import rows
 from tests.integration.test_sync import ALPHA, BRAVO, CHARLIE, count, run_sync
 
@@ -37,7 +37,7 @@ def cli_env(db: str, tmp_path: Path, **extra: str) -> dict[str, str]:
 
 def ragchat(env: dict[str, str], *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "server.cli", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
+        [sys.executable, "-m", "ragchat.cli", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
     )
 
 
@@ -73,7 +73,7 @@ async def test_a_restart_resumes_from_postgres(
 def start_watch(folder: Path, env: dict[str, str], log: Path) -> subprocess.Popen[str]:
     with log.open("w") as out:
         return subprocess.Popen(
-            [sys.executable, "-m", "server.cli", "sync", str(folder), "--watch", "--interval", "600", "--quiet"],
+            [sys.executable, "-m", "ragchat.cli", "sync", str(folder), "--watch", "--interval", "600", "--quiet"],
             cwd=ROOT,
             env=env,
             stdout=out,
@@ -164,7 +164,7 @@ def measured(env: dict[str, str], *args: str) -> tuple[subprocess.CompletedProce
         "    print('PEAK_KB', line.split()[1], file=sys.stderr)\n"
         "atexit.register(peak)\n"
         "sys.argv = ['ragchat', *sys.argv[1:]]\n"
-        "runpy.run_module('server.cli', run_name='__main__')\n"
+        "runpy.run_module('ragchat.cli', run_name='__main__')\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", wrapper, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900

@@ -22,9 +22,9 @@ from uuid import UUID
 
 import httpx
 import pytest
+from ragchat.documents.ingest.registration import register_bytes
+from ragchat.settings import Settings
 
-from server.documents.registration import register_bytes
-from server.settings import Settings
 from tests.integration.test_ingest import rows
 from tests.integration.test_ingest_leases import long_text
 from tests.support import LOCAL_OWNER_ID
@@ -39,7 +39,7 @@ STORED = re.compile(r"stored document ([0-9a-f-]{36}): (\d+) chunks \((\d+) embe
 def start_worker(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     out = log.open("wb")
     return subprocess.Popen(
-        [sys.executable, "-m", "server.cli", "worker", "--poll", "0.2"], cwd=ROOT, env=env, stdout=out, stderr=out
+        [sys.executable, "-m", "ragchat.cli", "worker", "--poll", "0.2"], cwd=ROOT, env=env, stdout=out, stderr=out
     )
 
 

@@ -13,8 +13,8 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
+from ragchat.documents.fetch.fetcher import WebFetcher
 
-from server.documents.web import WebFetcher
 from tests.accounts_support import add_user, setup_admin, signed_in
 from tests.integration.test_http_api import wait_ready
 from tests.web_site import ARTICLE_FACT, BOILERPLATE, PDF_TEXT, Site, gzip_bomb
@@ -191,7 +191,7 @@ async def test_fetching_needs_a_user_and_write_access_to_the_collection(
 
 def _cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "server.cli", *args],
+        [sys.executable, "-m", "ragchat.cli", *args],
         cwd=ROOT,
         env={**os.environ, **env},
         capture_output=True,

@@ -1,7 +1,7 @@
 """The API contract the web client is typed from.
 
 The client's types are generated from the OpenAPI document (`cd client && npm run gen:api`: `python -m
-server.cli.openapi` → client/openapi.json (not committed), then openapi-typescript → client/src/api/schema.d.ts).
+ragchat.cli.openapi` → client/openapi.json (not committed), then openapi-typescript → client/src/api/schema.d.ts).
 The committed schema.d.ts must be what the server's document gives now, or the client compiles against a stale
 API. The document itself must give every operation a typed success response and the one error body on every
 error response.
@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from server.cli import openapi
+from ragchat.cli import openapi
 
 ROOT = Path(__file__).resolve().parents[2]
 CLIENT = ROOT / "client"

@@ -7,8 +7,7 @@ import threading
 
 import numpy as np
 import pytest
-
-from server.providers.embeddings.batching import QueryBatcher
+from ragchat.providers.embeddings.batching import QueryBatcher
 
 
 class Recorder:

@@ -1,4 +1,4 @@
-"""Tests for the BEIR-format dataset loader (server.evaluation.beir)."""
+"""Tests for the BEIR-format dataset loader (ragchat.evaluation.beir)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from server.evaluation.beir import BeirDataset, iter_corpus, load_beir
+from ragchat.evaluation.beir import BeirDataset, iter_corpus, load_beir
 
 CORPUS = [
     {"_id": "d1", "title": "Cats", "text": "Cats purr."},

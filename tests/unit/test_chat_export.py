@@ -8,8 +8,8 @@ import json
 import uuid
 from datetime import UTC, datetime
 
-from server.chat.actions import EXPORT_COLUMNS, feedback_csv, feedback_jsonl
-from server.chat.export import export_filename, thread_markdown
+from ragchat.chat.actions import EXPORT_COLUMNS, feedback_csv, feedback_jsonl
+from ragchat.chat.export import export_filename, thread_markdown
 
 
 def test_file_names_from_titles() -> None:

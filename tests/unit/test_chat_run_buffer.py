@@ -7,9 +7,9 @@ import asyncio
 import uuid
 from collections.abc import AsyncGenerator
 
-from server.chat.faults import ChatFault
-from server.chat.loop import ChatEvent
-from server.chat.runs import Run, RunRegistry
+from ragchat.chat.faults import ChatFault
+from ragchat.chat.loop import ChatEvent
+from ragchat.chat.runs import Run, RunRegistry
 
 
 def tok(text: str) -> ChatEvent:

@@ -6,9 +6,8 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
-
-from server.chat.loop import ChatEvent
-from server.chat.sse import coalesce_tokens, server_sent_events
+from ragchat.chat.loop import ChatEvent
+from ragchat.chat.sse import coalesce_tokens, server_sent_events
 
 
 def token(delta: str) -> ChatEvent:

@@ -8,12 +8,11 @@ import re
 from typing import Any
 
 import pytest
-
-from server.documents.chunk_line import line_chunks
-from server.documents.chunk_semantic import gap_similarities, semantic_chunks
-from server.documents.chunk_strategy import Strategy, blocking_embed, chunk_document, route
-from server.documents.chunking import Chunk
-from server.documents.parsers import Section, parse
+from ragchat.documents.chunking.line import line_chunks
+from ragchat.documents.chunking.semantic import gap_similarities, semantic_chunks
+from ragchat.documents.chunking.sentences import Chunk
+from ragchat.documents.chunking.strategy import Strategy, blocking_embed, chunk_document, route
+from ragchat.documents.parsing.parsers import Section, parse
 
 RECEIPT = """FRESHMART SUPERMARKET
 12 Harbour Road, Leith

@@ -13,9 +13,8 @@ import sys
 from typing import Any
 
 import pytest
-
-from server.documents.chunking import chunk_sections, content_hash, embedding_text, iter_chunks
-from server.documents.parsers import Section
+from ragchat.documents.chunking.sentences import chunk_sections, content_hash, embedding_text, iter_chunks
+from ragchat.documents.parsing.parsers import Section
 
 TEXT = " ".join(
     f"Sentence number {i} talks about retrieval augmented generation and vector indexes." for i in range(60)
@@ -152,9 +151,9 @@ def test_iter_chunks_streams(embedder: Any) -> None:
 _MEASURE = """
 import json, os, random, string, sys, time
 os.environ["TOKENIZERS_PARALLELISM"] = "false"
-from server.documents.chunking import iter_chunks
-from server.documents.parsers import Section
-from server.providers.embeddings.base import bundled_token_counter
+from ragchat.documents.chunking.sentences import iter_chunks
+from ragchat.documents.parsing.parsers import Section
+from ragchat.providers.embeddings.base import bundled_token_counter
 count = bundled_token_counter(); count(["warm up"])
 kind, mb = sys.argv[1], float(sys.argv[2])
 n = int(mb * 1024 * 1024)
@@ -195,7 +194,7 @@ def test_large_inputs_chunk_in_bounded_memory(kind: str) -> None:
 def test_random_mixtures_keep_every_invariant() -> None:
     """Seeded mixtures of prose, glued runs and punctuation under random caps: within both caps, counts exact,
     nothing dropped, in order."""
-    from server.providers.embeddings.base import bundled_token_counter
+    from ragchat.providers.embeddings.base import bundled_token_counter
 
     count = bundled_token_counter()
     rnd = random.Random(2026)

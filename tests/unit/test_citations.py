@@ -10,8 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-
-from server.chat.citations import (
+from ragchat.chat.citations import (
     MAX_CHECKS,
     check_citations,
     find_claims,
@@ -19,7 +18,7 @@ from server.chat.citations import (
     stem,
     verdict_of,
 )
-from server.providers.llm.replies import clean_reply
+from ragchat.providers.llm.replies import clean_reply
 
 HOLIDAY = "Paid holidays: every employee gets 25 days of paid holiday per calendar year."
 OFFICE = "The office is open from 8 am to 6 pm. Visitors sign in at the front desk."
@@ -30,7 +29,7 @@ PASSAGES = [HOLIDAY, OFFICE, VOLCANO, BREAD]
 
 @pytest.fixture(scope="module")
 def minilm() -> Any:
-    from server.providers.embeddings.sentence_transformers import SentenceTransformerEmbedder
+    from ragchat.providers.embeddings.sentence_transformers import SentenceTransformerEmbedder
 
     return SentenceTransformerEmbedder()
 

@@ -7,8 +7,8 @@ import re
 import typing
 from pathlib import Path
 
-from server.documents.listing import TYPE_FAMILIES, TypeFamily
-from server.documents.parsers import CONTENT_TYPES
+from ragchat.documents.catalog.listing import TYPE_FAMILIES, TypeFamily
+from ragchat.documents.parsing.parsers import CONTENT_TYPES
 
 FORMATS_TS = (Path(__file__).resolve().parents[2] / "client" / "src" / "documents" / "formats.ts").read_text()
 

@@ -6,12 +6,11 @@ from __future__ import annotations
 import random
 
 import pytest
-
-from server.evaluation.generate import QUESTION_SCHEMA, parse_question
-from server.evaluation.metrics import evaluate
-from server.evaluation.report import compare_table
-from server.evaluation.scoring import mean_scores, measure_names, per_query_scores
-from server.providers.llm.replies import clean_reply
+from ragchat.evaluation.generate import QUESTION_SCHEMA, parse_question
+from ragchat.evaluation.metrics import evaluate
+from ragchat.evaluation.report import compare_table
+from ragchat.evaluation.scoring import mean_scores, measure_names, per_query_scores
+from ragchat.providers.llm.replies import clean_reply
 
 
 @pytest.mark.parametrize(
@@ -92,7 +91,7 @@ RESULTS = {
 
 
 def test_tables_of_one_run() -> None:
-    from server.evaluation.report import config_columns, format_categories, format_results
+    from ragchat.evaluation.report import config_columns, format_categories, format_results
 
     table = format_results(RESULTS)
     assert "hybrid" in table and "0.7500" in table and "30.0" in table
@@ -113,6 +112,6 @@ def test_tables_of_one_run() -> None:
     ],
 )
 def test_cli_refuses_bad_combinations_without_opening_anything(argv: list[str]) -> None:
-    from server.cli import main
+    from ragchat.cli import main
 
     assert main(argv) == 2

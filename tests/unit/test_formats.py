@@ -19,13 +19,20 @@ import pytest
 from ebooklib import epub
 from pptx import Presentation
 from pptx.util import Inches
+from ragchat.core.errors import BadRequest
+from ragchat.core.search import ChunkHit, Location
+from ragchat.documents.chunking.sentences import chunk_sections
+from ragchat.documents.parsing.formats.common import SECTION_CHARS
+from ragchat.documents.parsing.parsers import (
+    SUPPORTED_EXTENSIONS,
+    ParseError,
+    ParseLimits,
+    Section,
+    content_type_for,
+    parse,
+)
+from ragchat.retrieval.filters import location_sql, parse_location_filters
 
-from server.core.errors import BadRequest
-from server.core.search import ChunkHit, Location
-from server.documents.chunking import chunk_sections
-from server.documents.formats.common import SECTION_CHARS
-from server.documents.parsers import SUPPORTED_EXTENSIONS, ParseError, ParseLimits, Section, content_type_for, parse
-from server.retrieval.filters import location_sql, parse_location_filters
 from tests.hostile_files import (
     entity_bomb_xml,
     many_cues_vtt,

@@ -7,11 +7,10 @@ import random
 import uuid
 
 import pytest
-
-from server.cli.search import print_results
-from server.core.search import ChunkHit, Trace, by_document
-from server.retrieval.fusion import fuse, keyword_only, rrf, vector_only
-from server.retrieval.search import monotone
+from ragchat.cli.search import print_results
+from ragchat.core.search import ChunkHit, Trace, by_document
+from ragchat.retrieval.fusion import fuse, keyword_only, rrf, vector_only
+from ragchat.retrieval.search import monotone
 
 
 def test_a_chunk_in_both_lists_beats_chunks_in_one() -> None:

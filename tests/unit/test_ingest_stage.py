@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from server.cli.common import format_duration
-from server.documents.schemas import ingest_stage
+from ragchat.cli.common import format_duration
+from ragchat.documents.schemas import ingest_stage
 
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 

@@ -19,7 +19,7 @@ def test_import_contracts_are_kept() -> None:
 
 
 def test_no_import_cycles_between_modules() -> None:
-    graph = grimp.build_graph("server", cache_dir=None)
+    graph = grimp.build_graph("ragchat", cache_dir=None)
     edges = {m: graph.find_modules_directly_imported_by(m) for m in graph.modules}
     # a package's __init__ importing its own submodules is a re-export, not a cycle of dependencies
     state: dict[str, int] = {}
@@ -48,7 +48,7 @@ def test_no_import_cycles_between_modules() -> None:
 def test_every_cli_option_has_help() -> None:
     import argparse
 
-    from server.cli import build_parser
+    from ragchat.cli import build_parser
 
     missing: list[str] = []
 

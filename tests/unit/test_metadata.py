@@ -5,19 +5,18 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from server.chat.tools import ToolArgumentError, narrow_metadata, parse_search_args
-from server.core.errors import BadRequest
-from server.core.search import SearchFilters
-from server.documents.extraction import parse_extraction
-from server.documents.metadata import (
+from ragchat.chat.tools import ToolArgumentError, narrow_metadata, parse_search_args
+from ragchat.core.errors import BadRequest
+from ragchat.core.search import SearchFilters
+from ragchat.documents.metadata.extraction import parse_extraction
+from ragchat.documents.metadata.fields import (
     apply_patch,
     check_metadata,
     merge_extracted,
     parse_meta_args,
     parse_metadata_field,
 )
-from server.retrieval.filters import metadata_path, parse_metadata_filters
+from ragchat.retrieval.filters import metadata_path, parse_metadata_filters
 
 GOOD = {"title": "T", "summary": "S", "topics": ["a", "b"], "document_type": "Report", "language": "en"}
 

@@ -1,4 +1,4 @@
-"""Hand-computed checks for server.evaluation.metrics (trec_eval / pytrec_eval / BEIR conventions)."""
+"""Hand-computed checks for ragchat.evaluation.metrics (trec_eval / pytrec_eval / BEIR conventions)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import pytest
-
-from server.evaluation.metrics import (
+from ragchat.evaluation.metrics import (
     DEFAULT_KS,
     dedup_keep_first,
     evaluate,

@@ -1,4 +1,4 @@
-"""Unit tests for server.documents.parsers (fixtures are generated with real libraries)."""
+"""Unit tests for ragchat.documents.parsing.parsers (fixtures are generated with real libraries)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,7 @@ from io import BytesIO
 import docx
 import pytest
 from pypdf import PdfReader, PdfWriter
-from reportlab.lib.pagesizes import A4
-from reportlab.pdfgen import canvas
-
-from server.documents.parsers import (
+from ragchat.documents.parsing.parsers import (
     CONTENT_TYPES,
     SUPPORTED_EXTENSIONS,
     BeirRecord,
@@ -23,6 +20,8 @@ from server.documents.parsers import (
     iter_beir_jsonl,
     parse,
 )
+from reportlab.lib.pagesizes import A4
+from reportlab.pdfgen import canvas
 
 # --------------------------------------------------------------------------- fixture builders
 

@@ -6,9 +6,8 @@ import ipaddress
 
 import httpx
 import pytest
-
-from server.documents.urlguard import ip_literal, non_public
-from server.documents.web import extension_for, safe_stem
+from ragchat.documents.fetch.fetcher import extension_for, safe_stem
+from ragchat.documents.fetch.urlguard import ip_literal, non_public
 
 
 # ---- the guard's address classification ---------------------------------------------------------------------

@@ -1,3 +1,0 @@
-"""ragchat: chat with your documents."""
-
-__version__ = "0.4.0"

@@ -1,0 +1,256 @@
+"""Accounts as one object: first-run setup, login, sessions, personal API tokens, and the admin's user list.
+
+Sessions and tokens are random secrets handed to the client once; only their SHA-256 is stored (they are
+high-entropy, so a fast hash is the right one; passwords get argon2). `authenticate` turns a secret into a
+Principal; `still_valid` lets a long SSE stream notice a logout, a revoked token or a disabled user.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+import psycopg
+
+from ragchat.accounts import passwords
+from ragchat.accounts import repository as repo
+from ragchat.core.errors import BadRequest, Conflict, Forbidden, InvalidCredentials, NotFound, SetupDone
+from ragchat.core.principal import Principal, local_principal
+from ragchat.db.pool import Pool
+from ragchat.db.ratelimit import RateLimiter
+from ragchat.settings import Settings
+
+USERNAME_RE = re.compile(r"^[A-Za-z0-9._@-]{1,64}$")
+TOKEN_PREFIX = "rc_"
+TOKEN_NAME_MAX = 100
+LOCKOUT_WINDOW_S = 15 * 60
+WRONG = "wrong username or password"
+
+
+@dataclass(frozen=True)
+class LoggedIn:
+    user: dict[str, Any]
+    session_token: str
+
+
+def digest(secret: str) -> bytes:
+    return hashlib.sha256(secret.encode()).digest()
+
+
+def clean_username(username: str) -> str:
+    username = username.strip()
+    if not USERNAME_RE.match(username):
+        raise BadRequest("a username is 1-64 letters, digits, '.', '_', '-' or '@'")
+    return username.lower()
+
+
+def principal_of(row: dict[str, Any], via: str, credential: str | None) -> Principal:
+    return Principal(row["id"], row["username"], bool(row["is_admin"]), via, credential)  # type: ignore[arg-type]
+
+
+class AccountService:
+    def __init__(self, pool: Pool, settings: Settings, limiter: RateLimiter) -> None:
+        self.pool = pool
+        self.settings = settings
+        self.limiter = limiter
+
+    @property
+    def auth_enabled(self) -> bool:
+        return self.settings.auth == "on"
+
+    @property
+    def session_ttl_s(self) -> float:
+        return self.settings.session_ttl_hours * 3600
+
+    async def setup_required(self) -> bool:
+        async with self.pool.connection() as conn:
+            return not await repo.any_account(conn)
+
+    # ---- first run, login, logout ---------------------------------------------------------------------------
+    async def setup(self, username: str, password: str, *, ip: str, user_agent: str) -> LoggedIn:
+        """Create the first account (an admin) and log it in; 409 once any account exists."""
+        await self.limiter.hit(f"login:ip:{ip}", self.settings.rate_login_per_min, what="login attempts")
+        username = clean_username(username)
+        hashed = await passwords.hash_password(password)
+        async with self.pool.connection() as conn, conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(hashtext('ragchat:setup'))")
+            if await repo.any_account(conn):
+                raise SetupDone("the admin account exists already: log in")
+            user = await repo.claim_local(conn, username, hashed) or await repo.insert_user(
+                conn, username, hashed, True
+            )
+            token = await self._new_session(conn, user["id"], ip, user_agent)
+        return LoggedIn(user, token)
+
+    async def login(self, username: str, password: str, *, ip: str, user_agent: str) -> LoggedIn:
+        """The same message, and the same argon2 work, for an unknown user as for a wrong password."""
+        s = self.settings
+        await self.limiter.hit(f"login:ip:{ip}", s.rate_login_per_min, what="login attempts")
+        name = username.strip()
+        valid = bool(USERNAME_RE.match(name))
+        # a name no account can have (NUL, lone surrogates...) is counted under its digest: never sent as text
+        who = name.lower()[:64] if valid else "?" + hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()
+        key = f"login-fail:{who}"
+        await self.limiter.check(key, s.login_lockout_failures, window_s=LOCKOUT_WINDOW_S, what="failed logins")
+        async with self.pool.connection() as conn:
+            row = await repo.user_by_name(conn, name[:64]) if valid else None
+        ok = await passwords.verify_password(row["password_hash"] if row else None, password)
+        if not ok or row is None:
+            await self.limiter.hit(key, 10**9, window_s=LOCKOUT_WINDOW_S)  # counted, never raises here
+            raise InvalidCredentials(WRONG)
+        if row["disabled"]:
+            raise InvalidCredentials("this account is disabled: ask an admin")
+        async with self.pool.connection() as conn:
+            if passwords.needs_rehash(row["password_hash"]):
+                await repo.set_password(conn, row["id"], await passwords.hash_password(password))
+            token = await self._new_session(conn, row["id"], ip, user_agent)
+            await repo.delete_expired_sessions(conn)
+        return LoggedIn({k: v for k, v in row.items() if k != "password_hash"}, token)
+
+    async def _new_session(self, conn: Any, user_id: UUID, ip: str, user_agent: str) -> str:
+        token = secrets.token_urlsafe(32)
+        await repo.insert_session(conn, digest(token), user_id, self.session_ttl_s, user_agent, ip)
+        return token
+
+    async def logout(self, session_token: str) -> None:
+        async with self.pool.connection() as conn:
+            await repo.delete_session(conn, digest(session_token))
+
+    async def logout_everywhere(self, principal: Principal) -> None:
+        async with self.pool.connection() as conn:
+            await repo.delete_sessions(conn, principal.user_id)
+
+    # ---- authentication -------------------------------------------------------------------------------------
+    async def from_session(self, session_token: str) -> Principal | None:
+        token_hash = digest(session_token)
+        async with self.pool.connection() as conn:
+            row = await repo.session_user(conn, token_hash)
+            if row is None:
+                return None
+            if row["stale"]:
+                await repo.touch_session(conn, token_hash, self.session_ttl_s)
+        return principal_of(row, "session", token_hash.hex())
+
+    async def from_token(self, token: str) -> Principal | None:
+        if not token.startswith(TOKEN_PREFIX) or len(token) > 200:
+            return None
+        async with self.pool.connection() as conn:
+            row = await repo.token_user(conn, digest(token))
+            if row is None:
+                return None
+            if row["stale"]:
+                await repo.touch_token(conn, row["token_id"])
+        return principal_of(row, "token", str(row["token_id"]))
+
+    async def still_valid(self, principal: Principal) -> bool:
+        if principal.via == "local":
+            return True
+        async with self.pool.connection() as conn:
+            return await repo.credential_valid(conn, principal.user_id, principal.via, principal.credential)
+
+    def local(self) -> Principal:
+        return local_principal()
+
+    # ---- the signed-in user ---------------------------------------------------------------------------------
+    async def me(self, principal: Principal) -> dict[str, Any]:
+        async with self.pool.connection() as conn:
+            row = await repo.user_by_id(conn, principal.user_id)
+        if row is None:
+            raise NotFound("user not found")
+        return {k: v for k, v in row.items() if k != "password_hash"}
+
+    async def change_password(self, principal: Principal, current: str, new: str) -> None:
+        """Other sessions end; this one stays."""
+        async with self.pool.connection() as conn:
+            row = await repo.user_by_id(conn, principal.user_id)
+        if row is None or not await passwords.verify_password(row["password_hash"], current):
+            raise InvalidCredentials("the current password is wrong")
+        hashed = await passwords.hash_password(new)
+        async with self.pool.connection() as conn:
+            await repo.set_password(conn, principal.user_id, hashed)
+            keep = bytes.fromhex(principal.credential) if principal.via == "session" and principal.credential else None
+            await repo.delete_sessions(conn, principal.user_id, keep=keep)
+
+    async def directory(self) -> list[dict[str, Any]]:
+        async with self.pool.connection() as conn:
+            return await repo.directory(conn)
+
+    # ---- personal API tokens --------------------------------------------------------------------------------
+    async def create_token(self, principal: Principal, name: str) -> dict[str, Any]:
+        name = " ".join(name.replace("\x00", "").split())
+        if not name or len(name) > TOKEN_NAME_MAX:
+            raise BadRequest(f"a token needs a name of 1-{TOKEN_NAME_MAX} characters")
+        token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        async with self.pool.connection() as conn:
+            row = await repo.insert_token(conn, principal.user_id, name, token[:10], digest(token))
+        return {**row, "token": token}
+
+    async def list_tokens(self, principal: Principal) -> list[dict[str, Any]]:
+        async with self.pool.connection() as conn:
+            return await repo.list_tokens(conn, principal.user_id)
+
+    async def revoke_token(self, principal: Principal, token_id: UUID) -> None:
+        async with self.pool.connection() as conn:
+            if not await repo.revoke_token(conn, principal.user_id, token_id):
+                raise NotFound(f"token {token_id} not found")
+
+    # ---- admin ----------------------------------------------------------------------------------------------
+    async def list_users(self) -> list[dict[str, Any]]:
+        async with self.pool.connection() as conn:
+            return await repo.list_users(conn)
+
+    async def add_user(self, username: str, password: str, *, is_admin: bool = False) -> dict[str, Any]:
+        username = clean_username(username)
+        hashed = await passwords.hash_password(password)
+        async with self.pool.connection() as conn:
+            try:
+                return await repo.insert_user(conn, username, hashed, is_admin)
+            except psycopg.errors.UniqueViolation as exc:
+                raise Conflict(f"the username {username!r} is taken") from exc
+
+    async def update_user(
+        self, admin: Principal, user_id: UUID, *, disabled: bool | None = None, is_admin: bool | None = None
+    ) -> dict[str, Any]:
+        """Disable/enable or promote/demote; disabling ends the user's sessions (tokens stop working too)."""
+        demoting = disabled is True or is_admin is False
+        async with self.pool.connection() as conn, conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(hashtext('ragchat:admins'))")
+            if demoting and user_id == admin.user_id:
+                raise Forbidden("you cannot disable or demote yourself (ask another admin)")
+            if demoting and await repo.other_active_admins(conn, user_id) == 0:
+                raise Forbidden("this is the last admin: make someone else an admin first")
+            row = await repo.update_user(conn, user_id, disabled=disabled, is_admin=is_admin)
+            if row is None:
+                raise NotFound(f"user {user_id} not found")
+            if disabled:
+                await repo.delete_sessions(conn, user_id)
+        return row
+
+    async def reset_password(self, user_id: UUID, password: str) -> None:
+        hashed = await passwords.hash_password(password)
+        async with self.pool.connection() as conn:
+            if not await repo.set_password(conn, user_id, hashed):
+                raise NotFound(f"user {user_id} not found")
+            await repo.delete_sessions(conn, user_id)
+
+    async def delete_user(self, admin: Principal, user_id: UUID) -> None:
+        """The user goes with their documents, threads, collections, sessions and tokens."""
+        async with self.pool.connection() as conn, conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(hashtext('ragchat:admins'))")
+            if user_id == admin.user_id:
+                raise Forbidden("you cannot delete yourself")
+            if await repo.other_active_admins(conn, user_id) == 0:
+                raise Forbidden("this is the last admin")
+            if not await repo.delete_user(conn, user_id):
+                raise NotFound(f"user {user_id} not found")
+
+    async def find_user(self, username: str) -> dict[str, Any]:
+        async with self.pool.connection() as conn:
+            row = await repo.user_by_name(conn, username)
+        if row is None:
+            raise NotFound(f"no user named {username!r}")
+        return {k: v for k, v in row.items() if k != "password_hash"}

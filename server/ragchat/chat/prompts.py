@@ -1,0 +1,134 @@
+"""What the model reads: the system prompts, numbered passages, bounded history, and thread titles."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ragchat.core.search import ChunkHit, SearchResult
+
+TITLE_MAX_CHARS = 60
+SOURCE_TITLE_CHARS = 80  # document titles in passage headers
+
+SYSTEM_PROMPT = """\
+You are ragchat, an assistant that answers questions about the user's own documents \
+(papers, manuals, notes, reports).
+
+Rules:
+- For ANY question that the user's documents might answer, call the search_documents tool first, \
+with a short, specific query. Search again with other words if the results miss the point.
+- Answer only from the passages the tool returns. Cite the passages you use by their number in square \
+brackets, like [1] or [2][3], right after the sentence they support. Numbers continue across searches: \
+never renumber them.
+- If the passages do not contain the answer, or a search reports insufficient_confidence: true, say plainly \
+that the documents don't say. Do not guess and do not use outside knowledge.
+- For greetings or questions clearly unrelated to the documents, answer briefly without searching.
+- Be concise. Use Markdown when it helps."""
+
+FALLBACK_SYSTEM_PROMPT = """\
+You are ragchat, an assistant that answers questions about the user's own documents \
+(papers, manuals, notes, reports).
+
+The latest user message comes with numbered passages retrieved from the user's documents.
+- Answer only from those passages. Cite the passages you use by their number in square brackets, \
+like [1] or [2][3], right after the sentence they support.
+- If the passages do not contain the answer, or they are marked insufficient_confidence: true, say plainly \
+that the documents don't say. Do not guess and do not use outside knowledge.
+- Be concise. Use Markdown when it helps."""
+
+
+def thread_title(message: str, limit: int = TITLE_MAX_CHARS) -> str:
+    """The first message, whitespace collapsed, cut on a word boundary to at most `limit` characters."""
+    text = " ".join(message.split())
+    if len(text) <= limit:
+        return text
+    head = text[: limit - 1]  # room for the ellipsis
+    if text[limit - 1] != " " and " " in head:
+        head = head.rsplit(" ", 1)[0]
+    return head.rstrip(" ,.;:!?-–—") + "…"
+
+
+def history_messages(rows: Iterable[Mapping[str, Any]], max_messages: int, max_chars: int) -> list[dict[str, str]]:
+    """Earlier user/assistant messages (oldest first), keeping the most recent within both bounds.
+
+    Assistant answers are sent as text only: their passages are not repeated (the model can search again).
+    """
+    kept: list[dict[str, str]] = []
+    total = 0
+    for row in reversed(list(rows)):
+        content = (row.get("content") or "").strip()
+        if not content or row.get("role") not in ("user", "assistant"):
+            continue
+        if len(kept) >= max_messages or total + len(content) > max_chars:
+            break
+        kept.append({"role": str(row["role"]), "content": content})
+        total += len(content)
+    kept.reverse()
+    return kept
+
+
+def _source_line(number: int, hit: ChunkHit) -> str:
+    name = hit.filename
+    label = " ".join(hit.title.split()) if hit.title and hit.title != Path(hit.filename).stem else ""
+    if len(label) > SOURCE_TITLE_CHARS:
+        label = label[: SOURCE_TITLE_CHARS - 1].rstrip() + "…"
+    parts = [f"{label} ({name})" if label else name]
+    if hit.page is not None:
+        parts.append(f"page {hit.page}")
+    if hit.section:
+        parts.append(f"section: {hit.section}")
+    if hit.location and hit.location.label:
+        parts.append(f"at {hit.location.label}")
+    return f"[{number}] " + ", ".join(parts)
+
+
+def format_passages(hits: Iterable[ChunkHit], start: int) -> str:
+    """Passages numbered from `start`, each with its document and page, separated by blank lines."""
+    return "\n\n".join(f"{_source_line(n, hit)}\n{hit.content.strip()}" for n, hit in enumerate(hits, start))
+
+
+def _confidence_note(result: SearchResult) -> str:
+    if result.confidence.insufficient_confidence:
+        return (
+            "insufficient_confidence: true. None of these passages closely matches the question. "
+            "Unless one clearly answers it, tell the user the documents don't say."
+        )
+    return f"confidence: {result.confidence.label}."
+
+
+def tool_message(result: SearchResult, start: int) -> str:
+    """The tool message for one search: a header, a confidence note, then the numbered passages."""
+    if not result.chunks:
+        if not result.has_embeddings:
+            return "No documents are indexed yet. Tell the user to upload documents first; the documents don't say."
+        return (
+            f'No passages matched "{result.query}". insufficient_confidence: true. '
+            "Search again with different words, or tell the user the documents don't say."
+        )
+    end = start + len(result.chunks) - 1
+    return (
+        f'Results for "{result.query}" ({result.mode} search): passages [{start}] to [{end}]. '
+        f"{_confidence_note(result)}\n\n{format_passages(result.chunks, start)}{CITE_TRAILER.format(n=start)}"
+    )
+
+
+#: Kept last, where small models follow it (Qwen2.5-Coder-1.5B cited nothing when it only led the message).
+CITE_TRAILER = (
+    "\n\n---\nAnswer the user's question in one or two sentences using only facts from these passages, and end "
+    "each sentence with the number of the passage it used in square brackets, such as [{n}]."
+)
+
+
+def fallback_user_message(question: str, result: SearchResult, start: int) -> str:
+    """Retrieve-then-answer for models without tool support: the passages travel in the user message."""
+    if result.chunks:
+        context = f"{_confidence_note(result)}\n\n{format_passages(result.chunks, start)}"
+    else:
+        context = "No passages matched. insufficient_confidence: true."
+    return (
+        f"Passages from my documents:\n\n{context}\n\n---\nQuestion: {question}\n\n"
+        "Answer in one or two sentences using only the facts in the passages above, and end each sentence with "
+        "the number of the passage it used in square brackets, such as [1]. If the passages don't answer it, say "
+        "the documents don't say."
+    )

@@ -1,0 +1,296 @@
+"""Request and response models of the chat, threads and RAG routes, and the payloads of the SSE events
+(docs/SSE.md). Event payloads are built as plain dicts on the hot path; tests validate every emitted event
+against these models, and the OpenAPI document carries them as the `text/event-stream` schema."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+from uuid import UUID
+
+from pydantic import BaseModel, Field
+
+from ragchat.core.schemas import Flag
+from ragchat.core.search import Confidence, MetadataFilter, Passage, RerankStatus, Timings
+
+MAX_QUERY_CHARS = 8000
+TITLE_MAX_CHARS = 200
+MODEL_NAME_PATTERN = r"^[^\x00-\x1f]*[^\s\x00-\x1f][^\x00-\x1f]*$"  # not blank, no control characters
+
+
+class ChatBody(BaseModel):
+    message: str = Field(
+        default="",
+        description="the question (CHAT_MAX_MESSAGE_CHARS at most); may be empty with regenerate_id or continue_id",
+    )
+    thread_id: UUID | None = Field(default=None, description="continue this thread; omitted: a new thread")
+    document_ids: list[UUID] | None = Field(default=None, description="search only these documents")
+    collection_ids: list[UUID] | None = Field(default=None, description="search only these collections")
+    search_mode: str | None = Field(default=None, description="vector, keyword or hybrid (default SEARCH_MODE)")
+    rerank: Flag | None = Field(default=None, description="rerank with the LLM (default RERANK_ENABLED)")
+    model: str | None = Field(
+        default=None, min_length=1, max_length=200, pattern=MODEL_NAME_PATTERN,
+        description="the chat model for this answer (default: the user's setting, else CHAT_MODEL)",
+    )  # fmt: skip
+    regenerate_id: UUID | None = Field(
+        default=None, description="an answer of the thread: answer its question again, as a new sibling branch"
+    )
+    continue_id: UUID | None = Field(
+        default=None, description="an incomplete or failed answer of the thread: continue its text in place"
+    )
+    edit_id: UUID | None = Field(
+        default=None, description="a question of the thread: `message` replaces it as a new sibling branch"
+    )
+
+
+class BranchBody(BaseModel):
+    message_id: UUID = Field(description="show the branch through this message (its newest descendant leaf)")
+
+
+class Stopped(BaseModel):
+    stopped: bool = Field(description="false: no answer was in progress in this process")
+
+
+class ThreadSettings(BaseModel):
+    """The chat's retrieval controls saved with a thread (the client sends them with each question)."""
+
+    document_ids: list[UUID] | None = Field(default=None, max_length=500, description="search only these")
+    collection_ids: list[UUID] | None = Field(default=None, max_length=100, description="search only these")
+    search_mode: Literal["vector", "keyword", "hybrid"] | None = None
+    rerank: Flag | None = None
+    model: str | None = Field(default=None, min_length=1, max_length=200, pattern=MODEL_NAME_PATTERN)
+
+
+class ThreadPatch(BaseModel):
+    title: str | None = Field(
+        default=None, min_length=1, max_length=TITLE_MAX_CHARS, pattern=r"\S", description="spaces are collapsed"
+    )
+    settings: ThreadSettings | None = Field(default=None, description="replaces the thread's saved settings")
+
+
+class Thread(BaseModel):
+    id: UUID
+    title: str
+    created_at: datetime
+    updated_at: datetime = Field(description="the last question's time (renaming does not change it)")
+    settings: ThreadSettings = Field(default_factory=ThreadSettings)
+
+
+class Feedback(BaseModel):
+    """A thumbs up or down (or none) on an answer, with an optional note."""
+
+    message_id: UUID
+    rating: Literal["up", "down"] | None
+    note: str | None
+    updated_at: datetime
+
+
+class FeedbackBody(BaseModel):
+    rating: Literal["up", "down"] | None = Field(description="null: no rating")
+    note: str | None = Field(default=None, max_length=2000)
+
+
+class ThreadList(BaseModel):
+    threads: list[Thread]
+
+
+class Usage(BaseModel):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    llm_calls: int = 0
+    tool_rounds: int = 0
+
+
+class Citations(BaseModel):
+    cited: list[int] = Field(description="the [n] markers in the answer, in order of first use")
+    invalid: list[int] = Field(description="markers that point past the passages the searches returned")
+
+
+class CitationCheck(BaseModel):
+    """One cited passage checked against the sentence that cites it (server/chat/citations.py)."""
+
+    sentence: str = Field(description="the citing sentence, markers removed")
+    start: int = Field(description="where the sentence (with its markers) starts in the answer, in characters")
+    end: int = Field(description="where it ends (exclusive)")
+    n: int = Field(description="the cited passage's number")
+    verdict: Literal["supported", "weak", "unsupported", "missing"] = Field(
+        description="missing: the turn has no passage n"
+    )
+    lexical: float = Field(description="share of the sentence's content words found in the passage, 0..1")
+    similarity: float | None = Field(description="cosine of sentence and passage embeddings; null: not computed")
+
+
+class CitationsEvent(BaseModel):
+    """`citations`: the citation check of the answer, after its last token and before `done`; saved with it."""
+
+    message_id: UUID | None = Field(default=None, description="chat only")
+    citations: list[CitationCheck]
+    unsupported: int
+    weak: int = 0
+    missing: int
+    judged: bool = Field(default=False, description="the verdicts are the LLM judge's (CITATION_JUDGE)")
+
+
+class ToolCall(BaseModel):
+    """`tool_call`: the model asked to search."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+class ToolResult(BaseModel):
+    """`tool_result`: what the search returned, exactly as the model received it."""
+
+    id: str = Field(description="the tool_call's id")
+    name: str
+    chunks: list[Passage]
+    search_mode: Literal["vector", "keyword", "hybrid"]
+    reranked: bool
+    timings: Timings
+    confidence: Confidence
+    rerank: RerankStatus | None = Field(default=None, description="what the LLM rerank did (absent: older messages)")
+
+
+class ErrorEvent(BaseModel):
+    """`error`: the stream's last event when the answer fails (the partial answer is saved as incomplete)."""
+
+    code: str
+    message: str
+
+
+class Message(BaseModel):
+    id: UUID
+    role: Literal["user", "assistant"]
+    content: str
+    status: Literal["complete", "incomplete", "error", "streaming"] = Field(
+        description="streaming: being generated (GET /api/threads/{id}/stream attaches to it)"
+    )
+    parent_id: UUID | None = Field(default=None, description="the message this one follows (null: first question)")
+    siblings: list[UUID] = Field(
+        default_factory=list, description="ids of the messages sharing its parent, in creation order, itself included"
+    )
+    model: str | None = Field(default=None, description="assistant: the chat model that answered")
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_results: list[ToolResult] = Field(default_factory=list, description="exactly what the model saw")
+    error: ErrorEvent | None = Field(
+        default=None, description="why the answer failed (error) or stopped (incomplete: stopped, interrupted)"
+    )
+    citations: CitationsEvent | None = Field(default=None, description="the citation check (complete answers)")
+    feedback: Feedback | None = Field(default=None, description="the user's rating of this answer")
+    created_at: datetime
+
+    @classmethod
+    def of(cls, row: dict[str, Any]) -> Message:
+        return cls(**{k: row[k] for k in cls.model_fields if k in row})
+
+
+class ThreadDetail(Thread):
+    messages: list[Message] = Field(description="the active branch, first question first")
+    running_message_id: UUID | None = Field(default=None, description="the answer in progress, if any")
+
+
+class ThreadEvent(BaseModel):
+    """`thread`: first event of a chat stream: the thread (new or continued) and the answer's message id."""
+
+    thread_id: UUID
+    question_id: UUID | None = Field(default=None, description="the question being answered (saved)")
+    message_id: UUID = Field(description="the answer's row (status streaming until done or error)")
+
+
+class TokenEvent(BaseModel):
+    """`token`: the next piece of the answer."""
+
+    delta: str
+
+
+class DoneEvent(BaseModel):
+    """`done`: the answer is complete (and, in chat, saved)."""
+
+    message_id: UUID | None = Field(default=None, description="chat only")
+    finish_reason: str | None
+    usage: Usage
+    citations: Citations
+
+
+class ChatStream(BaseModel):
+    """The `text/event-stream` of POST /api/chat (and /api/rag with stream): each property is an SSE event
+    name and its `data:` JSON. Order: thread, then (tool_call, tool_result)*, token*, citations?, then done or error."""
+
+    thread: ThreadEvent | None = None
+    tool_call: ToolCall | None = None
+    tool_result: ToolResult | None = None
+    token: TokenEvent | None = None
+    citations: CitationsEvent | None = None
+    done: DoneEvent | None = None
+    error: ErrorEvent | None = None
+
+
+class RagFilters(BaseModel):
+    document_ids: list[UUID] | None = None
+    collection_ids: list[UUID] | None = None
+    metadata: MetadataFilter | None = Field(
+        default=None, max_length=32, description='{"subject": ["Polity", "History"], "year": "2024"}: OR within a key'
+    )
+
+
+class RagBody(BaseModel):
+    query: str = Field(max_length=MAX_QUERY_CHARS * 2)
+    top_k: int = Field(default=5, ge=1, le=50)
+    mode: str | None = None
+    filters: RagFilters | None = None
+    rerank: Flag | None = None
+    debug: Flag = True
+    stream: Flag = Field(default=False, description="true: the chat SSE events instead of JSON")
+
+
+class Source(Passage):
+    n: int = Field(description="the passage's number, as cited [n] in the answer")
+
+
+class ArmHit(BaseModel):
+    id: int
+    document_id: UUID
+    filename: str
+    rank: int
+    score: float | None
+
+
+class RerankedHit(BaseModel):
+    id: int
+    filename: str
+    score: float
+
+
+class RagDebug(BaseModel):
+    search_mode: Literal["vector", "keyword", "hybrid"] | None
+    reranked: bool
+    vectorResults: list[ArmHit]
+    keywordResults: list[ArmHit]
+    rerankedResults: list[RerankedHit]
+    stats: dict[str, float] = Field(description="per-stage milliseconds: embed, vector, keyword, fuse, answer…")
+
+
+class RagAnswer(BaseModel):
+    answer: str
+    chunks: list[Source] = Field(description="every passage the model saw, numbered from 1")
+    citations: Citations
+    usage: Usage
+    finish_reason: str | None
+    debug: RagDebug | None = None
+
+
+class ChatModel(BaseModel):
+    """A model the LLM server offers."""
+
+    name: str
+    size: int | None = Field(default=None, description="bytes on disk (Ollama)")
+    family: str | None = Field(default=None, description="e.g. llama (Ollama)")
+
+
+class ChatModels(BaseModel):
+    """GET /api/models: what the chat's model picker offers."""
+
+    models: list[ChatModel]
+    default: str = Field(description="the model answers use when none is chosen (your setting, else CHAT_MODEL)")
+    provider: Literal["ollama", "openai"]

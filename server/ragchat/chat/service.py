@@ -1,0 +1,339 @@
+"""One chat turn end to end, as events: persist the question and the answer's row, run the tool loop in a
+detached run (runs.py), save what was produced.
+
+Database connections are taken from the pool briefly: one transaction before the model runs (turns.py: the
+thread, the question, the answer's row marked 'streaming'), a heartbeat every few seconds while it streams
+(with the text so far), one at the end (the answer). Those writes commit without waiting for the WAL flush
+(`repository.relax_commit`). Whatever happens (an Ollama failure, a stop, the server shutting down), the
+answer row ends `complete`, `incomplete` (stopped: its `error` says why) or `error`, with the text so far. A
+row left 'streaming' by a process that died is expired to `incomplete` ("interrupted") when found stale.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
+from typing import Any
+from uuid import UUID
+
+import anyio
+
+from ragchat.chat import repository as repo
+from ragchat.chat.answer import Answer, AnswerRequest, answer_events, collect, numbered_sources
+from ragchat.chat.citations import Embedder, check_citations
+from ragchat.chat.faults import ChatFault, describe_failure
+from ragchat.chat.loop import ChatContext, ChatEvent, Turn, continue_messages, initial_messages, run_loop
+from ragchat.chat.replies import citation_report
+from ragchat.chat.runs import STOPPED, Guard, Run, RunRegistry
+from ragchat.chat.turns import BUSY, DB_TIMEOUT_S, ChatRequest, TurnPlan, begin_turn
+from ragchat.core.errors import Conflict, NotFound
+from ragchat.core.principal import Principal
+from ragchat.core.search import SearchService
+from ragchat.db.pool import Pool
+from ragchat.providers.llm.base import LLMProvider
+from ragchat.settings import Settings
+
+__all__ = ["ChatRequest", "ChatService"]
+log = logging.getLogger(__name__)
+SAVE_WAIT_S = 30.0  # the answer has been streamed already: under a burst, wait longer rather than lose it
+SAVE_TIMEOUT_S = 40.0  # a shielded save never holds a cancelled run longer than this
+
+
+def _clean(value: Any) -> Any:
+    """Postgres text and jsonb reject NUL characters; drop them from anything we store."""
+    if isinstance(value, str):
+        return value.replace("\x00", "")
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    return value
+
+
+async def save_answer(
+    pool: Pool,
+    thread_id: UUID,
+    message_id: UUID,
+    turn: Turn,
+    status: str,
+    error: ChatFault | None,
+    citations: dict[str, Any] | None = None,
+) -> None:
+    """One transaction: the answer's row (text, tool calls, exact tool results, status) and the thread's time."""
+    async with pool.connection(timeout=SAVE_WAIT_S) as conn:
+        await repo.relax_commit(conn)
+        await repo.finish_message(
+            conn,
+            message_id,
+            content=_clean(turn.content),
+            status=status,
+            tool_calls=_clean(turn.tool_calls),
+            tool_results=_clean(turn.tool_results),
+            error=None if error is None else error.to_json(),
+            usage=turn.usage,
+            citations=None if citations is None else _clean(citations),
+        )
+        await repo.touch_thread(conn, thread_id)
+
+
+async def _shielded_save(*args: Any) -> Exception | None:
+    """Save even while the run is being cancelled; return the failure instead of raising it."""
+    with anyio.move_on_after(SAVE_TIMEOUT_S, shield=True):
+        try:
+            await save_answer(*args)
+            return None
+        except Exception as exc:
+            log.warning("could not save the assistant message: %s", exc)
+            return exc
+    return TimeoutError(f"saving the answer took longer than {SAVE_TIMEOUT_S:g} s")
+
+
+def error_event(fault: ChatFault) -> ChatEvent:
+    return ChatEvent("error", fault.to_json())
+
+
+def _resumed(plan: TurnPlan) -> Turn:
+    """The turn so far: empty, or the saved answer being continued (its text, searches and usage)."""
+    turn = Turn()
+    saved = plan.continued
+    if saved is None:
+        return turn
+    if saved["content"]:
+        turn.parts.append(saved["content"])
+    turn.tool_calls = list(saved["tool_calls"] or [])
+    turn.tool_results = list(saved["tool_results"] or [])
+    turn.passages = len(numbered_sources(turn.tool_results))
+    turn.stop_tools = True  # continue from the passages it had
+    for key, value in (saved["usage"] or {}).items():
+        if isinstance(value, int) and key in turn.usage:
+            turn.usage[key] = value
+    return turn
+
+
+class ChatService:
+    """Runs chat turns: persistence around the tool loop, with the providers it was built with."""
+
+    def __init__(
+        self,
+        pool: Pool,
+        llm: LLMProvider,
+        search: SearchService,
+        settings: Settings,
+        embedder: Embedder | None = None,
+        runs: RunRegistry | None = None,
+    ) -> None:
+        self.pool = pool
+        self.llm = llm
+        self.search = search
+        self.settings = settings
+        self.embedder = embedder  # for the citation check; None: lexical scores only
+        self.runs = runs or RunRegistry()
+        self._windows: dict[str, int | None] = {}
+
+    async def context_tokens(self, model: str | None = None) -> int | None:
+        """The chat model's context window: CHAT_CONTEXT_TOKENS, else what its server says (asked once)."""
+        if self.settings.chat_context_tokens:
+            return self.settings.chat_context_tokens
+        model = model or self.settings.chat_model
+        if model not in self._windows:
+            try:
+                self._windows[model] = await self.llm.context_window(model)
+            except Exception:
+                return None  # unknown for now: ask again next turn
+        return self._windows[model]
+
+    async def check_citations(self, turn: Turn, message_id: UUID, model: str | None = None) -> dict[str, Any] | None:
+        """The `citations` event's payload (server/chat/citations.py); None when the answer cites nothing."""
+        passages = [source["content"] for source in numbered_sources(turn.tool_results)]
+        try:
+            report = await check_citations(
+                turn.content,
+                passages,
+                self.embedder,
+                judge=self.llm if self.settings.citation_judge else None,
+                judge_model=model or self.settings.chat_model,
+                judge_timeout_s=self.settings.citation_judge_timeout_s,
+            )
+        except Exception:  # a bug in the checker never costs the user the answer
+            log.exception("chat: the citation check failed")
+            return None
+        return report.to_json(str(message_id)) if report.citations else None
+
+    async def start(self, principal: Principal, req: ChatRequest, guard: Guard | None = None) -> Run:
+        """Save the question and the answer's row (NotFound, Conflict, BadRequest, database errors raise
+        here, before any stream), then generate the answer in a run that outlives the request."""
+        plan = await begin_turn(self.pool, self.settings, principal, req)
+        turn = _resumed(plan)
+        run = Run(plan.thread_id, plan.message_id, principal.user_id, seed=turn.content)
+
+        async def beat() -> None:
+            async with self.pool.connection(timeout=DB_TIMEOUT_S) as conn:
+                await repo.relax_commit(conn)
+                if await repo.heartbeat(conn, plan.message_id, _clean(turn.content)):
+                    run.stop(STOPPED)  # asked from another server process
+
+        return self.runs.start(run, self.events(principal, req, plan, turn, run), beat=beat, guard=guard)
+
+    async def events(
+        self, principal: Principal, req: ChatRequest, plan: TurnPlan, turn: Turn, run: Run | None = None
+    ) -> AsyncGenerator[ChatEvent, None]:
+        """`thread`, the loop's `tool_call`/`tool_result`/`token` events, `citations`, then `done` or `error`."""
+        message_id = plan.message_id
+        yield ChatEvent(
+            "thread",
+            {"thread_id": str(plan.thread_id), "question_id": str(plan.question_id), "message_id": str(message_id)},
+        )
+        settings = self.settings
+        if plan.model != settings.chat_model or plan.continued is not None:
+            settings = settings.model_copy(update={"chat_model": plan.model, "chat_use_tools": True})
+        ctx = ChatContext(
+            llm=self.llm,
+            search=self.search,
+            settings=settings,
+            principal=principal,
+            document_ids=req.document_ids,
+            collection_ids=req.collection_ids,
+            search_mode=req.search_mode,
+            rerank=req.rerank,
+            context_tokens=await self.context_tokens(plan.model),
+        )
+        if plan.continued is None:
+            messages = initial_messages(plan.history, plan.question)
+        else:
+            messages = continue_messages(plan.history, plan.question, turn.content, turn.tool_results)
+        fault: ChatFault | None = None
+        save = (self.pool, plan.thread_id, message_id, turn)
+        try:
+            async with aclosing(run_loop(ctx, messages, plan.question, turn)) as events:
+                async for event in events:
+                    yield event
+        except (asyncio.CancelledError, GeneratorExit):
+            # stopped: the LLM request is already closed (aclosing above); keep the partial answer
+            await _shielded_save(*save, "incomplete", (run and run.stop_fault) or STOPPED)
+            raise
+        except Exception as exc:
+            fault = describe_failure(exc)
+            log.warning("chat: %s: %r", fault.code, exc)
+
+        try:
+            citations = None if fault else await self.check_citations(turn, message_id, plan.model)
+        except asyncio.CancelledError:  # stopped while the citations were checked
+            await _shielded_save(*save, "incomplete", (run and run.stop_fault) or STOPPED)
+            raise
+        failed_save = await _shielded_save(*save, "error" if fault else "complete", fault, citations)
+        if fault is None and failed_save is not None:
+            fault = describe_failure(failed_save)
+        if fault is not None:
+            yield error_event(fault)
+            return
+        if citations is not None:
+            yield ChatEvent("citations", citations)
+        yield ChatEvent(
+            "done",
+            {
+                "message_id": str(message_id),
+                "finish_reason": turn.finish_reason,
+                "usage": turn.usage,
+                "citations": citation_report(turn.content, turn.passages),
+            },
+        )
+
+    # ---- answers without a thread (RAG endpoint, OpenAI-compatible model, MCP, CLI) -------------------------
+    async def answer_stream(
+        self, principal: Principal, req: AnswerRequest, turn: Turn | None = None
+    ) -> AsyncGenerator[ChatEvent, None]:
+        """The turn's events without persistence; pass `turn` to read the text and sources afterwards."""
+        async with aclosing(
+            answer_events(
+                self.llm, self.search, self.settings, principal, req, await self.context_tokens(), turn or Turn()
+            )
+        ) as events:
+            async for event in events:
+                yield event
+
+    async def answer(self, principal: Principal, req: AnswerRequest) -> Answer:
+        """The whole answer at once; raises what the LLM or the search raise (see faults.describe_failure)."""
+        turn = Turn()
+        async with aclosing(self.answer_stream(principal, req, turn)) as events:
+            async for _ in events:
+                pass
+        return collect(turn)
+
+    # ---- threads --------------------------------------------------------------------------------------------
+    async def list_threads(self, principal: Principal) -> list[dict[str, Any]]:
+        async with self.pool.connection() as conn:
+            return await repo.list_threads(conn, principal.user_id)
+
+    async def get_thread(
+        self, principal: Principal, thread_id: UUID, *, with_messages: bool = False
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """The thread (and its active branch when asked, each message with `siblings`, and the thread with
+        `running_message_id`); NotFound when it is not the principal's."""
+        async with self.pool.connection(timeout=DB_TIMEOUT_S) as conn:
+            thread = await repo.get_thread(conn, principal.user_id, thread_id)
+            if thread is None:
+                raise NotFound(f"thread {thread_id} not found")
+            if not with_messages:
+                return thread, []
+            running = await repo.running_message(conn, thread_id)
+            messages = await repo.list_messages(conn, principal.user_id, thread_id)
+            by_parent = await repo.siblings(conn, thread_id)
+        for message in messages:
+            message["siblings"] = by_parent.get(message["parent_id"], [message["id"]])
+        return {**thread, "running_message_id": running}, messages
+
+    async def switch_branch(self, principal: Principal, thread_id: UUID, message_id: UUID) -> None:
+        """Show the branch through `message_id` (its newest descendant leaf); 409 while an answer runs."""
+        async with self.pool.connection(timeout=DB_TIMEOUT_S) as conn:
+            if await repo.get_thread(conn, principal.user_id, thread_id, for_update=True) is None:
+                raise NotFound(f"thread {thread_id} not found")
+            message = await repo.get_message(conn, principal.user_id, message_id)
+            if message is None or message["thread_id"] != thread_id:
+                raise NotFound(f"message {message_id} not found in thread {thread_id}")
+            if await repo.running_message(conn, thread_id) is not None:
+                raise Conflict(BUSY)
+            await repo.set_active_leaf(conn, thread_id, await repo.newest_leaf_under(conn, message_id))
+
+    async def running_elsewhere(self, principal: Principal, thread_id: UUID) -> bool:
+        """The thread has an answer in progress that this process is not generating (another process's)."""
+        async with self.pool.connection(timeout=DB_TIMEOUT_S) as conn:
+            if await repo.get_thread(conn, principal.user_id, thread_id) is None:
+                raise NotFound(f"thread {thread_id} not found")
+            running = await repo.running_message(conn, thread_id)
+        run = self.runs.running(thread_id)
+        return running is not None and (run is None or run.message_id != running)
+
+    async def stop(self, principal: Principal, thread_id: UUID) -> bool:
+        """Stop the thread's answer in progress (saved incomplete); False when none runs. Here: stopped and
+        saved before this returns; in another server process: at its next heartbeat (within HEARTBEAT_S)."""
+        async with self.pool.connection(timeout=DB_TIMEOUT_S) as conn:
+            if await repo.get_thread(conn, principal.user_id, thread_id) is None:
+                raise NotFound(f"thread {thread_id} not found")
+        if await self.runs.stop(thread_id):
+            return True
+        async with self.pool.connection(timeout=DB_TIMEOUT_S) as conn:
+            await repo.expire_stale(conn, thread_id)
+            return await repo.request_stop(conn, thread_id)
+
+    async def sweep_interrupted(self) -> int:
+        """Startup: answers left 'streaming' by a process that died (stale heartbeat) become incomplete."""
+        async with self.pool.connection(timeout=DB_TIMEOUT_S) as conn:
+            return await repo.expire_stale(conn)
+
+    async def rename_thread(self, principal: Principal, thread_id: UUID, title: str) -> dict[str, Any]:
+        async with self.pool.connection() as conn:
+            thread = await repo.rename_thread(conn, principal.user_id, thread_id, title)
+        if thread is None:
+            raise NotFound(f"thread {thread_id} not found")
+        return thread
+
+    async def delete_thread(self, principal: Principal, thread_id: UUID) -> None:
+        async with self.pool.connection() as conn:
+            if await repo.get_thread(conn, principal.user_id, thread_id) is None:
+                raise NotFound(f"thread {thread_id} not found")
+        await self.runs.stop(thread_id)
+        async with self.pool.connection() as conn:
+            if not await repo.delete_thread(conn, principal.user_id, thread_id):
+                raise NotFound(f"thread {thread_id} not found")

@@ -1,0 +1,103 @@
+"""The `ragchat` command: serve, worker, ingest, sync, search, eval, reembed, user, login, mcp."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from ragchat import __version__
+from ragchat.cli import documents, evaluation, mcp, metadata, remote, search, sync, users, vectors
+from ragchat.cli.common import run_server
+from ragchat.core.errors import RagchatError
+from ragchat.settings import Settings, is_loopback
+
+log = logging.getLogger("ragchat")
+
+
+def serve(settings: Settings, args: argparse.Namespace) -> int:
+    from ragchat.app import create_app
+
+    host = args.host or settings.host
+    port = args.port or settings.port
+    if args.host:
+        settings = settings.model_copy(update={"host": host})
+    if settings.auth == "off" and not is_loopback(host):
+        print(
+            f"ragchat: refusing to serve on {host} with AUTH=off: anyone who can reach it would own every "
+            "document. Use AUTH=on (the default), or bind to 127.0.0.1.",
+            file=sys.stderr,
+        )
+        return 2
+    if not is_loopback(host):
+        print(
+            f"ragchat: listening on {host}: other machines can reach this server. Requests must name a host in "
+            f"ALLOWED_HOSTS (now: {', '.join(settings.host_allowlist)}); put it behind HTTPS for real use.",
+            file=sys.stderr,
+        )
+    url = f"http://{_url_host(host)}:{port}"
+    print(f"ragchat: starting on {host}:{port} (auth {settings.auth})", flush=True)
+    announced: list[Path] = []
+
+    def ready() -> None:
+        announced.append(remote.announce(settings.data_dir, url, settings.auth))  # commands on this data dir use it
+        print(f"ragchat: ready at {url}", flush=True)
+
+    try:
+        started = run_server(create_app(settings), host=host, port=port, log_level=settings.log_level, on_ready=ready)
+    finally:
+        for path in announced:
+            path.unlink(missing_ok=True)
+    return 0 if started else 1
+
+
+def _url_host(host: str) -> str:
+    """How a browser on this machine reaches a server bound to `host`."""
+    if host in ("0.0.0.0", "::", ""):
+        return "127.0.0.1"
+    return f"[{host}]" if ":" in host else host
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ragchat", description="Chat with your documents.")
+    parser.add_argument("--version", action="version", version=f"ragchat {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("serve", help="run the HTTP server")
+    s.add_argument("--host", help="default: HOST (127.0.0.1)")
+    s.add_argument("--port", type=int, help="default: PORT (8000)")
+    s.set_defaults(func=serve)
+    documents.add_commands(sub)
+    sync.add_commands(sub)
+    search.add_commands(sub)
+    evaluation.add_commands(sub)
+    vectors.add_commands(sub)
+    users.add_commands(sub)
+    remote.add_commands(sub)
+    mcp.add_commands(sub)
+    metadata.add_commands(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    args = build_parser().parse_args(argv)
+    try:
+        settings = Settings()
+    except ValidationError as exc:
+        print(f"ragchat: configuration error:\n{exc}", file=sys.stderr)
+        return 2
+    if args.command in ("serve", "worker", "reembed"):
+        logging.getLogger("server").setLevel(settings.log_level.upper())
+    try:
+        return int(args.func(settings, args) or 0)
+    except RagchatError as exc:
+        print(f"ragchat: {exc.message}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+__all__ = ["main"]

@@ -1,0 +1,395 @@
+"""The search contract every domain speaks: filters, hits with their trace, the result, and the service.
+
+Retrieval implements `SearchService`; chat, evaluation and the interfaces receive one and call it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal, Protocol
+from uuid import UUID
+
+from pydantic import BaseModel, BeforeValidator, Field, computed_field, field_validator, model_validator
+
+from ragchat.core.errors import BadRequest
+from ragchat.core.principal import Principal
+from ragchat.settings import SearchMode
+
+
+def parse_mode(value: str | SearchMode | None, default: SearchMode) -> SearchMode:
+    """A search mode from a request or the CLI; unknown names are a 400."""
+    if value is None or value == "":
+        return default
+    try:
+        return SearchMode(str(value).strip().lower())
+    except ValueError:
+        raise BadRequest(f"unknown search mode {value!r}: use vector, keyword or hybrid") from None
+
+
+LOCATION_FILTER_KEYS = ("sheet", "slide", "chapter", "row", "t")
+
+
+def _clock(seconds: float) -> str:
+    whole = int(seconds)
+    return f"{whole // 3600:02d}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
+
+
+class Location(BaseModel):
+    """Where a passage sits inside its file, beyond page and section (what the format knows), and a label."""
+
+    start_s: float | None = Field(default=None, description="transcript: the first cue's start, in seconds")
+    end_s: float | None = Field(default=None, description="transcript: the last cue's end, in seconds")
+    slide: int | None = Field(default=None, description="presentation: the slide number, from 1")
+    sheet: str | None = Field(default=None, description="spreadsheet or CSV: the sheet (a CSV's file name stem)")
+    row_start: int | None = Field(default=None, description="spreadsheet: first row, as the spreadsheet numbers it")
+    row_end: int | None = Field(default=None, description="spreadsheet: last row")
+    chapter: str | None = Field(default=None, description="e-book: the chapter's title")
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def label(self) -> str:
+        """For people and citations: "00:12:31–00:12:58", "Slide 3", "Sheet Q1, rows 2–41", "Chapter: Title"."""
+        parts: list[str] = []
+        if self.start_s is not None:
+            end = f"–{_clock(self.end_s)}" if self.end_s is not None and int(self.end_s) != int(self.start_s) else ""
+            parts.append(_clock(self.start_s) + end)
+        if self.slide is not None:
+            parts.append(f"Slide {self.slide}")
+        if self.sheet is not None or self.row_start is not None:
+            rows = ""
+            if self.row_start is not None:
+                same = self.row_end is None or self.row_end == self.row_start
+                rows = f"row {self.row_start}" if same else f"rows {self.row_start}–{self.row_end}"
+            parts.append(", ".join(p for p in (f"Sheet {self.sheet}" if self.sheet else "", rows) if p))
+        if self.chapter:
+            parts.append(self.chapter if self.chapter.lower().startswith("chapter") else f"Chapter: {self.chapter}")
+        return ", ".join(parts)
+
+
+def metadata_as_lists(value: Any) -> Any:
+    """`{"team": "geo"}` is `{"team": ["geo"]}`; repeated values count once; a key without values goes."""
+    if not isinstance(value, dict):
+        return value
+    out: dict[Any, Any] = {}
+    for key, raw in value.items():
+        values = [raw] if isinstance(raw, str) else raw
+        if isinstance(values, list):
+            values = list(dict.fromkeys(values))
+            if not values:
+                continue
+        out[key] = values
+    return out or None
+
+
+MetadataFilter = Annotated[dict[str, list[str]], BeforeValidator(metadata_as_lists)]
+"""Metadata key → the values one of which a document must have (a single string is a list of one)."""
+
+
+class SearchFilters(BaseModel):
+    """Restrict a search to some documents, collections and/or documents whose metadata has, for every key,
+    one of its values (OR within a key, AND across keys; a metadata value stored as a list matches when any
+    element does), and/or passages at a location (`sheet`, `slide`, `chapter`: equal; `row`, `t` (seconds):
+    inside the passage's rows or time span). Filters only narrow what the reader may read: never widen it."""
+
+    document_ids: list[UUID] | None = None
+    metadata: MetadataFilter | None = None
+    collection_ids: list[UUID] | None = None
+    location: dict[str, str] | None = None
+
+    @property
+    def active(self) -> bool:
+        return bool(self.document_ids) or bool(self.metadata) or bool(self.collection_ids) or bool(self.location)
+
+
+ScoreKind = Literal["similarity", "bm25 (normalised)", "fused", "rerank"]
+"""What `Passage.score` is: cosine similarity (vector search), BM25 / the best hit's BM25 (keyword search),
+the fused score (hybrid, see server/retrieval/fusion.py) or the LLM rerank relevance (reranked)."""
+
+
+class Trace(BaseModel):
+    vector_rank: int | None = None
+    vector_score: float | None = None
+    keyword_rank: int | None = None
+    keyword_score: float | None = None
+    fused_score: float | None = None
+    rerank_score: float | None = None
+    similarity: float | None = Field(
+        default=None, description="cosine similarity to the query, also for chunks the vector arm did not return"
+    )
+
+
+class Passage(BaseModel):
+    """A search hit as the API shows it (a chat passage: its [n] is its place among the turn's passages)."""
+
+    id: int
+    document_id: UUID
+    filename: str
+    title: str
+    page: int | None = None
+    section: str | None = None
+    chunk_index: int
+    content: str
+    score: float = Field(description="0..1, never higher than the hit before it; `score_kind` says what it is")
+    score_kind: ScoreKind = "similarity"
+    trace: Trace
+    location: Location | None = Field(default=None, description="where in the file, when the format knows it")
+    url: str | None = Field(default=None, description="the document's source web page (http/https), if any")
+
+    @field_validator("url", mode="before")
+    @classmethod
+    def _web_url(cls, value: Any) -> str | None:
+        """Only an http(s) address is a link (a `javascript:` one from some metadata never reaches a page)."""
+        if not isinstance(value, str) or not value.lower().startswith(("http://", "https://")):
+            return None
+        return value
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def snippet(self) -> str:
+        """The first ~200 characters of the content, whitespace collapsed, cut at a word boundary with "…"."""
+        return snippet_of(self.content)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def citation(self) -> str:
+        """ "Based on *Title*, *Section*, page *N*" (Markdown; the parts the passage lacks left out)."""
+        return citation_of(self.title or self.filename, self.section, self.page, self.location)
+
+
+SNIPPET_CHARS = 200
+_SPACES = re.compile(r"\s+")
+
+
+def snippet_of(content: str, limit: int = SNIPPET_CHARS) -> str:
+    text = _SPACES.sub(" ", content).strip()
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    if not text[limit].isspace():  # mid-word: back to the last space, unless the first word is that long
+        space = cut.rfind(" ")
+        cut = cut[:space] if space > 0 else cut
+    return cut.rstrip(" ,;:.-–—") + "…"
+
+
+def _emphasis(text: str) -> str:
+    return "*" + _SPACES.sub(" ", text).strip().replace("\\", "\\\\").replace("*", "\\*") + "*"
+
+
+def citation_of(title: str, section: str | None, page: int | None, location: Location | None) -> str:
+    """Where a passage comes from, for people and models: the title, then the location's label (slide,
+    sheet and rows, time span, chapter) or else the section, then the page."""
+    parts = [_emphasis(title)] if title.strip() else []
+    place = location.label if location is not None and location.label else section
+    if place and place.strip():
+        parts.append(_emphasis(place))
+    if page is not None:
+        parts.append(f"page *{page}*")
+    return "Based on " + ", ".join(parts) if parts else ""
+
+
+class ChunkHit(Passage):
+    """A hit inside the server: the public fields plus what fusion, dedup and confidence need."""
+
+    content_hash: str = Field(default="", exclude=True)
+    metadata: dict[str, Any] = Field(default_factory=dict, exclude=True)
+    similarity: float | None = Field(default=None, exclude=True)
+    trace: Trace = Field(default_factory=Trace)
+
+    def public(self) -> Passage:
+        return Passage.model_validate(self.model_dump())
+
+
+class Timings(BaseModel):
+    embed_ms: float = 0.0
+    vector_ms: float = 0.0
+    keyword_ms: float = 0.0
+    fuse_ms: float = 0.0
+    rerank_ms: float = 0.0
+    total_ms: float = 0.0
+
+
+ConfidenceLabel = Literal["high", "moderate", "low", "insufficient"]
+INSUFFICIENT_MESSAGE = "No passage matches this question well; try other words or check that the document is uploaded."
+LOW_MESSAGE = "Only weak matches: check the passages before relying on them."
+
+
+class Confidence(BaseModel):
+    """How well the best passage matches the question, from its cosine similarity (whatever the ranking):
+    high ≥ CONFIDENCE_HIGH > moderate ≥ CONFIDENCE_MODERATE > low ≥ CONFIDENCE_FLOOR > insufficient."""
+
+    label: ConfidenceLabel
+    percent: int = Field(ge=0, le=100, description="the best passage's cosine similarity × 100 (0: none)")
+    text: str = Field(description='for people: "High confidence (82%)"')
+    insufficient: bool = Field(description="true below CONFIDENCE_FLOOR: the documents likely lack the answer")
+    message: str | None = Field(default=None, description="what to do about a low or insufficient result")
+    best_similarity: float | None = Field(description="the best cosine similarity, 4 decimals (older field)")
+    insufficient_confidence: bool = Field(description="the same as `insufficient` (older field)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _stored_before_tiers(cls, value: Any) -> Any:
+        """A confidence saved (chat history) before `percent`, `text` and `insufficient` existed reads as one."""
+        if not isinstance(value, dict) or "text" in value:
+            return value
+        best = value.get("best_similarity")
+        percent = round(min(1.0, max(0.0, float(best))) * 100) if isinstance(best, int | float) else 0
+        insufficient = bool(value.get("insufficient_confidence", value.get("insufficient", False)))
+        label = "insufficient" if insufficient else value.get("label", "low")
+        text = f"{str(label).capitalize()} confidence ({percent}%)"
+        return {"percent": percent, "insufficient": insufficient, **value, "label": label, "text": text}
+
+    @classmethod
+    def of(cls, best: float | None, *, high: float, moderate: float, floor: float) -> Confidence:
+        """The tier of a best similarity (None: no passage, or none with a vector)."""
+        if best is None or best < floor:
+            label: ConfidenceLabel = "insufficient"
+        elif best < moderate:
+            label = "low"
+        elif best < high:
+            label = "moderate"
+        else:
+            label = "high"
+        percent = 0 if best is None else round(min(1.0, max(0.0, best)) * 100)
+        insufficient = label == "insufficient"
+        return cls(
+            label=label,
+            percent=percent,
+            text=f"{label.capitalize()} confidence ({percent}%)",
+            insufficient=insufficient,
+            message=INSUFFICIENT_MESSAGE if insufficient else LOW_MESSAGE if label == "low" else None,
+            best_similarity=None if best is None else round(best, 4),
+            insufficient_confidence=insufficient,
+        )
+
+
+RerankState = Literal["off", "ok", "partial", "failed"]
+
+
+class RerankStatus(BaseModel):
+    """What the LLM rerank did: `off` (not asked, or nothing to rerank), `ok` (every candidate scored),
+    `partial` (some calls failed or missed the deadline: the scored candidates come first, by score, then the
+    unscored ones in retrieval order) or `failed` (none scored: the retrieval order is kept)."""
+
+    requested: bool = False
+    status: RerankState = "off"
+    scored: int = Field(default=0, description="candidates the LLM scored")
+    candidates: int = Field(default=0, description="candidates sent to the LLM")
+    warning: str | None = Field(default=None, description="for people, when the rerank failed or was partial")
+
+    @classmethod
+    def of(cls, requested: bool, scored: int, candidates: int) -> RerankStatus:
+        if not requested or candidates == 0:
+            return cls(requested=requested)
+        if scored >= candidates:
+            return cls(requested=True, status="ok", scored=scored, candidates=candidates)
+        if scored == 0:
+            warning = (
+                f"Rerank failed: the language model scored none of the {candidates} passages (unreachable, "
+                "erroring or too slow), so the results are in search order."
+            )
+            return cls(requested=True, status="failed", candidates=candidates, warning=warning)
+        warning = (
+            f"Rerank was partial: the language model scored {scored} of {candidates} passages; the "
+            f"{candidates - scored} it did not score follow the scored ones, in search order."
+        )
+        return cls(requested=True, status="partial", scored=scored, candidates=candidates, warning=warning)
+
+    @property
+    def reranked(self) -> bool:
+        return self.status in ("ok", "partial")
+
+
+class SearchResult(BaseModel):
+    query: str
+    mode: Literal["vector", "keyword", "hybrid"]
+    reranked: bool
+    chunks: list[ChunkHit]
+    timings: Timings
+    confidence: Confidence
+    has_embeddings: bool
+    rerank: RerankStatus = Field(default_factory=RerankStatus)
+
+    def to_api(self) -> SearchResponse:
+        """The response of GET /api/search and `ragchat search --json` (each hit made public once)."""
+        passages = [c.public() for c in self.chunks]
+        return SearchResponse(
+            query=self.query,
+            mode=self.mode,
+            reranked=self.reranked,
+            chunks=passages,
+            documents=by_document(passages),
+            timing_ms=self.timings,
+            has_embeddings=self.has_embeddings,
+            confidence=self.confidence,
+            rerank=self.rerank,
+        )
+
+
+def by_document(passages: list[Passage]) -> list[DocumentHit]:
+    """Passages aggregated by document, in the order of each document's best (first) passage, so the
+    document order always agrees with the chunk order; `max_score` is that passage's score."""
+    by_doc: dict[UUID, DocumentHit] = {}
+    for hit in passages:
+        entry = by_doc.get(hit.document_id)
+        if entry is None:
+            by_doc[hit.document_id] = DocumentHit(
+                document_id=hit.document_id,
+                filename=hit.filename,
+                title=hit.title,
+                max_score=hit.score,
+                matched_chunks=1,
+                best_chunk=hit,
+            )
+        else:
+            entry.matched_chunks += 1
+    return list(by_doc.values())
+
+
+class DocumentHit(BaseModel):
+    document_id: UUID
+    filename: str
+    title: str
+    max_score: float
+    matched_chunks: int
+    best_chunk: Passage
+
+
+class FacetValue(BaseModel):
+    value: str
+    count: int = Field(description="readable documents in the search's scope with this value")
+
+
+Facets = dict[str, list[FacetValue]]
+"""Metadata key → its most frequent values (most documents first), as GET/POST /api/search return them."""
+
+
+class SearchResponse(BaseModel):
+    query: str
+    mode: Literal["vector", "keyword", "hybrid"]
+    reranked: bool = Field(description="the LLM rerank scored some or all candidates (`rerank.status`)")
+    chunks: list[Passage] = Field(description="best first; `trace` shows each arm's rank and score")
+    documents: list[DocumentHit] = Field(description="the chunks grouped by document, best document first")
+    timing_ms: Timings
+    has_embeddings: bool = Field(description="false: nothing is embedded yet, so vector search found nothing")
+    confidence: Confidence
+    rerank: RerankStatus = Field(default_factory=RerankStatus, description="what the LLM rerank did")
+    facets: Facets = Field(
+        default_factory=dict,
+        description="metadata key → value counts (documents) among the readable documents in the search's scope; "
+        "a filtered key's counts ignore its own filter, so its other values can be added (OR)",
+    )
+
+
+class SearchService(Protocol):
+    """What chat, evaluation and the HTTP/CLI interfaces need from retrieval."""
+
+    async def search(
+        self,
+        query: str,
+        *,
+        principal: Principal,
+        limit: int = 10,
+        mode: str | SearchMode | None = None,
+        filters: SearchFilters | None = None,
+        rerank: bool | None = None,
+    ) -> SearchResult: ...

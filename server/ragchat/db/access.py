@@ -1,0 +1,76 @@
+"""What a user may read, as SQL: their own documents, plus the documents of collections they own or are a
+member of. Every query that lists, ranks or hydrates chunks or documents puts this inside its WHERE clause,
+so access is enforced where rows are ranked (a `LIMIT n` still returns n readable rows), never filtered after.
+
+The fragments use the named parameter `%(uid)s`; `scope_params` gives it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+from ragchat.db.pool import Conn
+
+#: Documents shared with the user through a collection (the user's own documents in them included).
+SHARED_DOCUMENTS = (
+    "SELECT dc.document_id FROM document_collections dc "
+    "JOIN collection_members m ON m.collection_id = dc.collection_id WHERE m.user_id = %(uid)s"
+)
+
+#: Documents of *other* owners shared with the user: what the BM25 statistics must add to the user's own.
+OTHERS_SHARED_DOCUMENTS = (
+    "SELECT DISTINCT dc.document_id FROM document_collections dc "
+    "JOIN collection_members m ON m.collection_id = dc.collection_id "
+    "JOIN documents sd ON sd.id = dc.document_id "
+    "WHERE m.user_id = %(uid)s AND sd.owner_id <> %(uid)s"
+)
+
+
+@dataclass(frozen=True)
+class ReadScope:
+    """The reader, and whether anything of another owner is shared with them (if not, the fast owner-only
+    clause, with the plans and per-owner statistics of a single-user install, is exact)."""
+
+    user_id: UUID
+    shared: bool = False
+
+
+_ANY_SHARED = """SELECT EXISTS (
+    SELECT 1 FROM collection_members m
+    JOIN document_collections dc ON dc.collection_id = m.collection_id
+    JOIN documents sd ON sd.id = dc.document_id
+    WHERE m.user_id = %(uid)s AND sd.owner_id <> %(uid)s) AS shared"""
+
+
+async def read_scope(conn: Conn, user_id: UUID) -> ReadScope:
+    """One indexed EXISTS that stops at the first shared document of another owner."""
+    row = await (await conn.execute(_ANY_SHARED, {"uid": user_id})).fetchone()
+    return ReadScope(user_id, bool(row and row["shared"]))
+
+
+def readable(scope: ReadScope, owner_col: str, document_col: str) -> str:
+    """A boolean SQL expression over a row with `owner_col` and `document_col`: may the reader see it?"""
+    if not scope.shared:
+        return f"{owner_col} = %(uid)s"
+    return f"({owner_col} = %(uid)s OR {document_col} IN ({SHARED_DOCUMENTS}))"
+
+
+def scope_params(scope: ReadScope) -> dict[str, Any]:
+    return {"uid": scope.user_id}
+
+
+async def unreadable(conn: Conn, user_id: UUID, document_ids: list[UUID]) -> list[UUID]:
+    """Those of `document_ids` the user may not read (or that do not exist): say so instead of empty results."""
+    if not document_ids:
+        return []
+    rows = await (
+        await conn.execute(
+            f"SELECT d.id FROM documents d WHERE d.id = ANY(%(ids)s) "  # type: ignore[arg-type]  # constant SQL
+            f"AND (d.owner_id = %(uid)s OR d.id IN ({SHARED_DOCUMENTS}))",
+            {"ids": document_ids, "uid": user_id},
+        )
+    ).fetchall()
+    found = {r["id"] for r in rows}
+    return [i for i in document_ids if i not in found]

@@ -1,0 +1,177 @@
+"""What the MCP tools do, as plain functions of the caller (runtime + principal) and their arguments.
+
+Every function raises `RagchatError`s with messages meant for people (and models); `ragchat.mcp.server` turns
+them into tool errors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from uuid import UUID
+
+from ragchat.chat.answer import AnswerRequest
+from ragchat.chat.faults import as_http_error
+from ragchat.core.errors import BadRequest, NotFound
+from ragchat.core.principal import Principal
+from ragchat.core.search import SearchFilters, metadata_as_lists
+from ragchat.mcp.models import AskOutput, DocumentInfo, DocumentList, SearchOutput, Source
+from ragchat.retrieval.filters import check_metadata_filters
+from ragchat.retrieval.routes import charge
+from ragchat.runtime import Runtime
+
+MAX_QUERY_CHARS = 2000
+READ_MAX_CHUNKS = 50
+READ_MAX_CHARS = 40_000
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who calls a tool and with what. `limited`: per-user rate limits apply (HTTP, like the HTTP API; a local
+    stdio server, like the CLI, has none)."""
+
+    runtime: Runtime
+    principal: Principal
+    limited: bool = False
+
+
+def check_query(query: str, what: str = "query") -> str:
+    text = (query or "").strip()
+    if not text:
+        raise BadRequest(f"the {what} is empty: say what to look for")
+    if len(text) > MAX_QUERY_CHARS:
+        raise BadRequest(f"the {what} is too long ({len(text)} characters; at most {MAX_QUERY_CHARS})")
+    return text
+
+
+async def check_readable(
+    caller: Caller, document_ids: Sequence[UUID] | None, collection_ids: Sequence[UUID] | None
+) -> None:
+    """Unknown (or unreadable) document or collection ids are an error, not silently no results."""
+    rt, who = caller.runtime, caller.principal
+    for document_id in document_ids or ():
+        if await rt.documents.get(who, document_id) is None:
+            raise NotFound(f"document {document_id} not found: list_documents shows the ids you can use")
+    for collection_id in collection_ids or ():
+        await rt.collections.get(who, collection_id)
+
+
+async def search_documents(
+    caller: Caller,
+    query: str,
+    *,
+    mode: str | None = None,
+    limit: int = 8,
+    document_ids: list[UUID] | None = None,
+    filters: dict[str, str | list[str]] | None = None,
+    collection_ids: list[UUID] | None = None,
+    rerank: bool | None = None,
+) -> SearchOutput:
+    text = check_query(query)
+    rt = caller.runtime
+    await check_readable(caller, document_ids, collection_ids)
+    if caller.limited:
+        await charge(rt.settings, rt.limiter, caller.principal, limit, rerank)
+    result = await rt.searcher.search(
+        text,
+        principal=caller.principal,
+        limit=limit,
+        mode=mode,
+        filters=SearchFilters(
+            document_ids=document_ids or None,
+            metadata=check_metadata_filters(metadata_as_lists(filters) or {}, "filters") or None,
+            collection_ids=collection_ids or None,
+        ),
+        rerank=rerank,
+    )
+    return SearchOutput.of(result)
+
+
+async def list_documents(caller: Caller, query: str | None = None, limit: int = 100) -> DocumentList:
+    rows = await caller.runtime.documents.list(caller.principal)
+    needle = (query or "").strip().casefold()
+    if needle:
+        rows = [r for r in rows if needle in r["title"].casefold() or needle in r["filename"].casefold()]
+    return DocumentList(documents=[DocumentInfo.of(r) for r in rows[:limit]], total=len(rows))
+
+
+async def read_document(
+    caller: Caller,
+    document_id: UUID,
+    *,
+    page: int | None = None,
+    start_chunk: int | None = None,
+    end_chunk: int | None = None,
+) -> str:
+    """The document's text, chunk by chunk, at most READ_MAX_CHUNKS chunks / READ_MAX_CHARS characters a call;
+    the last line says how to read on."""
+    start = max(0, start_chunk or 0)
+    if end_chunk is not None and end_chunk < start:
+        raise BadRequest(f"end_chunk ({end_chunk}) is before start_chunk ({start})")
+    document, rows = await caller.runtime.documents.read_chunks(
+        caller.principal, document_id, start=start, end=end_chunk, page=page, limit=READ_MAX_CHUNKS + 1
+    )
+    total = int(document["chunks_total"] or 0)
+    title = f"# {document['title']} ({document['filename']}), document_id {document['id']}, {total} chunks"
+    if document["status"] != "ready":
+        reason = f": {document['error']}" if document["error"] else ""
+        return f"{title}\nNot readable: its status is {document['status']}{reason}."
+    if not rows:
+        asked = f"page {page}" if page is not None else f"chunk {start}"
+        return f"{title}\nNo text at {asked} (chunk indexes run from 0 to {max(total - 1, 0)})."
+    shown = rows[:1]
+    size = len(rows[0]["content"])
+    for row in rows[1:READ_MAX_CHUNKS]:
+        size += len(row["content"])
+        if size > READ_MAX_CHARS:
+            break
+        shown.append(row)
+    blocks = [f"[chunk {r['chunk_index']}{_located(r)}]\n{r['content']}" for r in shown]
+    last = int(shown[-1]["chunk_index"])
+    if len(shown) < len(rows):
+        again = f"start_chunk={last + 1}" + (f", end_chunk={end_chunk}" if end_chunk is not None else "")
+        again += f", page={page}" if page is not None else ""
+        tail = f"(More follows: call read_document again with {again}.)"
+    else:
+        tail = "(End of the requested text.)" if last < total - 1 or page is not None else "(End of the document.)"
+    first = int(shown[0]["chunk_index"])
+    span = f"chunk {first}" if first == last else f"chunks {first}–{last}"
+    return "\n\n".join([f"{title}; {span}:", *blocks, tail])
+
+
+def _located(row: dict[str, object]) -> str:
+    page, section = row.get("page"), row.get("section")
+    return (f", page {page}" if page is not None else "") + (f", § {section}" if section else "")
+
+
+async def ask(
+    caller: Caller,
+    question: str,
+    *,
+    mode: str | None = None,
+    document_ids: list[UUID] | None = None,
+    collection_ids: list[UUID] | None = None,
+    rerank: bool | None = None,
+) -> AskOutput:
+    text = check_query(question, "question")
+    rt = caller.runtime
+    await check_readable(caller, document_ids, collection_ids)
+    if caller.limited:
+        await rt.limiter.hit(f"chat:{caller.principal.user_id}", rt.settings.rate_chat_per_min, what="chat messages")
+    request = AnswerRequest(
+        question=text,
+        document_ids=document_ids or None,
+        collection_ids=collection_ids or None,
+        search_mode=mode,
+        rerank=rerank,
+    )
+    try:
+        answer = await rt.chat.answer(caller.principal, request)
+    except Exception as exc:  # the LLM's or the search's failure, as the chat's message naming the fix
+        raise as_http_error(exc) from exc
+    return AskOutput(
+        answer=answer.text,
+        sources=[Source.of(n, chunk) for n, chunk in enumerate(answer.sources, 1)],
+        finish_reason=answer.finish_reason,
+        usage=dict(answer.usage or {}),
+    )

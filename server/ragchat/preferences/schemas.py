@@ -1,0 +1,47 @@
+"""Request and response models of GET/PUT /api/settings (a user's Settings page)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ragchat.core.schemas import Flag
+
+SearchModeName = Literal["vector", "keyword", "hybrid"]
+ChunkStrategy = Literal["auto", "line", "sentence", "semantic"]
+Theme = Literal["light", "dark", "system"]
+MODEL_NAME_MAX = 200
+MODEL_NAME_PATTERN = r"^[^\x00-\x1f]*[^\s\x00-\x1f][^\x00-\x1f]*$"  # not blank, no control characters
+
+
+class UserSettings(BaseModel):
+    """What a user may change without touching the server's environment."""
+
+    chat_model: str = Field(description="the chat model answers use when the request names none")
+    search_mode: SearchModeName = Field(description="the chat's search mode when the request names none")
+    rerank: bool = Field(description="rerank chat searches with the LLM when the request does not say")
+    chunk_strategy: ChunkStrategy = Field(description="how uploads are chunked when the upload does not say")
+    metadata_extraction: bool = Field(description="extract titles, topics… from new documents with the LLM")
+    theme: Theme = Field(description="the web client's colours")
+
+
+class SettingsPatch(BaseModel):
+    """PUT /api/settings: only the fields sent change; `null` puts a field back to the environment's default."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    chat_model: str | None = Field(default=None, min_length=1, max_length=MODEL_NAME_MAX, pattern=MODEL_NAME_PATTERN)
+    search_mode: SearchModeName | None = None
+    rerank: Flag | None = None
+    chunk_strategy: ChunkStrategy | None = None
+    metadata_extraction: Flag | None = None
+    theme: Theme | None = None
+
+
+class SettingsView(BaseModel):
+    values: UserSettings = Field(description="what applies to this user now")
+    defaults: UserSettings = Field(description="the environment's values (CHAT_MODEL, SEARCH_MODE…)")
+    restart_required: list[str] = Field(
+        description="settings whose change takes effect only after the server restarts (none today)"
+    )

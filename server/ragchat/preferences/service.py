@@ -1,0 +1,85 @@
+"""Per-user settings: the environment gives the defaults, a user's Settings page overrides them."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+from uuid import UUID
+
+from pydantic import ValidationError
+
+from ragchat.core.preferences import UserPreferences
+from ragchat.core.principal import Principal
+from ragchat.db.pool import Pool
+from ragchat.preferences import repository as repo
+from ragchat.preferences.schemas import SettingsPatch, SettingsView, UserSettings
+from ragchat.settings import Settings
+
+log = logging.getLogger(__name__)
+
+#: Settings that take effect only after a restart: none (each is read per request or per document).
+RESTART_REQUIRED: list[str] = []
+
+
+def _text(value: Any) -> str:
+    """An enum setting's value as plain text (StrEnum or str)."""
+    return str(getattr(value, "value", value))
+
+
+class PreferencesService:
+    """Reads and changes one user's settings; `effective` is what the chat, uploads and ingestion apply."""
+
+    def __init__(self, pool: Pool, settings: Settings) -> None:
+        self.pool = pool
+        self.settings = settings
+
+    def defaults(self) -> UserSettings:
+        """The environment's values (CHAT_MODEL, SEARCH_MODE, RERANK_ENABLED, CHUNK_STRATEGY,
+        METADATA_EXTRACTION); the theme follows the system unless a user picks one."""
+        s = self.settings
+        return UserSettings(
+            chat_model=s.chat_model,
+            search_mode=_text(s.search_mode),  # type: ignore[arg-type]  # validated by the model
+            rerank=s.rerank_enabled,
+            chunk_strategy=_text(getattr(s, "chunk_strategy", "auto")),  # type: ignore[arg-type]
+            metadata_extraction=bool(getattr(s, "metadata_extraction", False)),
+            theme="system",
+        )
+
+    def _apply(self, stored: dict[str, Any]) -> UserSettings:
+        """Defaults overlaid with the stored keys; a stored value no longer valid is ignored (and logged)."""
+        values = self.defaults().model_dump()
+        for key, value in stored.items():
+            if key not in values:
+                continue
+            try:
+                UserSettings.model_validate({**values, key: value})
+            except ValidationError:
+                log.warning("user setting %s=%r is no longer valid: the default applies", key, value)
+                continue
+            values[key] = value
+        return UserSettings.model_validate(values)
+
+    def _view(self, stored: dict[str, Any]) -> SettingsView:
+        return SettingsView(values=self._apply(stored), defaults=self.defaults(), restart_required=RESTART_REQUIRED)
+
+    async def view(self, principal: Principal) -> SettingsView:
+        async with self.pool.connection() as conn:
+            return self._view(await repo.stored(conn, principal.user_id))
+
+    async def update(self, principal: Principal, patch: SettingsPatch) -> SettingsView:
+        """Only the fields sent change; a field sent as null goes back to the default."""
+        sent = patch.model_fields_set
+        changed = {k: v for k, v in patch.model_dump().items() if k in sent and v is not None}
+        if "chat_model" in changed:
+            changed["chat_model"] = changed["chat_model"].strip()
+        reset = sorted(k for k in sent if k not in changed)
+        async with self.pool.connection() as conn:
+            stored = await repo.merge(conn, principal.user_id, changed, reset)
+        return self._view(stored)
+
+    async def effective(self, user_id: UUID) -> UserPreferences:
+        """What this user's requests default to (the lookup the composition root hands to other domains)."""
+        async with self.pool.connection() as conn:
+            values = self._apply(await repo.stored(conn, user_id))
+        return UserPreferences(**values.model_dump())

@@ -1,0 +1,283 @@
+"""Any OpenAI-compatible `/v1/chat/completions` server: llama.cpp server, LM Studio, vLLM, OpenAI.
+
+Streamed tool calls arrive as deltas (`index`, then `id`/`name`, then argument fragments); they are
+accumulated here and handed to the chat loop complete. JSON-schema calls use `response_format`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncGenerator
+from typing import Any
+
+import httpx
+import openai
+
+from ragchat.providers.llm.base import (
+    ChatChunk,
+    LLMAuthError,
+    LLMBadResponse,
+    LLMContextOverflow,
+    LLMError,
+    LLMModelMissing,
+    LLMRateLimited,
+    LLMStatus,
+    LLMTimeout,
+    LLMUnreachable,
+    Message,
+    ModelInfo,
+    ToolCall,
+    ToolsUnsupported,
+    looks_like_overflow,
+)
+
+log = logging.getLogger(__name__)
+
+
+def _error_text(exc: BaseException) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and inner.get("message"):
+            return str(inner["message"])
+    return str(getattr(exc, "message", None) or exc)
+
+
+class OpenAIProvider:
+    name = "openai"
+
+    def __init__(
+        self, base_url: str, api_key: str | None = None, *, timeout_s: float = 120.0, connect_timeout_s: float = 5.0
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.timeout_s = timeout_s
+        self._n_ctx: int | None = None
+        # the client brings its own HTTP stack (httpx2 in openai 3.x): configure it through its own types
+        self.client = openai.AsyncOpenAI(
+            base_url=self.base_url,
+            api_key=api_key or "not-needed",  # local servers ignore it; the client insists on one
+            timeout=openai.Timeout(timeout_s, connect=connect_timeout_s),
+            max_retries=0,
+        )
+
+    # ---- errors -------------------------------------------------------------------------------------------
+    def map_error(self, exc: BaseException, model: str) -> LLMError:
+        if isinstance(exc, LLMError):
+            return exc
+        where = self.base_url
+        if isinstance(exc, openai.APITimeoutError | httpx.TimeoutException | TimeoutError):
+            return LLMTimeout(
+                f"The model server at {where} did not answer within {self.timeout_s:g} s. The model may still be "
+                "loading or be too slow for this machine: try again, use a smaller CHAT_MODEL, or raise LLM_TIMEOUT_S."
+            )
+        if isinstance(exc, openai.APIConnectionError | httpx.ConnectError | ConnectionError):
+            return LLMUnreachable(
+                f"The OpenAI-compatible server is not reachable at {where}. Start it (e.g. `llama-server -m MODEL.gguf "
+                "--jinja --port 8080`) or set OPENAI_BASE_URL to where it runs."
+            )
+        text = _error_text(exc)
+        lowered = text.lower()
+        if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
+            return LLMAuthError(f"{where} rejected the API key ({text}). Set OPENAI_API_KEY to a valid key.")
+        if isinstance(exc, openai.RateLimitError):
+            retry = exc.response.headers.get("retry-after") if exc.response is not None else None
+            wait = f" Try again in {retry} s." if retry else " Wait a moment and try again."
+            return LLMRateLimited(f"{where} is rate-limiting requests ({text}).{wait}")
+        if isinstance(exc, openai.NotFoundError) or "does not exist" in lowered or "model_not_found" in lowered:
+            return LLMModelMissing(
+                f"The model '{model}' is not available at {where}. Load it in the server, or set CHAT_MODEL to one "
+                "of the models GET /v1/models lists."
+            )
+        if isinstance(exc, openai.APIStatusError | openai.APIError):
+            if looks_like_overflow(text):
+                return LLMContextOverflow(f"The conversation is too long for the model's context window ({text}).")
+            if "tool" in lowered and ("support" in lowered or "jinja" in lowered):
+                return ToolsUnsupported(f"{model} does not support tools ({text})")
+            status = getattr(exc, "status_code", None)
+            return LLMError(
+                f"The model server at {where} failed while answering"
+                f"{f' (HTTP {status})' if status else ''}: {text[:200]}. Check its logs and try again."
+            )
+        if isinstance(exc, json.JSONDecodeError | httpx.TransportError | ValueError):
+            return LLMBadResponse(
+                f"The answer from {where} broke off or could not be read ({str(exc)[:200]}). Check that "
+                "OPENAI_BASE_URL points at an OpenAI-compatible server and try again."
+            )
+        return LLMError(f"The model server at {where} failed: {str(exc)[:200]}")
+
+    # ---- chat -------------------------------------------------------------------------------------------
+    def stream_chat(
+        self,
+        *,
+        model: str,
+        messages: list[Message],
+        tools: list[dict[str, Any]] | None = None,
+        require_tool: bool = False,
+        temperature: float | None = None,
+    ) -> AsyncGenerator[ChatChunk, None]:
+        kwargs: dict[str, Any] = {"model": model, "messages": [_to_wire(m) for m in messages], "stream": True}
+        kwargs["stream_options"] = {"include_usage": True}
+        if tools:
+            kwargs["tools"] = tools
+            if require_tool:
+                kwargs["tool_choice"] = "required"
+        if temperature is not None:
+            kwargs["temperature"] = temperature
+        return self._stream(model, kwargs)
+
+    async def _create(self, **kwargs: Any) -> Any:
+        """One request, sent again once if the connection dropped before any answer: llama.cpp's server
+        closes a connection after each streamed reply while advertising keep-alive, and the next request on
+        it sometimes fails with "Server disconnected without sending a response"."""
+        try:
+            return await self.client.chat.completions.create(**kwargs)
+        except openai.APITimeoutError:
+            raise
+        except openai.APIConnectionError:
+            log.debug("connection dropped before an answer: retrying once")
+            return await self.client.chat.completions.create(**kwargs)
+
+    async def _stream(self, model: str, kwargs: dict[str, Any]) -> AsyncGenerator[ChatChunk, None]:
+        pending: dict[int, dict[str, str]] = {}
+        finish: str | None = None
+        usage = (0, 0)
+        try:
+            stream = await self._create(**kwargs)
+            try:
+                async for chunk in stream:
+                    if chunk.usage is not None:
+                        usage = (chunk.usage.prompt_tokens or 0, chunk.usage.completion_tokens or 0)
+                    for choice in chunk.choices:
+                        delta = choice.delta
+                        for part in delta.tool_calls or []:
+                            slot = pending.setdefault(part.index, {"id": "", "name": "", "arguments": ""})
+                            if part.id:
+                                slot["id"] = part.id
+                            if part.function is not None:
+                                slot["name"] += part.function.name or ""
+                                slot["arguments"] += part.function.arguments or ""
+                        if delta.content:
+                            yield ChatChunk(content=delta.content)
+                        if choice.finish_reason:
+                            finish = choice.finish_reason
+            finally:
+                await stream.close()
+        except (asyncio.CancelledError, GeneratorExit):
+            raise
+        except Exception as exc:
+            raise self.map_error(exc, model) from exc
+        calls = [_tool_call(i, slot) for i, slot in sorted(pending.items()) if slot["name"]]
+        yield ChatChunk(
+            tool_calls=calls,
+            done=True,
+            finish_reason="tool_calls" if calls and finish in (None, "tool_calls") else (finish or "stop"),
+            prompt_tokens=usage[0],
+            completion_tokens=usage[1],
+        )
+
+    async def complete_json(
+        self, *, model: str, messages: list[Message], schema: dict[str, Any], timeout_s: float
+    ) -> str:
+        try:
+            response = await asyncio.wait_for(
+                self._create(
+                    model=model,
+                    messages=[_to_wire(m) for m in messages],  # type: ignore[misc]
+                    temperature=0,
+                    response_format={
+                        "type": "json_schema",
+                        "json_schema": {"name": "response", "schema": schema, "strict": True},
+                    },
+                ),
+                timeout_s,
+            )
+        except (asyncio.CancelledError, GeneratorExit):
+            raise
+        except Exception as exc:
+            raise self.map_error(exc, model) from exc
+        if not response.choices:
+            return ""
+        return response.choices[0].message.content or ""
+
+    # ---- status -------------------------------------------------------------------------------------------
+    async def list_models(self) -> list[ModelInfo]:
+        """/v1/models: ids only (the protocol says nothing of sizes or families)."""
+        try:
+            page = await self.client.models.list()
+        except Exception as exc:
+            raise self.map_error(exc, "") from exc
+        return [ModelInfo(name) for name in sorted({m.id for m in page.data})]
+
+    async def status(self, model: str) -> LLMStatus:
+        try:
+            names = [m.name for m in await asyncio.wait_for(self.list_models(), 3.0)]
+        except LLMAuthError as exc:
+            return LLMStatus(self.name, True, model, False, exc.message)
+        except Exception as exc:
+            message = exc.message if isinstance(exc, LLMError) else str(exc)
+            return LLMStatus(self.name, False, model, False, message)
+        # llama.cpp serves whatever model it loaded, under its file name: a single model answers any name
+        available = model in names or len(names) == 1
+        message = None
+        if not available:
+            message = (
+                f"The model '{model}' is not served at {self.base_url} (it serves: {', '.join(names[:5]) or 'none'}). "
+                "Set CHAT_MODEL to one of those."
+            )
+        return LLMStatus(self.name, True, model, available, message, await self.context_length())
+
+    async def context_window(self, model: str) -> int | None:
+        if self._n_ctx is None:
+            self._n_ctx = await self.context_length()
+        return self._n_ctx
+
+    async def context_length(self) -> int | None:
+        """llama.cpp reports its context size at `/props`; other servers don't say (None)."""
+        root = self.base_url.removesuffix("/v1")
+        try:
+            async with httpx.AsyncClient(timeout=3.0) as http:
+                response = await http.get(f"{root}/props")
+            settings = response.json().get("default_generation_settings", {})
+            n_ctx = settings.get("n_ctx")
+            return int(n_ctx) if n_ctx else None
+        except Exception:
+            return None
+
+    async def close(self) -> None:
+        await self.client.close()
+
+
+def _tool_call(index: int, slot: dict[str, str]) -> ToolCall:
+    raw = slot["arguments"].strip()
+    arguments: dict[str, Any] | str
+    try:
+        parsed = json.loads(raw) if raw else {}
+        arguments = parsed if isinstance(parsed, dict) else raw
+    except json.JSONDecodeError:
+        arguments = raw
+    return ToolCall(slot["id"] or f"call_{index + 1}", slot["name"], arguments)
+
+
+def _to_wire(message: Message) -> dict[str, Any]:
+    role = message["role"]
+    if role == "assistant" and message.get("tool_calls"):
+        return {
+            "role": "assistant",
+            "content": message.get("content") or None,
+            "tool_calls": [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {
+                        "name": c.name,
+                        "arguments": json.dumps(c.arguments) if isinstance(c.arguments, dict) else c.arguments,
+                    },
+                }
+                for c in message["tool_calls"]
+            ],
+        }
+    if role == "tool":
+        return {"role": "tool", "tool_call_id": message.get("tool_call_id", ""), "content": message.get("content", "")}
+    return {"role": role, "content": message.get("content", "")}

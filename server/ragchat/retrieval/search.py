@@ -1,0 +1,341 @@
+"""The one search orchestrator used by the chat tool, the HTTP API, the CLI and the evaluation.
+
+vector ∥ keyword (separate connections, concurrently) → fusion (`FUSION`: relative, score, rrf or weighted_rrf)
+→ hydrate → [LLM rerank] → SearchResult. The vector arm searches the active embedding space with that
+space's own model, whatever EMBED_MODEL says (see server/vectors).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import OrderedDict
+from typing import Any, Protocol
+
+import numpy as np
+from psycopg import sql
+
+from ragchat.core.principal import Principal
+from ragchat.core.search import (
+    ChunkHit,
+    Confidence,
+    RerankStatus,
+    ScoreKind,
+    SearchFilters,
+    SearchResult,
+    Timings,
+    Trace,
+    parse_mode,
+)
+from ragchat.db.access import ReadScope, read_scope, readable, scope_params
+from ragchat.db.pool import Pool
+from ragchat.providers.embeddings.base import EmbeddingError
+from ragchat.retrieval.fusion import Fused, fuse, keyword_only, vector_only
+from ragchat.retrieval.keyword import keyword_search
+from ragchat.retrieval.rerank import Reranked
+from ragchat.retrieval.vector import vector_search
+from ragchat.settings import SearchMode, Settings
+from ragchat.vectors.registry import ActiveSpace, SpaceRegistry
+from ragchat.vectors.store import Space
+
+HYBRID_ARM_DEPTH = 50  # each arm contributes at least this many ranks to the fusion
+_SCORE_KIND: dict[SearchMode, ScoreKind] = {
+    SearchMode.vector: "similarity",
+    SearchMode.keyword: "bm25 (normalised)",
+    SearchMode.hybrid: "fused",
+}
+_QUERY_CACHE_SIZE = 512
+
+
+class Reranker(Protocol):
+    async def rerank_with_status(self, query: str, candidates: list[ChunkHit], limit: int) -> Reranked:
+        """Hits sorted by `trace.rerank_score` (and `score` set to it), at most `limit`, and how many the LLM
+        scored (the unscored ones follow in retrieval order; none scored: the retrieval order)."""
+        ...
+
+
+def monotone(hits: list[ChunkHit]) -> list[ChunkHit]:
+    """Reranked hits say so in `score_kind`; no hit's score is above the one before it (candidates the rerank
+    deadline left unscored keep their retrieval score, capped by the last scored one)."""
+    out: list[ChunkHit] = []
+    ceiling = 1.0
+    for hit in hits:
+        update: dict[str, Any] = {}
+        if hit.trace.rerank_score is not None:
+            update["score_kind"] = "rerank"
+        if hit.score > ceiling:
+            update["score"] = ceiling
+        out.append(hit.model_copy(update=update) if update else hit)
+        ceiling = min(ceiling, out[-1].score)
+    return out
+
+
+def _ms(start: float) -> float:
+    return round((time.perf_counter() - start) * 1000, 3)
+
+
+class Searcher:
+    """Implements `ragchat.core.search.SearchService`."""
+
+    def __init__(self, pool: Pool, spaces: SpaceRegistry, settings: Settings, reranker: Reranker | None = None) -> None:
+        self.pool = pool
+        self.spaces = spaces
+        self.settings = settings
+        self.reranker = reranker
+        self._vectors: OrderedDict[tuple[int, str], np.ndarray] = OrderedDict()
+
+    async def embed_query(self, active: ActiveSpace, query: str) -> np.ndarray:
+        key = (active.space.id, query)
+        cached = self._vectors.get(key)
+        if cached is not None:
+            self._vectors.move_to_end(key)
+            return cached
+        vector = (await active.embedder.embed_queries([query]))[0]
+        if vector.shape[0] != active.space.dim:
+            raise EmbeddingError(
+                f"{active.embedder.model_name} returned {vector.shape[0]}-dimension vectors but the stored ones "
+                f"({active.space.label}) have {active.space.dim}: run `ragchat reembed` to rebuild them."
+            )
+        self._vectors[key] = vector
+        if len(self._vectors) > _QUERY_CACHE_SIZE:
+            self._vectors.popitem(last=False)
+        return vector
+
+    async def search(
+        self,
+        query: str,
+        *,
+        principal: Principal,
+        limit: int = 10,
+        mode: str | SearchMode | None = None,
+        filters: SearchFilters | None = None,
+        rerank: bool | None = None,
+    ) -> SearchResult:
+        started = time.perf_counter()
+        s = self.settings
+        search_mode = parse_mode(mode, s.search_mode)
+        limit = max(1, min(int(limit), s.search_limit_max))
+        want_rerank = s.rerank_enabled if rerank is None else rerank
+        do_rerank = bool(want_rerank) and self.reranker is not None
+        fetch = limit * max(1, s.rerank_candidates_factor) if do_rerank else limit
+        timings = Timings()
+        text = query.replace("\x00", " ").strip()  # Postgres text cannot hold NUL
+        active = await self.spaces.active()
+        scope = await self._scope(principal)
+        if not text:
+            return self._result(text, search_mode, [], timings, started, await self._has_embeddings(active, scope))
+
+        depth = max(fetch, HYBRID_ARM_DEPTH) if search_mode is SearchMode.hybrid else fetch
+        qvec_task = asyncio.create_task(self._timed_embed(active, text, timings))
+        tasks: dict[str, asyncio.Task[Any]] = {}
+        if search_mode in (SearchMode.vector, SearchMode.hybrid) and active is not None:
+            tasks["vector"] = asyncio.create_task(self._vector(active.space, qvec_task, scope, depth, filters, timings))
+        if search_mode in (SearchMode.keyword, SearchMode.hybrid):
+            tasks["keyword"] = asyncio.create_task(self._keyword(text, scope, depth, filters, timings))
+        try:
+            await asyncio.gather(*tasks.values())
+            try:
+                qvec = await qvec_task
+            except EmbeddingError:
+                if search_mode is not SearchMode.keyword:
+                    raise
+                qvec = None  # keyword mode only shows the similarity: answer without it
+        except BaseException:
+            for task in [qvec_task, *tasks.values()]:
+                task.cancel()
+            raise
+
+        fuse_start = time.perf_counter()
+        vec = tasks["vector"].result() if "vector" in tasks else []
+        kw = tasks["keyword"].result() if "keyword" in tasks else []
+        if search_mode is SearchMode.hybrid:
+            fused = fuse(vec, kw, method=s.fusion, k=s.rrf_k, vector_weight=s.fusion_vector_weight, depth=depth)
+            fused = fused[:fetch]
+        elif search_mode is SearchMode.vector:
+            fused = vector_only(vec)
+        else:
+            fused = keyword_only(kw)
+        hits = await self._hydrate(active, scope, fused, qvec, kind=_SCORE_KIND[search_mode])
+        timings.fuse_ms = _ms(fuse_start)
+
+        status = RerankStatus(requested=bool(want_rerank))
+        if do_rerank and hits:
+            assert self.reranker is not None
+            rerank_start = time.perf_counter()
+            outcome = await self.reranker.rerank_with_status(text, hits, limit)
+            timings.rerank_ms = _ms(rerank_start)
+            status = RerankStatus.of(True, outcome.scored, outcome.candidates)
+            if status.reranked:  # none scored: keep the retrieval order and scores as they were
+                hits = outcome.hits
+        elif want_rerank and self.reranker is None:
+            status = RerankStatus(requested=True, warning="Rerank is not available: no language model is set up.")
+        hits = monotone(hits[:limit])
+        has_embeddings = True if hits else await self._has_embeddings(active, scope)
+        return self._result(text, search_mode, hits, timings, started, has_embeddings, status)
+
+    async def _timed_embed(self, active: ActiveSpace | None, text: str, timings: Timings) -> np.ndarray | None:
+        if active is None:
+            return None
+        start = time.perf_counter()
+        vector = await self.embed_query(active, text)
+        timings.embed_ms = _ms(start)
+        return vector
+
+    async def _vector(
+        self,
+        space: Space,
+        qvec_task: asyncio.Task[np.ndarray | None],
+        scope: ReadScope,
+        n: int,
+        filters: SearchFilters | None,
+        t: Timings,
+    ) -> list[tuple[int, float]]:
+        qvec = await qvec_task
+        if qvec is None:
+            return []
+        start = time.perf_counter()
+        async with self.pool.connection() as conn:
+            rows = await vector_search(
+                conn,
+                space,
+                qvec,
+                scope=scope,
+                n=n,
+                filters=filters,
+                ef_search=self.settings.hnsw_ef_search,
+                exact_max_rows=self.settings.exact_scan_max_rows,
+            )
+        t.vector_ms = _ms(start)
+        return rows
+
+    async def _keyword(
+        self, text: str, scope: ReadScope, n: int, filters: SearchFilters | None, t: Timings
+    ) -> list[tuple[int, float]]:
+        start = time.perf_counter()
+        async with self.pool.connection() as conn:
+            rows = await keyword_search(
+                conn,
+                text,
+                scope=scope,
+                n=n,
+                filters=filters,
+                scorer=self.settings.keyword_scorer,
+                k1=self.settings.bm25_k1,
+                b=self.settings.bm25_b,
+                candidates=self.settings.keyword_candidates,
+            )
+        t.keyword_ms = _ms(start)
+        return rows
+
+    async def _hydrate(
+        self,
+        active: ActiveSpace | None,
+        scope: ReadScope,
+        fused: list[Fused],
+        qvec: np.ndarray | None,
+        *,
+        kind: ScoreKind,
+    ) -> list[ChunkHit]:
+        """The hits in `fused` order, `score` the fused figure (see `kind`), the cosine in `similarity`."""
+        if not fused:
+            return []
+        if active is None or qvec is None:
+            similarity: sql.Composable = sql.SQL("NULL::float8")
+            join: sql.Composable = sql.SQL("")
+        else:
+            similarity = sql.SQL("1 - ({} <=> %(q)s)").format(active.space.vector_expr("e"))
+            join = sql.SQL("LEFT JOIN chunk_embeddings e ON e.space_id = {} AND e.chunk_id = c.id").format(
+                sql.Literal(active.space.id)
+            )
+        query = sql.SQL(
+            """SELECT c.id, c.document_id, c.chunk_index, c.content, c.page, c.section, c.content_hash, c.location,
+                      d.filename, d.title, d.metadata, {} AS similarity
+               FROM document_chunks c JOIN documents d ON d.id = c.document_id {}
+               WHERE c.id = ANY(%(ids)s) AND {}"""
+        ).format(similarity, join, sql.SQL(readable(scope, "c.owner_id", "c.document_id")))  # type: ignore[arg-type]
+        params = {**scope_params(scope), "q": qvec, "ids": [f.id for f in fused]}
+        async with self.pool.connection() as conn:
+            rows = await (await conn.execute(query, params)).fetchall()
+        by_id = {r["id"]: r for r in rows}
+        hits: list[ChunkHit] = []
+        for f in fused:
+            r = by_id.get(f.id)
+            if r is None:  # deleted between ranking and hydration
+                continue
+            cosine = None if r["similarity"] is None else min(1.0, max(0.0, float(r["similarity"])))
+            hits.append(
+                ChunkHit(
+                    id=r["id"],
+                    document_id=r["document_id"],
+                    filename=r["filename"],
+                    title=r["title"],
+                    page=r["page"],
+                    section=r["section"],
+                    chunk_index=r["chunk_index"],
+                    content=r["content"],
+                    content_hash=r["content_hash"],
+                    metadata=r["metadata"] or {},
+                    location=r["location"],
+                    url=(r["metadata"] or {}).get("source_url"),
+                    similarity=cosine,
+                    score=min(1.0, max(0.0, f.score)),
+                    score_kind=kind,
+                    trace=Trace(
+                        vector_rank=f.vector_rank,
+                        vector_score=f.vector_score,
+                        keyword_rank=f.keyword_rank,
+                        keyword_score=f.keyword_score,
+                        fused_score=f.score if kind == "fused" else None,
+                        similarity=cosine,
+                    ),
+                )
+            )
+        return hits
+
+    async def _scope(self, principal: Principal) -> ReadScope:
+        async with self.pool.connection() as conn:
+            return await read_scope(conn, principal.user_id)
+
+    async def _has_embeddings(self, active: ActiveSpace | None, scope: ReadScope) -> bool:
+        if active is None:
+            return False
+        query = sql.SQL("SELECT EXISTS (SELECT 1 FROM chunk_embeddings e WHERE e.space_id = {} AND {}) AS e").format(
+            sql.Literal(active.space.id),
+            sql.SQL(readable(scope, "e.owner_id", "e.document_id")),  # type: ignore[arg-type]
+        )
+        async with self.pool.connection() as conn:
+            row = await (await conn.execute(query, scope_params(scope))).fetchone()
+        return bool(row and row["e"])
+
+    def confidence(self, hits: list[ChunkHit]) -> Confidence:
+        sims = [h.similarity for h in hits if h.similarity is not None]
+        s = self.settings
+        return Confidence.of(
+            max(sims) if sims else None,
+            high=s.confidence_high,
+            moderate=s.confidence_moderate,
+            floor=s.confidence_floor,
+        )
+
+    def _result(
+        self,
+        query: str,
+        mode: SearchMode,
+        hits: list[ChunkHit],
+        timings: Timings,
+        started: float,
+        has_embeddings: bool,
+        rerank: RerankStatus | None = None,
+    ) -> SearchResult:
+        rerank = rerank or RerankStatus()
+        timings.total_ms = _ms(started)
+        return SearchResult(
+            query=query,
+            mode=mode.value,  # type: ignore[arg-type]
+            reranked=rerank.reranked,
+            rerank=rerank,
+            chunks=hits,
+            timings=timings,
+            confidence=self.confidence(hits),
+            has_embeddings=has_embeddings,
+        )

@@ -1,0 +1,188 @@
+"""The composition root: settings → database → pool → providers → services, built once.
+
+`serve`, `worker`, every CLI command, `eval`, the benches and the test fixtures open a `Runtime` here and
+take what they need from it. Tests pass `Overrides` (a shared pool, the session's embedding model, an LLM
+provider); whatever is passed in is used as it is and not closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from ragchat.accounts import passwords
+from ragchat.accounts.service import AccountService
+from ragchat.chat.runs import RunRegistry
+from ragchat.chat.service import ChatService
+from ragchat.db.pool import Database, Pool, make_pool, prepare_database
+from ragchat.db.ratelimit import RateLimiter
+from ragchat.db.watchdog import DatabaseWatchdog
+from ragchat.documents.collections.service import CollectionService
+from ragchat.documents.metadata.extraction import MetadataExtractor
+from ragchat.documents.service import DocumentService
+from ragchat.preferences.service import PreferencesService
+from ragchat.providers.embeddings import build_embedder
+from ragchat.providers.embeddings.base import EmbeddingProvider
+from ragchat.providers.llm import build_llm
+from ragchat.providers.llm.base import LLMProvider
+from ragchat.retrieval.rerank import LLMReranker
+from ragchat.retrieval.search import Searcher
+from ragchat.settings import Settings
+from ragchat.vectors.reembed import Reembedder
+from ragchat.vectors.registry import SpaceRegistry
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Overrides:
+    """Parts built elsewhere (tests, benches): used as given, never closed by the runtime."""
+
+    pool: Pool | None = None
+    embedder: EmbeddingProvider | None = None
+    llm: LLMProvider | None = None
+    rerank_llm: LLMProvider | None = None
+
+
+@dataclass
+class Runtime:
+    settings: Settings
+    pool: Pool
+    llm: LLMProvider
+    embedder: EmbeddingProvider  # the configured model (EMBED_PROVIDER / EMBED_MODEL)
+    spaces: SpaceRegistry
+    reembedder: Reembedder
+    searcher: Searcher
+    documents: DocumentService
+    chat: ChatService
+    accounts: AccountService
+    collections: CollectionService
+    limiter: RateLimiter
+    preferences: PreferencesService
+    database: Database | None = None
+    watchdog: DatabaseWatchdog | None = None  # when the runtime opened the database itself
+    tasks: list[asyncio.Task[Any]] = field(default_factory=list)
+
+    def spawn(self, make: Callable[[], Awaitable[Any]], name: str) -> asyncio.Task[Any]:
+        """A background task owned by the runtime (cancelled when it closes)."""
+        task = asyncio.create_task(make(), name=name)  # type: ignore[arg-type]
+        self.tasks.append(task)
+        task.add_done_callback(self._reap)
+        return task
+
+    def _reap(self, task: asyncio.Task[Any]) -> None:
+        if task in self.tasks:
+            self.tasks.remove(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("background task %s failed", task.get_name(), exc_info=task.exception())
+
+    async def startup_problems(self) -> list[str]:
+        """What a user should fix, in words: the LLM unreachable or missing, embeddings mismatched."""
+        problems: list[str] = []
+        status = await self.llm.status(self.settings.chat_model)
+        if status.message:
+            problems.append(status.message)
+        spaces = await self.spaces.status()
+        if spaces["message"]:
+            problems.append(spaces["message"])
+        return problems
+
+
+@asynccontextmanager
+async def open_runtime(settings: Settings, overrides: Overrides | None = None) -> AsyncIterator[Runtime]:
+    """Everything a process needs, opened in order and closed in reverse."""
+    given = overrides or Overrides()
+    async with AsyncExitStack() as stack:
+        database: Database | None = None
+        watchdog: DatabaseWatchdog | None = None
+        pool = given.pool
+        if pool is None:
+            database = await asyncio.to_thread(prepare_database, settings)
+            stack.callback(database.close)
+            owned = make_pool(
+                database.uri,
+                min_size=settings.db_pool_min,
+                max_size=settings.db_pool_max,
+                timeout=settings.db_pool_timeout_s,
+            )
+            await owned.open(wait=True)
+            stack.push_async_callback(owned.close)
+            pool = owned
+            if settings.db_watchdog_interval_s > 0:
+                watchdog = DatabaseWatchdog(
+                    owned,
+                    database.uri,
+                    embedded=database.embedded,
+                    interval_s=settings.db_watchdog_interval_s,
+                    timeout_s=settings.db_probe_timeout_s,
+                )
+
+        embedder = given.embedder
+        if embedder is None:
+            embedder = await asyncio.to_thread(build_embedder, settings)
+            stack.push_async_callback(embedder.close)
+
+        def embedder_factory(provider: str, model: str) -> EmbeddingProvider:
+            return build_embedder(settings, provider, model)
+
+        spaces = SpaceRegistry(pool, embedder, embedder_factory, refresh_s=settings.spaces_refresh_s)
+        stack.push_async_callback(spaces.close)
+
+        llm = given.llm
+        if llm is None:
+            llm = build_llm(settings)
+            stack.push_async_callback(llm.close)
+        rerank_llm = given.rerank_llm or llm
+
+        searcher = Searcher(pool, spaces, settings, LLMReranker(rerank_llm, settings))
+        runs = RunRegistry()  # chat answers in progress; closed first: they are saved before the pool closes
+        stack.push_async_callback(runs.close)
+        limiter = RateLimiter(pool)
+        await passwords.warm()
+        runtime = Runtime(
+            settings=settings,
+            pool=pool,
+            llm=llm,
+            embedder=embedder,
+            spaces=spaces,
+            reembedder=Reembedder(
+                pool, spaces, batch_size=settings.embed_batch_size * 4, grace_s=settings.reembed_grace_s
+            ),
+            searcher=searcher,
+            documents=DocumentService(pool, spaces, settings, MetadataExtractor(pool, llm, settings)),
+            chat=ChatService(pool, llm, searcher, settings, embedder=embedder, runs=runs),
+            accounts=AccountService(pool, settings, limiter),
+            collections=CollectionService(pool),
+            limiter=limiter,
+            preferences=PreferencesService(pool, settings),
+            database=database,
+            watchdog=watchdog,
+        )
+        if watchdog is not None:
+            runtime.spawn(watchdog.run, "db-watchdog")
+        try:
+            yield runtime
+        finally:
+            for task in list(runtime.tasks):
+                task.cancel()
+            if runtime.tasks:
+                await asyncio.gather(*runtime.tasks, return_exceptions=True)
+
+
+@asynccontextmanager
+async def open_accounts(settings: Settings) -> AsyncIterator[AccountService]:
+    """Only the database and the accounts service: `ragchat user …` needs no model."""
+    database = await asyncio.to_thread(prepare_database, settings)
+    try:
+        pool = make_pool(database.uri, min_size=1, max_size=2, timeout=settings.db_pool_timeout_s)
+        await pool.open(wait=True)
+        try:
+            yield AccountService(pool, settings, RateLimiter(pool))
+        finally:
+            await pool.close()
+    finally:
+        database.close()

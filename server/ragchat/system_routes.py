@@ -1,0 +1,172 @@
+"""System routes: `/api/health` and the admin re-embed (switch embedding models without downtime)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any, Literal
+
+import psycopg
+from litestar import Response, get, post
+from litestar.datastructures import CacheControlHeader
+from litestar.openapi import ResponseSpec
+from psycopg_pool import PoolTimeout
+from pydantic import BaseModel, Field
+
+from ragchat.accounts.routes import require_admin
+from ragchat.core.errors import BadRequest, DatabaseUnavailable
+from ragchat.core.principal import Principal
+from ragchat.db.watchdog import DatabaseStatus, bounded, describe_failure, probe_pool
+from ragchat.runtime import Runtime
+from ragchat.settings import EmbedProvider
+
+log = logging.getLogger(__name__)
+
+
+class DatabaseHealth(BaseModel):
+    """The database as this server sees it (no connection string: the route is public)."""
+
+    ok: bool
+    latency_ms: float | None = Field(description="round trip of the last probe (`SELECT 1`), when it answered")
+    embedded: bool = Field(description="the server's own PostgreSQL (DATABASE_URL unset)")
+    restarts: int = Field(description="times this server restarted the embedded PostgreSQL after it died")
+    error: str | None = Field(default=None, description="why it does not answer, in words")
+
+
+class ModelRef(BaseModel):
+    provider: str
+    model: str
+
+
+class SpaceRef(ModelRef):
+    """Vectors made by a model (`dim` dimensions)."""
+
+    dim: int
+
+
+class EmbeddingsStatus(BaseModel):
+    """The model of the stored vectors against the configured one, and a switch under way."""
+
+    configured: ModelRef
+    stored: SpaceRef | None = Field(description="the model of the vectors search uses (null: none yet)")
+    building: SpaceRef | None = Field(description="a re-embed under way")
+    status: Literal["ok", "reembedding", "mismatch"]
+    message: str | None = Field(description="what is going on and the fix")
+
+
+class LlmStatus(BaseModel):
+    provider: str
+    reachable: bool
+    model: str
+    model_available: bool
+    message: str | None = Field(description="what is wrong and the fix")
+    context_length: int | None = None
+
+
+class Health(BaseModel):
+    """`status`: "down" (HTTP 503) when the database does not answer; "degraded" when it answers but the stored
+    vectors are not (yet) from the configured embedding model, or their status could not be read."""
+
+    status: Literal["ok", "degraded", "down"]
+    database: Literal["ok", "unavailable"] = Field(description="kept for older clients; details in `db`")
+    db: DatabaseHealth
+    embedder: str = Field(description="the configured embedding model and provider")
+    embeddings: EmbeddingsStatus | None = Field(
+        description="stored vs configured embedding model (null when the database did not answer)"
+    )
+    llm: LlmStatus = Field(description="the chat model's server: reachable, model available, the fix")
+    chat_max_message_chars: int = Field(description="the longest question /api/chat takes (CHAT_MAX_MESSAGE_CHARS)")
+
+
+@get(
+    "/api/health",
+    cache_control=CacheControlHeader(no_store=True),
+    responses={503: ResponseSpec(data_container=Health, description="the database does not answer")},
+)
+async def health(runtime: Runtime) -> Response[Health]:
+    """Database, embeddings (stored vs configured model) and LLM status. 503 when the database does not answer;
+    the database part answers within DB_PROBE_TIMEOUT_S even when the database hangs."""
+    limit = runtime.settings.db_probe_timeout_s
+    watchdog = runtime.watchdog
+
+    async def database() -> tuple[DatabaseStatus, dict[str, Any] | None]:
+        # the watchdog's last probe (at most about a second old), else one now, through the pool
+        db = watchdog.status if watchdog is not None and watchdog.fresh() else await probe_pool(runtime.pool, limit)
+        if not db.ok:
+            return db, None
+        try:
+            return db, await bounded(runtime.spaces.status(), limit)
+        except (TimeoutError, psycopg.Error, PoolTimeout, DatabaseUnavailable) as exc:  # it stopped answering
+            return DatabaseStatus(ok=False, error=describe_failure(exc), checked_at=time.monotonic()), None
+        except Exception:
+            log.warning("health: the embeddings' status could not be read", exc_info=True)
+            return db, None
+
+    (db, embeddings), llm = await asyncio.gather(database(), runtime.llm.status(runtime.settings.chat_model))
+    if not db.ok:
+        status = "down"
+    elif embeddings is None or embeddings.get("status") != "ok":
+        status = "degraded"
+    else:
+        status = "ok"
+    body = Health(
+        status=status,
+        database="ok" if db.ok else "unavailable",
+        db=DatabaseHealth(
+            ok=db.ok,
+            latency_ms=db.latency_ms,
+            embedded=runtime.database is not None and runtime.database.embedded is not None,
+            restarts=watchdog.restarts if watchdog is not None else 0,
+            error=db.error,
+        ),
+        embedder=f"{runtime.embedder.model_name} ({runtime.embedder.provider})",
+        embeddings=EmbeddingsStatus.model_validate(embeddings) if embeddings is not None else None,
+        llm=LlmStatus.model_validate(llm.to_json()),
+        chat_max_message_chars=runtime.settings.chat_max_message_chars,
+    )
+    return Response(body, status_code=200 if db.ok else 503)
+
+
+class ReembedBody(BaseModel):
+    provider: EmbedProvider | None = None
+    model: str | None = None
+
+
+class ReembedProgress(BaseModel):
+    state: Literal["idle", "building"]
+    target: str | None = Field(description="the model being built, e.g. `nomic-embed-text (ollama)`")
+    done: int = Field(description="chunks embedded with the new model")
+    total: int
+    percent: float
+
+
+class ReembedStatus(ReembedProgress):
+    embeddings: EmbeddingsStatus
+
+
+@get("/api/admin/reembed")
+async def reembed_progress(runtime: Runtime, principal: Principal) -> ReembedStatus:
+    """Progress of a switch of embedding model (`state`: idle or building; done / total chunks)."""
+    require_admin(principal)
+    progress = (await runtime.reembedder.progress()).to_json()
+    return ReembedStatus.model_validate({**progress, "embeddings": await runtime.spaces.status()})
+
+
+@post("/api/admin/reembed", status_code=202)
+async def reembed_start(data: ReembedBody, runtime: Runtime, principal: Principal) -> ReembedProgress:
+    """Build vectors with another embedding model (default: EMBED_PROVIDER / EMBED_MODEL) beside the current
+    ones, in the background; search keeps answering from the current ones until the switch."""
+    require_admin(principal)
+    provider = str(data.provider or runtime.embedder.provider)
+    model = data.model or (runtime.embedder.model_name if data.provider is None else None)
+    if not model:
+        raise BadRequest("name the model to switch to")
+    await runtime.reembedder.start(provider, model)
+    if not any(t.get_name() == "reembed" for t in runtime.tasks):
+        runtime.spawn(runtime.reembedder.run, "reembed")
+    return ReembedProgress.model_validate((await runtime.reembedder.progress()).to_json())
+
+
+def system_handlers() -> list[Any]:
+    return [health, reembed_progress, reembed_start]

@@ -1,0 +1,193 @@
+"""SQL for embedding spaces and their vectors. Every function takes a connection; callers own transactions.
+
+A space's id and dimension are integers from our own table; they are composed into SQL as literals (never
+user input) because a partial index is only used when the planner sees `space_id = <literal>`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+import numpy as np
+from psycopg import sql
+from psycopg.rows import class_row
+
+from ragchat.db.pool import Conn
+
+MAX_DIM = 2000  # pgvector 0.6 indexes at most 2,000 dimensions
+TITLE_CHARS = 200  # of the document title that goes into each chunk's vector
+
+
+def embedding_text(title: str, content: str) -> str:
+    """What a chunk's vector is made of: the (capped) document title, then the chunk text."""
+    title = title.strip()[:TITLE_CHARS]
+    return f"{title}\n{content}" if title else content
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Space:
+    id: int
+    provider: str
+    model: str
+    dim: int
+    state: str
+    created_at: datetime
+    activated_at: datetime | None = None
+    retired_at: datetime | None = None
+
+    @property
+    def identity(self) -> tuple[str, str]:
+        return (self.provider, self.model)
+
+    @property
+    def label(self) -> str:
+        return f"{self.model} ({self.provider}, {self.dim} dims)"
+
+    def vector_expr(self, alias: str = "e") -> sql.Composed:
+        """`e.embedding::vector(dim)`: the expression this space's HNSW index is built on."""
+        return sql.SQL("{}.embedding::vector({})").format(sql.Identifier(alias), sql.Literal(self.dim))
+
+    def index_name(self) -> sql.Identifier:
+        return sql.Identifier(f"chunk_embeddings_hnsw_{self.id}")
+
+
+@dataclass(frozen=True)
+class VectorRow:
+    chunk_id: int
+    document_id: UUID
+    owner_id: UUID
+    content_hash: str
+    embedding: np.ndarray
+
+
+@dataclass(frozen=True)
+class PendingChunk:
+    """A chunk that still needs a vector in a space being built."""
+
+    id: int
+    document_id: UUID
+    owner_id: UUID
+    content_hash: str
+    title: str
+    content: str
+
+
+_SPACE_COLUMNS = "id, provider, model, dim, state, created_at, activated_at, retired_at"
+
+
+async def list_spaces(conn: Conn) -> list[Space]:
+    async with conn.cursor(row_factory=class_row(Space)) as cur:
+        await cur.execute(f"SELECT {_SPACE_COLUMNS} FROM embedding_spaces ORDER BY id")
+        return await cur.fetchall()
+
+
+async def space_in_state(conn: Conn, state: str) -> Space | None:
+    async with conn.cursor(row_factory=class_row(Space)) as cur:
+        await cur.execute(f"SELECT {_SPACE_COLUMNS} FROM embedding_spaces WHERE state = %s", (state,))
+        return await cur.fetchone()
+
+
+async def create_space(conn: Conn, provider: str, model: str, dim: int, state: str) -> Space:
+    """A new space and its (empty) partial HNSW index, in the caller's transaction."""
+    if not 1 <= dim <= MAX_DIM:
+        raise ValueError(f"{model} makes {dim}-dimension vectors; pgvector indexes at most {MAX_DIM}")
+    async with conn.cursor(row_factory=class_row(Space)) as cur:
+        await cur.execute(
+            f"""INSERT INTO embedding_spaces (provider, model, dim, state, activated_at)
+                VALUES (%s, %s, %s, %s, CASE WHEN %s = 'active' THEN now() END) RETURNING {_SPACE_COLUMNS}""",
+            (provider, model, dim, state, state),
+        )
+        space = await cur.fetchone()
+    assert space is not None
+    await conn.execute(
+        sql.SQL(
+            "CREATE INDEX IF NOT EXISTS {} ON chunk_embeddings USING hnsw (({}) vector_cosine_ops) "
+            "WITH (m = 16, ef_construction = 64) WHERE space_id = {}"
+        ).format(space.index_name(), sql.SQL("(embedding::vector({}))").format(sql.Literal(dim)), sql.Literal(space.id))
+    )
+    return space
+
+
+async def insert_vectors(conn: Conn, space: Space, rows: Sequence[VectorRow]) -> None:
+    """Store vectors for chunks (existing ones for the same chunk are kept)."""
+    if not rows:
+        return
+    async with conn.cursor().copy(
+        "COPY chunk_embeddings (space_id, chunk_id, document_id, owner_id, content_hash, embedding) FROM STDIN"
+    ) as copy:
+        for r in rows:
+            if r.embedding.shape[0] != space.dim:
+                raise ValueError(f"a {r.embedding.shape[0]}-dimension vector cannot go into {space.label}")
+            await copy.write_row((space.id, r.chunk_id, r.document_id, r.owner_id, r.content_hash, r.embedding))
+
+
+async def cached_vectors(conn: Conn, space: Space, owner: UUID, hashes: Sequence[str]) -> dict[str, np.ndarray]:
+    """Vectors this space already holds for these content hashes (reused on re-ingestion)."""
+    if not hashes:
+        return {}
+    rows = await (
+        await conn.execute(
+            """SELECT DISTINCT ON (content_hash) content_hash, embedding FROM chunk_embeddings
+               WHERE space_id = %s AND owner_id = %s AND content_hash = ANY(%s)""",
+            (space.id, owner, list(hashes)),
+        )
+    ).fetchall()
+    return {r["content_hash"]: as_array(r["embedding"]) for r in rows}
+
+
+def as_array(value: Any) -> np.ndarray:
+    """pgvector returns `Vector` objects (or arrays, depending on version): always hand back float32 numpy."""
+    return np.asarray(value.to_numpy() if hasattr(value, "to_numpy") else value, dtype=np.float32)
+
+
+async def pending_chunks(conn: Conn, space: Space, limit: int) -> list[PendingChunk]:
+    """Chunks of ready documents without a vector in `space`, oldest first."""
+    async with conn.cursor(row_factory=class_row(PendingChunk)) as cur:
+        await cur.execute(
+            """SELECT c.id, c.document_id, c.owner_id, c.content_hash, c.title, c.content
+               FROM document_chunks c
+               WHERE NOT EXISTS (SELECT 1 FROM chunk_embeddings e WHERE e.space_id = %s AND e.chunk_id = c.id)
+               ORDER BY c.id LIMIT %s""",
+            (space.id, limit),
+        )
+        return await cur.fetchall()
+
+
+async def counts(conn: Conn, space: Space) -> tuple[int, int]:
+    """(vectors in the space, chunks in total)."""
+    row = await (
+        await conn.execute(
+            """SELECT (SELECT count(*) FROM chunk_embeddings WHERE space_id = %s) AS done,
+                      (SELECT count(*) FROM document_chunks) AS total""",
+            (space.id,),
+        )
+    ).fetchone()
+    assert row is not None
+    return int(row["done"]), int(row["total"])
+
+
+async def activate(conn: Conn, building: Space, active: Space | None) -> None:
+    """Flip `building` to active and `active` to retired, in the caller's transaction."""
+    if active is not None:
+        await conn.execute(
+            "UPDATE embedding_spaces SET state = 'retired', retired_at = now() WHERE id = %s", (active.id,)
+        )
+    await conn.execute(
+        "UPDATE embedding_spaces SET state = 'active', activated_at = now() WHERE id = %s", (building.id,)
+    )
+
+
+async def drop_space(conn: Conn, space: Space) -> None:
+    """Delete a retired or abandoned space: its vectors, its index and its row."""
+    await conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(space.index_name()))
+    await conn.execute("DELETE FROM chunk_embeddings WHERE space_id = %s", (space.id,))
+    await conn.execute("DELETE FROM embedding_spaces WHERE id = %s", (space.id,))

@@ -1,0 +1,62 @@
+"""The one exception handler: every error becomes the one body of `ragchat.core.http`.
+
+Our domain errors (`RagchatError`), Litestar's own (validation, unknown route, wrong method, body too large),
+an unreachable database (503) and bugs (500: traceback logged with the request id, no internals in the
+body). The security middleware, which answers before Litestar routes anything, uses the same body.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import psycopg
+from litestar import MediaType, Request, Response
+from litestar.exceptions import HTTPException
+from psycopg_pool import PoolTimeout
+
+from ragchat.core.errors import DatabaseUnavailable, RagchatError, RateLimited
+from ragchat.core.http import HTTP_CODES, error_body, request_id_of
+
+log = logging.getLogger("ragchat.web")
+
+
+def as_ragchat_error(exc: BaseException) -> RagchatError | None:
+    """Exceptions with a known meaning as domain errors (None for a bug)."""
+    if isinstance(exc, RagchatError):
+        return exc
+    if isinstance(exc, PoolTimeout | psycopg.OperationalError | psycopg.InterfaceError):
+        return DatabaseUnavailable()
+    return None
+
+
+def error_response(request: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, Any]]:
+    """The one exception handler: any exception → the one error body (always JSON, even on an SSE route)."""
+    rid = request_id_of(request)
+    headers: dict[str, str] = {}
+    extra: Any = None
+    if isinstance(exc, HTTPException) and exc.status_code < 500:
+        status, code, detail, extra = exc.status_code, HTTP_CODES.get(exc.status_code, "error"), exc.detail, exc.extra
+        headers.update(exc.headers or {})
+        if isinstance(extra, list) and extra:  # validation: name the fields in the detail too
+            problems = [
+                f"{e.get('key') or e.get('source')}: {e.get('message')}" for e in extra[:3] if isinstance(e, dict)
+            ]
+            detail = f"{detail} ({'; '.join(problems)})" if problems else detail
+    elif isinstance(exc, RecursionError):  # a JSON body nested thousands deep: refused by the decoder, quickly
+        status, code, detail = 400, "bad_request", "the request body is nested too deeply"
+    elif (err := as_ragchat_error(exc)) is not None:
+        status, code, detail, extra = err.status_code, err.code, err.message, err.extra
+        if isinstance(err, RateLimited):
+            extra = {"retry_after": err.retry_after}
+            headers["Retry-After"] = str(err.retry_after)
+        if status >= 500:
+            log.warning("request %s: %s %s → %s %s", rid, request.method, request.url.path, status, code)
+    else:  # a bug
+        log.error("request %s: unhandled error on %s %s", rid, request.method, request.url.path, exc_info=exc)
+        status, code = 500, "internal_error"
+        detail = f"internal server error (logged on the server as {rid})"
+    if status == 413:  # the rest of the body is not wanted: close rather than read it to keep the connection
+        headers["Connection"] = "close"
+    body = error_body(status, code, detail, rid, extra)
+    return Response(body, status_code=status, headers=headers, media_type=MediaType.JSON)
