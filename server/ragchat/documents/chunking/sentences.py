@@ -17,6 +17,7 @@ are held, so memory does not grow with the size of a section beyond the text its
 
 from __future__ import annotations
 
+import itertools
 import re
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -41,8 +42,32 @@ __all__ = [
 # Longest of 10,929 SciFact + NFCorpus chunks at 256 tokens (the largest CHUNK_TOKENS): 1,578 characters
 # (6.45 per token). 2,000 never cuts prose and bounds a chunk of giant "words" (1 token each) to 2 KB.
 DEFAULT_MAX_CHARS = 2000
+# A chunk closes with fewer new tokens than max_tokens // MIN_SHARE only at the end of its section.
+MIN_SHARE = 4
 
-_SENTENCE_END = re.compile(r"(?<=[.!?。])\s+(?=[\"'(\[“‘]?[A-Z0-9À-ÖØ-Þ])")
+# Abbreviations after which a full stop and a capital do not end a sentence ("Dr. Smith", "Fig. 2").
+_ABBREVIATIONS = (
+    "Dr",
+    "Mr",
+    "Mrs",
+    "Ms",
+    "Prof",
+    "Fig",
+    "Figs",
+    "No",
+    "Nos",
+    "St",
+    "vs",
+    "al",
+    "Eq",
+    "cf",
+    "approx",
+    "Ref",
+)
+_NOT_AFTER = "".join(rf"(?<!\b{re.escape(a)}\.)" for a in _ABBREVIATIONS) + r"(?<!\be\.g\.)(?<!\bi\.e\.)"
+# A sentence ends at . ! ? followed by whitespace and a capital or digit (not after an abbreviation), or at a
+# CJK full stop, exclamation or question mark (。！？, written without a space after them).
+_SENTENCE_END = re.compile(rf"{_NOT_AFTER}(?<=[.!?])\s+(?=[\"'(\[“‘]?[A-Z0-9À-ÖØ-Þ])|(?<=[。！？])\s*(?=\S)")
 _PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 _SPACES = re.compile(r"\s+")
 _WORD = re.compile(r"[^ ]+")
@@ -112,11 +137,15 @@ def _sentences(text: str) -> Iterator[tuple[str, _Sep]]:
         paragraph = _SPACES.sub(" ", paragraph).strip()
         if not paragraph:
             continue
-        for i, sentence in enumerate(_split_iter(_SENTENCE_END, paragraph)):
-            sentence = sentence.strip()
+        pos, sep = 0, " "
+        for i, match in enumerate(itertools.chain(_SENTENCE_END.finditer(paragraph), [None])):
+            end = len(paragraph) if match is None else match.start()
+            sentence = paragraph[pos:end].strip()
             if sentence:
-                yield sentence, ("\n\n" if i == 0 and not first else " ")
+                yield sentence, ("\n\n" if i == 0 and not first else sep)
                 first = False
+            if match is not None:
+                pos, sep = match.end(), (" " if match.group() else "")
 
 
 def _words(sentence: str) -> Iterator[tuple[str, _Sep]]:
@@ -200,6 +229,7 @@ class _Packer:
     def __init__(self, count: TokenCounter, max_tokens: int, max_chars: int, overlap: int) -> None:
         self.count, self.max_tokens, self.max_chars, self.overlap = count, max_tokens, max_chars, overlap
         self.overlap_chars = max_chars * overlap // max_tokens
+        self.min_tokens = max_tokens // MIN_SHARE  # a chunk's new text is at least this, but at a section's end
         self.units: list[_Unit] = []
         self.tokens = 0
         self.chars = 0
@@ -208,6 +238,12 @@ class _Packer:
     def _fits(self, unit: _Unit) -> bool:
         extra = len(unit.text) + (len(unit.sep) if self.units else 0)
         return self.tokens + unit.tokens <= self.max_tokens and self.chars + extra <= self.max_chars
+
+    def _sliver(self) -> bool:
+        """The new text waiting is under both minimums (MIN_SHARE of each cap)."""
+        fresh = self.units[len(self.units) - self.fresh :]
+        chars = sum(len(u.text) + 1 for u in fresh)
+        return sum(u.tokens for u in fresh) < self.min_tokens and chars < self.max_chars // MIN_SHARE
 
     def _push(self, unit: _Unit) -> None:
         self.chars += len(unit.text) + (len(unit.sep) if self.units else 0)
@@ -221,6 +257,15 @@ class _Packer:
         self.chars -= len(gone.text) + (len(self.units[0].sep) if self.units else 0)
 
     def add(self, unit: _Unit) -> Iterator[tuple[str, int]]:
+        if self.fresh and not self._fits(unit) and self._sliver():
+            # closing now would leave a sliver of new text (a short sentence before a long one): the next
+            # sentence's words fill this chunk instead, and the rest starts the next one
+            words = list(_counted(_words(unit.text), self.count, self.max_chars))
+            if len(words) > 1:
+                words[0] = _Unit(words[0].text, words[0].tokens, unit.sep)
+                for word in words:
+                    yield from self.add(word)
+                return
         while self.units and not self._fits(unit):
             if self.fresh:  # new text is waiting: it goes out first
                 yield from self._emit()

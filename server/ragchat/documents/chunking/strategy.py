@@ -32,10 +32,10 @@ RECEIPT_MIN_LINES = 6
 RECEIPT_MEDIAN_CHARS = 48
 RECEIPT_AMOUNT_SHARE = 0.3
 # a long report whose headings (if any) do not cut it into topic-sized parts: about this many tokens in all,
-# and this many per run of sections under one heading (bench/chunking.py: on 20 abstracts under their own
-# headings, about 250 tokens a run, sentence is as good as semantic or better; on the same text without
-# headings, one run of about 5,000 tokens, semantic beats sentence at 200-400 tokens per chunk: nDCG@10 +0.03
-# to +0.15 on SciFact, recall@20 +0.05 to +0.10 on NFCorpus, whose nDCG@10 moves -0.007 to +0.016)
+# and this many per run of sections under one heading. `auto` once sent it to semantic; it now stays with
+# sentence (bench/results/chunking.md, flat text at the default 200 tokens: semantic +0.026 nDCG@10 on SciFact
+# but -0.007 on NFCorpus, with 27% more chunks, and it embeds every sentence on top of every chunk: 39.5 s vs
+# 8.9 s to ingest three 14 KB notes, 4.4x). `semantic` stays available by name (CHUNK_STRATEGY, per upload).
 REPORT_MIN_TOKENS = 2000
 REPORT_MIN_RUN_TOKENS = 1000
 CHARS_PER_TOKEN = 4.5  # for the routing estimate only (English prose in MiniLM's word pieces: 4.3-4.8)
@@ -50,9 +50,8 @@ class Decision:
 
 
 def route(sections: Sequence[Section], filename: str) -> Decision:
-    """`auto`'s choice for a parsed document: sheets and receipt-like text -> line; a long text with long
-    stretches under one heading (or none) -> semantic, as only meaning can cut it; anything else (prose,
-    text whose headings already separate its topics) -> sentence."""
+    """`auto`'s choice for a parsed document: sheets and receipt-like text -> line; anything else -> sentence
+    (a long text without headings too: the reason says why not semantic, whose cost is unbounded by it)."""
     suffix = PurePath(filename).suffix.lower()
     if suffix in SHEET_SUFFIXES:
         return Decision("line", f"a spreadsheet ({suffix}): rows are lines")
@@ -69,7 +68,11 @@ def route(sections: Sequence[Section], filename: str) -> Decision:
     runs = sum(1 for i, s in enumerate(sections) if i == 0 or s.heading != sections[i - 1].heading)
     per_run = tokens // max(runs, 1)
     if tokens >= REPORT_MIN_TOKENS and per_run >= REPORT_MIN_RUN_TOKENS:
-        return Decision("semantic", f"a long text: about {tokens:,} tokens, {per_run:,} per heading")
+        return Decision(
+            "sentence",
+            f"a long text (about {tokens:,} tokens, {per_run:,} per heading): sentence, as semantic costs about "
+            "4x to ingest and does not earn it on both benchmark sets",
+        )
     why = f"short (about {tokens:,} tokens)" if tokens < REPORT_MIN_TOKENS else f"{runs} headings cut it up"
     return Decision("sentence", f"prose ({why})")
 
