@@ -8,7 +8,6 @@ import time
 from typing import Any
 
 import pytest
-
 from ragchat.documents.chunking.line import line_chunks
 from ragchat.documents.chunking.semantic import semantic_chunks
 from ragchat.documents.chunking.sentences import MIN_SHARE, chunk_sections, units_within
@@ -29,6 +28,7 @@ def _sentence(words: int) -> str:
     return " ".join(_RNG.choice(_VOCAB) for _ in range(words)).capitalize() + "."
 
 
+_CJK = "我们的研究表明蛋白质水平在治疗后显著下降。这是一个重要的发现！是吗？"
 HOSTILE = {
     "60-word sentences": " ".join(_sentence(60) for _ in range(60)),
     "unpunctuated": " ".join(_RNG.choice(_VOCAB) for _ in range(4000)),
