@@ -30,7 +30,7 @@ VOCAB = (
 ).split()
 
 
-def note(rng: random.Random, sentences: int = 28) -> bytes:
+def note(rng: random.Random, sentences: int = 42) -> bytes:
     body = " ".join(" ".join(rng.choice(VOCAB) for _ in range(60)).capitalize() + "." for _ in range(sentences))
     return body.encode()
 
