@@ -74,7 +74,7 @@ def test_verdict_thresholds() -> None:
     assert verdict_of(0.3, 0.55) == "supported"
     assert verdict_of(0.3, 0.45) == "weak"
     assert verdict_of(0.1, 0.1) == "unsupported"
-    assert verdict_of(0.9, 0.9, new_numbers=True) == "weak"  # a figure the passage does not hold
+    assert verdict_of(0.9, 0.9, new_facts=True) == "unsupported"  # a figure or name the passage does not hold
     assert verdict_of(0.1, None) == "unsupported" and verdict_of(0.8, None) == "supported"
 
 
@@ -92,14 +92,15 @@ async def test_real_answer_with_minilm(minilm: Any) -> None:
         (1, "unsupported"),
         (3, "supported"),
         (3, "unsupported"),
-        (1, "weak"),
+        (1, "unsupported"),  # "5 unused days": the passage holds no 5
         (2, "supported"),
         (9, "missing"),
     ]
     sims = [c.similarity for c in report.citations]
     assert all(isinstance(s, float) and -1 <= s <= 1 for s in sims[:-1]) and sims[-1] is None
     body = report.to_json("m1")
-    assert (body["message_id"], body["unsupported"], body["weak"], body["missing"]) == ("m1", 2, 1, 1)
+    assert (body["message_id"], body["unsupported"], body["weak"], body["missing"]) == ("m1", 3, 0, 1)
+    assert body["summary"] == "3 of 7 sentences supported by the cited passages" and body["no_source"] == 0
 
 
 class CountingEmbedder:
@@ -172,3 +173,35 @@ async def test_the_judge_reply_is_cleaned_and_validated() -> None:
         report = await check_citations(answer, PASSAGES, None, judge=Judge(bad))
         assert [c.verdict for c in report.citations] == ["supported", "unsupported", "missing"]
         assert not report.judged
+
+
+async def test_uncited_sentences_that_state_facts_are_marked_no_source(minilm: Any) -> None:
+    answer = (
+        "Here is what the policy says:\n\n"
+        "Employees get 25 days of paid holiday per year [1]. "
+        "The harbour budget was cut by 40 percent after the storm. "  # a claim, uncited
+        "Do you want more detail? "
+        "The documents do not mention sick leave. "
+        "Ok."
+    )
+    report = await check_citations(answer, PASSAGES, minilm)
+    assert [(c.n, c.verdict) for c in report.citations] == [(1, "supported"), (0, "no_source")]
+    assert report.citations[1].sentence == "The harbour budget was cut by 40 percent after the storm."
+    body = report.to_json()
+    assert body["no_source"] == 1 and body["summary"] == "1 of 2 sentences supported by the cited passages"
+
+
+async def test_a_figure_or_a_name_the_passage_lacks_is_not_supported(minilm: Any) -> None:
+    passage = "The lidar hardware budget for 2025 is 465,500 EUR, covering sensors, mounts and installation."
+    figure = "One lidar unit costs approximately 1,890 EUR [1]."
+    name = "The lidar hardware budget for 2025 was approved by Siemens [1]."
+    right = "The lidar hardware budget for 2025 is 465,500 EUR [1]."
+    report = await check_citations(f"{figure} {name} {right}", [passage], minilm)
+    assert [c.verdict for c in report.citations] == ["unsupported", "unsupported", "supported"]
+
+
+def test_code_is_never_a_claim() -> None:
+    from ragchat.chat.citations import find_claims
+
+    text = "Run this:\n\n```\nThe server listens on port 8080 by default and logs to stdout.\n```\n"
+    assert find_claims(text, uncited=True) == []

@@ -1,7 +1,10 @@
 """Verified citations: does passage n support the sentence that cites it as [n]?
 
 After an answer, `check_citations(text, passages, embedder)` splits it into sentences; each sentence holding
-markers (`[2]`, `[1, 3]`, `[1][3]`) yields one check per distinct number it cites, in order:
+markers (`[2]`, `[1, 3]`, `[1][3]`) yields one check per distinct number it cites, in order, and each sentence
+that cites nothing but states a fact (`states_fact`: a figure, or FACT_MIN_TERMS content words; not a question,
+a list's lead-in or "the documents do not say") yields one `no_source` check (n = 0). The report's summary
+counts sentences: "4 of 5 sentences supported by the cited passages".
 
 - **lexical**: the share of the sentence's content words (stop words dropped, markers removed, a light
   stemming: plurals, -ing, -ed, -ly) that occur in the passage; numbers weigh double (a figure is usually
@@ -18,12 +21,13 @@ below. Tuned with all-MiniLM-L6-v2 on the test corpus and a handful of real answ
     "Lava flows from the crater."                              volcano            1.00      0.72       supported
     "Visitors must sign in at reception."                      office hours       0.67      0.47       supported
     "Eruptions release gas and ash."                           volcano            0.75      0.75       supported
-    "Employees may carry over 5 unused days to next year."     holiday policy     0.25      0.57       weak (no 5)
+    "Employees may carry over 5 unused days to next year."     holiday policy     0.25      0.57       unsupported (no 5)
     "The office is open from 8 am to 6 pm."                    holiday policy     0.00      0.14       unsupported
     "Sourdough rises because wild yeast ferments the dough."   volcano            0.00      0.18       unsupported
     "Sick leave is unlimited"                                  holiday policy     0.00      0.30       unsupported
 
-A sentence that states a number the passage does not hold is at best `weak`. Otherwise it is `unsupported`
+A sentence that states a number or a name (a capitalised word inside it) the passage does not hold is
+`unsupported`: the passage cannot be what supports it. Otherwise it is `unsupported`
 when lexical < LEXICAL_WEAK and similarity < SIMILARITY_WEAK (or unknown); `supported` when lexical >=
 LEXICAL_SUPPORTED, or similarity >= SIMILARITY_SUPPORTED, or lexical >= LEXICAL_WEAK with similarity >=
 SIMILARITY_SUPPORTED_WITH, or lexical >= LEXICAL_SUPPORTED_WITH with similarity >= SIMILARITY_WEAK; `weak`
@@ -54,7 +58,7 @@ from ragchat.providers.llm.replies import parse_reply
 
 log = logging.getLogger(__name__)
 
-Verdict = Literal["supported", "weak", "unsupported", "missing"]
+Verdict = Literal["supported", "weak", "unsupported", "missing", "no_source"]
 
 LEXICAL_SUPPORTED = 0.75
 SIMILARITY_SUPPORTED = 0.65
@@ -68,6 +72,13 @@ MAX_PASSAGE_CHARS = 2000
 JUDGE_PASSAGE_CHARS = 1000
 EMBED_TIMEOUT_S = 15.0
 
+FACT_MIN_TERMS = 4  # content words that make an uncited sentence a claim (labelled set: bench/verifier.py)
+_CODE = re.compile(r"```[\s\S]*?(?:```|$)|`[^`\n]*`")
+_NOT_COVERED = re.compile(
+    r"\b(?:(?:do|does|did)(?:n't| not)|cannot|can't|could not|couldn't|no)\b[^.]{0,80}"
+    r"\b(?:document|passage|source|information|mention|cover|say|contain)",
+    re.IGNORECASE,
+)
 _MARKER = re.compile(r"\[(\d{1,3}(?:\s*,\s*\d{1,3})*)\]")
 _MARKER_RUN = re.compile(r"(?:\s*\[\d{1,3}(?:\s*,\s*\d{1,3})*\])+")
 _SENTENCE_END = re.compile(r"[.!?…]+[\"')\]]*(?=\s)|\n\s*\n|\n(?=\s*(?:[-*+]|\d+[.)])\s)|\n")
@@ -119,14 +130,27 @@ class CitationReport:
     citations: list[CitationCheck] = field(default_factory=list)
     judged: bool = False
 
+    def sentences(self) -> tuple[int, int]:
+        """(claims, supported): sentences that state something, and those whose every citation is supported."""
+        by_sentence: dict[int, list[Verdict]] = {}
+        for c in self.citations:
+            by_sentence.setdefault(c.start, []).append(c.verdict)
+        supported = sum(1 for vs in by_sentence.values() if all(v == "supported" for v in vs))
+        return len(by_sentence), supported
+
     def to_json(self, message_id: str | None = None) -> dict[str, Any]:
         verdicts = [c.verdict for c in self.citations]
+        claims, supported = self.sentences()
         return {
             **({"message_id": message_id} if message_id else {}),
             "citations": [asdict(c) for c in self.citations],
             "unsupported": verdicts.count("unsupported"),
             "weak": verdicts.count("weak"),
             "missing": verdicts.count("missing"),
+            "no_source": verdicts.count("no_source"),
+            "sentences": claims,
+            "supported_sentences": supported,
+            "summary": f"{supported} of {claims} sentences supported by the cited passages",
             "judged": self.judged,
         }
 
@@ -161,20 +185,38 @@ def _sentence_spans(text: str) -> list[tuple[int, int]]:
     return out
 
 
-def find_claims(text: str) -> list[Claim]:
-    """The sentences of `text` that cite passages, in order."""
+def find_claims(text: str, *, uncited: bool = False) -> list[Claim]:
+    """The sentences of `text` that cite passages, in order; with `uncited`, also the sentences that cite
+    nothing but state facts (`states_fact`), with no numbers."""
     claims: list[Claim] = []
-    for start, end in _sentence_spans(text):
+    for start, end in _sentence_spans(_without_code(text)):
         chunk = text[start:end]
         numbers: list[int] = []
         for m in _MARKER.finditer(chunk):
             numbers.extend(int(x) for x in m.group(1).split(","))
-        if not numbers:
-            continue
         bare = re.sub(r"\s+", " ", _MARKER.sub("", chunk)).strip()
         bare = re.sub(r"\s+([.,;:!?])", r"\1", bare)
-        claims.append(Claim(bare, start, end, tuple(dict.fromkeys(numbers))))
+        if numbers:
+            claims.append(Claim(bare, start, end, tuple(dict.fromkeys(numbers))))
+        elif uncited and states_fact(bare):
+            claims.append(Claim(bare, start, end, ()))
     return claims
+
+
+def _without_code(text: str) -> str:
+    """`text` with code blocks and spans blanked (same length): code is not a claim."""
+    return _CODE.sub(lambda m: " " * len(m.group()), text)
+
+
+def states_fact(sentence: str) -> bool:
+    """Does an uncited sentence state something checkable? A figure, or at least FACT_MIN_TERMS content words;
+    never a question, a line that introduces a list (ends with ':'), a heading or a list item's label, or a
+    sentence that says the documents do not cover something."""
+    s = sentence.strip().lstrip("#>*-+ ").strip()
+    if not s or s.endswith(("?", ":")) or _NOT_COVERED.search(s):
+        return False
+    terms = content_terms(s)
+    return any(t[0].isdigit() for t in terms) or len(set(terms)) >= FACT_MIN_TERMS
 
 
 # ---- lexical support ------------------------------------------------------------------------------------------
@@ -218,13 +260,28 @@ def new_numbers(sentence: str, passage: str) -> bool:
     return bool(figures - set(content_terms(passage)))
 
 
-def verdict_of(lexical: float, similarity: float | None, new_numbers: bool = False) -> Verdict:
-    """The cheap verdict; `new_numbers`: the sentence states a figure the passage does not hold (never supported)."""
+_NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][\w-]*[A-Za-z][\w-]*\b")
+
+
+def new_names(sentence: str, passage: str) -> bool:
+    """Does the sentence name something (a capitalised word inside it, an acronym) the passage never mentions?"""
+    have = {w.lower() for w in _WORD.findall(passage)} | {stem(w) for w in _WORD.findall(passage)}
+    for m in _NAME.finditer(sentence.strip()):
+        word = m.group()
+        if word.lower() in _STOP or word.lower() in have or stem(word) in have:
+            continue
+        if all(part.lower() in have or stem(part) in have for part in _WORD.findall(word)):
+            continue  # "Oct4", "IC50", "COVID-19": every piece is in the passage
+        return True
+    return False
+
+
+def verdict_of(lexical: float, similarity: float | None, new_facts: bool = False) -> Verdict:
+    """The cheap verdict; `new_facts`: the sentence states a figure or a name its passage does not hold, so the
+    passage cannot be what supports it."""
     sim = -1.0 if similarity is None else similarity
-    if lexical < LEXICAL_WEAK and sim < SIMILARITY_WEAK:
+    if new_facts or (lexical < LEXICAL_WEAK and sim < SIMILARITY_WEAK):
         return "unsupported"
-    if new_numbers:
-        return "weak"
     if lexical >= LEXICAL_SUPPORTED or sim >= SIMILARITY_SUPPORTED:
         return "supported"
     if (lexical >= LEXICAL_WEAK and sim >= SIMILARITY_SUPPORTED_WITH) or (
@@ -272,7 +329,11 @@ async def check_citations(
     checks: list[CitationCheck] = []
     pairs: list[tuple[str, str]] = []
     figures: list[bool] = []
-    for claim in find_claims(text):
+    for claim in find_claims(text, uncited=True):
+        if not claim.numbers:
+            best = max((lexical_support(claim.sentence, p) for p in passages), default=0.0)
+            checks.append(CitationCheck(claim.sentence, claim.start, claim.end, 0, "no_source", best, None))
+            continue
         for n in claim.numbers:
             if len(checks) >= MAX_CHECKS:
                 break
@@ -283,10 +344,10 @@ async def check_citations(
             lexical = lexical_support(claim.sentence, passage)
             checks.append(CitationCheck(claim.sentence, claim.start, claim.end, n, "weak", lexical, None))
             pairs.append((claim.sentence, passage))
-            figures.append(new_numbers(claim.sentence, passage))
+            figures.append(new_numbers(claim.sentence, passage) or new_names(claim.sentence, passage))
     scored = iter(zip(await _similarities(embedder, pairs, embed_timeout_s), figures, strict=True))
     for check in checks:
-        if check.verdict != "missing":
+        if check.verdict not in ("missing", "no_source"):
             check.similarity, unknown_figure = next(scored)
             check.verdict = verdict_of(check.lexical, check.similarity, unknown_figure)
     report = CitationReport(checks)
@@ -321,7 +382,7 @@ def judge_messages(claims: list[CitationCheck], passages: Sequence[str]) -> list
 
 
 async def _judge(report: CitationReport, passages: Sequence[str], llm: JudgeLLM, model: str, timeout_s: float) -> None:
-    claims = [c for c in report.citations if c.verdict != "missing"]
+    claims = [c for c in report.citations if c.verdict not in ("missing", "no_source")]
     if not claims:
         return
     try:

@@ -107,14 +107,16 @@ class Citations(BaseModel):
 
 
 class CitationCheck(BaseModel):
-    """One cited passage checked against the sentence that cites it (server/chat/citations.py)."""
+    """One cited passage checked against the sentence that cites it, or one uncited sentence that states a fact
+    (verdict `no_source`, n = 0) (server/ragchat/chat/citations.py)."""
 
-    sentence: str = Field(description="the citing sentence, markers removed")
+    sentence: str = Field(description="the sentence, markers removed")
     start: int = Field(description="where the sentence (with its markers) starts in the answer, in characters")
     end: int = Field(description="where it ends (exclusive)")
-    n: int = Field(description="the cited passage's number")
-    verdict: Literal["supported", "weak", "unsupported", "missing"] = Field(
-        description="missing: the turn has no passage n"
+    n: int = Field(description="the cited passage's number; 0 for a sentence that cites nothing")
+    verdict: Literal["supported", "weak", "unsupported", "missing", "no_source"] = Field(
+        description="missing: the turn has no passage n; no_source: a sentence stating a fact without a citation; "
+        "unsupported also when it states a figure or a name its passage lacks"
     )
     lexical: float = Field(description="share of the sentence's content words found in the passage, 0..1")
     similarity: float | None = Field(description="cosine of sentence and passage embeddings; null: not computed")
@@ -128,6 +130,10 @@ class CitationsEvent(BaseModel):
     unsupported: int
     weak: int = 0
     missing: int
+    no_source: int = Field(default=0, description="sentences that state a fact and cite nothing")
+    sentences: int = Field(default=0, description="sentences that state something (cited, or uncited facts)")
+    supported_sentences: int = Field(default=0, description="of those, sentences whose every citation is supported")
+    summary: str = Field(default="", description='e.g. "4 of 5 sentences supported by the cited passages"')
     judged: bool = Field(default=False, description="the verdicts are the LLM judge's (CITATION_JUDGE)")
 
 
