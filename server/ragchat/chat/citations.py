@@ -21,7 +21,7 @@ below. Tuned with all-MiniLM-L6-v2 on the test corpus and a handful of real answ
     "Lava flows from the crater."                              volcano            1.00      0.72       supported
     "Visitors must sign in at reception."                      office hours       0.67      0.47       supported
     "Eruptions release gas and ash."                           volcano            0.75      0.75       supported
-    "Employees may carry over 5 unused days to next year."     holiday policy     0.25      0.57       unsupported (no 5)
+    "Employees may carry over 5 unused days to next year."     holiday policy     0.25      0.57      unsupported: 5?
     "The office is open from 8 am to 6 pm."                    holiday policy     0.00      0.14       unsupported
     "Sourdough rises because wild yeast ferments the dough."   volcano            0.00      0.18       unsupported
     "Sick leave is unlimited"                                  holiday policy     0.00      0.30       unsupported
