@@ -982,19 +982,19 @@ export interface components {
             end: number;
             /** @description share of the sentence's content words found in the passage, 0..1 */
             lexical: number;
-            /** @description the cited passage's number */
+            /** @description the cited passage's number; 0 for a sentence that cites nothing */
             n: number;
-            /** @description the citing sentence, markers removed */
+            /** @description the sentence, markers removed */
             sentence: string;
             /** @description cosine of sentence and passage embeddings; null: not computed */
             similarity: number | null;
             /** @description where the sentence (with its markers) starts in the answer, in characters */
             start: number;
             /**
-             * @description missing: the turn has no passage n
+             * @description missing: the turn has no passage n; no_source: a sentence stating a fact without a citation; unsupported also when it states a figure or a name its passage lacks
              * @enum {string}
              */
-            verdict: "supported" | "weak" | "unsupported" | "missing";
+            verdict: "supported" | "weak" | "unsupported" | "missing" | "no_source";
         };
         /** Citations */
         Citations: {
@@ -1014,6 +1014,26 @@ export interface components {
             /** @description chat only */
             message_id?: string | null;
             missing: number;
+            /**
+             * @description sentences that state a fact and cite nothing
+             * @default 0
+             */
+            no_source: number;
+            /**
+             * @description sentences that state something (cited, or uncited facts)
+             * @default 0
+             */
+            sentences: number;
+            /**
+             * @description e.g. "4 of 5 sentences supported by the cited passages"
+             * @default
+             */
+            summary: string;
+            /**
+             * @description of those, sentences whose every citation is supported
+             * @default 0
+             */
+            supported_sentences: number;
             unsupported: number;
             /** @default 0 */
             weak: number;

@@ -22,6 +22,10 @@ const REPORT: CitationReport = {
   unsupported: 1,
   weak: 0,
   missing: 1,
+  no_source: 0,
+  sentences: 3,
+  supported_sentences: 1,
+  summary: "1 of 3 sentences supported by the cited passages",
   judged: false,
 };
 
@@ -72,7 +76,7 @@ describe("verified citations", () => {
     expect(missing).toHaveTextContent("no passage 7");
     expect(missing.getAttribute("title")).toMatch(/^No passage 7/);
     expect(screen.getByTestId("citation-summary")).toHaveTextContent(
-      "Citation check: 1 not supported by the cited passage, 1 citing a passage that does not exist.",
+      "1 of 3 sentences supported by the cited passages: 1 not supported by the cited passage, 1 citing a passage that does not exist.",
     );
   });
 
@@ -88,10 +92,10 @@ describe("verified citations", () => {
     expect(screen.getByTestId("claim-weak")).toHaveAttribute("title", "Passage 1 only partly supports this");
     expect(screen.getByTestId("citation-summary")).toHaveTextContent("1 only partly supported");
     unmount();
-    const clean = { ...REPORT, citations: [REPORT.citations[0]], unsupported: 0, missing: 0 };
+    const clean = { ...REPORT, citations: [REPORT.citations[0]], unsupported: 0, missing: 0, summary: "" };
     renderMsg(answer({ content: RIGHT, citations: clean }));
     expect(screen.queryByTestId("claim-flag")).toBeNull();
-    expect(screen.queryByTestId("citation-summary")).toBeNull();
+    expect(screen.queryByTestId("citation-summary")).toBeNull(); // a report of an older release: no summary
   });
 
   it("survives a reload: the stored message's citations give the same marks", () => {
@@ -145,5 +149,49 @@ describe("verified citations", () => {
     renderMsg(answer({ status: "streaming" }));
     expect(screen.queryByTestId("claim-unsupported")).toBeNull();
     expect(screen.getByTestId("message-content")).toHaveTextContent("It is free [7]");
+  });
+});
+
+describe("sentences without a source", () => {
+  it("marks an uncited sentence that states a fact and says so in the summary", () => {
+    const uncited = "The harbour budget was cut by 40 percent.";
+    const content = `${RIGHT} ${uncited}`;
+    const report: CitationReport = {
+      ...REPORT,
+      citations: [
+        check(RIGHT, 1, "supported", 0),
+        { ...check(uncited, 0, "no_source", content.indexOf(uncited)), n: 0 },
+      ],
+      unsupported: 0,
+      missing: 0,
+      no_source: 1,
+      sentences: 2,
+      supported_sentences: 1,
+      summary: "1 of 2 sentences supported by the cited passages",
+    };
+    const html = markCitations(`<p>${content.replace("[1]", '<button class="cite" data-cite="1">1</button>')}</p>`, content, report, "t");
+    const box = document.createElement("div");
+    box.innerHTML = html;
+    const marked = box.querySelector('[data-testid="claim-no_source"]');
+    expect(marked?.textContent).toBe(uncited);
+    expect(box.querySelector('[role="note"]')?.textContent).toContain("No source");
+    render(<MessageItem message={answer({ content, citations: report })} canRetry={false} />);
+    expect(screen.getByTestId("citation-summary").textContent).toBe(
+      "⚠ 1 of 2 sentences supported by the cited passages: 1 stating facts with no source.",
+    );
+  });
+
+  it("shows the summary with a check mark when every sentence is supported", () => {
+    const report: CitationReport = {
+      ...REPORT,
+      citations: [check(RIGHT, 1, "supported", 0)],
+      unsupported: 0,
+      missing: 0,
+      sentences: 1,
+      supported_sentences: 1,
+      summary: "1 of 1 sentences supported by the cited passages",
+    };
+    render(<MessageItem message={answer({ content: RIGHT, citations: report })} canRetry={false} />);
+    expect(screen.getByTestId("citation-summary").textContent).toBe("✓ 1 of 1 sentences supported by the cited passages.");
   });
 });

@@ -16,6 +16,7 @@ const CODE_RE = /```[\s\S]*?(?:```|$)|`[^`\n]*`/g;
 const SKIP = new Set(["A", "CODE", "PRE"]);
 
 export function verdictText(c: Pick<CitationCheck, "n" | "verdict">): string {
+  if (c.verdict === "no_source") return "No source: this sentence cites no passage";
   if (c.verdict === "unsupported") return `Passage ${c.n} does not seem to support this`;
   if (c.verdict === "weak") return `Passage ${c.n} only partly supports this`;
   if (c.verdict === "missing") return `No passage ${c.n}: the answer cites a source the search did not return`;
@@ -124,14 +125,44 @@ function lastSentenceStart(value: string): number {
   return start;
 }
 
+/** Wrap each uncited sentence that states a fact (`no_source`) where its text sits whole in one text node. */
+function markUncited(box: HTMLElement, report: CitationReport, idPrefix: string) {
+  const doc = box.ownerDocument;
+  report.citations.forEach((check, i) => {
+    if (check.verdict !== "no_source") return;
+    const needle = check.sentence.trim();
+    if (!needle) return;
+    const walker = doc.createTreeWalker(box, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      const text = node as Text;
+      if (text.parentElement?.closest("a, code, pre, .claim")) continue;
+      const value = text.nodeValue ?? "";
+      const at = value.indexOf(needle);
+      if (at < 0) continue;
+      const id = `${idPrefix}-u${i}`;
+      const span = doc.createElement("span");
+      span.className = "claim claim-no_source";
+      span.dataset.testid = "claim-no_source";
+      span.title = verdictText(check);
+      span.setAttribute("aria-describedby", id);
+      span.textContent = needle;
+      const after = value.slice(at + needle.length);
+      text.nodeValue = value.slice(0, at);
+      text.after(span, note(doc, id, verdictText(check)), ...(after ? [doc.createTextNode(after)] : []));
+      return;
+    }
+  });
+}
+
 /** Mark `html` (rendered from `content`) with the report's doubtful and missing citations. */
 export function markCitations(html: string, content: string, report: CitationReport, idPrefix: string): string {
   const box = document.createElement("div");
   box.innerHTML = html;
   const doc = box.ownerDocument;
+  markUncited(box, report, idPrefix);
   const wanted = sourceOccurrences(content, report);
   const found = domOccurrences(box);
-  if (wanted.length !== found.length || wanted.some((w, i) => w.n !== found[i].n)) return html; // cannot align
+  if (wanted.length !== found.length || wanted.some((w, i) => w.n !== found[i].n)) return box.innerHTML; // cannot align
   const missingDone = new Set<Text>();
   found.forEach((occ, i) => {
     const check = wanted[i].check;
@@ -202,18 +233,23 @@ export function CitedMarkdown({
   );
 }
 
-/** One line under the answer: how many citations look doubtful, in words. */
+/** One line under every checked answer: how many sentences its passages support, and what is doubtful. */
 export function CitationSummary({ report }: { report: CitationReport }) {
   const weak = report.weak ?? 0;
-  if (!report.unsupported && !report.missing && !weak) return null;
+  const noSource = report.no_source ?? 0;
+  const doubtful = Boolean(report.unsupported || report.missing || weak || noSource);
   const parts: string[] = [];
   if (report.unsupported) parts.push(`${report.unsupported} not supported by the cited passage`);
   if (weak) parts.push(`${weak} only partly supported`);
   if (report.missing) parts.push(`${report.missing} citing a passage that does not exist`);
+  if (noSource) parts.push(`${noSource} stating facts with no source`);
+  const summary = report.summary || (doubtful ? "Citation check" : "");
+  if (!summary) return null;
   return (
-    <p className="note citation-summary" data-testid="citation-summary">
-      <span aria-hidden="true">⚠ </span>
-      Citation check: {parts.join(", ")}.
+    <p className={`note citation-summary${doubtful ? "" : " citation-summary-ok"}`} data-testid="citation-summary">
+      {doubtful ? <span aria-hidden="true">⚠ </span> : <span aria-hidden="true">✓ </span>}
+      {summary}
+      {parts.length ? `: ${parts.join(", ")}.` : "."}
     </p>
   );
 }
