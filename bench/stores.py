@@ -1,7 +1,8 @@
 """The vector store against what users would pick instead (issue 30): pgvector (0.6 and >= 0.8; float `vector`
 and `halfvec` HNSW; exact scan) against LanceDB and sqlite-vec, on the same real-text vectors.
 
-Vectors: sentences and titles of the SciFact-dev and NFCorpus-dev corpora (real text, not synthetic), embedded
+Vectors: titles, sentences, half abstracts and whole abstracts of the SciFact-dev and NFCorpus-dev corpora (real
+text at the sizes chunking makes, not synthetic; 100k of them), embedded
 with the bundled model (EMBED_BACKEND, as ingestion does) up to `--size`; queries: both sets' queries. Exact
 top-10s by numpy are the truth for recall@10. Every store gets the same vectors and queries; each query is timed
 alone, one at a time, from Python (what a server would see), after a warm-up pass.
@@ -55,7 +56,12 @@ def texts_and_queries(size: int, n_queries: int) -> tuple[list[str], list[str]]:
         for doc in read_jsonl(base / "corpus.jsonl"):
             if doc.get("title"):
                 texts.append(doc["title"])
-            texts.extend(s for s in _SPLIT.split(doc["text"]) if len(s) >= 20)
+            parts = [s for s in _SPLIT.split(doc["text"]) if len(s) >= 20]
+            texts.extend(parts)  # sentences, then passages of several sizes, as chunking makes them
+            half = len(parts) // 2
+            if half:
+                texts += [" ".join(parts[:half]), " ".join(parts[half:])]
+            texts.append(f"{doc.get('title', '')}\n{doc['text']}".strip())
         queries.extend(q["text"] for q in read_jsonl(base / "queries.jsonl"))
     texts = list(dict.fromkeys(texts))[:size]
     step = max(1, len(queries) // n_queries)
