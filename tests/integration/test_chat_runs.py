@@ -117,7 +117,8 @@ async def test_resuming_with_last_event_id_has_no_gap_and_no_duplicate(server: A
         aconnect_sse(client, "GET", f"/api/threads/{thread_id}/stream", params={"after": before[0][2]}) as source,
     ):
         replay = await read(source)
-    assert tokens_in(replay) == ANSWER and [n for n, _, _ in replay] == ["token", "done"]
+    # (an uncited answer that states something gets its check: `citations` with a no_source verdict)
+    assert tokens_in(replay) == ANSWER and [n for n, _, _ in replay] == ["token", "citations", "done"]
     async with httpx.AsyncClient(base_url=server.url) as client:
         bad = await client.get(f"/api/threads/{thread_id}/stream", params={"after": "nonsense"})
         assert bad.status_code == 400

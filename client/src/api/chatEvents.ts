@@ -18,6 +18,8 @@ const KNOWN: Record<ChatEventType, true> = {
   thread: true,
   tool_call: true,
   tool_result: true,
+  reading: true,
+  retry: true,
   token: true,
   citations: true,
   done: true,

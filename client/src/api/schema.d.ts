@@ -937,6 +937,8 @@ export interface components {
             citations?: components["schemas"]["CitationsEvent"] | null;
             done?: components["schemas"]["DoneEvent"] | null;
             error?: components["schemas"]["ErrorEvent"] | null;
+            reading?: components["schemas"]["ReadingEvent"] | null;
+            retry?: components["schemas"]["RetryEvent"] | null;
             thread?: components["schemas"]["ThreadEvent"] | null;
             token?: components["schemas"]["TokenEvent"] | null;
             tool_call?: components["schemas"]["ToolCall"] | null;
@@ -1694,6 +1696,11 @@ export interface components {
                 [key: string]: string[];
             } | null;
         };
+        /** ReadingEvent */
+        ReadingEvent: {
+            /** @description passages the model was given so far this turn */
+            passages: number;
+        };
         /** RechunkRequest */
         RechunkRequest: {
             /** @description word pieces per chunk */
@@ -1759,6 +1766,12 @@ export interface components {
             filename: string;
             id: number;
             score: number;
+        };
+        /** RetryEvent */
+        RetryEvent: {
+            message: string;
+            /** @enum {string} */
+            reason: "only_citations" | "repeated" | "off_topic";
         };
         /** SearchBody */
         SearchBody: {

@@ -209,14 +209,20 @@ function AssistantMessage({ message, onRetry, canRetry, running = false, ...hand
         />
       )}
       {message.citations && <CitationSummary report={message.citations} />}
-      {waiting && (
+      {streaming && message.retried && (
+        <p className="note muted" role="status" data-testid="answer-retried">
+          {message.retried}
+        </p>
+      )}
+      {waiting && message.reading && <ReadingNote passages={message.reading.passages} since={message.reading.since} />}
+      {waiting && !message.reading && (
         <div className="typing" aria-label="Thinking" data-testid="thinking">
           <span />
           <span />
           <span />
         </div>
       )}
-      {message.model && !streaming && (
+      {message.model && !streaming && !message.error && (
         <p className="muted small msg-model" data-testid="message-model">
           Answered by {message.model}
         </p>
@@ -240,5 +246,25 @@ function AssistantMessage({ message, onRetry, canRetry, running = false, ...hand
       )}
       <MessageActions message={message} running={running} {...handlers} />
     </li>
+  );
+}
+
+/** "Reading 6 passages… 12 s": what the model is doing between the search and its first token. */
+function ReadingNote({ passages, since }: { passages: number; since: number }) {
+  const [now, setNow] = useState(() => Date.now());
+  useEffect(() => {
+    const timer = window.setInterval(() => setNow(Date.now()), 1000);
+    return () => window.clearInterval(timer);
+  }, []);
+  const seconds = Math.max(0, Math.floor((now - since) / 1000));
+  return (
+    <p className="note muted reading" data-testid="reading" aria-label="The model is reading the passages">
+      <span className="typing" aria-hidden="true">
+        <span />
+        <span />
+        <span />
+      </span>{" "}
+      Reading {passages} {passages === 1 ? "passage" : "passages"}…{seconds >= 1 ? ` ${seconds} s` : ""}
+    </p>
   );
 }

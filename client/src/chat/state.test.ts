@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { ChatEvent } from "../api/chatEvents";
 import { bareToolResult, chunk, serverMessage, toolResult } from "../test/fixtures";
-import { chatReducer, fromServerMessage, initialChatState, messageSources, type ChatState } from "./state";
+import { applyEvent, chatReducer, fromServerMessage, initialChatState, messageSources, type ChatMessage, type ChatState } from "./state";
 
 const run = (state: ChatState, ...events: ChatEvent[]) =>
   events.reduce((s, event) => chatReducer(s, { type: "event", event }), state);
@@ -233,5 +233,22 @@ describe("helpers", () => {
     expect(last(i)).toMatchObject({ status: "incomplete", error: { code: "interrupted" } });
     const stored = fromServerMessage({ ...serverMessage({ status: "incomplete", error: { code: "stopped", message: "Stopped" } }) });
     expect(stored.error).toBeNull();
+  });
+});
+
+describe("reading and retry events", () => {
+  it("notes the reading until the first token, and a retry drops the failed text", () => {
+    let m: ChatMessage = { key: "a", id: null, role: "assistant", content: "", status: "streaming", searches: [], error: null, connectionLost: false };
+    m = applyEvent(m, { type: "reading", passages: 6 });
+    expect(m.reading?.passages).toBe(6);
+    m = applyEvent(m, { type: "token", delta: "[1], [2]" });
+    expect(m.reading).toBeNull();
+    m = applyEvent(m, { type: "retry", reason: "only_citations", message: "The model answered with citation markers only. Asking again…" });
+    expect(m.content).toBe("");
+    expect(m.retried).toMatch(/Asking again/);
+    m = applyEvent(m, { type: "token", delta: "Lava [1]." });
+    m = applyEvent(m, { type: "done", message_id: "m1", finish_reason: "stop", usage: { prompt_tokens: 0, completion_tokens: 0, llm_calls: 2, tool_rounds: 1 }, citations: { cited: [1], invalid: [] } });
+    expect(m.content).toBe("Lava [1].");
+    expect(m.retried).toBeNull();
   });
 });

@@ -32,6 +32,10 @@ export interface ChatMessage {
   /** Assistant: the model that answered. */
   model?: string | null;
   feedback?: Feedback | null;
+  /** Streaming: the model was handed `passages` passages at `since` (ms) and has not written yet. */
+  reading?: { passages: number; since: number } | null;
+  /** Streaming: the first answer failed a check and the model was asked again (the `retry` event's words). */
+  retried?: string | null;
 }
 
 export interface ChatState {
@@ -139,13 +143,19 @@ export function applyEvent(msg: ChatMessage, ev: ChatEvent): ChatMessage {
       searches[idx] = { ...searches[idx], status: "done", result };
       return { ...msg, searches };
     }
+    case "reading":
+      return { ...msg, reading: { passages: ev.passages, since: Date.now() } };
+    case "retry":
+      return { ...msg, content: "", citations: null, reading: null, retried: ev.message };
     case "token":
-      return { ...msg, content: msg.content + ev.delta };
+      return { ...msg, content: msg.content + ev.delta, reading: null };
     case "citations":
       return { ...msg, citations: ev };
     case "done":
       return {
         ...msg,
+        reading: null,
+        retried: null,
         id: ev.message_id ?? msg.id,
         status: "complete",
         searches: stopRunning(msg.searches),
@@ -153,6 +163,8 @@ export function applyEvent(msg: ChatMessage, ev: ChatEvent): ChatMessage {
     case "error":
       return {
         ...msg,
+        reading: null,
+        retried: null,
         // stopped (here or in another tab), interrupted, signed out: the text so far is kept, incomplete
         status: INCOMPLETE_CODES.has(ev.code) ? "incomplete" : "error",
         error: ev.code === "stopped" ? null : { code: ev.code, message: ev.message },

@@ -150,6 +150,8 @@ async def run_loop(
         round_parts: list[str] = []
         calls: list[ToolCall] = []
         require = offer_tools and rounds == 0 and ctx.settings.chat_search_first
+        if turn.passages:  # the model now reads the passages: the page says so until the first token
+            yield ChatEvent("reading", {"passages": turn.passages})
         try:
             async with aclosing(
                 _stream_reply(ctx, messages, offer_tools, require, turn, round_parts, calls)

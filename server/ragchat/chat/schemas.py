@@ -219,13 +219,30 @@ class DoneEvent(BaseModel):
     citations: Citations
 
 
+class ReadingEvent(BaseModel):
+    """`reading`: the model was handed the passages and is reading them (its prompt), before its first token."""
+
+    passages: int = Field(description="passages the model was given so far this turn")
+
+
+class RetryEvent(BaseModel):
+    """`retry`: the finished answer failed a check (chat only: only citation markers, a repeat of the previous
+    answer, off the question); the page drops the text so far and the model is asked once more."""
+
+    reason: Literal["only_citations", "repeated", "off_topic"]
+    message: str
+
+
 class ChatStream(BaseModel):
     """The `text/event-stream` of POST /api/chat (and /api/rag with stream): each property is an SSE event
-    name and its `data:` JSON. Order: thread, then (tool_call, tool_result)*, token*, citations?, then done or error."""
+    name and its `data:` JSON. Order: thread, then (tool_call, tool_result, reading?)*, token*, (retry,
+    (tool_call, tool_result, reading?)*, token*)?, citations?, then done or error."""
 
     thread: ThreadEvent | None = None
     tool_call: ToolCall | None = None
     tool_result: ToolResult | None = None
+    reading: ReadingEvent | None = None
+    retry: RetryEvent | None = None
     token: TokenEvent | None = None
     citations: CitationsEvent | None = None
     done: DoneEvent | None = None

@@ -25,6 +25,7 @@ from ragchat.chat.answer import Answer, AnswerRequest, answer_events, collect, n
 from ragchat.chat.citations import Embedder, check_citations
 from ragchat.chat.faults import ChatFault, describe_failure
 from ragchat.chat.loop import ChatContext, ChatEvent, Turn, continue_messages, initial_messages, run_loop
+from ragchat.chat.quality import FAILED, Failure, failure_of, previous_exchange
 from ragchat.chat.replies import citation_report
 from ragchat.chat.runs import STOPPED, Guard, Run, RunRegistry
 from ragchat.chat.turns import BUSY, DB_TIMEOUT_S, ChatRequest, TurnPlan, begin_turn
@@ -88,6 +89,12 @@ async def _shielded_save(*args: Any) -> Exception | None:
             log.warning("could not save the assistant message: %s", exc)
             return exc
     return TimeoutError(f"saving the answer took longer than {SAVE_TIMEOUT_S:g} s")
+
+
+def _failure(turn: Turn, plan: TurnPlan) -> Failure | None:
+    """How the finished answer failed (chat/quality.py), or None."""
+    passages = [source["content"] for source in numbered_sources(turn.tool_results)]
+    return failure_of(turn.content, plan.question, previous_exchange(plan.history), passages)
 
 
 def error_event(fault: ChatFault) -> ChatEvent:
@@ -205,17 +212,35 @@ class ChatService:
             messages = continue_messages(plan.history, plan.question, turn.content, turn.tool_results)
         fault: ChatFault | None = None
         save = (self.pool, plan.thread_id, message_id, turn)
-        try:
-            async with aclosing(run_loop(ctx, messages, plan.question, turn)) as events:
-                async for event in events:
-                    yield event
-        except (asyncio.CancelledError, GeneratorExit):
-            # stopped: the LLM request is already closed (aclosing above); keep the partial answer
-            await _shielded_save(*save, "incomplete", (run and run.stop_fault) or STOPPED)
-            raise
-        except Exception as exc:
-            fault = describe_failure(exc)
-            log.warning("chat: %s: %r", fault.code, exc)
+        retried = False
+        while True:
+            try:
+                async with aclosing(run_loop(ctx, messages, plan.question, turn)) as events:
+                    async for event in events:
+                        yield event
+            except (asyncio.CancelledError, GeneratorExit):
+                # stopped: the LLM request is already closed (aclosing above); keep the partial answer
+                await _shielded_save(*save, "incomplete", (run and run.stop_fault) or STOPPED)
+                raise
+            except Exception as exc:
+                fault = describe_failure(exc)
+                log.warning("chat: %s: %r", fault.code, exc)
+                break
+            failure = None if plan.continued is not None else _failure(turn, plan)
+            if failure is None:
+                break
+            if retried:  # failed twice: an error with Regenerate, never shown as a normal answer
+                fault = ChatFault("answer_failed", failure.message)
+                log.warning("chat: the answer failed twice (%s)", failure.reason)
+                break
+            retried = True
+            log.info("chat: the answer failed (%s): asking once more", failure.reason)
+            yield ChatEvent("retry", {"reason": failure.reason, "message": FAILED[failure.reason] + " Asking again…"})
+            messages += [
+                {"role": "assistant", "content": turn.content},
+                {"role": "user", "content": failure.correction},
+            ]
+            turn.parts.clear()
 
         try:
             citations = None if fault else await self.check_citations(turn, message_id, plan.model)
