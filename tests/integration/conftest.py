@@ -10,7 +10,7 @@ import pytest
 from ragchat.settings import Settings
 
 from tests.fakes.plugin import LLMFake
-from tests.integration.test_chat_helpers import ingest_corpus
+from tests.support.chat import ingest_corpus
 
 
 @pytest.fixture

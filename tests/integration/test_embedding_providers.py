@@ -17,8 +17,8 @@ from ragchat.vectors.store import embedding_text
 
 from tests.fakes.ollama_server import FakeOllama, Reply
 from tests.fakes.openai_server import FakeOpenAI
-from tests.integration.test_chat_helpers import chat, first, names
-from tests.support import LOCAL
+from tests.support.chat import chat, first, names
+from tests.support.services import LOCAL
 
 DOCS = {
     "rivers.txt": "The Danube flows through ten countries before it reaches the Black Sea.",

@@ -25,7 +25,7 @@ from ragchat.retrieval.vector import vector_search
 from ragchat.settings import Settings
 
 from tests.integration.test_search import add_docs
-from tests.support import LOCAL, LOCAL_OWNER_ID, make_searcher
+from tests.support.services import LOCAL, LOCAL_OWNER_ID, make_searcher
 
 pytestmark = pytest.mark.slow  # minutes: `make test-slow` (CI runs it)
 

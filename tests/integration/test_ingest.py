@@ -17,7 +17,7 @@ from ragchat.documents.ingest.registration import register_bytes, register_paths
 from ragchat.settings import Settings
 from ragchat.vectors.store import create_space
 
-from tests.support import LOCAL_OWNER_ID, make_pipeline
+from tests.support.services import LOCAL_OWNER_ID, make_pipeline
 
 
 def make_pdf(pages: list[str]) -> bytes:

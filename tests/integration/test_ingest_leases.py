@@ -14,7 +14,7 @@ from ragchat.documents.catalog import repository as repo
 from ragchat.documents.ingest.registration import register_bytes
 from ragchat.settings import Settings
 
-from tests.support import LOCAL_OWNER_ID, make_pipeline
+from tests.support.services import LOCAL_OWNER_ID, make_pipeline
 
 
 class SlowEmbedder:

@@ -23,7 +23,7 @@ from ragchat.documents.ingest.registration import register_bytes
 from ragchat.settings import Settings
 
 from tests.integration.test_ingest import rows
-from tests.support import LOCAL_OWNER_ID
+from tests.support.services import LOCAL_OWNER_ID
 
 ROOT = Path(__file__).resolve().parents[2]
 PEAK_MB = 300

@@ -13,7 +13,7 @@ from ragchat.documents.schemas import Document
 from ragchat.settings import Settings
 
 from tests.integration.test_ingest_leases import SlowEmbedder, long_text, one, quick
-from tests.support import LOCAL_OWNER_ID, make_pipeline
+from tests.support.services import LOCAL_OWNER_ID, make_pipeline
 
 
 async def document(pool: Any, doc_id: UUID) -> Document:

@@ -22,7 +22,7 @@ from ragchat.runtime import Overrides, open_runtime
 from ragchat.settings import Settings
 
 from tests.fakes.ollama_server import FakeOllama, Reply
-from tests.support import LOCAL
+from tests.support.services import LOCAL
 
 ROOT = Path(__file__).resolve().parents[2]
 TOPICS = [

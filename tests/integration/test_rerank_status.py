@@ -21,7 +21,7 @@ from ragchat.retrieval.search import Searcher
 from ragchat.settings import Settings
 
 from tests.fakes.ollama_server import FakeOllama, Reply
-from tests.support import LOCAL, ingest_texts, make_searcher
+from tests.support.services import LOCAL, ingest_texts, make_searcher
 
 DOCS = {
     "volcano.txt": "Volcanic eruptions eject magma, ash and gases. Lava flows from the crater of a volcano.",

@@ -18,7 +18,7 @@ from ragchat.retrieval.vector import vector_search
 from ragchat.settings import Settings
 from ragchat.vectors.store import Space, VectorRow, create_space, insert_vectors, space_in_state
 
-from tests.support import LOCAL, LOCAL_OWNER_ID, Principal, make_pipeline, make_searcher
+from tests.support.services import LOCAL, LOCAL_OWNER_ID, Principal, make_pipeline, make_searcher
 
 DOCS = {
     "volcano.txt": "Volcanic eruptions eject magma, ash and gases. Lava flows from the crater of a volcano.",

@@ -15,7 +15,7 @@ from ragchat.retrieval.schemas import MAX_SEARCH_QUERY_CHARS, SEARCH_BODY_BYTES
 from ragchat.retrieval.search import Searcher
 from ragchat.settings import Settings
 
-from tests.support import LOCAL_OWNER_ID, make_pipeline
+from tests.support.services import LOCAL_OWNER_ID, make_pipeline
 
 DOCS = {
     "volcano.txt": ("Volcanic eruptions eject magma, ash and gases. Lava flows from the crater of a volcano.", "geo"),

@@ -15,9 +15,9 @@ import psycopg
 import pytest
 from ragchat.documents.fetch.fetcher import WebFetcher
 
-from tests.accounts_support import add_user, setup_admin, signed_in
 from tests.integration.test_http_api import wait_ready
-from tests.web_site import ARTICLE_FACT, BOILERPLATE, PDF_TEXT, Site, gzip_bomb
+from tests.support.accounts import add_user, setup_admin, signed_in
+from tests.support.web_site import ARTICLE_FACT, BOILERPLATE, PDF_TEXT, Site, gzip_bomb
 
 ROOT = Path(__file__).resolve().parents[2]
 

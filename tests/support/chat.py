@@ -14,7 +14,7 @@ from ragchat.chat.schemas import ChatStream
 from ragchat.documents.ingest.registration import register_bytes
 from ragchat.settings import Settings
 
-from tests.support import LOCAL_OWNER_ID, make_pipeline
+from tests.support.services import LOCAL_OWNER_ID, make_pipeline
 
 HOLIDAY_PAGE = "Paid holidays: every employee gets 25 days of paid holiday per calendar year."
 OFFICE_PAGE = "The office is open from 8 am to 6 pm. Visitors sign in at the front desk."
