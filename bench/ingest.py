@@ -37,8 +37,9 @@ import numpy as np
 import psutil
 from psycopg import sql
 from ragchat.core.principal import LOCAL_OWNER_ID, Principal
-from ragchat.documents.catalog import repository as repo
+from ragchat.documents.catalog import chunk_store
 from ragchat.documents.chunking.sentences import content_hash, embedding_text
+from ragchat.documents.ingest import queue
 from ragchat.documents.ingest.pipeline import IngestionPipeline, Progress
 from ragchat.runtime import Overrides, Runtime, open_runtime
 from ragchat.vectors import store
@@ -139,10 +140,10 @@ def instrument(watch: Stopwatch) -> list[tuple[Any, str, Any]]:
         saved.append((owner, name, original))
         setattr(owner, name, replacement)
 
-    wrap(repo, "claim", "claim (SQL)")
+    wrap(queue, "claim", "claim (SQL)")
     wrap(store, "cached_vectors", "embedding-cache lookup (SQL)")
-    wrap(repo, "store_chunks", "store (SQL, in txn)")
-    wrap(repo, "set_progress", "set_progress (SQL)")
+    wrap(chunk_store, "store_chunks", "store (SQL, in txn)")
+    wrap(queue, "set_progress", "set_progress (SQL)")
     wrap(IngestionPipeline, "_prepare_rows", "parse+chunk (thread)", sync=True)
     wrap(IngestionPipeline, "_store", "store (total per doc)")
     return saved

@@ -12,10 +12,11 @@ from uuid import UUID
 from ragchat.core.errors import Conflict, Forbidden, NotFound
 from ragchat.core.principal import Principal
 from ragchat.db.pool import Pool
-from ragchat.documents.catalog import listing
+from ragchat.documents.catalog import chunk_store, listing
 from ragchat.documents.catalog import repository as repo
 from ragchat.documents.catalog.listing import ListQuery
 from ragchat.documents.fetch.fetcher import WebFetcher
+from ragchat.documents.ingest import queue
 from ragchat.documents.ingest.pipeline import IngestionPipeline, Progress, run_worker
 from ragchat.documents.ingest.registration import Asked, Registered, register_bytes, register_paths
 from ragchat.documents.metadata import repository as meta_repo
@@ -65,7 +66,7 @@ class DocumentService:
                 raise NotFound(f"document {document_id} not found")
             if row["access"] == "read":
                 raise Forbidden("only the document's owner or a collection writer can re-chunk it")
-            if not await repo.rechunk(conn, document_id, chunking):
+            if not await queue.rechunk(conn, document_id, chunking):
                 row = await repo.get_document(conn, principal.user_id, document_id) or row
                 if row["status"] in ("queued", "processing"):
                     raise Conflict(f"document {document_id} is {row['status']}: re-chunk it once it is done")
@@ -152,7 +153,7 @@ class DocumentService:
             document = await repo.get_document(conn, principal.user_id, document_id)
             if document is None:
                 raise NotFound(f"document {document_id} not found")
-            chunks = await repo.read_chunks(
+            chunks = await chunk_store.read_chunks(
                 conn, principal.user_id, document_id, start=start, end=end, page=page, limit=limit
             )
         return document, chunks
@@ -215,7 +216,7 @@ class DocumentService:
         """Queue a failed (or stuck: processing with its lease run out) document again, attempts reset.
         Only the owner: a reader gets 403, anyone else 404; 409 when it is neither failed nor stuck."""
         async with self.pool.connection() as conn:
-            done = await repo.retry(conn, principal.user_id, document_id)
+            done = await queue.retry(conn, principal.user_id, document_id)
             row = await self._owned(conn, principal, document_id, "retry")
         if not done:
             raise Conflict(f"document {document_id} is {row['status']}: only a failed or stuck one can be retried")
@@ -226,7 +227,7 @@ class DocumentService:
         """Stop a queued or processing document (failed, error "cancelled"; the worker drops its work at the
         next batch). Only the owner; 409 when it is already ready or failed."""
         async with self.pool.connection() as conn:
-            done = await repo.cancel(conn, principal.user_id, document_id)
+            done = await queue.cancel(conn, principal.user_id, document_id)
             row = await self._owned(conn, principal, document_id, "cancel")
         if not done:
             status = row["status"]
@@ -238,7 +239,7 @@ class DocumentService:
         async with self.pool.connection() as conn:
             rows = await repo.list_documents(conn, principal.user_id)
             ids = [r["id"] for r in rows if r["status"] == "failed" and r["owner_id"] == principal.user_id]
-            retried = [i for i in ids if await repo.retry(conn, principal.user_id, i)]
+            retried = [i for i in ids if await queue.retry(conn, principal.user_id, i)]
         if retried:
             self._wake.set()
         return retried
