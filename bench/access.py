@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np
 from ragchat.core.principal import Principal
-from ragchat.db.access import read_scope
+from ragchat.readscope.sql import read_scope
 from ragchat.evaluation.beir import load_beir
 from ragchat.evaluation.metrics import dedup_keep_first, ndcg_at_k
 from ragchat.retrieval.keyword import query_terms

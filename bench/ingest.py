@@ -211,7 +211,7 @@ async def one_run(
     provider is `embedder`."""
     async with open_runtime(rt.settings, Overrides(pool=rt.pool, embedder=embedder, llm=rt.llm)) as run_rt:
         t0 = time.perf_counter()
-        registered = await run_rt.documents.register_bulk(PRINCIPAL, "corpus.jsonl", data)
+        registered = await run_rt.documents.ingestion.register_bulk(PRINCIPAL, "corpus.jsonl", data)
         register_s = time.perf_counter() - t0
         ids = [r.document_id for r in registered if r.status == "queued" and r.document_id]
         last = [0.0]
@@ -232,7 +232,7 @@ async def one_run(
         pg0, me0 = postgres_cpu(pg_pid), self_cpu()
         started = time.perf_counter()
         try:
-            progress = await run_rt.documents.ingest(ids, on_progress=report)
+            progress = await run_rt.documents.ingestion.ingest(ids, on_progress=report)
         finally:
             restore(saved)
         wall = time.perf_counter() - started

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from ragchat.core.search import SearchResult
-from ragchat.db.access import read_scope
+from ragchat.readscope.sql import read_scope
 from ragchat.retrieval.fusion import fuse
 from ragchat.retrieval.keyword import keyword_search
 from ragchat.retrieval.search import Searcher

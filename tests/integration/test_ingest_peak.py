@@ -65,7 +65,7 @@ async def main():
             f.write("5")
         base = status("VmRSS")
         started = time.monotonic()
-        progress = await rt.documents.ingest([UUID(sys.argv[1])], None)
+        progress = await rt.documents.ingestion.ingest([UUID(sys.argv[1])], None)
         print(json.dumps({"peak_mb": status("VmHWM") - base, "s": time.monotonic() - started,
                           "chunks": progress.chunks_done, "failed": progress.failures}))
 

@@ -10,7 +10,7 @@ import numpy as np
 import psycopg
 import pytest
 from ragchat.core.search import SearchFilters
-from ragchat.db.access import ReadScope
+from ragchat.readscope.sql import ReadScope
 from ragchat.documents.ingest.registration import register_bytes
 from ragchat.retrieval.keyword import keyword_search
 from ragchat.retrieval.search import Searcher

@@ -34,7 +34,7 @@ MAX_LISTED_FAILURES = 20
 
 
 class CorpusLoader(Protocol):
-    """What the evaluation needs from the documents domain (its `DocumentService` fits)."""
+    """What the evaluation needs from the documents domain (its `IngestService` fits)."""
 
     async def register_bulk(self, principal: Principal, filename: str, data: bytes) -> Sequence[Any]: ...
 

@@ -14,7 +14,7 @@ from psycopg.types.json import Jsonb
 from ragchat.db.pool import Conn
 from ragchat.documents.catalog.repository import READABLE, jsonb
 from ragchat.documents.ingest.queue import LeaseLost
-from ragchat.vectors.store import Space, VectorRow, insert_vectors
+from ragchat.vectors.store import Space, VectorRow, insert_vectors, still_active
 
 
 @dataclass(frozen=True)
@@ -60,10 +60,7 @@ async def store_chunks(
         ).fetchone()
         if mine is None:
             raise LeaseLost(f"document {document_id} is no longer held by {worker_id}")
-    state = await (
-        await conn.execute("SELECT state FROM embedding_spaces WHERE id = %s FOR SHARE", (space.id,))
-    ).fetchone()
-    if state is None or state["state"] != "active":
+    if not await still_active(conn, space):
         raise SpaceChanged(f"embedding space {space.id} is no longer active")
     await conn.execute("DELETE FROM document_chunks WHERE document_id = %s", (document_id,))
     async with conn.cursor().copy(

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from uuid import UUID
 
-from ragchat.db.access import read_scope, readable, scope_params
 from ragchat.db.pool import Conn, Pool
 from ragchat.documents.catalog.repository import DOCUMENT_COLUMNS, SHARED_COLUMNS
 from ragchat.documents.ingest.registration import BEIR_RECORD_TYPE
+from ragchat.readscope.sql import read_scope, readable, scope_params
 
 SortKey = Literal["created_at", "title", "byte_size", "status"]
 Order = Literal["desc", "asc"]

@@ -10,8 +10,8 @@ from uuid import UUID
 
 from psycopg.types.json import Jsonb
 
-from ragchat.db.access import SHARED_DOCUMENTS
 from ragchat.db.pool import Conn
+from ragchat.readscope.sql import SHARED_DOCUMENTS
 
 DOCUMENT_COLUMNS = """id, owner_id, filename, title, content_type, byte_size, sha256, status, chunks_total,
     chunks_done, page_count, error, metadata, created_at, updated_at, attempts, locked_at, progress_started_at,
