@@ -31,9 +31,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np
 from ragchat.core.principal import Principal
-from ragchat.readscope.sql import read_scope
 from ragchat.evaluation.beir import load_beir
 from ragchat.evaluation.metrics import dedup_keep_first, ndcg_at_k
+from ragchat.readscope.sql import read_scope
 from ragchat.retrieval.keyword import query_terms
 from ragchat.runtime import Overrides, open_runtime
 

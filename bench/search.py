@@ -44,9 +44,9 @@ from psycopg import sql
 from psycopg.rows import DictRow, dict_row
 from psycopg.types.json import Jsonb
 from ragchat.core.principal import Principal
-from ragchat.readscope.sql import ReadScope
 from ragchat.db.pool import Conn
 from ragchat.documents.chunking.sentences import content_hash, embedding_text
+from ragchat.readscope.sql import ReadScope
 from ragchat.retrieval import keyword as kw
 from ragchat.retrieval.keyword import keyword_search
 from ragchat.retrieval.search import HYBRID_ARM_DEPTH, Searcher

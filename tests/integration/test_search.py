@@ -10,8 +10,8 @@ import numpy as np
 import psycopg
 import pytest
 from ragchat.core.search import SearchFilters
-from ragchat.readscope.sql import ReadScope
 from ragchat.documents.ingest.registration import register_bytes
+from ragchat.readscope.sql import ReadScope
 from ragchat.retrieval.keyword import keyword_search
 from ragchat.retrieval.search import Searcher
 from ragchat.retrieval.vector import vector_search
