@@ -38,7 +38,8 @@ from ragchat.retrieval.keyword import query_terms
 from ragchat.runtime import Overrides, open_runtime
 
 from bench.common import DATA, RESULTS, bench_runtime, bench_settings, cpu_context, load_embedder, table, write_json
-from bench.search import BENCH_OWNER, GIN_INDEX, admin, ensure_corpus, fetch, index_defs, log
+from bench.search import BENCH_OWNER, GIN_INDEX, admin, ensure_corpus, fetch, log
+from bench.search_build import index_defs
 
 A = Principal(BENCH_OWNER, "bench", False)
 B = Principal(uuid.UUID("00000000-0000-0000-0000-0000000acce5"), "bench-reader", False)
