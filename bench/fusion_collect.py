@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from psycopg import sql
-from ragchat.db.access import read_scope
 from ragchat.evaluation.beir import BeirDataset
 from ragchat.evaluation.runner import ensure_corpus, eval_owner
+from ragchat.readscope.sql import read_scope
 from ragchat.retrieval.keyword import keyword_search
 from ragchat.retrieval.vector import vector_search
 
@@ -47,7 +47,7 @@ async def collect(cache: Path, datasets: list[BeirDataset], depth: int) -> dict[
 async def _collect_one(rt: Any, dataset: BeirDataset, depth: int) -> dict[str, Any]:
     owner = eval_owner(dataset)
     start = time.perf_counter()
-    done = await ensure_corpus(rt.pool, rt.documents, dataset, owner)
+    done = await ensure_corpus(rt.accounts, rt.documents.ingestion, dataset, owner)
     print(f"{dataset.path.name}: ingested {done} documents in {time.perf_counter() - start:.0f} s", file=sys.stderr)
     s = rt.settings
     active = await rt.spaces.active()

@@ -37,8 +37,9 @@ import numpy as np
 import psutil
 from psycopg import sql
 from ragchat.core.principal import LOCAL_OWNER_ID, Principal
-from ragchat.documents.catalog import repository as repo
+from ragchat.documents.catalog import chunk_store
 from ragchat.documents.chunking.sentences import content_hash, embedding_text
+from ragchat.documents.ingest import queue
 from ragchat.documents.ingest.pipeline import IngestionPipeline, Progress
 from ragchat.runtime import Overrides, Runtime, open_runtime
 from ragchat.vectors import store
@@ -139,10 +140,10 @@ def instrument(watch: Stopwatch) -> list[tuple[Any, str, Any]]:
         saved.append((owner, name, original))
         setattr(owner, name, replacement)
 
-    wrap(repo, "claim", "claim (SQL)")
+    wrap(queue, "claim", "claim (SQL)")
     wrap(store, "cached_vectors", "embedding-cache lookup (SQL)")
-    wrap(repo, "store_chunks", "store (SQL, in txn)")
-    wrap(repo, "set_progress", "set_progress (SQL)")
+    wrap(chunk_store, "store_chunks", "store (SQL, in txn)")
+    wrap(queue, "set_progress", "set_progress (SQL)")
     wrap(IngestionPipeline, "_prepare_rows", "parse+chunk (thread)", sync=True)
     wrap(IngestionPipeline, "_store", "store (total per doc)")
     return saved
@@ -210,7 +211,7 @@ async def one_run(
     provider is `embedder`."""
     async with open_runtime(rt.settings, Overrides(pool=rt.pool, embedder=embedder, llm=rt.llm)) as run_rt:
         t0 = time.perf_counter()
-        registered = await run_rt.documents.register_bulk(PRINCIPAL, "corpus.jsonl", data)
+        registered = await run_rt.documents.ingestion.register_bulk(PRINCIPAL, "corpus.jsonl", data)
         register_s = time.perf_counter() - t0
         ids = [r.document_id for r in registered if r.status == "queued" and r.document_id]
         last = [0.0]
@@ -231,7 +232,7 @@ async def one_run(
         pg0, me0 = postgres_cpu(pg_pid), self_cpu()
         started = time.perf_counter()
         try:
-            progress = await run_rt.documents.ingest(ids, on_progress=report)
+            progress = await run_rt.documents.ingestion.ingest(ids, on_progress=report)
         finally:
             restore(saved)
         wall = time.perf_counter() - started

@@ -763,17 +763,17 @@ async def _run_parts(rt: Any, counter: CountingLLM, args: argparse.Namespace, ou
     qrels: dict[str, dict[str, int]] = {}
     if not args.skip_rerank:
         queries, qrels, data = scifact_sample(args.queries, args.others, args.seed)
-        registered = await rt.documents.register_bulk(sci, "scifact-sample.jsonl", data)
+        registered = await rt.documents.ingestion.register_bulk(sci, "scifact-sample.jsonl", data)
         ids += [r.document_id for r in registered if r.document_id]
         relevant = {d for rels in qrels.values() for d, r in rels.items() if r > 0}
         out["rerank_corpus"] = {"documents": len(registered), "relevant": len(relevant)}
         out["rerank_corpus"]["others"] = len(registered) - len(relevant)
     if not args.skip_chat:
         for filename, text in CORPUS.items():
-            registered = await rt.documents.register_upload(chat, filename, text.encode())
+            registered = await rt.documents.ingestion.register_upload(chat, filename, text.encode())
             ids += [r.document_id for r in registered if r.document_id]
     start = time.perf_counter()
-    progress = await rt.documents.ingest(ids)
+    progress = await rt.documents.ingestion.ingest(ids)
     out["ingest"] = {
         "documents": progress.documents_done,
         "failed": progress.documents_failed,

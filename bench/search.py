@@ -44,9 +44,9 @@ from psycopg import sql
 from psycopg.rows import DictRow, dict_row
 from psycopg.types.json import Jsonb
 from ragchat.core.principal import Principal
-from ragchat.db.access import ReadScope
 from ragchat.db.pool import Conn
 from ragchat.documents.chunking.sentences import content_hash, embedding_text
+from ragchat.readscope.sql import ReadScope
 from ragchat.retrieval import keyword as kw
 from ragchat.retrieval.keyword import keyword_search
 from ragchat.retrieval.search import HYBRID_ARM_DEPTH, Searcher
@@ -162,7 +162,7 @@ async def ensure_corpus(conn: Conn, rt: Runtime, limit: int | None) -> dict[str,
     lines = [ln for ln in path.read_bytes().splitlines(keepends=True) if ln.strip()]
     data = b"".join(lines[:limit] if limit else lines)
     started = time.perf_counter()
-    registered = await rt.documents.register_bulk(PRINCIPAL, path.name, data)
+    registered = await rt.documents.ingestion.register_bulk(PRINCIPAL, path.name, data)
     ids = [r.document_id for r in registered if r.document_id]
     last = [time.perf_counter()]
 
@@ -172,7 +172,7 @@ async def ensure_corpus(conn: Conn, rt: Runtime, limit: int | None) -> dict[str,
             el = last[0] - started
             log(f"  {p.documents_done}/{len(ids)} documents, {p.chunks_done} chunks, {p.chunks_done / el:.1f}/s")
 
-    progress = await rt.documents.ingest(ids, on_progress=report)
+    progress = await rt.documents.ingestion.ingest(ids, on_progress=report)
     elapsed = time.perf_counter() - started
     space = (await rt.spaces.for_ingest()).space
     await conn.execute(

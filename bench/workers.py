@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 async def register(settings: Any, corpus: Path, data: bytes) -> int:
     async with open_runtime(settings) as rt:
-        registered = await rt.documents.register_bulk(Principal(LOCAL_OWNER_ID), corpus.name, data)
+        registered = await rt.documents.ingestion.register_bulk(Principal(LOCAL_OWNER_ID), corpus.name, data)
     return sum(1 for r in registered if r.status == "queued")
 
 

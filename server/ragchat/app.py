@@ -78,7 +78,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, overrides:
             holder["mcp"] = mcp
             stop = asyncio.Event()
             workers = [
-                asyncio.create_task(rt.documents.run_worker(stop), name="ingest-worker")
+                asyncio.create_task(rt.documents.ingestion.run_worker(stop), name="ingest-worker")
                 for _ in range(settings.ingest_workers)
             ]
             try:

@@ -23,7 +23,7 @@ from ragchat.db.ratelimit import RateLimiter
 from ragchat.db.watchdog import DatabaseWatchdog
 from ragchat.documents.collections.service import CollectionService
 from ragchat.documents.metadata.extraction import MetadataExtractor
-from ragchat.documents.service import DocumentService
+from ragchat.documents.service import DocumentService, build_document_service
 from ragchat.preferences.service import PreferencesService
 from ragchat.providers.embeddings import build_embedder
 from ragchat.providers.embeddings.base import EmbeddingProvider
@@ -153,7 +153,7 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
                 pool, spaces, batch_size=settings.embed_batch_size * 4, grace_s=settings.reembed_grace_s
             ),
             searcher=searcher,
-            documents=DocumentService(pool, spaces, settings, MetadataExtractor(pool, llm, settings)),
+            documents=build_document_service(pool, spaces, settings, MetadataExtractor(pool, llm, settings)),
             chat=ChatService(pool, llm, searcher, settings, embedder=embedder, runs=runs),
             accounts=AccountService(pool, settings, limiter),
             collections=CollectionService(pool),

@@ -16,8 +16,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.accounts_support import PASSWORD
 from tests.e2e.conftest import wait_until
+from tests.support.accounts import PASSWORD
 
 ATTACK = """<!doctype html><html><body>
 <form id="plain" method="POST" action="{api}/api/chat" enctype="text/plain" target="f1">

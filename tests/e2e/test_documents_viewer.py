@@ -17,7 +17,7 @@ from playwright.sync_api import expect
 from ragchat.settings import Settings
 
 from tests.e2e.conftest import MOBILE, REPO_ROOT, screenshot, upload, wait_until
-from tests.support import register_many
+from tests.support.services import register_many
 from tests.unit.test_parsers import make_pdf
 
 pytestmark = pytest.mark.e2e

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
-from uuid import UUID
 
 import pytest
 from ragchat.settings import Settings
 
 from tests.fakes.plugin import LLMFake
-from tests.integration.test_chat_helpers import ingest_corpus
+from tests.support.chat import ingest_corpus
+from tests.support.corpus import Corpus
 
 
 @pytest.fixture
-async def corpus(pool: Any, embedder: Any, settings: Settings) -> dict[str, UUID]:
-    """handbook.pdf, volcano.txt and bread.txt, ingested (modules may define their own `corpus`)."""
+async def corpus(pool: Any, embedder: Any, settings: Settings) -> Corpus:
+    """handbook.pdf, volcano.txt and bread.txt, ingested; modules define their own `corpus` with
+    tests/support/corpus.py."""
     return await ingest_corpus(pool, embedder, settings)
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.accounts_support import PASSWORD, add_user, setup_admin, signed_in, upload, wait_ready
+from tests.support.accounts import PASSWORD, add_user, setup_admin, signed_in, upload, wait_ready
 
 REPO = Path(__file__).resolve().parents[2]
 

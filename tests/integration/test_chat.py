@@ -13,7 +13,7 @@ from ragchat.chat.prompts import FALLBACK_SYSTEM_PROMPT, SYSTEM_PROMPT
 
 from tests.fakes.ollama_server import Reply
 from tests.fakes.plugin import LLMFake
-from tests.integration.test_chat_helpers import (
+from tests.support.chat import (
     all_of,
     chat,
     first,

@@ -18,7 +18,7 @@ from psycopg.conninfo import make_conninfo
 from tests.fakes.ollama_server import Reply
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.plugin import LLMFake
-from tests.integration.test_chat_helpers import chat, first, get_thread, names, text_of
+from tests.support.chat import chat, first, get_thread, names, text_of
 
 QUESTION = "What does the handbook say about holidays?"
 

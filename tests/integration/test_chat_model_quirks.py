@@ -11,7 +11,7 @@ import pytest
 
 from tests.fakes.ollama_server import Reply
 from tests.fakes.plugin import LLMFake
-from tests.integration.test_chat_helpers import chat, first, get_thread, names, text_of
+from tests.support.chat import chat, first, get_thread, names, text_of
 
 HOLIDAYS = {"query": "paid holiday days per year"}
 

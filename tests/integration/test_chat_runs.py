@@ -16,10 +16,10 @@ import httpx
 import pytest
 from httpx_sse import aconnect_sse
 
-from tests.accounts_support import add_user, setup_admin, signed_in
 from tests.fakes.ollama_server import FakeOllama
 from tests.fakes.script import Reply, split_tokens
-from tests.integration.test_chat_helpers import chat, check_event, first, get_thread, text_of
+from tests.support.accounts import add_user, setup_admin, signed_in
+from tests.support.chat import chat, check_event, first, get_thread, text_of
 
 ANSWER = " ".join(f"word{i}" for i in range(40)) + "."
 Events = list[tuple[str, dict[str, Any], str]]  # name, data, id

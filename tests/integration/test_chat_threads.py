@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from tests.fakes.ollama_server import FakeOllama
-from tests.integration.test_chat_helpers import chat, first
+from tests.support.chat import chat, first
 
 
 @pytest.fixture

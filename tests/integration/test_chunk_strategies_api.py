@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 
-from tests.accounts_support import add_user, setup_admin, signed_in, upload
+from tests.support.accounts import add_user, setup_admin, signed_in, upload
 from tests.unit.test_chunk_strategies import RECEIPT, contract_markdown
 
 

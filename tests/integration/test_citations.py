@@ -12,7 +12,7 @@ from uuid import UUID
 
 from tests.fakes.ollama_server import Reply
 from tests.fakes.plugin import LLMFake
-from tests.integration.test_chat_helpers import all_of, chat, first, get_thread, text_of
+from tests.support.chat import all_of, chat, first, get_thread, text_of
 
 RIGHT = "Employees get 25 days of paid holiday per calendar year [1]."
 WRONG = "The office is open from 8 am to 6 pm [1]."  # only passage 2 says so

@@ -23,7 +23,7 @@ Count = Callable[[Sequence[str]], list[int]]
 Embed = Callable[[Sequence[str]], np.ndarray]
 
 
-def corpus() -> list[Section]:
+def repository_prose() -> list[Section]:
     """The repository's own prose, one section per paragraph group: real text of many lengths."""
     text = "\n\n".join(
         p.read_text(encoding="utf-8") for p in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -89,7 +89,7 @@ def run_concurrently(
 def test_chunking_and_encoding_share_no_tokenizer_across_threads(embedder: Any) -> None:
     """Three chunking threads, two document-batch threads and the query thread (its own model copy in bf16
     mode, the same tokenizer lock): no error, and every result as in a sequential run."""
-    sections = corpus()
+    sections = repository_prose()
     assert sum(len(s.text) for s in sections) > 50_000
     queries = [s.text[:200] for s in sections[:16]]
     expected = embedder.embed_queries_sync(queries)

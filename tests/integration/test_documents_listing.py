@@ -12,8 +12,8 @@ from uuid import UUID
 import httpx
 import pytest
 
-from tests.accounts_support import add_user, setup_admin, signed_in, upload, wait_ready
-from tests.support import register_many
+from tests.support.accounts import add_user, setup_admin, signed_in, upload, wait_ready
+from tests.support.services import register_many
 from tests.unit.test_parsers import make_pdf
 
 KINDS = ["pdf", "md", "txt", "csv", "vtt", "srt", "html", "docx"]

@@ -20,7 +20,7 @@ from ragchat.providers.embeddings.onnx import OnnxEmbedder
 from ragchat.providers.embeddings.sentence_transformers import SentenceTransformerEmbedder
 from ragchat.settings import Settings
 
-from tests.support import LOCAL, ingest_texts, make_searcher
+from tests.support.services import LOCAL, ingest_texts, make_searcher
 
 SENTENCES = [
     "What causes ocean tides?",

@@ -17,8 +17,8 @@ from ragchat.vectors.store import embedding_text
 
 from tests.fakes.ollama_server import FakeOllama, Reply
 from tests.fakes.openai_server import FakeOpenAI
-from tests.integration.test_chat_helpers import chat, first, names
-from tests.support import LOCAL
+from tests.support.chat import chat, first, names
+from tests.support.services import LOCAL
 
 DOCS = {
     "rivers.txt": "The Danube flows through ten countries before it reaches the Black Sea.",
@@ -132,8 +132,8 @@ async def test_configured_model_differs_from_stored_vectors(
 ) -> None:
     """MiniLM vectors stored, then the server starts with EMBED_PROVIDER=ollama: nothing mixes, health says what
     to run, and search keeps using MiniLM (the fake gets no query to embed)."""
-    await runtime.documents.register_upload(LOCAL, "coffee.txt", DOCS["coffee.txt"].encode())
-    await runtime.documents.ingest()
+    await runtime.documents.ingestion.register_upload(LOCAL, "coffee.txt", DOCS["coffee.txt"].encode())
+    await runtime.documents.ingestion.ingest()
     fake_ollama.embed_dim = 768
     server = live_app(embed_provider="ollama", embed_model="nomic-embed-text", ollama_host=fake_ollama.url)
     async with httpx.AsyncClient(base_url=server.url, timeout=30) as client:

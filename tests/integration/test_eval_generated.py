@@ -20,7 +20,7 @@ from ragchat.evaluation.service import GeneratedEval, run_generated
 from ragchat.settings import Settings
 
 from tests.fakes.ollama_server import FakeOllama, Reply
-from tests.support import LOCAL_OWNER_ID, make_pipeline
+from tests.support.services import LOCAL_OWNER_ID, make_pipeline
 
 DOCS = {
     "volcano.txt": ("Volcanic eruptions eject magma, ash and gases. Lava flows from the crater of a volcano.", "geo"),

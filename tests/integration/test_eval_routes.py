@@ -8,8 +8,8 @@ import re
 import time
 from typing import Any
 
-from tests.accounts_support import add_user, setup_admin, signed_in, upload, wait_ready
 from tests.fakes.ollama_server import FakeOllama, Reply
+from tests.support.accounts import add_user, setup_admin, signed_in, upload, wait_ready
 
 
 def writer(body: dict[str, Any]) -> Reply:

@@ -15,10 +15,10 @@ from uuid import UUID
 import httpx
 import pytest
 
-from tests.accounts_support import add_user, setup_admin, signed_in
 from tests.fakes.ollama_server import FakeOllama, Reply
 from tests.fakes.openai_server import FakeOpenAI
-from tests.integration.test_chat_helpers import chat, first
+from tests.support.accounts import add_user, setup_admin, signed_in
+from tests.support.chat import chat, first
 
 FORMULA = '=HYPERLINK("http://evil.example","click")'
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from ragchat.core.search import SearchResult
-from ragchat.db.access import read_scope
+from ragchat.readscope.sql import read_scope
 from ragchat.retrieval.fusion import fuse
 from ragchat.retrieval.keyword import keyword_search
 from ragchat.retrieval.search import Searcher
@@ -25,7 +25,7 @@ from ragchat.retrieval.vector import vector_search
 from ragchat.settings import Settings
 
 from tests.integration.test_search import add_docs
-from tests.support import LOCAL, LOCAL_OWNER_ID, make_searcher
+from tests.support.services import LOCAL, LOCAL_OWNER_ID, make_searcher
 
 pytestmark = pytest.mark.slow  # minutes: `make test-slow` (CI runs it)
 

@@ -12,12 +12,13 @@ import psycopg
 import pytest
 from pgvector.psycopg import register_vector
 from psycopg.rows import dict_row
-from ragchat.documents.catalog import repository as repo
+from ragchat.documents.catalog import chunk_store
+from ragchat.documents.ingest import queue
 from ragchat.documents.ingest.registration import register_bytes, register_paths
 from ragchat.settings import Settings
 from ragchat.vectors.store import create_space
 
-from tests.support import LOCAL_OWNER_ID, make_pipeline
+from tests.support.services import LOCAL_OWNER_ID, make_pipeline
 
 
 def make_pdf(pages: list[str]) -> bytes:
@@ -239,13 +240,13 @@ async def test_store_is_atomic(pool: Any, db: str) -> None:
     """A failure while writing chunks leaves no chunk of the document behind and the document not ready."""
     registered = await register_bytes(pool, LOCAL_OWNER_ID, "a.txt", b"some text", Settings(_env_file=None))  # type: ignore[call-arg]
     doc_id = registered[0].document_id
-    good = repo.StoredChunk(0, "ok", None, None, 1, "h0", np.ones(384, dtype=np.float32) / np.sqrt(384))
-    bad = repo.StoredChunk(1, "bad", None, None, 1, "h1", np.ones(10, dtype=np.float32))
+    good = chunk_store.StoredChunk(0, "ok", None, None, 1, "h0", np.ones(384, dtype=np.float32) / np.sqrt(384))
+    bad = chunk_store.StoredChunk(1, "bad", None, None, 1, "h1", np.ones(10, dtype=np.float32))
     async with pool.connection() as conn, conn.transaction():
         space = await create_space(conn, "sentence-transformers", "all-MiniLM-L6-v2", 384, "active")
     with pytest.raises(ValueError, match="10-dimension"):
         async with pool.connection() as conn, conn.transaction():
-            await repo.store_chunks(
+            await chunk_store.store_chunks(
                 conn,
                 document_id=doc_id,
                 owner=LOCAL_OWNER_ID,
@@ -286,10 +287,10 @@ async def test_claim_takes_queued_and_stale_documents_in_order(pool: Any, settin
             "UPDATE documents SET status = 'processing', locked_at = now() - interval '1 hour' WHERE id = %s", (a,)
         )
         await conn.execute("UPDATE documents SET status = 'processing', locked_at = now() WHERE id = %s", (b,))
-        only = await repo.claim(conn, limit=10, ids=[b, d])  # an explicit list: b is live, d is queued
+        only = await queue.claim(conn, limit=10, ids=[b, d])  # an explicit list: b is live, d is queued
         assert [r["id"] for r in only] == [d]
-        rest = await repo.claim(conn, limit=10, stale_after_s=600)
+        rest = await queue.claim(conn, limit=10, stale_after_s=600)
         assert [r["id"] for r in rest] == [a, c]  # the stale one and the queued one, oldest first
-        assert await repo.claim(conn, limit=10) == []
+        assert await queue.claim(conn, limit=10) == []
         statuses = await (await conn.execute("SELECT status, attempts FROM documents WHERE id = %s", (a,))).fetchone()
     assert statuses["status"] == "processing" and statuses["attempts"] >= 1

@@ -10,11 +10,11 @@ from uuid import UUID
 
 import httpx
 import pytest
-from ragchat.documents.catalog import repository as repo
+from ragchat.documents.ingest import queue
 from ragchat.documents.ingest.registration import register_bytes
 from ragchat.settings import Settings
 
-from tests.support import LOCAL_OWNER_ID, make_pipeline
+from tests.support.services import LOCAL_OWNER_ID, make_pipeline
 
 
 class SlowEmbedder:
@@ -107,7 +107,7 @@ async def test_an_expired_lease_is_taken_by_another_worker(pool: Any, embedder: 
     s = quick(settings, ingest_lease_s=1.0)
     doc_id = await one(pool, s, "orphan.txt", b"A worker was killed while it held this note about basalt.")
     async with pool.connection() as conn:  # a worker claims it, then dies (no heartbeat)
-        [claimed] = await repo.claim(conn, limit=1, worker_id="dead-worker", lease_s=s.ingest_lease_s)
+        [claimed] = await queue.claim(conn, limit=1, worker_id="dead-worker", lease_s=s.ingest_lease_s)
     assert claimed["id"] == doc_id
     killed_at = time.monotonic()
     early = await make_pipeline(pool, embedder, s).run()
@@ -130,7 +130,7 @@ async def test_a_document_whose_worker_dies_every_time_fails_after_the_attempts_
     doc_id = await one(pool, s, "crasher.txt", b"This file kills every worker that reads it.")
     for _ in range(3):
         async with pool.connection() as conn:
-            assert [r["id"] for r in await repo.claim(conn, limit=1, worker_id="doomed", lease_s=0.05)] == [doc_id]
+            assert [r["id"] for r in await queue.claim(conn, limit=1, worker_id="doomed", lease_s=0.05)] == [doc_id]
         await asyncio.sleep(0.1)
     progress = await make_pipeline(pool, embedder, s).run()
     row = await state(pool, doc_id)
@@ -151,7 +151,7 @@ async def test_a_failing_embedder_is_retried_up_to_the_cap_then_fails_with_the_l
     assert row is not None and row["status"] == "failed" and row["attempts"] == 3
     assert row["error"] == "embedding failed: model crashed"
     async with pool.connection() as conn:
-        assert await repo.retry(conn, LOCAL_OWNER_ID, doc_id)
+        assert await queue.retry(conn, LOCAL_OWNER_ID, doc_id)
     assert (await make_pipeline(pool, embedder, s).run()).documents_done == 1
     row = await state(pool, doc_id)
     assert row is not None and row["status"] == "ready" and row["attempts"] == 1
@@ -166,7 +166,7 @@ async def test_cancelling_a_processing_document_stops_it_between_batches(
     run = asyncio.create_task(make_pipeline(pool, slow, s).run())
     await wait_for(lambda: _embedding_started(slow))
     async with pool.connection() as conn:
-        assert await repo.cancel(conn, LOCAL_OWNER_ID, doc_id)
+        assert await queue.cancel(conn, LOCAL_OWNER_ID, doc_id)
     calls_at_cancel = slow.calls
     progress = await asyncio.wait_for(run, 10)
     row = await state(pool, doc_id)

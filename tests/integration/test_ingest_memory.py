@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.hostile_files import (
+from tests.support.hostile_files import (
     MB,
     many_pages_pdf,
     paragraph_bomb_docx,
@@ -151,7 +151,7 @@ FORMAT_CASES = [
 
 
 def _build_format(case: Case, path: Path) -> None:
-    from tests.hostile_files import (
+    from tests.support.hostile_files import (
         many_cues_vtt,
         parts_of,
         rezip,

@@ -23,7 +23,7 @@ from ragchat.documents.ingest.registration import register_bytes
 from ragchat.settings import Settings
 
 from tests.integration.test_ingest import rows
-from tests.support import LOCAL_OWNER_ID
+from tests.support.services import LOCAL_OWNER_ID
 
 ROOT = Path(__file__).resolve().parents[2]
 PEAK_MB = 300
@@ -65,7 +65,7 @@ async def main():
             f.write("5")
         base = status("VmRSS")
         started = time.monotonic()
-        progress = await rt.documents.ingest([UUID(sys.argv[1])], None)
+        progress = await rt.documents.ingestion.ingest([UUID(sys.argv[1])], None)
         print(json.dumps({"peak_mb": status("VmHWM") - base, "s": time.monotonic() - started,
                           "chunks": progress.chunks_done, "failed": progress.failures}))
 

@@ -9,11 +9,12 @@ from typing import Any
 from uuid import UUID
 
 from ragchat.documents.catalog import repository as repo
+from ragchat.documents.ingest import queue
 from ragchat.documents.schemas import Document
 from ragchat.settings import Settings
 
 from tests.integration.test_ingest_leases import SlowEmbedder, long_text, one, quick
-from tests.support import LOCAL_OWNER_ID, make_pipeline
+from tests.support.services import LOCAL_OWNER_ID, make_pipeline
 
 
 async def document(pool: Any, doc_id: UUID) -> Document:
@@ -63,7 +64,7 @@ async def test_a_document_queued_again_after_a_fault_waits_out_a_backoff(
         if d.stage == "waiting" and waiting is None:
             waiting = d
             async with pool.connection() as conn:  # not due yet: no worker may take it
-                assert await repo.claim(conn, limit=5, worker_id="other", lease_s=5) == []
+                assert await queue.claim(conn, limit=5, worker_id="other", lease_s=5) == []
         await asyncio.sleep(0.02)
     progress = await task
     elapsed = time.monotonic() - started

@@ -12,8 +12,8 @@ import pytest
 from httpx_sse import aconnect_sse
 from ragchat.settings import Settings
 
-from tests.accounts_support import add_user, setup_admin, signed_in, upload, wait_ready
 from tests.fakes.script import Reply
+from tests.support.accounts import add_user, setup_admin, signed_in, upload, wait_ready
 
 A_SECRET = "The zanzibar protocol requires quarterly falafel audits of the quantum ledger."
 B_NOTE = "Quarterly reviews of the garden ledger happen in spring."

@@ -15,9 +15,9 @@ from ragchat.core.search import SearchFilters
 from ragchat.mcp.models import SearchOutput, search_text
 from ragchat.settings import Settings
 
-from tests.hostile_files import parts_of, write_zip_bomb
 from tests.integration.test_http_api import wait_ready
-from tests.support import LOCAL, make_searcher
+from tests.support.hostile_files import parts_of, write_zip_bomb
+from tests.support.services import LOCAL, make_searcher
 from tests.unit.test_formats import FILM_SRT, TALK_VTT, make_epub, make_pptx, make_xlsx
 
 RATES_CSV = "City,Per diem,Hotel cap\n" + "\n".join(f"Town {i},EUR {100 + i},EUR {200 + i}" for i in range(1, 61))

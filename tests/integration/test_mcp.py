@@ -22,8 +22,8 @@ from ragchat.core.principal import LOCAL_OWNER_ID, local_principal
 from ragchat.mcp import tools
 from ragchat.mcp.server import McpState, build_server, fixed_lifespan
 
-from tests.accounts_support import add_user, setup_admin, signed_in, upload, wait_ready
 from tests.fakes.script import Reply
+from tests.support.accounts import add_user, setup_admin, signed_in, upload, wait_ready
 
 ROOT = Path(__file__).resolve().parents[2]
 TIDES = "Ocean tides are caused mainly by the gravity of the moon, and partly by the sun."

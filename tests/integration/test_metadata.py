@@ -15,10 +15,10 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.accounts_support import add_user, setup_admin, signed_in, wait_ready
 from tests.fakes.ollama_server import FakeOllama, Reply
-from tests.integration.test_chat_helpers import chat
 from tests.integration.test_sync_cli import cli_env, ragchat
+from tests.support.accounts import add_user, setup_admin, signed_in, wait_ready
+from tests.support.chat import chat
 
 DOCS = {
     "constitution.txt": ("The constitution sets out the powers of parliament and the courts.", ["Polity"], "2024"),

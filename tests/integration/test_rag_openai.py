@@ -11,8 +11,8 @@ import httpx
 import openai
 import pytest
 
-from tests.accounts_support import setup_admin, upload, wait_ready
 from tests.fakes.script import Reply
+from tests.support.accounts import setup_admin, upload, wait_ready
 
 TIDES = "Ocean tides are caused mainly by the gravity of the moon, and partly by the sun."
 

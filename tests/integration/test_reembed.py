@@ -22,7 +22,7 @@ from ragchat.runtime import Overrides, open_runtime
 from ragchat.settings import Settings
 
 from tests.fakes.ollama_server import FakeOllama, Reply
-from tests.support import LOCAL
+from tests.support.services import LOCAL
 
 ROOT = Path(__file__).resolve().parents[2]
 TOPICS = [
@@ -48,8 +48,8 @@ async def ingest_topics(rt: Any, copies: int = 1) -> int:
     """Documents with one chunk each (several copies of each topic, numbered); returns the chunk count."""
     for i in range(copies):
         for j, text in enumerate(TOPICS):
-            await rt.documents.register_upload(LOCAL, f"doc-{i}-{j}.txt", f"{text} (note {i})".encode())
-    await rt.documents.ingest()
+            await rt.documents.ingestion.register_upload(LOCAL, f"doc-{i}-{j}.txt", f"{text} (note {i})".encode())
+    await rt.documents.ingestion.ingest()
     async with rt.pool.connection() as conn:
         row = await (await conn.execute("SELECT count(*) AS n FROM document_chunks")).fetchone()
     return int(row["n"])
@@ -133,8 +133,10 @@ async def test_new_documents_during_a_build_get_both_models(
         await rt.reembedder.start("ollama", "nomic-embed-text")
         build = asyncio.create_task(rt.reembedder.run())
         await asyncio.sleep(0.1)
-        await rt.documents.register_upload(LOCAL, "late.txt", b"Glaciers carve U-shaped valleys as they move.")
-        await rt.documents.ingest()  # into the active (MiniLM) space; the build picks it up before switching
+        await rt.documents.ingestion.register_upload(
+            LOCAL, "late.txt", b"Glaciers carve U-shaped valleys as they move."
+        )
+        await rt.documents.ingestion.ingest()  # into the active (MiniLM) space; the build picks it up before switching
         await build
         result = await rt.searcher.search(
             "Glaciers carve U-shaped valleys as they move.", principal=LOCAL, limit=1, mode="keyword"

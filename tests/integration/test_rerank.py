@@ -16,7 +16,8 @@ from ragchat.settings import Settings
 
 from tests.fakes.ollama_server import Reply
 from tests.fakes.plugin import LLMFake
-from tests.support import LOCAL, ingest_texts, make_searcher
+from tests.support.corpus import Corpus, ingest_files
+from tests.support.services import LOCAL, make_searcher
 
 DOCS = {
     "volcano.txt": "Volcanic eruptions eject magma, ash and gases. Lava flows from the crater of a volcano.",
@@ -38,8 +39,8 @@ def judge(body: dict[str, Any]) -> Reply:
 
 
 @pytest.fixture
-async def corpus(pool: Any, embedder: Any, settings: Settings) -> None:
-    await ingest_texts(pool, embedder, settings, DOCS)
+async def corpus(pool: Any, embedder: Any, settings: Settings) -> Corpus:
+    return await ingest_files(pool, embedder, settings, DOCS)
 
 
 @pytest.fixture
@@ -51,7 +52,7 @@ async def client(llm: LLMFake, settings: Settings) -> AsyncIterator[LLMProvider]
 
 
 async def test_searcher_reranks_by_the_llm_scores(
-    corpus: None, pool: Any, embedder: Any, settings: Settings, llm: LLMFake, client: LLMProvider
+    corpus: Corpus, pool: Any, embedder: Any, settings: Settings, llm: LLMFake, client: LLMProvider
 ) -> None:
     searcher = make_searcher(
         pool, embedder, settings.model_copy(update={"rerank_enabled": True}), LLMReranker(client, settings)
@@ -81,7 +82,7 @@ async def test_searcher_reranks_by_the_llm_scores(
 
 
 async def test_candidates_are_limit_times_factor(
-    corpus: None, pool: Any, embedder: Any, settings: Settings, llm: LLMFake, client: LLMProvider
+    corpus: Corpus, pool: Any, embedder: Any, settings: Settings, llm: LLMFake, client: LLMProvider
 ) -> None:
     tuned = settings.model_copy(update={"rerank_enabled": True, "rerank_candidates_factor": 2})
     searcher = make_searcher(pool, embedder, tuned, LLMReranker(client, tuned))
@@ -92,7 +93,7 @@ async def test_candidates_are_limit_times_factor(
 
 
 async def test_llm_down_keeps_retrieval_order_and_says_so(
-    corpus: None, pool: Any, embedder: Any, settings: Settings, closed_ollama_url: str, llm: LLMFake
+    corpus: Corpus, pool: Any, embedder: Any, settings: Settings, closed_ollama_url: str, llm: LLMFake
 ) -> None:
     down = build_llm(
         settings.model_copy(
@@ -109,7 +110,7 @@ async def test_llm_down_keeps_retrieval_order_and_says_so(
     assert [c.score for c in result.chunks] == [c.score for c in plain.chunks]  # not 0 % relevance
 
 
-async def test_http_search_reports_rerank(corpus: None, live_app: Any, llm: LLMFake) -> None:
+async def test_http_search_reports_rerank(corpus: Corpus, live_app: Any, llm: LLMFake) -> None:
     llm.fake.responder = judge
     server = live_app(rerank_enabled=True, **llm.settings)
     async with httpx.AsyncClient(base_url=server.url, timeout=30) as http:
@@ -130,7 +131,7 @@ async def test_http_search_reports_rerank(corpus: None, live_app: Any, llm: LLMF
         assert len(llm.fake.chat_requests) == len(DOCS)
 
 
-async def test_app_reranks_through_its_own_sharded_client(corpus: None, live_app: Any, llm: LLMFake) -> None:
+async def test_app_reranks_through_its_own_sharded_client(corpus: Corpus, live_app: Any, llm: LLMFake) -> None:
     """No client handed in: the app builds its provider (and, for Ollama, the rerank shards) from settings."""
     llm.fake.responder = judge
     server = live_app(rerank_enabled=True, **llm.settings)

@@ -21,7 +21,8 @@ from ragchat.retrieval.search import Searcher
 from ragchat.settings import Settings
 
 from tests.fakes.ollama_server import FakeOllama, Reply
-from tests.support import LOCAL, ingest_texts, make_searcher
+from tests.support.corpus import Corpus, ingest_files
+from tests.support.services import LOCAL, make_searcher
 
 DOCS = {
     "volcano.txt": "Volcanic eruptions eject magma, ash and gases. Lava flows from the crater of a volcano.",
@@ -52,8 +53,8 @@ def half(body: dict[str, Any]) -> Reply:
 
 
 @pytest.fixture
-async def corpus(pool: Any, embedder: Any, settings: Settings) -> None:
-    await ingest_texts(pool, embedder, settings, DOCS)
+async def corpus(pool: Any, embedder: Any, settings: Settings) -> Corpus:
+    return await ingest_files(pool, embedder, settings, DOCS)
 
 
 @pytest.fixture
@@ -70,7 +71,7 @@ def on(settings: Settings, fake_ollama: FakeOllama) -> Settings:
 
 
 @pytest.fixture
-async def searcher(corpus: None, pool: Any, embedder: Any, on: Settings) -> AsyncIterator[Searcher]:
+async def searcher(corpus: Corpus, pool: Any, embedder: Any, on: Settings) -> AsyncIterator[Searcher]:
     provider: LLMProvider = build_llm(on)
     yield make_searcher(pool, embedder, on, LLMReranker(provider, on))
     await provider.close()
@@ -109,7 +110,7 @@ async def test_every_call_timing_out_is_failed(searcher: Searcher, fake_ollama: 
 
 
 async def test_the_deadline_passing_is_failed(
-    corpus: None, pool: Any, embedder: Any, on: Settings, fake_ollama: FakeOllama
+    corpus: Corpus, pool: Any, embedder: Any, on: Settings, fake_ollama: FakeOllama
 ) -> None:
     tight = on.model_copy(update={"rerank_timeout_s": 30.0, "rerank_deadline_s": 0.5})
     provider = build_llm(tight)
@@ -158,7 +159,7 @@ async def test_all_scored_is_ok(searcher: Searcher, fake_ollama: FakeOllama) -> 
 
 
 async def test_http_chat_and_mcp_report_the_status(
-    corpus: None, live_app: Any, fake_ollama: FakeOllama, searcher: Searcher
+    corpus: Corpus, live_app: Any, fake_ollama: FakeOllama, searcher: Searcher
 ) -> None:
     fake_ollama.responder = fail
     server = live_app(rerank_enabled=True, llm_provider="ollama", ollama_host=fake_ollama.url, rerank_timeout_s=0.5)

@@ -10,15 +10,15 @@ import numpy as np
 import psycopg
 import pytest
 from ragchat.core.search import SearchFilters
-from ragchat.db.access import ReadScope
 from ragchat.documents.ingest.registration import register_bytes
+from ragchat.readscope.sql import ReadScope
 from ragchat.retrieval.keyword import keyword_search
 from ragchat.retrieval.search import Searcher
 from ragchat.retrieval.vector import vector_search
 from ragchat.settings import Settings
 from ragchat.vectors.store import Space, VectorRow, create_space, insert_vectors, space_in_state
 
-from tests.support import LOCAL, LOCAL_OWNER_ID, Principal, make_pipeline, make_searcher
+from tests.support.services import LOCAL, LOCAL_OWNER_ID, Principal, make_pipeline, make_searcher
 
 DOCS = {
     "volcano.txt": "Volcanic eruptions eject magma, ash and gases. Lava flows from the crater of a volcano.",

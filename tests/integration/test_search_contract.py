@@ -10,12 +10,11 @@ from typing import Any
 import httpx
 import pytest
 from ragchat.core.search import INSUFFICIENT_MESSAGE, ChunkHit, Confidence, Location, citation_of, snippet_of
-from ragchat.documents.ingest.registration import register_bytes
 from ragchat.retrieval.schemas import MAX_SEARCH_QUERY_CHARS, SEARCH_BODY_BYTES
 from ragchat.retrieval.search import Searcher
 from ragchat.settings import Settings
 
-from tests.support import LOCAL_OWNER_ID, make_pipeline
+from tests.support.corpus import Corpus, ingest_files
 
 DOCS = {
     "volcano.txt": ("Volcanic eruptions eject magma, ash and gases. Lava flows from the crater of a volcano.", "geo"),
@@ -26,17 +25,14 @@ DOCS = {
 
 
 @pytest.fixture
-async def corpus(pool: Any, embedder: Any, settings: Settings) -> dict[str, str]:
-    ids: dict[str, str] = {}
-    for name, (text, team) in DOCS.items():
-        registered = await register_bytes(pool, LOCAL_OWNER_ID, name, text.encode(), settings, metadata={"team": team})
-        ids[name] = str(registered[0].document_id)
-    await make_pipeline(pool, embedder, settings).run()
-    return ids
+async def corpus(pool: Any, embedder: Any, settings: Settings) -> Corpus:
+    texts = {name: text for name, (text, _) in DOCS.items()}
+    teams = {name: {"team": team} for name, (_, team) in DOCS.items()}
+    return await ingest_files(pool, embedder, settings, texts, metadata=teams)
 
 
 @pytest.fixture
-async def http(corpus: dict[str, str], live_app: Any) -> Any:
+async def http(corpus: Corpus, live_app: Any) -> Any:
     server = live_app()
     async with httpx.AsyncClient(base_url=server.url, timeout=30) as client:
         yield client
@@ -78,9 +74,9 @@ async def test_post_snippet_of_a_long_passage(http: httpx.AsyncClient) -> None:
     assert top["content"][len(top["snippet"]) - 1] == " "  # cut at a word boundary
 
 
-async def test_post_filters(http: httpx.AsyncClient, corpus: dict[str, str]) -> None:
+async def test_post_filters(http: httpx.AsyncClient, corpus: Corpus) -> None:
     q = "rise"
-    only = await http.post("/api/search", json={"query": q, "filters": {"document_ids": [corpus["tides.txt"]]}})
+    only = await http.post("/api/search", json={"query": q, "filters": {"document_ids": [str(corpus["tides.txt"])]}})
     assert {c["filename"] for c in only.json()["chunks"]} == {"tides.txt"}
     for meta in ({"team": "geo"}, {"team": ["geo"]}, {"team": ["geo", "geo"]}):
         geo = await http.post("/api/search", json={"query": q, "filters": {"metadata": meta}})
@@ -88,7 +84,7 @@ async def test_post_filters(http: httpx.AsyncClient, corpus: dict[str, str]) -> 
         assert {c["filename"] for c in geo.json()["chunks"]} == {"volcano.txt", "tides.txt"}
     both = await http.post("/api/search", json={"query": q, "filters": {"metadata": {"team": ["geo", "food"]}}})
     assert both.status_code == 200 and len({c["filename"] for c in both.json()["chunks"]}) == 4  # OR within a key
-    none = await http.post("/api/search", json={"query": q, "filters": {"collection_ids": [corpus["bread.txt"]]}})
+    none = await http.post("/api/search", json={"query": q, "filters": {"collection_ids": [str(corpus["bread.txt"])]}})
     assert none.status_code == 200 and none.json()["chunks"] == []
     assert none.json()["confidence"]["label"] == "insufficient"
 

@@ -15,7 +15,7 @@ from ragchat.retrieval.suggestions import display_title, heading_topic, suggest
 from ragchat.settings import Settings
 
 from tests.fakes.ollama_server import FakeOllama
-from tests.support import LOCAL_OWNER_ID, ingest_texts, register_many
+from tests.support.services import LOCAL_OWNER_ID, ingest_texts, register_many
 
 HANDBOOK = """# Employee Handbook
 

@@ -24,7 +24,7 @@ from ragchat.documents.sync.watch import watch
 from ragchat.settings import Settings
 
 from tests.integration.test_ingest import rows
-from tests.support import LOCAL_OWNER_ID, make_pipeline
+from tests.support.services import LOCAL_OWNER_ID, make_pipeline
 
 ALPHA = "Alpha notes. The glacier retreated four kilometres between 1950 and 2020, exposing bare granite."
 BRAVO = "# Bravo\n\nSourdough needs a lively starter, flour, water and salt. Proof it overnight in the fridge."

@@ -27,7 +27,7 @@ from ragchat.settings import Settings
 
 from tests.integration.test_ingest import rows
 from tests.integration.test_ingest_leases import long_text
-from tests.support import LOCAL_OWNER_ID
+from tests.support.services import LOCAL_OWNER_ID
 
 pytestmark = pytest.mark.slow  # minutes: `make test-slow` (CI runs it)
 

@@ -15,9 +15,9 @@ import psycopg
 import pytest
 from ragchat.documents.fetch.fetcher import WebFetcher
 
-from tests.accounts_support import add_user, setup_admin, signed_in
 from tests.integration.test_http_api import wait_ready
-from tests.web_site import ARTICLE_FACT, BOILERPLATE, PDF_TEXT, Site, gzip_bomb
+from tests.support.accounts import add_user, setup_admin, signed_in
+from tests.support.web_site import ARTICLE_FACT, BOILERPLATE, PDF_TEXT, Site, gzip_bomb
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -32,7 +32,7 @@ def site() -> Iterator[Site]:
 def allow_site(server: Any, site: Site) -> None:
     """The running app's fetcher, with ALLOW_PRIVATE_URLS off, allowing exactly the test site's 127.0.0.1:port."""
     runtime = server.server.config.app.dependencies["runtime"].dependency()
-    runtime.documents.web = WebFetcher(runtime.settings, allow={("127.0.0.1", site.port)})
+    runtime.documents.ingestion.web = WebFetcher(runtime.settings, allow={("127.0.0.1", site.port)})
 
 
 def chunks_of(db: str, document_id: str) -> list[str]:

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.accounts_support import setup_admin, upload
+from tests.support.accounts import setup_admin, upload
 
 EVIL = "http://127.0.0.1:8199"
 

@@ -18,8 +18,8 @@ import httpx
 import pytest
 from httpx_sse import aconnect_sse
 
-from tests.integration.test_chat_helpers import chat, first, get_thread, names, text_of
 from tests.real.model import RealLLM
+from tests.support.chat import chat, first, get_thread, names, text_of
 
 DOCS = {
     "x200-manual.txt": (

@@ -33,7 +33,7 @@ from ragchat.documents.parsing.parsers import (
 )
 from ragchat.retrieval.filters import location_sql, parse_location_filters
 
-from tests.hostile_files import (
+from tests.support.hostile_files import (
     entity_bomb_xml,
     many_cues_vtt,
     parts_of,

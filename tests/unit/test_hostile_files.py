@@ -11,7 +11,7 @@ from ragchat.documents.parsing.limits import ParseLimits
 from ragchat.documents.parsing.parsers import ParseError, Section, iter_beir_jsonl, parse
 from ragchat.settings import Settings
 
-from tests.hostile_files import (
+from tests.support.hostile_files import (
     MB,
     docx_with_body,
     many_pages_pdf,

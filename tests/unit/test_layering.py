@@ -7,7 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import grimp
+import pytest
+
+from tests.support.imports import import_cycles
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -19,30 +21,65 @@ def test_import_contracts_are_kept() -> None:
 
 
 def test_no_import_cycles_between_modules() -> None:
-    graph = grimp.build_graph("ragchat", cache_dir=None)
-    edges = {m: graph.find_modules_directly_imported_by(m) for m in graph.modules}
-    # a package's __init__ importing its own submodules is a re-export, not a cycle of dependencies
-    state: dict[str, int] = {}
-    stack: list[str] = []
-    cycles: list[list[str]] = []
+    """0 cycles, counting imports inside functions, a package's `__init__` importing its submodules, and the
+    ancestor packages an import runs (see tests/support/imports.py)."""
+    cycles = import_cycles("ragchat")
+    assert cycles == [], "\n".join(" ↔ ".join(c) for c in cycles)
 
-    def visit(module: str) -> None:
-        state[module] = 1
-        stack.append(module)
-        for target in sorted(edges.get(module, ())):
-            if target.startswith(module + "."):
-                continue
-            if state.get(target) == 1:
-                cycles.append([*stack[stack.index(target) :], target])
-            elif target not in state:
-                visit(target)
-        stack.pop()
-        state[module] = 2
 
-    for module in sorted(graph.modules):
-        if module not in state:
-            visit(module)
-    assert cycles == [], "\n".join(" → ".join(c) for c in cycles)
+def _plant(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+PLANTED = {
+    "top_level": {
+        "a/__init__.py": "",
+        "a/one.py": "from a import two\n",
+        "a/two.py": "from a.one import *\n",
+    },
+    "inside_a_function": {
+        "b/__init__.py": "",
+        "b/one.py": "from b import two\n",
+        "b/two.py": "def later():\n    from b import one\n    return one\n",
+    },
+    "package_to_submodule": {  # parsers -> formats/__init__ -> formats.epub -> parsers (the old parser cycle)
+        "c/__init__.py": "",
+        "c/parsers.py": "from c.formats import PARSERS\n",
+        "c/formats/__init__.py": "from c.formats.epub import parse\nPARSERS = {'.epub': parse}\n",
+        "c/formats/epub.py": "from c.parsers import *\ndef parse(): ...\n",
+    },
+    "ancestor_package": {  # importing d.pkg.leaf runs d/pkg/__init__, which imports the importer
+        "d/__init__.py": "",
+        "d/user.py": "import d.pkg.leaf\n",
+        "d/pkg/__init__.py": "from d import user\n",
+        "d/pkg/leaf.py": "",
+    },
+}
+
+
+@pytest.mark.parametrize("kind", sorted(PLANTED))
+def test_the_cycle_check_fails_on_a_planted_cycle(kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _plant(tmp_path, PLANTED[kind])
+    monkeypatch.syspath_prepend(str(tmp_path))
+    package = next(iter(PLANTED[kind])).split("/")[0]
+    assert import_cycles(package) != []
+
+
+def test_the_cycle_check_passes_a_package_that_only_re_exports(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A package importing its submodules, which import their siblings, is no cycle: the check is not blind."""
+    _plant(
+        tmp_path,
+        {
+            "e/__init__.py": "from e.one import f\n",
+            "e/one.py": "from e import two\nf = two.g\n",
+            "e/two.py": "def g(): ...\n",
+        },
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert import_cycles("e") == []
 
 
 def test_every_cli_option_has_help() -> None:

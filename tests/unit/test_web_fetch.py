@@ -19,7 +19,7 @@ from ragchat.documents.fetch.urlguard import Refused, UrlGuard, ip_literal, syst
 from ragchat.settings import Settings
 
 from tests.conftest import make_settings
-from tests.web_site import ARTICLE_FACT, BOILERPLATE, PDF_TEXT, Site, gzip_bomb, long_page, self_signed
+from tests.support.web_site import ARTICLE_FACT, BOILERPLATE, PDF_TEXT, Site, gzip_bomb, long_page, self_signed
 
 
 @pytest.fixture

@@ -227,3 +227,7 @@ async def credential_valid(conn: Conn, user_id: UUID, via: str, credential: str 
         row = await (await conn.execute(query, (UUID(credential), user_id))).fetchone()
         return row is not None
     return via == "local"
+
+
+async def ensure_service_user(conn: Conn, user_id: UUID, name: str) -> None:
+    await conn.execute("INSERT INTO users (id, name) VALUES (%s, %s) ON CONFLICT (id) DO NOTHING", (user_id, name))

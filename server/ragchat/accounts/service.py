@@ -199,6 +199,11 @@ class AccountService:
                 raise NotFound(f"token {token_id} not found")
 
     # ---- admin ----------------------------------------------------------------------------------------------
+    async def ensure_service_user(self, user_id: UUID, name: str) -> None:
+        """A user row with no login (an evaluation dataset's owner), created once."""
+        async with self.pool.connection() as conn:
+            await repo.ensure_service_user(conn, user_id, name)
+
     async def list_users(self) -> list[dict[str, Any]]:
         async with self.pool.connection() as conn:
             return await repo.list_users(conn)

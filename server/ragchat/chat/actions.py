@@ -15,8 +15,8 @@ from psycopg.types.json import Jsonb
 from ragchat.chat.schemas import TITLE_MAX_CHARS, FeedbackBody, ThreadPatch
 from ragchat.core.errors import BadRequest, Forbidden, NotFound
 from ragchat.core.principal import Principal
-from ragchat.db.access import unreadable
-from ragchat.db.pool import Conn, Pool
+from ragchat.db.pool import Pool
+from ragchat.readscope.sql import unreadable, unreadable_collections
 
 FEEDBACK_EXPORT_MAX = 50_000  # rows in one export
 EXPORT_COLUMNS = [
@@ -104,19 +104,6 @@ def feedback_jsonl(rows: Iterable[dict[str, Any]]) -> str:
 # ---- thread title and settings -------------------------------------------------------------------------------
 
 
-async def _unreadable_collections(conn: Conn, user_id: UUID, ids: list[UUID]) -> list[UUID]:
-    """Those of `ids` that are not collections the user owns or is a member of."""
-    rows = await (
-        await conn.execute(
-            """SELECT c.id FROM collections c WHERE c.id = ANY(%(ids)s) AND (c.owner_id = %(uid)s OR EXISTS (
-                   SELECT 1 FROM collection_members m WHERE m.collection_id = c.id AND m.user_id = %(uid)s))""",
-            {"ids": ids, "uid": user_id},
-        )
-    ).fetchall()
-    found = {r["id"] for r in rows}
-    return [i for i in ids if i not in found]
-
-
 def clean_title(raw: str) -> str:
     title = " ".join(raw.replace("\x00", "").split())
     if not title:
@@ -147,7 +134,7 @@ async def update_thread(pool: Pool, principal: Principal, thread_id: UUID, patch
             missing = await unreadable(conn, owner, documents)
             if missing:
                 raise NotFound(f"documents not found: {', '.join(map(str, missing[:10]))}")
-            missing = await _unreadable_collections(conn, owner, collections) if collections else []
+            missing = await unreadable_collections(conn, owner, collections) if collections else []
             if missing:
                 raise NotFound(f"collections not found: {', '.join(map(str, missing[:10]))}")
             settings = s.model_copy(

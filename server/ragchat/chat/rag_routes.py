@@ -25,8 +25,8 @@ from ragchat.core.errors import BadRequest, NotFound
 from ragchat.core.http import EventStream, also_event_stream, error_responses, response_spec
 from ragchat.core.principal import Principal
 from ragchat.core.search import parse_mode
-from ragchat.db.access import unreadable
 from ragchat.db.ratelimit import RateLimiter
+from ragchat.readscope.sql import unreadable
 from ragchat.settings import SearchMode
 
 

@@ -38,22 +38,24 @@ async def ingest(settings: Settings, args: argparse.Namespace) -> int:
     async with open_runtime(settings) as rt:
         principal = await acting_as(rt, args.user)
         if args.collection:
-            await rt.documents.check_collection_writable(principal, UUID(args.collection[0]))
+            await rt.documents.catalog.check_collection_writable(principal, UUID(args.collection[0]))
         paths = [Path(p) for p in args.paths if not remote.is_url(p)]
         chunking = None
         if args.chunk or args.chunk_tokens:
             chunking = {"requested": args.chunk or settings.chunk_strategy, "tokens": args.chunk_tokens}
         asked = Asked(chunking=chunking, metadata=meta or None)
-        registered = await rt.documents.register_paths(principal, paths, retry_failed=args.retry_failed, asked=asked)
+        registered = await rt.documents.ingestion.register_paths(
+            principal, paths, retry_failed=args.retry_failed, asked=asked
+        )
         fetched = await register_urls(rt.documents, principal, [p for p in args.paths if remote.is_url(p)])
-        await rt.documents.set_upload_metadata(principal, fetched, meta)
+        await rt.documents.metadata.set_upload_metadata(principal, fetched, meta)
         if chunking:
-            await rt.documents.set_chunking(principal, fetched, chunking)
+            await rt.documents.ingestion.set_chunking(principal, fetched, chunking)
         registered += fetched
         if args.collection:
             for r in registered:
                 if r.document_id:
-                    await rt.documents.add_to_collection(principal, r.document_id, UUID(args.collection[0]))
+                    await rt.documents.catalog.add_to_collection(principal, r.document_id, UUID(args.collection[0]))
         queued = [r for r in registered if r.status in ("queued", "requeued")]
         duplicates = [r for r in registered if r.status == "duplicate"]
         rejected = [r for r in registered if r.status == "rejected"]
@@ -72,7 +74,7 @@ async def ingest(settings: Settings, args: argparse.Namespace) -> int:
             )
             bar.refresh()
 
-        progress = await rt.documents.ingest([r.document_id for r in queued if r.document_id], report)
+        progress = await rt.documents.ingestion.ingest([r.document_id for r in queued if r.document_id], report)
         bar.close()
         elapsed = time.perf_counter() - started
     print(
@@ -100,7 +102,7 @@ async def register_urls(documents: DocumentService, principal: Principal, urls: 
     out: list[Registered] = []
     for url in urls:
         try:
-            out += await documents.register_url(principal, url)
+            out += await documents.ingestion.register_url(principal, url)
         except RagchatError as exc:
             out.append(Registered(url, "rejected", error=f"{url}: {exc.message}", code=exc.code))
     return out
@@ -114,7 +116,7 @@ async def worker(settings: Settings, args: argparse.Namespace) -> int:
     logging.getLogger("ragchat.documents").setLevel(logging.INFO)  # a line per stored document, for operators
     async with open_runtime(settings) as rt:
         print("ragchat worker: waiting for queued documents (Ctrl+C to stop)", flush=True)
-        await rt.documents.run_worker(stop, poll_s=args.poll)
+        await rt.documents.ingestion.run_worker(stop, poll_s=args.poll)
     return 0
 
 
@@ -133,12 +135,12 @@ async def retry(settings: Settings, args: argparse.Namespace) -> int:
     async with open_runtime(settings) as rt:
         principal = await acting_as(rt, args.user)
         if args.all_failed:
-            ids += await rt.documents.retry_all_failed(principal)
+            ids += await rt.documents.ingestion.retry_all_failed(principal)
             print(f"queued again {len(ids)} failed documents")
             ids = []
         for doc_id in ids:
             try:
-                row = await rt.documents.retry(principal, doc_id)
+                row = await rt.documents.ingestion.retry(principal, doc_id)
                 print(f"queued     {doc_id}  {row['filename']}")
             except RagchatError as exc:
                 failed += 1

@@ -124,7 +124,7 @@ async def _beir(rt: Any, args: argparse.Namespace) -> tuple[int, int, dict[str, 
         bar.n = p.documents_done + p.documents_failed
         bar.refresh()
 
-    ingested = await ensure_corpus(rt.pool, rt.documents, dataset, owner, report)
+    ingested = await ensure_corpus(rt.accounts, rt.documents.ingestion, dataset, owner, report)
     bar.close()
     check = await check_ingest(rt.pool, owner)
     print(f"ingested {ingested} corpus documents now; {check.ready} ready in all", file=sys.stderr)

@@ -23,10 +23,10 @@ async def extract(settings: Settings, args: argparse.Namespace) -> int:
         principal = await acting_as(rt, args.user)
         queued: list[UUID] = []
         for document_id in ids or [None]:
-            queued += await rt.documents.request_extraction(principal, document_id)
-        done, failed = await rt.documents.extract_pending(queued)
+            queued += await rt.documents.metadata.request_extraction(principal, document_id)
+        done, failed = await rt.documents.metadata.extract_pending(queued)
         for document_id in queued:
-            row = await rt.documents.get(principal, document_id)
+            row = await rt.documents.catalog.get(principal, document_id)
             if row is None:
                 continue
             status = row.get("metadata_status") or "not run"

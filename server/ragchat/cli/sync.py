@@ -47,7 +47,7 @@ async def sync(settings: Settings, args: argparse.Namespace) -> int:
                 bar.refresh()
 
             try:
-                return await rt.documents.ingest(ids, report)
+                return await rt.documents.ingestion.ingest(ids, report)
             finally:
                 bar.close()
 

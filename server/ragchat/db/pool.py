@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -124,15 +123,3 @@ def prepare_database(settings: Settings) -> Database:
     if applied:
         log.info("applied migrations: %s", ", ".join(applied))
     return Database(uri=uri, embedded=embedded)
-
-
-@asynccontextmanager
-async def open_pool(uri: str, settings: Settings) -> AsyncIterator[Pool]:
-    pool = make_pool(
-        uri, min_size=settings.db_pool_min, max_size=settings.db_pool_max, timeout=settings.db_pool_timeout_s
-    )
-    await pool.open(wait=True)
-    try:
-        yield pool
-    finally:
-        await pool.close()

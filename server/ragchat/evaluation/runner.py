@@ -22,6 +22,7 @@ __all__ = [
     "CorpusLoader",
     "IngestCheck",
     "Measurement",
+    "ServiceUsers",
     "check_ingest",
     "ensure_corpus",
     "eval_owner",
@@ -34,13 +35,20 @@ MAX_LISTED_FAILURES = 20
 
 
 class CorpusLoader(Protocol):
-    """What the evaluation needs from the documents domain (its `DocumentService` fits)."""
+    """What the evaluation needs from the documents domain (its `IngestService` fits)."""
 
     async def register_bulk(self, principal: Principal, filename: str, data: bytes) -> Sequence[Any]: ...
 
     async def ingest(
         self, ids: Sequence[UUID] | None = None, on_progress: Callable[[Any], None] | None = None
     ) -> Any: ...
+
+
+class ServiceUsers(Protocol):
+    """What the evaluation needs from the accounts domain: a user row to own a dataset's corpus (its
+    `AccountService` fits)."""
+
+    async def ensure_service_user(self, user_id: UUID, name: str) -> None: ...
 
 
 _NAMESPACE = uuid.UUID("5b1f6f0e-6d1c-4d0e-9d55-7e3f1b8a2c10")
@@ -52,18 +60,14 @@ def eval_owner(dataset: BeirDataset) -> UUID:
 
 
 async def ensure_corpus(
-    pool: Pool,
+    users: ServiceUsers,
     loader: CorpusLoader,
     dataset: BeirDataset,
     owner: UUID,
     on_progress: Callable[[Any], None] | None = None,
 ) -> int:
     """Ingest the corpus for `owner` unless it is already there; returns the number of documents ingested now."""
-    async with pool.connection() as conn:
-        await conn.execute(
-            "INSERT INTO users (id, name) VALUES (%s, %s) ON CONFLICT (id) DO NOTHING",
-            (owner, f"eval:{dataset.path.name}"),
-        )
+    await users.ensure_service_user(owner, f"eval:{dataset.path.name}")
     data = dataset.corpus_path.read_bytes()
     registered = await loader.register_bulk(Principal(owner, "eval", False), dataset.corpus_path.name, data)
     queued = [r.document_id for r in registered if r.status in ("queued", "requeued") and r.document_id]

@@ -50,7 +50,7 @@ async def check_readable(
     """Unknown (or unreadable) document or collection ids are an error, not silently no results."""
     rt, who = caller.runtime, caller.principal
     for document_id in document_ids or ():
-        if await rt.documents.get(who, document_id) is None:
+        if await rt.documents.catalog.get(who, document_id) is None:
             raise NotFound(f"document {document_id} not found: list_documents shows the ids you can use")
     for collection_id in collection_ids or ():
         await rt.collections.get(who, collection_id)
@@ -88,7 +88,7 @@ async def search_documents(
 
 
 async def list_documents(caller: Caller, query: str | None = None, limit: int = 100) -> DocumentList:
-    rows = await caller.runtime.documents.list(caller.principal)
+    rows = await caller.runtime.documents.catalog.list(caller.principal)
     needle = (query or "").strip().casefold()
     if needle:
         rows = [r for r in rows if needle in r["title"].casefold() or needle in r["filename"].casefold()]
@@ -108,7 +108,7 @@ async def read_document(
     start = max(0, start_chunk or 0)
     if end_chunk is not None and end_chunk < start:
         raise BadRequest(f"end_chunk ({end_chunk}) is before start_chunk ({start})")
-    document, rows = await caller.runtime.documents.read_chunks(
+    document, rows = await caller.runtime.documents.catalog.read_chunks(
         caller.principal, document_id, start=start, end=end_chunk, page=page, limit=READ_MAX_CHUNKS + 1
     )
     total = int(document["chunks_total"] or 0)

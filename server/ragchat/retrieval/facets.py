@@ -11,8 +11,8 @@ from typing import Any
 
 from ragchat.core.principal import Principal
 from ragchat.core.search import Facets, FacetValue, SearchFilters
-from ragchat.db.access import ReadScope, read_scope, readable, scope_params
 from ragchat.db.pool import Pool
+from ragchat.readscope.sql import ReadScope, read_scope, readable, scope_params
 from ragchat.retrieval.filters import metadata_path
 
 TOP_VALUES = 20  # per key

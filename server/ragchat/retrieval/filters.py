@@ -8,7 +8,7 @@ from typing import Any
 
 from ragchat.core.errors import BadRequest
 from ragchat.core.search import LOCATION_FILTER_KEYS, SearchFilters
-from ragchat.db.access import ReadScope, readable, scope_params
+from ragchat.readscope.sql import ReadScope, readable, scope_params
 
 
 def filter_sql(scope: ReadScope, filters: SearchFilters | None, alias: str = "c") -> tuple[str, dict[str, Any]]:

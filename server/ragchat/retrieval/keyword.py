@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Literal, LiteralString, cast
 
 from ragchat.core.search import SearchFilters
-from ragchat.db.access import OTHERS_SHARED_DOCUMENTS, ReadScope
 from ragchat.db.pool import Conn
+from ragchat.readscope.sql import OTHERS_SHARED_DOCUMENTS, ReadScope
 from ragchat.retrieval.filters import filter_sql
 
 Scorer = Literal["bm25", "ts_rank"]

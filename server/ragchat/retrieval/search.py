@@ -27,9 +27,9 @@ from ragchat.core.search import (
     Trace,
     parse_mode,
 )
-from ragchat.db.access import ReadScope, read_scope, readable, scope_params
 from ragchat.db.pool import Pool
 from ragchat.providers.embeddings.base import EmbeddingError
+from ragchat.readscope.sql import ReadScope, read_scope, readable, scope_params
 from ragchat.retrieval.fusion import Fused, fuse, keyword_only, vector_only
 from ragchat.retrieval.keyword import keyword_search
 from ragchat.retrieval.rerank import Reranked

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from ragchat.db.access import read_scope, readable, scope_params
 from ragchat.db.pool import Pool
+from ragchat.readscope.sql import read_scope, readable, scope_params
 
 DOCS_SCANNED = 24  # newest readable ready documents looked at
 HEADINGS_PER_DOC = 3

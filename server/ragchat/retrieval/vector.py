@@ -16,8 +16,8 @@ import numpy as np
 from psycopg import sql
 
 from ragchat.core.search import SearchFilters
-from ragchat.db.access import ReadScope
 from ragchat.db.pool import Conn
+from ragchat.readscope.sql import ReadScope
 from ragchat.retrieval.filters import filter_sql
 from ragchat.vectors.store import Space
 

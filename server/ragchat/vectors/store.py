@@ -191,3 +191,11 @@ async def drop_space(conn: Conn, space: Space) -> None:
     await conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(space.index_name()))
     await conn.execute("DELETE FROM chunk_embeddings WHERE space_id = %s", (space.id,))
     await conn.execute("DELETE FROM embedding_spaces WHERE id = %s", (space.id,))
+
+
+async def still_active(conn: Conn, space: Space) -> bool:
+    """Whether `space` is still the active one, holding it so (FOR SHARE) until the caller's transaction ends."""
+    row = await (
+        await conn.execute("SELECT state FROM embedding_spaces WHERE id = %s FOR SHARE", (space.id,))
+    ).fetchone()
+    return row is not None and row["state"] == "active"

@@ -95,18 +95,18 @@ class DocumentBrowseController(Controller):
         """Delete or retry up to 500 documents, each by the rules of its single route: only the owner deletes or
         retries; retry takes a failed (or stuck) one. Ids the caller may not read (another user's) are reported
         "not found" and never touched. One result per distinct id, in the order given."""
-        out = await documents.bulk(principal, data.action, data.ids)
+        out = await documents.catalog.bulk(principal, data.action, data.ids)
         return BulkResults(results=[BulkResult(id=i, ok=err is None, error=err) for i, err in out.items()])
 
     @get("/{document_id:uuid}/file", responses=error_responses(404), operation_class=file_download("*/*"))
     async def file(self, document_id: UUID, documents: DocumentService, principal: Principal) -> Stream:
         """The original file as uploaded, streamed. PDF is `inline` (the viewer shows it); every other type is an
         attachment, and HTML, SVG or XML is sent as text/plain; always nosniff and a sandboxing CSP."""
-        row, size = await documents.open_file(principal, document_id)
+        row, size = await documents.catalog.open_file(principal, document_id)
         ctype = safe_content_type(row["content_type"])
         inline = ctype in _INLINE
         return Stream(
-            documents.file_slices(document_id, size),
+            documents.catalog.file_slices(document_id, size),
             media_type=ctype,
             headers={
                 "Content-Length": str(size),
@@ -131,7 +131,7 @@ class DocumentBrowseController(Controller):
     ) -> ChunkList:
         """A readable document's chunks in order, with their page, section and location (404 for a document
         the caller may not read, or a `chunk_id` that is not one of its chunks)."""
-        rows, total, first = await documents.chunk_page(
+        rows, total, first = await documents.catalog.chunk_page(
             principal, document_id, offset=offset, limit=limit, chunk_id=chunk_id
         )
         return ChunkList(chunks=[DocumentChunk.of(r) for r in rows], total=total, offset=first)

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from uuid import UUID
 
-from ragchat.db.access import read_scope, readable, scope_params
 from ragchat.db.pool import Conn, Pool
-from ragchat.documents.catalog.repository import _SHARED_COLUMNS, DOCUMENT_COLUMNS  # pyright: ignore[reportPrivateUsage]
+from ragchat.documents.catalog.repository import DOCUMENT_COLUMNS, SHARED_COLUMNS
 from ragchat.documents.ingest.registration import BEIR_RECORD_TYPE
+from ragchat.readscope.sql import read_scope, readable, scope_params
 
 SortKey = Literal["created_at", "title", "byte_size", "status"]
 Order = Literal["desc", "asc"]
@@ -91,7 +91,7 @@ async def list_page(conn: Conn, reader: UUID, query: ListQuery) -> tuple[list[di
     columns = ", ".join("d." + c.strip() for c in DOCUMENT_COLUMNS.split(","))
     rows = await (
         await conn.execute(
-            f"""SELECT {columns}, {_SHARED_COLUMNS} FROM documents d JOIN users u ON u.id = d.owner_id
+            f"""SELECT {columns}, {SHARED_COLUMNS} FROM documents d JOIN users u ON u.id = d.owner_id
                 WHERE {clause} ORDER BY {_SORT_SQL[query.sort]} {direction}, d.id {direction}
                 LIMIT %(limit)s OFFSET %(offset)s""",  # type: ignore[arg-type]  # whitelisted SQL fragments
             params,

@@ -56,8 +56,8 @@ async def upload_results(
     results: list[UploadResult] = []
     for outcome in outcomes:
         if collection_id is not None and outcome.document_id:
-            await documents.add_to_collection(principal, outcome.document_id, collection_id)
-        row = await documents.get(principal, outcome.document_id) if outcome.document_id else None
+            await documents.catalog.add_to_collection(principal, outcome.document_id, collection_id)
+        row = await documents.catalog.get(principal, outcome.document_id) if outcome.document_id else None
         results.append(
             UploadResult(
                 filename=outcome.filename,
@@ -91,7 +91,7 @@ class DocumentController(Controller):
         """What I may read: my documents and those shared with me (`collection_id`: one collection's), one page
         (newest first unless `sort`/`order` say otherwise) with `total`, how many match in all."""
         query = ListQuery(q.strip() if q else None, status, type, collection_id, sort, order, limit, offset)
-        rows, total = await documents.list_page(principal, query)
+        rows, total = await documents.catalog.list_page(principal, query)
         return DocumentList(documents=[Document.of(r) for r in rows], total=total)
 
     @post("/", status_code=201, responses=error_responses(404))
@@ -118,16 +118,18 @@ class DocumentController(Controller):
         if not data.files:
             raise BadRequest("no files in the upload (send multipart/form-data with one or more 'files' fields)")
         if collection_id is not None:
-            await documents.check_collection_writable(principal, collection_id)
+            await documents.catalog.check_collection_writable(principal, collection_id)
         outcomes: list[Registered] = []
         for upload in data.files:
             content = await upload.read()
             asked = Asked(chunking=chunking, metadata=metadata or None)
-            outcomes += await documents.register_upload(principal, upload.filename or "upload", content, asked)
+            outcomes += await documents.ingestion.register_upload(
+                principal, upload.filename or "upload", content, asked
+            )
         if preferences.metadata_extraction and not documents.settings.metadata_extraction:  # this user opted in
             for new in outcomes:
                 if new.document_id and new.status in ("queued", "requeued"):
-                    await documents.request_extraction(principal, new.document_id)
+                    await documents.metadata.request_extraction(principal, new.document_id)
         return await upload_results(documents, principal, outcomes, collection_id)
 
     @post("/url", status_code=201, request_max_body_size=URL_BODY_BYTES, responses=URL_ERRORS)
@@ -138,13 +140,13 @@ class DocumentController(Controller):
         checked the same way. Bounded by URL_FETCH_TIMEOUT_S (504) and MAX_UPLOAD_MB (413); a type ragchat cannot
         read is 415; the site failing or answering 4xx/5xx is 502."""
         if data.collection_id is not None:
-            await documents.check_collection_writable(principal, data.collection_id)
-        outcomes = await documents.register_url(principal, data.url)
+            await documents.catalog.check_collection_writable(principal, data.collection_id)
+        outcomes = await documents.ingestion.register_url(principal, data.url)
         return await upload_results(documents, principal, outcomes, data.collection_id)
 
     @get("/{document_id:uuid}", responses=error_responses(404))
     async def get_document(self, document_id: UUID, documents: DocumentService, principal: Principal) -> Document:
-        row = await documents.get(principal, document_id)
+        row = await documents.catalog.get(principal, document_id)
         if row is None:
             raise NotFound(f"document {document_id} not found")
         return Document.of(row)
@@ -153,13 +155,13 @@ class DocumentController(Controller):
     async def retry_document(self, document_id: UUID, documents: DocumentService, principal: Principal) -> Document:
         """Queue a failed document again (or a stuck one: processing whose worker's lease ran out), with its
         attempts reset. Only the owner (403 for a reader); 409 when it is queued, processing or ready."""
-        return Document.of(await documents.retry(principal, document_id))
+        return Document.of(await documents.ingestion.retry(principal, document_id))
 
     @post("/{document_id:uuid}/cancel", status_code=200, responses=error_responses(403, 404, 409))
     async def cancel_document(self, document_id: UUID, documents: DocumentService, principal: Principal) -> Document:
         """Stop a queued or processing document: it becomes failed with the error "cancelled" and its worker
         drops the work at the next batch (Retry queues it again). Only the owner; 409 when ready or failed."""
-        return Document.of(await documents.cancel(principal, document_id))
+        return Document.of(await documents.ingestion.cancel(principal, document_id))
 
     @post(
         "/{document_id:uuid}/rechunk",
@@ -175,7 +177,7 @@ class DocumentController(Controller):
         searchable until the new ones replace them. The owner or a collection writer (403 for a reader); 409
         while it is queued or processing."""
         chunking = {"requested": data.strategy, "tokens": data.chunk_tokens}
-        return Document.of(await documents.rechunk(principal, document_id, chunking))
+        return Document.of(await documents.ingestion.rechunk(principal, document_id, chunking))
 
     @patch("/{document_id:uuid}", request_max_body_size=PATCH_BODY_BYTES, responses=error_responses(400, 403, 404, 413))
     async def update_document(
@@ -186,8 +188,8 @@ class DocumentController(Controller):
         most 20 strings (500 characters each), at most 50 keys of 64 characters; the server's keys (source_path,
         source_url, ...) cannot be changed. The owner or a collection writer (403 for a reader, 404 otherwise)."""
         checked = check_metadata(data.metadata, allow_null=True)
-        return Document.of(await documents.update_metadata(principal, document_id, checked))
+        return Document.of(await documents.metadata.update_metadata(principal, document_id, checked))
 
     @delete("/{document_id:uuid}", status_code=204, responses=error_responses(404))
     async def delete_document(self, document_id: UUID, documents: DocumentService, principal: Principal) -> None:
-        await documents.delete(principal, document_id)
+        await documents.catalog.delete(principal, document_id)

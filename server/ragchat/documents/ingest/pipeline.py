@@ -31,10 +31,12 @@ from psycopg_pool import PoolTimeout
 
 from ragchat.core.errors import DatabaseUnavailable, RagchatError
 from ragchat.db.pool import Pool
+from ragchat.documents.catalog import chunk_store
 from ragchat.documents.catalog import repository as repo
 from ragchat.documents.chunking.llm import llm_chooser
 from ragchat.documents.chunking.sentences import content_hash, embedding_text
 from ragchat.documents.chunking.strategy import blocking_embed, chunk_document
+from ragchat.documents.ingest import queue
 from ragchat.documents.ingest.registration import BEIR_RECORD_TYPE
 from ragchat.documents.parsing.limits import ParseLimits
 from ragchat.documents.parsing.parsers import ParsedDocument, ParseError, Section, parse
@@ -171,7 +173,7 @@ class IngestionPipeline:
             await asyncio.sleep(self.lease_s / 3)
             try:
                 async with self.pool.connection() as conn:
-                    await repo.renew_leases(conn, self.worker_id, self.lease_s)
+                    await queue.renew_leases(conn, self.worker_id, self.lease_s)
             except Exception as exc:  # the database is away: the next beat tries again (the store re-checks)
                 log.warning("could not renew ingestion leases: %s", exc)
 
@@ -181,7 +183,7 @@ class IngestionPipeline:
         if not docs:
             return docs
         async with self.pool.connection() as conn:
-            kept = await repo.held(conn, self.worker_id, [d.id for d in docs])
+            kept = await queue.held(conn, self.worker_id, [d.id for d in docs])
         for d in docs:
             if d.id not in kept:
                 log.info("document %s was cancelled, deleted or taken over: its work is dropped", d.id)
@@ -197,7 +199,7 @@ class IngestionPipeline:
             if not self.requeued:
                 return self.progress
             async with self.pool.connection() as conn:
-                wait = await repo.next_due(conn, ids)
+                wait = await queue.next_due(conn, ids)
             if wait:
                 await asyncio.sleep(
                     min(wait, self.settings.ingest_retry_backoff_s * 2**self.settings.ingest_max_attempts)
@@ -234,10 +236,10 @@ class IngestionPipeline:
         try:
             while True:
                 async with self.pool.connection() as conn:
-                    given_up = await repo.give_up_expired(conn, max_attempts=self.settings.ingest_max_attempts)
+                    given_up = await queue.give_up_expired(conn, max_attempts=self.settings.ingest_max_attempts)
                     if given_up:
                         log.warning("%d documents failed: their worker stopped on every attempt", given_up)
-                    rows = await repo.claim(
+                    rows = await queue.claim(
                         conn, limit=32, ids=ids, worker_id=self.worker_id, lease_s=self.lease_s, inline=INLINE_BLOB
                     )
                 if not rows:
@@ -275,7 +277,7 @@ class IngestionPipeline:
         """Record the chunk totals of what parsed (so the page shows N of M at once) and fail what did not."""
         parsed = [r for r in results if not isinstance(r, str) and r.id not in self.lost]
         async with self.pool.connection() as conn:
-            await repo.set_progress(conn, {r.id: len(r.chunks) for r in parsed}, total=True)
+            await queue.set_progress(conn, {r.id: len(r.chunks) for r in parsed}, total=True)
         self.progress.chunks_total += sum(len(r.chunks) for r in parsed)
         self.progress.documents_parsed += len(parsed)
         for row, result in zip(rows, results, strict=True):
@@ -398,7 +400,7 @@ class IngestionPipeline:
         """chunks_done of every document of the group with some of its chunks embedded (one statement; a
         document done in one batch goes from 0 to ready)."""
         async with self.pool.connection() as conn:
-            await repo.set_progress(conn, {d.id: d.filled for d in self._alive(group) if d.filled})
+            await queue.set_progress(conn, {d.id: d.filled for d in self._alive(group) if d.filled})
 
     async def _store_stage(self, inp: asyncio.Queue[list[Prepared] | None]) -> None:
         while (group := await inp.get()) is not None:
@@ -412,12 +414,12 @@ class IngestionPipeline:
     async def _store(self, doc: Prepared, retried: bool = False) -> None:
         assert doc.vectors is not None and doc.space is not None
         stored = [
-            repo.StoredChunk(i, c.content, c.page, c.section, c.token_count, h, v, c.location)
+            chunk_store.StoredChunk(i, c.content, c.page, c.section, c.token_count, h, v, c.location)
             for i, (c, h, v) in enumerate(zip(doc.chunks, doc.hashes, doc.vectors, strict=True))
         ]
         try:
             async with self.pool.connection() as conn, conn.transaction():
-                await repo.store_chunks(
+                await chunk_store.store_chunks(
                     conn,
                     document_id=doc.id,
                     owner=doc.owner,
@@ -430,11 +432,11 @@ class IngestionPipeline:
                     worker_id=self.worker_id,
                     chunking=doc.chunking,
                 )
-        except repo.LeaseLost:
+        except queue.LeaseLost:
             log.info("document %s was cancelled, deleted or taken over before it was stored: dropped", doc.id)
             self.lost.add(doc.id)
             return
-        except repo.SpaceChanged:
+        except chunk_store.SpaceChanged:
             if retried:
                 await self._fail(doc.id, doc.title, "the embedding model switched twice while this document was stored")
                 return
@@ -463,7 +465,7 @@ class IngestionPipeline:
         or the database) queues it again until INGEST_MAX_ATTEMPTS; a bad file fails at once."""
         limit = self.settings.ingest_max_attempts if retry else 0
         async with self.pool.connection() as conn:
-            status = await repo.mark_failed(
+            status = await queue.mark_failed(
                 conn,
                 document_id,
                 reason,

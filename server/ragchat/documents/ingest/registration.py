@@ -16,6 +16,7 @@ from uuid import UUID
 from ragchat.core.errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
 from ragchat.db.pool import Pool
 from ragchat.documents.catalog import repository as repo
+from ragchat.documents.ingest import queue
 from ragchat.documents.metadata import repository as meta_repo
 from ragchat.documents.parsing.limits import ParseLimits
 from ragchat.documents.parsing.parsers import (
@@ -125,7 +126,7 @@ async def _insert_all(
             doc_id, created, status = await repo.insert_document(conn, owner, doc)
             if created:
                 out.append(Registered(doc.filename, "queued", doc_id))
-            elif status == "failed" and retry_failed and await repo.requeue_failed(conn, owner, doc_id):
+            elif status == "failed" and retry_failed and await queue.requeue_failed(conn, owner, doc_id):
                 out.append(Registered(doc.filename, "requeued", doc_id))
             elif status == "failed":
                 out.append(Registered(doc.filename, "duplicate", doc_id, "failed before with the same content"))

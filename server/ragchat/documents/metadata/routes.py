@@ -22,9 +22,9 @@ class MetadataController(Controller):
         """Run the LLM metadata extraction again for this document (it runs once the document is ready; its
         `metadata_status` goes pending → running → done or failed, with `metadata_error`). The owner or a
         collection writer."""
-        return ExtractionQueued(queued=await documents.request_extraction(principal, document_id))
+        return ExtractionQueued(queued=await documents.metadata.request_extraction(principal, document_id))
 
     @post("/extract-metadata", status_code=202)
     async def extract_all(self, documents: DocumentService, principal: Principal) -> ExtractionQueued:
         """Run the LLM metadata extraction again for every document of mine."""
-        return ExtractionQueued(queued=await documents.request_extraction(principal))
+        return ExtractionQueued(queued=await documents.metadata.request_extraction(principal))

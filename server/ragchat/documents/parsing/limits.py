@@ -96,7 +96,7 @@ def sniff(data: bytes) -> str | None:
     """What binary format the bytes look like ("a PDF", "a ZIP archive ..."), or None if not recognised."""
     head = data[:1024]
     if head.startswith(b"PK\x03\x04"):
-        return _zip_kind(data)
+        return zip_kind(data)
     if head.startswith(b"MZ") and b"\x00" in head:
         return "a Windows executable"
     if head[4:8] == b"ftyp":
@@ -111,7 +111,7 @@ def sniff(data: bytes) -> str | None:
     return None
 
 
-def _zip_kind(data: bytes) -> str:
+def zip_kind(data: bytes) -> str:
     try:
         names = set(zipfile.ZipFile(BytesIO(data)).namelist()) if data.count(b"PK\x01\x02") <= 100_000 else set()
     except (zipfile.BadZipFile, OSError, ValueError):

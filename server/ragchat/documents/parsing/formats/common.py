@@ -16,19 +16,19 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ragchat.documents.parsing.document import Section
 from ragchat.documents.parsing.limits import (
     Deadline,
     ParseError,
     ParseLimits,
-    _zip_kind,  # pyright: ignore[reportPrivateUsage]
     member_size,
     mislabelled,
     open_member,
     open_zip,
     sniff,
     too_many_elements,
+    zip_kind,
 )
-from ragchat.documents.parsing.parsers import Section
 
 # XML elements per MAX_ELEMENTS unit (a spreadsheet cell is 2-3 elements, a slide paragraph 3-6): the budget of
 # all XML parts of one file together is this many times MAX_ELEMENTS.
@@ -47,7 +47,7 @@ def open_container(data: bytes, limits: ParseLimits, ext: str, required: str, la
     except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
         raise ParseError(f"not a valid {ext} file: {exc}") from exc
     if member_size(zf, required) is None:
-        kind = _zip_kind(data)
+        kind = zip_kind(data)
         reason = mislabelled(kind, ext) if kind != "a ZIP archive" else f"no {required} inside"
         raise ParseError(f"not a valid {ext} file: {reason}")
     return zf

@@ -17,17 +17,11 @@ from collections.abc import Iterator
 from io import BytesIO
 from typing import Any
 
+from ragchat.documents.parsing.document import ParsedDocument, Section, make_document
 from ragchat.documents.parsing.formats.common import XML_ELEMENTS_PER_UNIT, open_container, scan_xml
+from ragchat.documents.parsing.formats.html import TAG_START_RE, parse_html
 from ragchat.documents.parsing.limits import Deadline, ParseError, ParseLimits
-from ragchat.documents.parsing.parsers import (
-    _TAG_START_RE,  # pyright: ignore[reportPrivateUsage]
-    ParsedDocument,
-    Section,
-    _doc,  # pyright: ignore[reportPrivateUsage]
-    _one_line,  # pyright: ignore[reportPrivateUsage]
-    _parse_html,  # pyright: ignore[reportPrivateUsage]
-    _short,  # pyright: ignore[reportPrivateUsage]
-)
+from ragchat.documents.parsing.text import one_line, short_error
 
 _MAX_CHAPTER_TITLE = 200
 
@@ -45,10 +39,10 @@ def _toc_entries(toc: Any) -> Iterator[tuple[str, str]]:
         if isinstance(entry, tuple | list) and len(entry) == 2:
             head, children = entry
             if isinstance(head, epub.Section | epub.Link) and head.href:
-                yield str(head.href).partition("#")[0], _one_line(head.title)
+                yield str(head.href).partition("#")[0], one_line(head.title)
             stack.append(iter(children or ()))
         elif isinstance(entry, epub.Link | epub.Section) and entry.href:
-            yield str(entry.href).partition("#")[0], _one_line(entry.title)
+            yield str(entry.href).partition("#")[0], one_line(entry.title)
 
 
 def _chapter_title(toc: dict[str, str], name: str, parsed_title: str) -> str:
@@ -72,13 +66,13 @@ def parse_epub(data: bytes, stem: str, limits: ParseLimits, deadline: Deadline) 
         items = [book.get_item_with_id(idref) for idref, _linear in book.spine]
         chapters = [i for i in items if i is not None and i.get_type() == ITEM_DOCUMENT]
         chapters = [i for i in chapters if not isinstance(i, epub.EpubNav)]
-        book_title = _one_line(book.title or "")
+        book_title = one_line(book.title or "")
         creators = book.get_metadata("DC", "creator")
-        author = _one_line(str(creators[0][0] or "")) if creators else ""
+        author = one_line(str(creators[0][0] or "")) if creators else ""
     except ParseError:
         raise
     except Exception as exc:  # ebooklib raises many types on malformed books
-        raise ParseError(f"not a valid .epub file: {_short(exc)}") from exc
+        raise ParseError(f"not a valid .epub file: {short_error(exc)}") from exc
 
     sections: list[Section] = []
     tags = 0
@@ -86,7 +80,7 @@ def parse_epub(data: bytes, stem: str, limits: ParseLimits, deadline: Deadline) 
     for number, item in enumerate(chapters, start=1):
         deadline.check(f"chapter {number:,} of {len(chapters):,}")
         content = item.get_content() or b""
-        tags += len(_TAG_START_RE.findall(content))
+        tags += len(TAG_START_RE.findall(content))
         if tags > budget:
             raise ParseError(
                 f"{label} has more than {budget:,} HTML elements in its chapters ({XML_ELEMENTS_PER_UNIT} × "
@@ -96,11 +90,11 @@ def parse_epub(data: bytes, stem: str, limits: ParseLimits, deadline: Deadline) 
             continue
         with warnings.catch_warnings():  # XHTML read by the HTML parser is what we mean
             warnings.simplefilter("ignore", XMLParsedAsHTMLWarning)
-            chapter = _parse_html(content, "", limits, deadline)
+            chapter = parse_html(content, "", limits, deadline)
         title = _chapter_title(toc, item.get_name(), chapter.title)
         location = {"chapter": title}
         sections += [Section(text=s.text, heading=title, location=location) for s in chapter.sections if s.text]
     if not sections:
         raise ParseError("the e-book has no text in its chapters (images only, or DRM-protected?)")
     metadata = {"chapters": len(chapters)} | ({"author": author} if author else {})
-    return _doc(book_title or stem, sections, metadata)
+    return make_document(book_title or stem, sections, metadata)

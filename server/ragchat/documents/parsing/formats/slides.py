@@ -10,15 +10,10 @@ from __future__ import annotations
 from io import BytesIO
 from typing import Any
 
+from ragchat.documents.parsing.document import ParsedDocument, Section, make_document
 from ragchat.documents.parsing.formats.common import open_container, scan_xml
 from ragchat.documents.parsing.limits import Deadline, ParseError, ParseLimits, too_many_elements
-from ragchat.documents.parsing.parsers import (
-    ParsedDocument,
-    Section,
-    _doc,  # pyright: ignore[reportPrivateUsage]
-    _one_line,  # pyright: ignore[reportPrivateUsage]
-    _short,  # pyright: ignore[reportPrivateUsage]
-)
+from ragchat.documents.parsing.text import one_line, short_error
 
 
 class _Counter:
@@ -35,7 +30,7 @@ def _frame_paragraphs(frame: Any, count: _Counter) -> list[str]:
     out = []
     for paragraph in frame.paragraphs:
         count()
-        text = _one_line(paragraph.text)
+        text = one_line(paragraph.text)
         if text:
             out.append(text)
     return out
@@ -59,7 +54,7 @@ def _shape_texts(shapes: Any, skip: Any, count: _Counter) -> list[str]:
             for row in shape.table.rows:
                 cells = list(row.cells)
                 count(len(cells))
-                line = " | ".join(t for t in (_one_line(c.text) for c in cells) if t)
+                line = " | ".join(t for t in (one_line(c.text) for c in cells) if t)
                 if line:
                     out.append(line)
         elif getattr(shape, "has_text_frame", False):
@@ -77,13 +72,13 @@ def parse_pptx(data: bytes, stem: str, limits: ParseLimits, deadline: Deadline) 
         deck = Presentation(BytesIO(data))
         sections: list[Section] = []
         count = _Counter(limits)
-        title = _one_line(deck.core_properties.title or "")
-        author = _one_line(deck.core_properties.author or "")
+        title = one_line(deck.core_properties.title or "")
+        author = one_line(deck.core_properties.author or "")
         number = 0
         for number, slide in enumerate(deck.slides, start=1):
             deadline.check(f"slide {number:,}")
             heading_shape = slide.shapes.title
-            heading = _one_line(heading_shape.text_frame.text) if heading_shape is not None else ""
+            heading = one_line(heading_shape.text_frame.text) if heading_shape is not None else ""
             parts = _shape_texts(slide.shapes, heading_shape.shape_id if heading_shape is not None else None, count)
             if slide.has_notes_slide and slide.notes_slide.notes_text_frame is not None:
                 notes = " ".join(_frame_paragraphs(slide.notes_slide.notes_text_frame, count))
@@ -97,9 +92,9 @@ def parse_pptx(data: bytes, stem: str, limits: ParseLimits, deadline: Deadline) 
     except ParseError:
         raise
     except Exception as exc:  # python-pptx raises many types on malformed parts
-        raise ParseError(f"not a valid .pptx file: {_short(exc)}") from exc
+        raise ParseError(f"not a valid .pptx file: {short_error(exc)}") from exc
     if not sections:
         raise ParseError("the presentation has no text on any slide")
     first_heading = next((s.heading for s in sections if s.heading), "")
     metadata: dict[str, Any] = {"slides": number} | ({"author": author} if author else {})
-    return _doc(title or first_heading or stem, sections, metadata)
+    return make_document(title or first_heading or stem, sections, metadata)

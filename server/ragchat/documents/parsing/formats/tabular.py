@@ -18,16 +18,10 @@ from collections.abc import Iterable, Sequence
 from io import BytesIO
 from typing import Any
 
+from ragchat.documents.parsing.document import ParsedDocument, Section, make_document
 from ragchat.documents.parsing.formats.common import Grouper, open_container, scan_xml
 from ragchat.documents.parsing.limits import Deadline, ParseError, ParseLimits, mislabelled, too_many_elements
-from ragchat.documents.parsing.parsers import (
-    ParsedDocument,
-    Section,
-    _decode_text,  # pyright: ignore[reportPrivateUsage]
-    _doc,  # pyright: ignore[reportPrivateUsage]
-    _one_line,  # pyright: ignore[reportPrivateUsage]
-    _short,  # pyright: ignore[reportPrivateUsage]
-)
+from ragchat.documents.parsing.text import decode_text, one_line, short_error
 
 HEADER_CHARS = 1000  # a header row repeated in every section is cut to this
 _SNIFF_CHARS = 64 * 1024
@@ -51,7 +45,7 @@ def cell_text(value: Any) -> str:
         return value.date().isoformat() if value.time() == dt.time() else value.isoformat(sep=" ")
     if isinstance(value, dt.date | dt.time):
         return value.isoformat()
-    return _one_line(str(value))
+    return one_line(str(value))
 
 
 def rows_to_sections(
@@ -100,7 +94,7 @@ def rows_to_sections(
 
 
 def parse_csv(data: bytes, stem: str, limits: ParseLimits, deadline: Deadline) -> ParsedDocument:
-    text, encoding = _decode_text(data, ".csv")
+    text, encoding = decode_text(data, ".csv")
     text = text.lstrip("\ufeff")
     for pattern, kind in _NOT_CSV:
         if pattern.match(text):
@@ -113,10 +107,10 @@ def parse_csv(data: bytes, stem: str, limits: ParseLimits, deadline: Deadline) -
     try:
         sections = rows_to_sections(enumerate(reader, start=1), stem, limits, deadline)
     except csv.Error as exc:
-        raise ParseError(f"not a valid CSV file: line {reader.line_num:,}: {_short(exc)}") from exc
+        raise ParseError(f"not a valid CSV file: line {reader.line_num:,}: {short_error(exc)}") from exc
     if not sections:
         raise ParseError("the CSV file has no cell with text")
-    return _doc(stem, sections, {"encoding": encoding, "delimiter": dialect.delimiter})
+    return make_document(stem, sections, {"encoding": encoding, "delimiter": dialect.delimiter})
 
 
 def parse_xlsx(data: bytes, stem: str, limits: ParseLimits, deadline: Deadline) -> ParsedDocument:
@@ -132,7 +126,7 @@ def parse_xlsx(data: bytes, stem: str, limits: ParseLimits, deadline: Deadline) 
     except ParseError:
         raise
     except Exception as exc:  # openpyxl raises many types on malformed parts
-        raise ParseError(f"not a valid .xlsx file: {_short(exc)}") from exc
+        raise ParseError(f"not a valid .xlsx file: {short_error(exc)}") from exc
     sections: list[Section] = []
     seen = [0, 0]
     names: list[str] = []
@@ -140,7 +134,7 @@ def parse_xlsx(data: bytes, stem: str, limits: ParseLimits, deadline: Deadline) 
         for sheet in workbook.worksheets:
             if not hasattr(sheet, "reset_dimensions"):  # a chart sheet
                 continue
-            title = _one_line(sheet.title) or f"Sheet{len(names) + 1}"
+            title = one_line(sheet.title) or f"Sheet{len(names) + 1}"
             names.append(title)
             sheet.reset_dimensions()  # the declared size may lie; rows are only as long as their cells
             rows = enumerate(sheet.iter_rows(values_only=True), start=1)
@@ -148,9 +142,9 @@ def parse_xlsx(data: bytes, stem: str, limits: ParseLimits, deadline: Deadline) 
     except ParseError:
         raise
     except Exception as exc:
-        raise ParseError(f"not a valid .xlsx file: {_short(exc)}") from exc
+        raise ParseError(f"not a valid .xlsx file: {short_error(exc)}") from exc
     finally:
         workbook.close()
     if not sections:
         raise ParseError("the workbook has no cell with a value")
-    return _doc(stem, sections, {"sheets": names})
+    return make_document(stem, sections, {"sheets": names})

@@ -13,16 +13,10 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from ragchat.documents.parsing.document import ParsedDocument, make_document
 from ragchat.documents.parsing.formats.common import Grouper, check_count
 from ragchat.documents.parsing.limits import Deadline, ParseError, ParseLimits, mislabelled
-from ragchat.documents.parsing.parsers import (
-    ParsedDocument,
-    _decode_text,  # pyright: ignore[reportPrivateUsage]
-    _doc,  # pyright: ignore[reportPrivateUsage]
-    _normalize_newlines,  # pyright: ignore[reportPrivateUsage]
-    _one_line,  # pyright: ignore[reportPrivateUsage]
-    _short,  # pyright: ignore[reportPrivateUsage]
-)
+from ragchat.documents.parsing.text import decode_text, normalize_newlines, one_line, short_error
 
 _VOICE = re.compile(r"<v(?:\.[\w-]+)*[ \t]+([^>]+)>")
 _TAG = re.compile(r"<[^>\n]*>")
@@ -38,8 +32,8 @@ def _cue_text(lines: list[str]) -> tuple[str, str | None]:
     first: str | None = None
     for line in lines:
         voice = _VOICE.search(line)
-        speaker = _one_line(html.unescape(voice.group(1))) if voice else ""
-        text = _one_line(html.unescape(_TAG.sub("", _ASS_TAG.sub("", line))))
+        speaker = one_line(html.unescape(voice.group(1))) if voice else ""
+        text = one_line(html.unescape(_TAG.sub("", _ASS_TAG.sub("", line))))
         if not text:
             continue
         first = first or speaker or None
@@ -70,8 +64,8 @@ def _group(cues: Iterator[tuple[float, float, list[str]]], deadline: Deadline) -
 
 
 def _transcript(data: bytes, stem: str, ext: str) -> tuple[str, str]:
-    text, encoding = _decode_text(data, ext)
-    return _normalize_newlines(text.lstrip("\ufeff")), encoding
+    text, encoding = decode_text(data, ext)
+    return normalize_newlines(text.lstrip("\ufeff")), encoding
 
 
 def parse_vtt(data: bytes, stem: str, limits: ParseLimits, deadline: Deadline) -> ParsedDocument:
@@ -85,7 +79,7 @@ def parse_vtt(data: bytes, stem: str, limits: ParseLimits, deadline: Deadline) -
     sections = grouper.finish()
     if not sections:
         raise ParseError("the WebVTT file has no cue with text")
-    return _doc(stem, sections, {"encoding": encoding, "cues": count, "duration_s": round(end, 3)})
+    return make_document(stem, sections, {"encoding": encoding, "cues": count, "duration_s": round(end, 3)})
 
 
 def _vtt_cues(text: str) -> Iterator[tuple[float, float, list[str]]]:
@@ -109,7 +103,7 @@ def _vtt_batch(webvtt: Any, lines: list[str], errors: tuple[type[Exception], ...
     try:
         captions = webvtt.WebVTT.from_buffer(lines).captions
     except errors as exc:
-        raise ParseError(f"not a valid WebVTT file: {_short(exc)}") from exc
+        raise ParseError(f"not a valid WebVTT file: {short_error(exc)}") from exc
     for caption in captions:
         start, end = caption.start_time.in_milliseconds() / 1000, caption.end_time.in_milliseconds() / 1000
         yield start, end, list(caption.lines)
@@ -142,10 +136,10 @@ def parse_srt(data: bytes, stem: str, limits: ParseLimits, deadline: Deadline) -
             for sub in srt.parse(text):
                 yield sub.start.total_seconds(), sub.end.total_seconds(), sub.content.split("\n")
         except (srt.SRTParseError, ValueError) as exc:
-            raise ParseError(f"not a valid SubRip (.srt) file: {_short(exc)[:160]}") from exc
+            raise ParseError(f"not a valid SubRip (.srt) file: {short_error(exc)[:160]}") from exc
 
     grouper, count, end = _group(cues(), deadline)
     sections = grouper.finish()
     if not sections:
         raise ParseError("the SubRip file has no cue with text")
-    return _doc(stem, sections, {"encoding": encoding, "cues": count, "duration_s": round(end, 3)})
+    return make_document(stem, sections, {"encoding": encoding, "cues": count, "duration_s": round(end, 3)})

@@ -74,3 +74,18 @@ async def unreadable(conn: Conn, user_id: UUID, document_ids: list[UUID]) -> lis
     ).fetchall()
     found = {r["id"] for r in rows}
     return [i for i in document_ids if i not in found]
+
+
+async def unreadable_collections(conn: Conn, user_id: UUID, collection_ids: list[UUID]) -> list[UUID]:
+    """Those of `collection_ids` that are not collections the user owns or is a member of."""
+    if not collection_ids:
+        return []
+    rows = await (
+        await conn.execute(
+            """SELECT c.id FROM collections c WHERE c.id = ANY(%(ids)s) AND (c.owner_id = %(uid)s OR EXISTS (
+                   SELECT 1 FROM collection_members m WHERE m.collection_id = c.id AND m.user_id = %(uid)s))""",
+            {"ids": collection_ids, "uid": user_id},
+        )
+    ).fetchall()
+    found = {r["id"] for r in rows}
+    return [i for i in collection_ids if i not in found]

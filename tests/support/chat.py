@@ -6,15 +6,13 @@ import io
 import json
 import typing
 from typing import Any
-from uuid import UUID
 
 import httpx
 from httpx_sse import aconnect_sse
 from ragchat.chat.schemas import ChatStream
-from ragchat.documents.ingest.registration import register_bytes
 from ragchat.settings import Settings
 
-from tests.support import LOCAL_OWNER_ID, make_pipeline
+from tests.support.corpus import Corpus, ingest_files
 
 HOLIDAY_PAGE = "Paid holidays: every employee gets 25 days of paid holiday per calendar year."
 OFFICE_PAGE = "The office is open from 8 am to 6 pm. Visitors sign in at the front desk."
@@ -37,20 +35,13 @@ def make_pdf(pages: list[str]) -> bytes:
     return buf.getvalue()
 
 
-async def ingest_corpus(pool: Any, embedder: Any, settings: Settings) -> dict[str, UUID]:
+async def ingest_corpus(pool: Any, embedder: Any, settings: Settings) -> Corpus:
     """handbook.pdf (2 pages), volcano.txt, bread.txt through the real pipeline; returns filename -> id."""
-    files = {
-        "handbook.pdf": make_pdf([HOLIDAY_PAGE, OFFICE_PAGE]),
-        "volcano.txt": VOLCANO.encode(),
-        "bread.txt": BREAD.encode(),
-    }
-    for name, data in files.items():
-        await register_bytes(pool, LOCAL_OWNER_ID, name, data, settings)
-    await make_pipeline(pool, embedder, settings).run()
-    async with pool.connection() as conn:
-        rows = await (await conn.execute("SELECT id, filename, status FROM documents")).fetchall()
-    assert {r["status"] for r in rows} == {"ready"}
-    return {r["filename"]: r["id"] for r in rows}
+    return await ingest_files(pool, embedder, settings, chat_files())
+
+
+def chat_files() -> dict[str, bytes | str]:
+    return {"handbook.pdf": make_pdf([HOLIDAY_PAGE, OFFICE_PAGE]), "volcano.txt": VOLCANO, "bread.txt": BREAD}
 
 
 async def chat(base_url: str, body: dict[str, Any], *, read_timeout: float = 30.0) -> Events:

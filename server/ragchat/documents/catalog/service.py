@@ -1,0 +1,134 @@
+"""The catalog as a service: what a principal may list, open and read (documents, chunks, files), delete, and
+add to a collection."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any
+from uuid import UUID
+
+from ragchat.core.errors import Forbidden, NotFound
+from ragchat.core.principal import Principal
+from ragchat.db.pool import Pool
+from ragchat.documents.catalog import chunk_store, listing
+from ragchat.documents.catalog import repository as repo
+from ragchat.documents.catalog.listing import ListQuery
+
+
+async def owned_document(conn: Any, principal: Principal, document_id: UUID, what: str) -> dict[str, Any]:
+    """The document if the principal owns it; a reader gets 403, anyone else 404."""
+    row = await repo.get_document(conn, principal.user_id, document_id)
+    if row is None:
+        raise NotFound(f"document {document_id} not found")
+    if row["owner_id"] != principal.user_id:
+        raise Forbidden(f"only the document's owner can {what} it")
+    return row
+
+
+async def writable_document(conn: Any, principal: Principal, document_id: UUID, what: str) -> dict[str, Any]:
+    """The document if the principal owns it or writes to a collection holding it; a reader 403, anyone else 404."""
+    row = await repo.get_document(conn, principal.user_id, document_id)
+    if row is None:
+        raise NotFound(f"document {document_id} not found")
+    if row.get("access", "owner") == "read":
+        raise Forbidden(f"only the document's owner or a collection writer can {what}")
+    return row
+
+
+class CatalogService:
+    def __init__(self, pool: Pool, on_requeued: Callable[[], None]) -> None:
+        self.pool = pool
+        self._on_requeued = on_requeued  # wakes the ingestion worker after a bulk retry
+
+    async def list(self, principal: Principal, collection_id: UUID | None = None) -> list[dict[str, Any]]:
+        """Everything the principal may read: their own documents and those shared through collections."""
+        async with self.pool.connection() as conn:
+            return await repo.list_documents(conn, principal.user_id, collection_id)
+
+    async def get(self, principal: Principal, document_id: UUID) -> dict[str, Any] | None:
+        async with self.pool.connection() as conn:
+            return await repo.get_document(conn, principal.user_id, document_id)
+
+    async def read_chunks(
+        self,
+        principal: Principal,
+        document_id: UUID,
+        *,
+        start: int = 0,
+        end: int | None = None,
+        page: int | None = None,
+        limit: int = 50,
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """The document and up to `limit` of its chunks from index `start` to `end` (inclusive; of one page when
+        `page` is given), only if the principal may read it; otherwise 404 (missing or not theirs: the same)."""
+        async with self.pool.connection() as conn:
+            document = await repo.get_document(conn, principal.user_id, document_id)
+            if document is None:
+                raise NotFound(f"document {document_id} not found")
+            chunks = await chunk_store.read_chunks(
+                conn, principal.user_id, document_id, start=start, end=end, page=page, limit=limit
+            )
+        return document, chunks
+
+    async def list_page(self, principal: Principal, query: ListQuery) -> tuple[list[dict[str, Any]], int]:
+        """One filtered, sorted page of what the principal may read, and how many match in all."""
+        async with self.pool.connection() as conn:
+            return await listing.list_page(conn, principal.user_id, query)
+
+    async def chunk_page(
+        self, principal: Principal, document_id: UUID, *, offset: int, limit: int, chunk_id: int | None = None
+    ) -> tuple[list[dict[str, Any]], int, int]:
+        """Chunks of a readable document in order (404 otherwise): from `offset`, or with `chunk_id` the page
+        around that chunk (404 when it is not one of the document's). Returns (chunks, total, offset)."""
+        async with self.pool.connection() as conn:
+            if await repo.get_document(conn, principal.user_id, document_id) is None:
+                raise NotFound(f"document {document_id} not found")
+            if chunk_id is not None:
+                ordinal = await listing.chunk_ordinal(conn, document_id, chunk_id)
+                if ordinal is None:
+                    raise NotFound(f"chunk {chunk_id} is not a chunk of document {document_id}")
+                offset = max(0, ordinal - limit // 2)
+            rows, total = await listing.chunk_page(conn, document_id, offset=offset, limit=limit)
+        return rows, total, offset
+
+    async def open_file(self, principal: Principal, document_id: UUID) -> tuple[dict[str, Any], int]:
+        """A readable document and the size of its original file (404 when either is missing)."""
+        async with self.pool.connection() as conn:
+            row = await repo.get_document(conn, principal.user_id, document_id)
+            size = None if row is None else await listing.blob_size(conn, document_id)
+        if row is None or size is None:
+            raise NotFound(f"document {document_id} not found")
+        return row, size
+
+    def file_slices(self, document_id: UUID, size: int) -> AsyncIterator[bytes]:
+        return listing.blob_slices(self.pool, document_id, size)
+
+    async def bulk(self, principal: Principal, action: str, ids: Sequence[UUID]) -> dict[UUID, str | None]:
+        """Delete or retry many documents at once, with the single routes' rules; per id None or why not."""
+        unique = list(dict.fromkeys(ids))
+        async with self.pool.connection() as conn:
+            if action == "delete":
+                return await listing.bulk_delete(conn, principal.user_id, unique)
+            out = await listing.bulk_retry(conn, principal.user_id, unique)
+        if any(v is None for v in out.values()):
+            self._on_requeued()
+        return out
+
+    async def delete(self, principal: Principal, document_id: UUID) -> None:
+        """The owner deletes; a reader gets 403 (they know it exists); anyone else 404."""
+        async with self.pool.connection() as conn:
+            if await repo.delete_document(conn, principal.user_id, document_id):
+                return
+            if await repo.get_document(conn, principal.user_id, document_id) is not None:
+                raise Forbidden("only the document's owner can delete it (you can remove it from a collection)")
+        raise NotFound(f"document {document_id} not found")
+
+    async def check_collection_writable(self, principal: Principal, collection_id: UUID) -> None:
+        """Before an upload into a collection: 404 unless the principal may add documents to it."""
+        async with self.pool.connection() as conn:
+            if not await repo.can_write_collection(conn, principal.user_id, collection_id):
+                raise NotFound(f"collection {collection_id} not found (or you may only read it)")
+
+    async def add_to_collection(self, principal: Principal, document_id: UUID, collection_id: UUID) -> None:
+        async with self.pool.connection() as conn:
+            await repo.add_to_collection(conn, principal.user_id, document_id, collection_id)

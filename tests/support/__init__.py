@@ -1,0 +1,1 @@
+"""Test helpers shared across tiers: services built from real parts, accounts, chat SSE, corpora, hostile files."""
