@@ -18,6 +18,14 @@ class SearchMode(StrEnum):
     hybrid = "hybrid"
 
 
+#: SearchMode's names, for request and response models (an inline enum in the OpenAPI document)
+SearchModeName = Literal["vector", "keyword", "hybrid"]
+
+
+#: how the vector and keyword rankings are fused (FUSION)
+Fusion = Literal["relative", "rrf", "weighted_rrf", "score"]
+
+
 class EmbedProvider(StrEnum):
     sentence_transformers = "sentence-transformers"
     ollama = "ollama"
@@ -125,7 +133,7 @@ class Settings(BaseSettings):
     search_mode: SearchMode = SearchMode.hybrid
     search_limit_max: int = 100
     rrf_k: int = 60
-    fusion: Literal["relative", "rrf", "weighted_rrf", "score"] = "relative"
+    fusion: Fusion = "relative"
     fusion_vector_weight: float | None = Field(default=None, ge=0, le=1)  # None: the method's own default
     keyword_scorer: Literal["bm25", "ts_rank"] = "bm25"
     keyword_candidates: int = 1000

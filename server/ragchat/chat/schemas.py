@@ -10,6 +10,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, Field
 
+from ragchat.core.options import SearchModeName
 from ragchat.core.schemas import Flag
 from ragchat.core.search import Confidence, MetadataFilter, Passage, RerankStatus, Timings
 
@@ -56,7 +57,7 @@ class ThreadSettings(BaseModel):
 
     document_ids: list[UUID] | None = Field(default=None, max_length=500, description="search only these")
     collection_ids: list[UUID] | None = Field(default=None, max_length=100, description="search only these")
-    search_mode: Literal["vector", "keyword", "hybrid"] | None = None
+    search_mode: SearchModeName | None = None
     rerank: Flag | None = None
     model: str | None = Field(default=None, min_length=1, max_length=200, pattern=MODEL_NAME_PATTERN)
 
@@ -145,7 +146,7 @@ class ToolResult(BaseModel):
     id: str = Field(description="the tool_call's id")
     name: str
     chunks: list[Passage]
-    search_mode: Literal["vector", "keyword", "hybrid"]
+    search_mode: SearchModeName
     reranked: bool
     timings: Timings
     confidence: Confidence
@@ -263,7 +264,7 @@ class RerankedHit(BaseModel):
 
 
 class RagDebug(BaseModel):
-    search_mode: Literal["vector", "keyword", "hybrid"] | None
+    search_mode: SearchModeName | None
     reranked: bool
     vectorResults: list[ArmHit]
     keywordResults: list[ArmHit]

@@ -23,6 +23,7 @@ from ragchat.chat import repository as repo
 from ragchat.chat.prompts import history_messages, thread_title
 from ragchat.core.errors import BadRequest, Conflict, NotFound
 from ragchat.core.principal import Principal
+from ragchat.core.search import SearchOptions
 from ragchat.db.pool import Pool
 from ragchat.settings import Settings
 
@@ -38,8 +39,7 @@ class ChatRequest:
     thread_id: UUID | None = None
     document_ids: list[UUID] | None = None
     collection_ids: list[UUID] | None = None
-    search_mode: str | None = None
-    rerank: bool | None = None
+    options: SearchOptions | None = None  # the turn's search options (None: the environment's, for tests)
     model: str | None = None  # None: CHAT_MODEL
     regenerate_id: UUID | None = None
     continue_id: UUID | None = None
