@@ -140,7 +140,7 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
             stack.push_async_callback(llm.close)
         rerank_llm = given.rerank_llm or llm
 
-        searcher = Searcher(pool, spaces, settings, LLMReranker(rerank_llm, settings))
+        searcher = Searcher(pool, spaces, settings.retrieval, LLMReranker(rerank_llm, settings))
         runs = RunRegistry()  # chat answers in progress; closed first: they are saved before the pool closes
         stack.push_async_callback(runs.close)
         limiter = RateLimiter(pool)
@@ -162,7 +162,7 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
             collections=CollectionService(pool),
             limiter=limiter,
             preferences=preferences,
-            search_policy=SearchPolicy(settings, preferences.effective, limiter),
+            search_policy=SearchPolicy(settings.retrieval, settings.limits, preferences.effective, limiter),
             database=database,
             watchdog=watchdog,
         )

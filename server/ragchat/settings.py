@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Annotated, Literal, Self
 
 import platformdirs
-from pydantic import AliasChoices, BaseModel, Field, SecretStr, field_validator, model_validator
 from dotenv import dotenv_values
+from pydantic import AliasChoices, BaseModel, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
@@ -212,7 +212,7 @@ class RetrievalSettings(BaseModel):
 
 
 class IngestionSettings(BaseModel):
-    """Settings group: documents: uploads, URL fetching, parsing limits, chunking, the ingestion queue, metadata extraction."""
+    """Settings group: documents (uploads, URL fetching, parsing limits, chunking, the queue, metadata)."""
 
     max_upload_mb: float = 50.0  # one file; also one upload request's body (+1 MB for the multipart framing)
     # web pages by URL: fetch private, loopback and link-local addresses too (off: only public addresses, SSRF guard)
@@ -279,7 +279,18 @@ class LimitSettings(BaseModel):
     rerank_max_candidates: int = 60  # one request's limit × RERANK_CANDIDATES_FACTOR may not exceed this
 
 
-class Settings(ServerSettings, DatabaseSettings, LLMSettings, EmbeddingSettings, RetrievalSettings, IngestionSettings, AccountSettings, LimitSettings, BaseSettings):
+# BaseSettings narrows BaseModel's `model_config` type; the groups keep BaseModel's (nothing else differs)
+class Settings(  # pyright: ignore[reportIncompatibleVariableOverride]
+    BaseSettings,
+    ServerSettings,
+    DatabaseSettings,
+    LLMSettings,
+    EmbeddingSettings,
+    RetrievalSettings,
+    IngestionSettings,
+    AccountSettings,
+    LimitSettings,
+):
     """Environment variables (case-insensitive). `.env.example` lists them all with defaults.
 
     The fields are declared in groups (the classes above); a service that needs one group takes that class,

@@ -151,6 +151,9 @@ async def test_every_entry_point_decides_the_same(
 async def test_the_request_still_wins_and_bad_options_are_400(served: dict[str, Any]) -> None:
     url = served["url"]
     async with httpx.AsyncClient(base_url=url, timeout=60) as client:
+        preferences = (await client.get("/api/preferences")).json()
+        assert preferences["values"]["search_mode"] == "hybrid" and preferences["defaults"]["search_mode"] == "keyword"
+        assert (await client.get("/api/settings")).json() == preferences  # the old name, which the page calls
         got = (await client.get("/api/search", params={"q": QUERY, "mode": "vector", "rerank": "false"})).json()
         assert (got["mode"], got["rerank"]["requested"]) == ("vector", False)
         for hostile in ("semantic", "hybrid'; DROP TABLE documents;--", "x" * 10_000, "\x00"):

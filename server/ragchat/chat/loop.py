@@ -42,7 +42,7 @@ from ragchat.providers.llm.base import (
     ToolCall,
     ToolsUnsupported,
 )
-from ragchat.settings import Settings
+from ragchat.settings import LLMSettings
 
 log = logging.getLogger(__name__)
 MAX_CALLS_PER_ROUND = 4
@@ -91,7 +91,7 @@ class ChatContext:
 
     llm: LLMProvider
     search: SearchService
-    settings: Settings
+    settings: LLMSettings
     principal: Principal
     options: SearchOptions  # resolved at the entry point; every search of the turn uses them
     model: str  # this turn's chat model (the request's, the user's, or CHAT_MODEL)

@@ -13,7 +13,7 @@ from ragchat import __version__
 from ragchat.cli import documents, evaluation, mcp, metadata, remote, search, sync, users, vectors
 from ragchat.cli.common import run_server
 from ragchat.core.errors import RagchatError
-from ragchat.settings import Settings, warn_unknown_settings, is_loopback
+from ragchat.settings import Settings, is_loopback, warn_unknown_settings
 
 log = logging.getLogger("ragchat")
 

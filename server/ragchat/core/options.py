@@ -16,7 +16,7 @@ from ragchat.core.errors import BadRequest
 from ragchat.core.preferences import PreferencesLookup, UserPreferences
 from ragchat.core.principal import Principal
 from ragchat.core.search import SearchFilters, SearchOptions
-from ragchat.settings import Fusion, SearchMode, SearchModeName, Settings
+from ragchat.settings import Fusion, LimitSettings, RetrievalSettings, SearchMode, SearchModeName
 
 __all__ = [
     "Asked",
@@ -66,7 +66,9 @@ class Asked:
     filters: SearchFilters | None = None
 
 
-def resolve(asked: Asked, preferences: UserPreferences | None, settings: Settings, default_limit: int) -> SearchOptions:
+def resolve(
+    asked: Asked, preferences: UserPreferences | None, settings: RetrievalSettings, default_limit: int
+) -> SearchOptions:
     """The one place a search's options are decided: the request, then the user's preferences, then the
     environment. The limit is clamped to SEARCH_LIMIT_MAX; empty filters are none."""
     mode = parse_mode(asked.mode) or (preferences.search_mode if preferences else None)
@@ -93,8 +95,15 @@ class Limiter(Protocol):
 class SearchPolicy:
     """`resolve` with the caller's preferences looked up, and the cost cap applied. Built once (runtime)."""
 
-    def __init__(self, settings: Settings, preferences: PreferencesLookup | None, limiter: Limiter | None) -> None:
-        self.settings = settings
+    def __init__(
+        self,
+        retrieval: RetrievalSettings,
+        limits: LimitSettings,
+        preferences: PreferencesLookup | None,
+        limiter: Limiter | None,
+    ) -> None:
+        self.retrieval = retrieval
+        self.limits = limits
         self.preferences = preferences
         self.limiter = limiter
 
@@ -110,7 +119,7 @@ class SearchPolicy:
         """`preferences`: the caller's, when the entry point has looked them up already (else looked up here)."""
         if preferences is None and self.preferences is not None:
             preferences = await self.preferences(principal.user_id)
-        options = resolve(asked, preferences, self.settings, default_limit)
+        options = resolve(asked, preferences, self.retrieval, default_limit)
         await self.charge(principal, options, charge)
         return options
 
@@ -118,14 +127,14 @@ class SearchPolicy:
         """How many passages the LLM scores for these options (0 without rerank); over the cap: a 400."""
         if not options.rerank:
             return 0
-        s = self.settings
-        factor = max(1, s.rerank_candidates_factor)
+        cap = self.limits.rerank_max_candidates
+        factor = max(1, self.retrieval.rerank_candidates_factor)
         candidates = options.limit * factor
-        if candidates > s.rerank_max_candidates:
-            most = max(1, s.rerank_max_candidates // factor)
+        if candidates > cap:
+            most = max(1, cap // factor)
             raise BadRequest(
                 f"rerank scores limit × {factor} passages with the LLM: with rerank the limit is at most {most} "
-                f"(RERANK_MAX_CANDIDATES={s.rerank_max_candidates})"
+                f"(RERANK_MAX_CANDIDATES={cap})"
             )
         return candidates
 
@@ -134,7 +143,7 @@ class SearchPolicy:
         candidates = self.rerank_candidates(options)
         if charge == "none" or self.limiter is None:
             return
-        s, who = self.settings, principal.user_id
+        s, who = self.limits, principal.user_id
         if charge == "search":
             await self.limiter.hit(f"search:{who}", s.rate_search_per_min, what="searches")
         if candidates:
@@ -143,7 +152,7 @@ class SearchPolicy:
             )
 
 
-def options_of(settings: Settings, *, default_limit: int = 10, **asked: object) -> SearchOptions:
+def options_of(settings: RetrievalSettings, *, default_limit: int = 10, **asked: object) -> SearchOptions:
     """The environment's options with what `asked` overrides (no user preferences): for the evaluation, the
     benches and tests, which call the searcher directly, e.g. `options_of(settings, mode="vector", limit=3)`."""
     return resolve(Asked(**asked), None, settings, default_limit)  # pyright: ignore[reportArgumentType]

@@ -16,7 +16,7 @@ from psycopg_pool import AsyncConnectionPool
 from ragchat.core.errors import DatabaseUnavailable
 from ragchat.db.embedded import EmbeddedPostgres, start_embedded
 from ragchat.db.migrate import ensure_vector_extension, migrate
-from ragchat.settings import Settings
+from ragchat.settings import DatabaseSettings
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +112,7 @@ class Database:
             self.embedded = None
 
 
-def prepare_database(settings: Settings) -> Database:
+def prepare_database(settings: DatabaseSettings) -> Database:
     """Resolve DATABASE_URL (or start the embedded server), create the extension, apply migrations."""
     embedded = None
     uri = settings.database_url
@@ -127,7 +127,7 @@ def prepare_database(settings: Settings) -> Database:
 
 
 @asynccontextmanager
-async def open_pool(uri: str, settings: Settings) -> AsyncIterator[Pool]:
+async def open_pool(uri: str, settings: DatabaseSettings) -> AsyncIterator[Pool]:
     pool = make_pool(
         uri, min_size=settings.db_pool_min, max_size=settings.db_pool_max, timeout=settings.db_pool_timeout_s
     )

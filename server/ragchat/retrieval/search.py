@@ -35,7 +35,7 @@ from ragchat.retrieval.fusion import Fused, fuse, keyword_only, vector_only
 from ragchat.retrieval.keyword import keyword_search
 from ragchat.retrieval.rerank import Reranked
 from ragchat.retrieval.vector import vector_search
-from ragchat.settings import Settings
+from ragchat.settings import RetrievalSettings
 from ragchat.vectors.registry import ActiveSpace, SpaceRegistry
 from ragchat.vectors.store import Space
 
@@ -78,7 +78,9 @@ def _ms(start: float) -> float:
 class Searcher:
     """Implements `ragchat.core.search.SearchService`."""
 
-    def __init__(self, pool: Pool, spaces: SpaceRegistry, settings: Settings, reranker: Reranker | None = None) -> None:
+    def __init__(
+        self, pool: Pool, spaces: SpaceRegistry, settings: RetrievalSettings, reranker: Reranker | None = None
+    ) -> None:
         self.pool = pool
         self.spaces = spaces
         self.settings = settings
