@@ -919,9 +919,9 @@ export interface components {
             model?: string | null;
             /** @description an answer of the thread: answer its question again, as a new sibling branch */
             regenerate_id?: string | null;
-            /** @description rerank with the LLM (default RERANK_ENABLED) */
+            /** @description rerank with the LLM (default: your preference, else RERANK_ENABLED) */
             rerank?: boolean | null;
-            /** @description vector, keyword or hybrid (default SEARCH_MODE) */
+            /** @description vector, keyword or hybrid (default: your preference, else SEARCH_MODE) */
             search_mode?: string | null;
             /** @description continue this thread; omitted: a new thread */
             thread_id?: string | null;
@@ -1817,11 +1817,11 @@ export interface components {
             /** @description the metadata keys to count (default: the most used) */
             facets?: string[] | null;
             filters?: components["schemas"]["SearchBodyFilters"] | null;
-            /** @description vector, keyword or hybrid (default: SEARCH_MODE) */
+            /** @description vector, keyword or hybrid (default: your preference, else SEARCH_MODE) */
             mode?: string | null;
             /** @description at most 2000 characters */
             query: string;
-            /** @description LLM rerank (default: RERANK_ENABLED) */
+            /** @description LLM rerank (default: your preference, else RERANK_ENABLED) */
             rerank?: boolean | null;
             /**
              * @description the GET's `limit`

@@ -27,8 +27,12 @@ class ChatBody(BaseModel):
     thread_id: UUID | None = Field(default=None, description="continue this thread; omitted: a new thread")
     document_ids: list[UUID] | None = Field(default=None, description="search only these documents")
     collection_ids: list[UUID] | None = Field(default=None, description="search only these collections")
-    search_mode: str | None = Field(default=None, description="vector, keyword or hybrid (default SEARCH_MODE)")
-    rerank: Flag | None = Field(default=None, description="rerank with the LLM (default RERANK_ENABLED)")
+    search_mode: str | None = Field(
+        default=None, description="vector, keyword or hybrid (default: your preference, else SEARCH_MODE)"
+    )
+    rerank: Flag | None = Field(
+        default=None, description="rerank with the LLM (default: your preference, else RERANK_ENABLED)"
+    )
     model: str | None = Field(
         default=None, min_length=1, max_length=200, pattern=MODEL_NAME_PATTERN,
         description="the chat model for this answer (default: the user's setting, else CHAT_MODEL)",
