@@ -30,6 +30,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np
+from ragchat.core.options import options_of
 from ragchat.core.principal import Principal
 from ragchat.evaluation.beir import load_beir
 from ragchat.evaluation.metrics import dedup_keep_first, ndcg_at_k
@@ -133,11 +134,11 @@ async def run_state(variants: list[tuple[str, Principal, Any]], queries: list[tu
     for mode in MODES:
         for q in warmup:
             for _label, p, s in variants:
-                await s.search(q, principal=p, limit=10, mode=mode)
+                await s.search(q, principal=p, options=options_of(s.settings, limit=10, mode=mode))
         for i, (qid, q) in enumerate(queries):
             for label, p, s in variants[i % len(variants) :] + variants[: i % len(variants)]:
                 start = time.perf_counter()
-                res = await s.search(q, principal=p, limit=10, mode=mode)
+                res = await s.search(q, principal=p, options=options_of(s.settings, limit=10, mode=mode))
                 ms = (time.perf_counter() - start) * 1000
                 docs = dedup_keep_first(str(h.metadata.get("source_id", h.document_id)) for h in res.chunks)
                 t = res.timings

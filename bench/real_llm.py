@@ -57,6 +57,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from ragchat.chat.service import ChatRequest
+from ragchat.core.options import options_of
 from ragchat.core.principal import Principal
 from ragchat.evaluation.beir import load_beir
 from ragchat.evaluation.metrics import dedup_keep_first, mrr_at_k, ndcg_at_k
@@ -408,10 +409,14 @@ async def rerank_gain(rt: Any, counter: CountingLLM, principal: Principal, queri
     per_query: list[dict[str, Any]] = []
     for i, (qid, text) in enumerate(queries.items(), 1):
         rels = qrels[qid]
-        base = await rt.searcher.search(text, principal=principal, limit=K, mode="hybrid", rerank=False)
+        base = await rt.searcher.search(
+            text, principal=principal, options=options_of(rt.searcher.settings, limit=K, mode="hybrid", rerank=False)
+        )
         first_call = len(counter.calls)
         start = time.perf_counter()
-        rr = await rt.searcher.search(text, principal=principal, limit=K, mode="hybrid", rerank=True)
+        rr = await rt.searcher.search(
+            text, principal=principal, options=options_of(rt.searcher.settings, limit=K, mode="hybrid", rerank=True)
+        )
         wall = time.perf_counter() - start
         calls = counter.calls[first_call:]
         base_docs, rr_docs = source_ids(base.chunks), source_ids(rr.chunks)
@@ -492,7 +497,8 @@ async def one_turn(rt: Any, principal: Principal, question: str, fact: list[str]
     done: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
     order: list[str] = []
-    req = ChatRequest(message=question, search_mode="hybrid", rerank=False)
+    options = options_of(rt.settings, mode="hybrid", rerank=False, default_limit=rt.settings.chat_search_limit)
+    req = ChatRequest(message=question, options=options)
     async for event in rt.chat.events(principal, req):
         kind, data = event.event, event.data
         if not order or order[-1] != kind:

@@ -43,6 +43,7 @@ from pgvector.psycopg import register_vector_async
 from psycopg import sql
 from psycopg.rows import DictRow, dict_row
 from psycopg.types.json import Jsonb
+from ragchat.core.options import options_of
 from ragchat.core.principal import Principal
 from ragchat.db.pool import Conn
 from ragchat.documents.chunking.sentences import content_hash, embedding_text
@@ -261,13 +262,15 @@ async def time_searcher(
 ) -> tuple[list[float], dict[str, dict[str, float]]]:
     for q in warmup:
         searcher._vectors.clear()
-        await searcher.search(q, principal=PRINCIPAL, limit=limit, mode=mode)
+        await searcher.search(q, principal=PRINCIPAL, options=options_of(searcher.settings, limit=limit, mode=mode))
     lat: list[float] = []
     parts: dict[str, list[float]] = {"embed_ms": [], "vector_ms": [], "keyword_ms": [], "fuse_ms": []}
     for q in queries:
         searcher._vectors.clear()  # the query embedding is part of what we measure
         start = time.perf_counter()
-        result = await searcher.search(q, principal=PRINCIPAL, limit=limit, mode=mode)
+        result = await searcher.search(
+            q, principal=PRINCIPAL, options=options_of(searcher.settings, limit=limit, mode=mode)
+        )
         lat.append((time.perf_counter() - start) * 1000)
         for k in parts:
             parts[k].append(getattr(result.timings, k))

@@ -33,7 +33,7 @@ from ragchat.documents.metadata.routes import MetadataController
 from ragchat.documents.service import DocumentService
 from ragchat.evaluation.routes import EvalController
 from ragchat.mcp.http import McpHttp
-from ragchat.preferences.routes import settings_handlers
+from ragchat.preferences.routes import preferences_handlers
 from ragchat.preferences.service import PreferencesService
 from ragchat.resources import client_dist
 from ragchat.retrieval.routes import search_handlers
@@ -129,7 +129,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, overrides:
             *suggestion_handlers(),
             *chat_handlers(),
             *action_handlers(),
-            *settings_handlers(),
+            *preferences_handlers(),
             EvalController,
             mcp_endpoint,
             client_app,
@@ -143,6 +143,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, overrides:
             "accounts": Provide(lambda: current().accounts, sync_to_thread=False),
             "collections": Provide(lambda: current().collections, sync_to_thread=False),
             "limiter": Provide(lambda: current().limiter, sync_to_thread=False),
+            "search_policy": Provide(lambda: current().search_policy, sync_to_thread=False),
             "credential_check": Provide(lambda: current().accounts.still_valid, sync_to_thread=False),
             "preferences": Provide(lambda: current().preferences, sync_to_thread=False),
             "user_preferences": Provide(lambda: current().preferences.effective, sync_to_thread=False),

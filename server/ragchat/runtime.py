@@ -18,6 +18,7 @@ from ragchat.accounts import passwords
 from ragchat.accounts.service import AccountService
 from ragchat.chat.runs import RunRegistry
 from ragchat.chat.service import ChatService
+from ragchat.core.options import SearchPolicy
 from ragchat.db.pool import Database, Pool, make_pool, prepare_database
 from ragchat.db.ratelimit import RateLimiter
 from ragchat.db.watchdog import DatabaseWatchdog
@@ -63,6 +64,7 @@ class Runtime:
     collections: CollectionService
     limiter: RateLimiter
     preferences: PreferencesService
+    search_policy: SearchPolicy  # every entry point resolves a search's options (and its cost) here
     database: Database | None = None
     watchdog: DatabaseWatchdog | None = None  # when the runtime opened the database itself
     tasks: list[asyncio.Task[Any]] = field(default_factory=list)
@@ -138,10 +140,11 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
             stack.push_async_callback(llm.close)
         rerank_llm = given.rerank_llm or llm
 
-        searcher = Searcher(pool, spaces, settings, LLMReranker(rerank_llm, settings))
+        searcher = Searcher(pool, spaces, settings.retrieval, LLMReranker(rerank_llm, settings))
         runs = RunRegistry()  # chat answers in progress; closed first: they are saved before the pool closes
         stack.push_async_callback(runs.close)
         limiter = RateLimiter(pool)
+        preferences = PreferencesService(pool, settings)
         await passwords.warm()
         runtime = Runtime(
             settings=settings,
@@ -158,7 +161,8 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
             accounts=AccountService(pool, settings, limiter),
             collections=CollectionService(pool),
             limiter=limiter,
-            preferences=PreferencesService(pool, settings),
+            preferences=preferences,
+            search_policy=SearchPolicy(settings.retrieval, settings.limits, preferences.effective, limiter),
             database=database,
             watchdog=watchdog,
         )

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import difflib
 import ipaddress
+import logging
+import os
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Self
 
 import platformdirs
-from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
+from dotenv import dotenv_values
+from pydantic import AliasChoices, BaseModel, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
@@ -16,6 +22,14 @@ class SearchMode(StrEnum):
     vector = "vector"
     keyword = "keyword"
     hybrid = "hybrid"
+
+
+#: SearchMode's names, for request and response models (an inline enum in the OpenAPI document)
+SearchModeName = Literal["vector", "keyword", "hybrid"]
+
+
+#: how the vector and keyword rankings are fused (FUSION)
+Fusion = Literal["relative", "rrf", "weighted_rrf", "score"]
 
 
 class EmbedProvider(StrEnum):
@@ -41,14 +55,49 @@ def _default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir("ragchat", appauthor=False))
 
 
-class Settings(BaseSettings):
-    """Environment variables (case-insensitive). `.env.example` lists them all with defaults."""
+class ServerSettings(BaseModel):
+    """Settings group: HOST, PORT, the web client, request bodies and the browser protections."""
 
-    model_config = SettingsConfigDict(env_file=".env", extra="ignore", populate_by_name=True)
-
-    # --- server and storage ---
     host: str = "127.0.0.1"
     port: int = 8000
+    log_level: str = "info"
+    client_dist: Path | None = None  # built web client; default: the installed package's copy, else <repo>/client/dist
+    # request bodies of JSON routes (chat, search, OpenAI /v1, accounts…); refused while streaming (413)
+    max_json_kb: int = Field(default=1024, ge=16)
+    # Host headers accepted (DNS-rebinding guard); the loopback names and HOST are always added. "*" = any.
+    allowed_hosts: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    # Origins besides the server's own that may send state-changing requests (e.g. a TLS proxy's public URL).
+    trusted_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    cookie_secure: Literal["auto", "true", "false"] = "auto"  # auto: Secure when the request came over https
+
+    @field_validator("client_dist", mode="after")
+    @classmethod
+    def _expand_client_dist(cls, value: Path | None) -> Path | None:
+        return value.expanduser() if value is not None else None
+
+    @field_validator("allowed_hosts", "trusted_origins", mode="before")
+    @classmethod
+    def _comma_list(cls, v: object) -> object:
+        if isinstance(v, str) and not v.strip().startswith("["):
+            return [item.strip() for item in v.split(",") if item.strip()]
+        return v
+
+    @property
+    def host_allowlist(self) -> list[str]:
+        """ALLOWED_HOSTS plus the loopback names and the configured HOST (unless it is a wildcard address)."""
+        hosts = ["localhost", "127.0.0.1", "::1", *self.allowed_hosts]
+        if self.host not in ("0.0.0.0", "::", ""):
+            hosts.append(self.host)
+        return list(dict.fromkeys(h.lower() for h in hosts))
+
+    @property
+    def max_json_bytes(self) -> int:
+        return self.max_json_kb * 1024
+
+
+class DatabaseSettings(BaseModel):
+    """Settings group: storage: the data directory, the database and its connection pool."""
+
     database_url: str | None = None
     data_dir: Path = Field(default_factory=_default_data_dir, validation_alias="RAGCHAT_DATA_DIR")
     db_pool_min: int = 1
@@ -59,101 +108,16 @@ class Settings(BaseSettings):
     db_watchdog_interval_s: float = Field(default=1.0, ge=0)
     # a probe (the watchdog's, /api/health's) slower than this counts as no answer
     db_probe_timeout_s: float = Field(default=2.0, gt=0)
-    log_level: str = "info"
-    client_dist: Path | None = None  # built web client; default: the installed package's copy, else <repo>/client/dist
 
-    # --- accounts and browser protections ---
-    # on: every request needs a session or an API token. off: one person on one machine (loopback only).
-    auth: Literal["on", "off"] = "on"
-    # Host headers accepted (DNS-rebinding guard); the loopback names and HOST are always added. "*" = any.
-    allowed_hosts: Annotated[list[str], NoDecode] = Field(default_factory=list)
-    # Origins besides the server's own that may send state-changing requests (e.g. a TLS proxy's public URL).
-    trusted_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
-    session_ttl_hours: float = 24 * 14  # a session ends after this long without a request
-    cookie_secure: Literal["auto", "true", "false"] = "auto"  # auto: Secure when the request came over https
-    # per-minute limits (per user; login per client IP and per username); 0 disables one
-    rate_login_per_min: int = 10
-    login_lockout_failures: int = 10  # failed logins of one username per 15 minutes before it is locked
-    rate_chat_per_min: int = 20
-    rate_search_per_min: int = 120
-    rate_rerank_candidates_per_min: int = 600
-    rerank_max_candidates: int = 60  # one request's limit × RERANK_CANDIDATES_FACTOR may not exceed this
+    @field_validator("data_dir", mode="after")
+    @classmethod
+    def _expand_data_dir(cls, value: Path) -> Path:
+        return value.expanduser()
 
-    # request bodies of JSON routes (chat, search, OpenAI /v1, accounts…); refused while streaming (413)
-    max_json_kb: int = Field(default=1024, ge=16)
 
-    # --- documents ---
-    max_upload_mb: float = 50.0  # one file; also one upload request's body (+1 MB for the multipart framing)
-    chunk_tokens: int = 200
-    chunk_overlap: int = 40
-    chunk_max_chars: int = Field(default=2000, ge=100)  # characters per chunk, whatever the tokens (no-space runs)
-    chunk_strategy: Literal["auto", "line", "sentence", "semantic"] = "auto"  # auto: by file type and shape
-    chunk_semantic_llm: bool = False  # the semantic chunker asks CHAT_MODEL to choose among its best cuts
-    ingest_workers: int = 1  # in-process background ingestion workers (0 = only `ragchat worker`)
-    max_inflated_mb: float = Field(default=200.0, gt=0)  # a zip-based file (.docx) inflated, all parts together
-    max_zip_member_mb: float = Field(default=100.0, gt=0)  # one part of a zip-based file, inflated
-    max_zip_members: int = Field(default=5000, ge=1)  # parts in a zip-based file
-    max_compression_ratio: float = Field(default=200.0, gt=1)  # inflated:compressed of a part over 1 MB (zip bombs)
-    max_elements: int = Field(default=200_000, ge=1)  # docx paragraphs + table cells, HTML tags, Markdown blocks
-    max_pdf_pages: int = Field(default=2000, ge=1)  # pages in one PDF
-    parse_timeout_s: float = Field(default=120.0, gt=0)  # parsing one file (checked between pages / elements)
-    max_jsonl_records: int = Field(default=200_000, ge=1)  # records in one BEIR .jsonl corpus
-    max_jsonl_record_kb: int = Field(default=1024, ge=1)  # one line of a BEIR .jsonl corpus
-    ingest_lease_s: float = Field(default=60.0, ge=1)  # a worker's hold on a document, renewed every third of it
-    ingest_max_attempts: int = Field(default=3, ge=1)  # claims of one document before it is failed for good
-    # web pages by URL: fetch private, loopback and link-local addresses too (off: only public addresses, SSRF guard)
-    allow_private_urls: bool = False
-    url_fetch_timeout_s: float = Field(default=20.0, gt=0)  # one URL fetch, redirects and body included
-    # a document queued again after a passing fault (model or database away) waits this long, doubled per attempt
-    ingest_retry_backoff_s: float = Field(default=2.0, ge=0, le=3600)
+class LLMSettings(BaseModel):
+    """Settings group: the chat model, its server, and the chat loop."""
 
-    # --- embeddings ---
-    embed_provider: EmbedProvider = EmbedProvider.sentence_transformers
-    embed_model: str = "all-MiniLM-L6-v2"
-    embed_dim: int | None = None  # remote models: asked of the model when unset
-    embed_batch_size: int = 64
-    embed_timeout_s: float = 60.0  # one remote embedding request
-    reembed_grace_s: float = 5.0  # after a switch, old vectors stay this long for searches already under way
-    spaces_refresh_s: float = 2.0  # how often a process re-reads which embedding space is active
-    # queries on a bfloat16 copy of the model: auto = when the CPU has native bf16 matmuls (and it agrees)
-    query_embed_precision: Literal["auto", "fp32", "bf16"] = "auto"
-    # the local model's runtime: onnx-int8 (ONNX Runtime, int8, exported once and cached) or torch (float32)
-    embed_backend: Literal["onnx-int8", "torch"] = "onnx-int8"
-    embed_cache_dir: Path | None = None  # where the ONNX export is cached (default: the user's cache dir)
-
-    # --- retrieval ---
-    search_mode: SearchMode = SearchMode.hybrid
-    search_limit_max: int = 100
-    rrf_k: int = 60
-    fusion: Literal["relative", "rrf", "weighted_rrf", "score"] = "relative"
-    fusion_vector_weight: float | None = Field(default=None, ge=0, le=1)  # None: the method's own default
-    keyword_scorer: Literal["bm25", "ts_rank"] = "bm25"
-    keyword_candidates: int = 1000
-    hnsw_ef_search: int = 100
-    exact_scan_max_rows: int = 20000  # filtered vector queries over at most this many rows scan exactly
-    # best-hit cosine tiers, for all-MiniLM-L6-v2 (bench/confidence.py; README "Search API")
-    confidence_high: float = 0.60
-    confidence_moderate: float = 0.45
-    confidence_floor: float = 0.35  # below: "insufficient"
-    bm25_k1: float = 0.9
-    bm25_b: float = 0.4
-
-    # --- rerank ---
-    rerank_enabled: bool = False
-    rerank_model: str | None = None  # defaults to chat_model
-    rerank_concurrency: int = 4
-    rerank_candidates_factor: int = 3
-    rerank_timeout_s: float = 30.0
-    rerank_deadline_s: float = 120.0
-    rerank_passage_chars: int = 1000
-    rerank_client_shards: int = 8  # small HTTP connection pools the parallel rerank calls are spread over
-
-    # --- metadata extraction (server/documents/extraction.py) ---
-    metadata_extraction: bool = False  # one LLM call per new document: title, summary, topics, type, language, dates
-    metadata_extraction_timeout_s: float = 60.0  # per call (one retry)
-    metadata_extraction_chars: int = 4000  # the document's first characters the model reads
-
-    # --- chat / LLM ---
     llm_provider: LLMProviderName = LLMProviderName.ollama
     ollama_host: str = "http://127.0.0.1:11434"
     openai_base_url: str = "http://127.0.0.1:8080/v1"
@@ -180,11 +144,61 @@ class Settings(BaseSettings):
     # claim against its passage; false (default) keeps the lexical + embedding check only
     citation_judge: bool = False
     citation_judge_timeout_s: float = 30.0
+    rerank_model: str | None = None  # defaults to chat_model
 
-    @field_validator("data_dir", "client_dist", mode="after")
-    @classmethod
-    def _expand_user(cls, value: Path | None) -> Path | None:
-        return value.expanduser() if value is not None else None
+    @property
+    def openai_key(self) -> str | None:
+        """OPENAI_API_KEY as text (None when unset)."""
+        value = self.openai_api_key
+        return value.get_secret_value() if isinstance(value, SecretStr) else value
+
+    @property
+    def effective_rerank_model(self) -> str:
+        return self.rerank_model or self.chat_model
+
+
+class EmbeddingSettings(BaseModel):
+    """Settings group: the embedding model and its runtime, and embedding-space switches."""
+
+    embed_provider: EmbedProvider = EmbedProvider.sentence_transformers
+    embed_model: str = "all-MiniLM-L6-v2"
+    embed_dim: int | None = None  # remote models: asked of the model when unset
+    embed_batch_size: int = 64
+    embed_timeout_s: float = 60.0  # one remote embedding request
+    reembed_grace_s: float = 5.0  # after a switch, old vectors stay this long for searches already under way
+    spaces_refresh_s: float = 2.0  # how often a process re-reads which embedding space is active
+    # queries on a bfloat16 copy of the model: auto = when the CPU has native bf16 matmuls (and it agrees)
+    query_embed_precision: Literal["auto", "fp32", "bf16"] = "auto"
+    # the local model's runtime: onnx-int8 (ONNX Runtime, int8, exported once and cached) or torch (float32)
+    embed_backend: Literal["onnx-int8", "torch"] = "onnx-int8"
+    embed_cache_dir: Path | None = None  # where the ONNX export is cached (default: the user's cache dir)
+
+
+class RetrievalSettings(BaseModel):
+    """Settings group: search: modes, fusion, the keyword scorer, confidence tiers, the LLM rerank."""
+
+    search_mode: SearchMode = SearchMode.hybrid
+    search_limit_max: int = 100
+    rrf_k: int = 60
+    fusion: Fusion = "relative"
+    fusion_vector_weight: float | None = Field(default=None, ge=0, le=1)  # None: the method's own default
+    keyword_scorer: Literal["bm25", "ts_rank"] = "bm25"
+    keyword_candidates: int = 1000
+    hnsw_ef_search: int = 100
+    exact_scan_max_rows: int = 20000  # filtered vector queries over at most this many rows scan exactly
+    # best-hit cosine tiers, for all-MiniLM-L6-v2 (bench/confidence.py; README "Search API")
+    confidence_high: float = 0.60
+    confidence_moderate: float = 0.45
+    confidence_floor: float = 0.35  # below: "insufficient"
+    bm25_k1: float = 0.9
+    bm25_b: float = 0.4
+    rerank_enabled: bool = False
+    rerank_concurrency: int = 4
+    rerank_candidates_factor: int = 3
+    rerank_timeout_s: float = 30.0
+    rerank_deadline_s: float = 120.0
+    rerank_passage_chars: int = 1000
+    rerank_client_shards: int = 8  # small HTTP connection pools the parallel rerank calls are spread over
 
     @field_validator("search_mode", mode="before")
     @classmethod
@@ -196,34 +210,44 @@ class Settings(BaseSettings):
             return value
         return v
 
+
+class IngestionSettings(BaseModel):
+    """Settings group: documents (uploads, URL fetching, parsing limits, chunking, the queue, metadata)."""
+
+    max_upload_mb: float = 50.0  # one file; also one upload request's body (+1 MB for the multipart framing)
+    # web pages by URL: fetch private, loopback and link-local addresses too (off: only public addresses, SSRF guard)
+    allow_private_urls: bool = False
+    url_fetch_timeout_s: float = Field(default=20.0, gt=0)  # one URL fetch, redirects and body included
+    chunk_tokens: int = 200
+    chunk_overlap: int = 40
+    chunk_max_chars: int = Field(default=2000, ge=100)  # characters per chunk, whatever the tokens (no-space runs)
+    chunk_strategy: Literal["auto", "line", "sentence", "semantic"] = "auto"  # auto: by file type and shape
+    chunk_semantic_llm: bool = False  # the semantic chunker asks CHAT_MODEL to choose among its best cuts
+    ingest_workers: int = 1  # in-process background ingestion workers (0 = only `ragchat worker`)
+    max_inflated_mb: float = Field(default=200.0, gt=0)  # a zip-based file (.docx) inflated, all parts together
+    max_zip_member_mb: float = Field(default=100.0, gt=0)  # one part of a zip-based file, inflated
+    max_zip_members: int = Field(default=5000, ge=1)  # parts in a zip-based file
+    max_compression_ratio: float = Field(default=200.0, gt=1)  # inflated:compressed of a part over 1 MB (zip bombs)
+    max_elements: int = Field(default=200_000, ge=1)  # docx paragraphs + table cells, HTML tags, Markdown blocks
+    max_pdf_pages: int = Field(default=2000, ge=1)  # pages in one PDF
+    parse_timeout_s: float = Field(default=120.0, gt=0)  # parsing one file (checked between pages / elements)
+    max_jsonl_records: int = Field(default=200_000, ge=1)  # records in one BEIR .jsonl corpus
+    max_jsonl_record_kb: int = Field(default=1024, ge=1)  # one line of a BEIR .jsonl corpus
+    ingest_lease_s: float = Field(default=60.0, ge=1)  # a worker's hold on a document, renewed every third of it
+    ingest_max_attempts: int = Field(default=3, ge=1)  # claims of one document before it is failed for good
+    # a document queued again after a passing fault (model or database away) waits this long, doubled per attempt
+    ingest_retry_backoff_s: float = Field(default=2.0, ge=0, le=3600)
+    metadata_extraction: bool = False  # one LLM call per new document: title, summary, topics, type, language, dates
+    metadata_extraction_timeout_s: float = 60.0  # per call (one retry)
+    metadata_extraction_chars: int = 4000  # the document's first characters the model reads
+
     @model_validator(mode="after")
-    def _check(self) -> Settings:
+    def _check_chunks(self) -> Self:
         if self.chunk_overlap >= self.chunk_tokens:
             raise ValueError("CHUNK_OVERLAP must be smaller than CHUNK_TOKENS")
         if not 16 <= self.chunk_tokens <= 256:
             raise ValueError("CHUNK_TOKENS must be between 16 and 256 (the model truncates at 256 word pieces)")
         return self
-
-    @field_validator("allowed_hosts", "trusted_origins", mode="before")
-    @classmethod
-    def _comma_list(cls, v: object) -> object:
-        if isinstance(v, str) and not v.strip().startswith("["):
-            return [item.strip() for item in v.split(",") if item.strip()]
-        return v
-
-    @property
-    def host_allowlist(self) -> list[str]:
-        """ALLOWED_HOSTS plus the loopback names and the configured HOST (unless it is a wildcard address)."""
-        hosts = ["localhost", "127.0.0.1", "::1", *self.allowed_hosts]
-        if self.host not in ("0.0.0.0", "::", ""):
-            hosts.append(self.host)
-        return list(dict.fromkeys(h.lower() for h in hosts))
-
-    @property
-    def openai_key(self) -> str | None:
-        """OPENAI_API_KEY as text (None when unset)."""
-        value = self.openai_api_key
-        return value.get_secret_value() if isinstance(value, SecretStr) else value
 
     @property
     def max_upload_bytes(self) -> int:
@@ -234,10 +258,148 @@ class Settings(BaseSettings):
         """One upload request's body: the file limit plus room for the multipart framing and a few fields."""
         return self.max_upload_bytes + 1024 * 1024
 
-    @property
-    def max_json_bytes(self) -> int:
-        return self.max_json_kb * 1024
+
+class AccountSettings(BaseModel):
+    """Settings group: accounts and sessions."""
+
+    # on: every request needs a session or an API token. off: one person on one machine (loopback only).
+    auth: Literal["on", "off"] = "on"
+    session_ttl_hours: float = 24 * 14  # a session ends after this long without a request
+    login_lockout_failures: int = 10  # failed logins of one username per 15 minutes before it is locked
+
+
+class LimitSettings(BaseModel):
+    """Settings group: per-user rate limits and the rerank cost cap."""
+
+    # per-minute limits (per user; login per client IP and per username); 0 disables one
+    rate_login_per_min: int = 10
+    rate_chat_per_min: int = 20
+    rate_search_per_min: int = 120
+    rate_rerank_candidates_per_min: int = 600
+    rerank_max_candidates: int = 60  # one request's limit × RERANK_CANDIDATES_FACTOR may not exceed this
+
+
+# BaseSettings narrows BaseModel's `model_config` type; the groups keep BaseModel's (nothing else differs)
+class Settings(  # pyright: ignore[reportIncompatibleVariableOverride]
+    BaseSettings,
+    ServerSettings,
+    DatabaseSettings,
+    LLMSettings,
+    EmbeddingSettings,
+    RetrievalSettings,
+    IngestionSettings,
+    AccountSettings,
+    LimitSettings,
+):
+    """Environment variables (case-insensitive). `.env.example` lists them all with defaults.
+
+    The fields are declared in groups (the classes above); a service that needs one group takes that class,
+    and is given `settings.<group>` (the same object, typed as the group), so it sees only its own fields."""
+
+    model_config = SettingsConfigDict(env_file=".env", extra="ignore", populate_by_name=True)
 
     @property
-    def effective_rerank_model(self) -> str:
-        return self.rerank_model or self.chat_model
+    def server(self) -> ServerSettings:
+        return self
+
+    @property
+    def database(self) -> DatabaseSettings:
+        return self
+
+    @property
+    def llm(self) -> LLMSettings:
+        return self
+
+    @property
+    def embeddings(self) -> EmbeddingSettings:
+        return self
+
+    @property
+    def retrieval(self) -> RetrievalSettings:
+        return self
+
+    @property
+    def ingestion(self) -> IngestionSettings:
+        return self
+
+    @property
+    def accounts(self) -> AccountSettings:
+        return self
+
+    @property
+    def limits(self) -> LimitSettings:
+        return self
+
+
+# ---- unknown variables -------------------------------------------------------------------------------------
+#: prefixes other programs own too (Ollama's server reads OLLAMA_MODELS…; OpenAI's SDK OPENAI_ORG_ID…): in the
+#: process environment, a name with one of them is ours only when it is close to one of our names
+_SHARED_PREFIXES = ("OLLAMA_", "OPENAI_")
+#: ragchat's variables that are not settings: the CLI's (server, token, password) and the tests' and benches'
+OTHER_VARIABLES = frozenset(
+    {
+        "RAGCHAT_SERVER",
+        "RAGCHAT_TOKEN",
+        "RAGCHAT_PASSWORD",
+        "RAGCHAT_CACHE_DIR",
+        "RAGCHAT_REAL_LLM",
+        "RAGCHAT_FUZZ_EXAMPLES",
+        "RAGCHAT_CHUNK_BENCH_MB",
+        "RAGCHAT_WHEEL_VENV",
+    }
+)
+
+
+def setting_names() -> dict[str, str]:
+    """Every environment variable ragchat reads (upper case) → the setting (field) it sets."""
+    names: dict[str, str] = {}
+    for field_name, info in Settings.model_fields.items():
+        names[field_name.upper()] = field_name
+        alias = info.validation_alias
+        choices = alias.choices if isinstance(alias, AliasChoices) else [alias] if alias else []
+        for choice in choices:
+            if isinstance(choice, str):
+                names[choice.upper()] = field_name
+    return names
+
+
+def _prefixes(names: Iterable[str]) -> set[str]:
+    """`RAGCHAT_` and every first word two or more of our names share (`CHAT_`, `RERANK_`, `DB_`…)."""
+    counts = Counter(name.split("_", 1)[0] + "_" for name in names if "_" in name)
+    return {"RAGCHAT_"} | {prefix for prefix, n in counts.items() if n >= 2}
+
+
+def unknown_settings(environ: Mapping[str, str], dotenv: Iterable[str] = ()) -> list[str]:
+    """Warnings for variables that look like ragchat settings but are none (a typo would otherwise be ignored
+    without a word): a `.env` key or an environment variable with one of our prefixes, or close to one of our
+    names. Each names the closest setting."""
+    known = setting_names()
+    prefixes = _prefixes(known)
+    warnings: list[str] = []
+    seen: set[str] = set()
+    for origin, keys in (("in .env", dotenv), ("in the environment", environ)):
+        for key in keys:
+            name = key.strip().upper()
+            if not name or name in known or name in OTHER_VARIABLES or name in seen:
+                continue
+            close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.8)
+            prefix = next((p for p in prefixes if name.startswith(p)), None)
+            shared = origin != "in .env" and prefix is not None and prefix.startswith(_SHARED_PREFIXES)
+            if not close and (prefix is None or shared):
+                continue
+            seen.add(name)
+            guess = close or difflib.get_close_matches(name, list(known), n=1, cutoff=0.5)
+            hint = f"did you mean {guess[0]}?" if guess else "see .env.example for the settings"
+            warnings.append(f"{key} ({origin}) is not a ragchat setting and is ignored: {hint}")
+    return warnings
+
+
+def warn_unknown_settings(env_file: str | Path | None = ".env") -> list[str]:
+    """Log `unknown_settings` for this process's environment and `.env` (at start-up); returns them."""
+    keys: list[str] = []
+    if env_file is not None and Path(env_file).is_file():
+        keys = [str(k) for k in dotenv_values(env_file)]
+    warnings = unknown_settings(os.environ, keys)
+    for warning in warnings:
+        logging.getLogger("ragchat.settings").warning("%s", warning)
+    return warnings

@@ -11,7 +11,7 @@ from ragchat.chat.quality import failure_of, previous_exchange
 
 from tests.fakes.ollama_server import Reply
 from tests.fakes.plugin import LLMFake
-from tests.integration.test_chat_helpers import chat, first, get_thread, names
+from tests.support.chat import chat, first, get_thread, names
 
 SEARCH = Reply.tool_call("search_documents", {"query": "volcano lava"})
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from ragchat.core.options import options_of
 from ragchat.providers.embeddings import build_embedder, onnx_export
 from ragchat.providers.embeddings.onnx import OnnxEmbedder
 from ragchat.providers.embeddings.sentence_transformers import SentenceTransformerEmbedder
@@ -140,5 +141,7 @@ async def test_ingest_and_search_end_to_end(onnx: OnnxEmbedder, pool: Any, setti
         ("what makes dough leaven", "bread.txt"),
         ("can I modify a tuple", "python.txt"),
     ]:
-        result = await searcher.search(query, principal=LOCAL, limit=3, mode="vector")
+        result = await searcher.search(
+            query, principal=LOCAL, options=options_of(searcher.settings, limit=3, mode="vector")
+        )
         assert result.chunks[0].filename == expected, (query, [c.filename for c in result.chunks])

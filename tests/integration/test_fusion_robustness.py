@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ragchat.core.options import options_of
 from ragchat.core.search import SearchResult
 from ragchat.readscope.sql import read_scope
 from ragchat.retrieval.fusion import fuse
@@ -91,7 +92,9 @@ async def test_the_answer_outranks_the_keyword_stuffed_report(pool: Any, embedde
     assert [names[i] for i, _ in kw] == ["report.txt", "faq.txt"]  # only two keyword hits, the stuffed one first
     assert names[fuse(vec, kw, method="score")[0].id] == "report.txt"  # the old default got it wrong
 
-    result = await searcher.search(query, principal=LOCAL, limit=5, mode="hybrid")
+    result = await searcher.search(
+        query, principal=LOCAL, options=options_of(searcher.settings, limit=5, mode="hybrid")
+    )
     assert [c.filename for c in result.chunks[:2]] == ["faq.txt", "report.txt"]
     assert_one_honest_figure(result, "fused")
     top = result.chunks[0]
@@ -99,7 +102,9 @@ async def test_the_answer_outranks_the_keyword_stuffed_report(pool: Any, embedde
     assert top.trace.similarity is not None and top.trace.similarity == top.trace.vector_score
     assert result.confidence.best_similarity == round(max(c.similarity or 0 for c in result.chunks), 4)
 
-    rrf = await searcher_with(searcher, fusion="rrf").search(query, principal=LOCAL, limit=5, mode="hybrid")
+    rrf = await searcher.search(
+        query, principal=LOCAL, options=options_of(searcher.settings, limit=5, mode="hybrid", fusion="rrf")
+    )
     first, second = rrf.chunks[:2]
     assert {first.filename, second.filename} == {"faq.txt", "report.txt"}
     assert first.score == second.score  # ranks (1, 2) and (2, 1): RRF can only tie them
@@ -121,11 +126,15 @@ async def test_a_short_keyword_list_does_not_sink_the_answer(pool: Any, embedder
     assert names[fuse(vec, kw, method="score")[0].id] != "aardwolf.txt"  # the old default got it wrong
 
     for mode, kind in (("hybrid", "fused"), ("vector", "similarity"), ("keyword", "bm25 (normalised)")):
-        result = await searcher.search(query, principal=LOCAL, limit=10, mode=mode)
+        result = await searcher.search(
+            query, principal=LOCAL, options=options_of(searcher.settings, limit=10, mode=mode)
+        )
         assert_one_honest_figure(result, kind)
         if mode != "keyword":
             assert result.chunks[0].filename == "aardwolf.txt", mode
-    keyword = await searcher.search(query, principal=LOCAL, limit=10, mode="keyword")
+    keyword = await searcher.search(
+        query, principal=LOCAL, options=options_of(searcher.settings, limit=10, mode="keyword")
+    )
     assert keyword.chunks[0].score == 1.0  # BM25 relative to the best match
     assert all(c.trace.similarity is not None for c in keyword.chunks)  # the cosine stays in the trace
 
@@ -138,7 +147,3 @@ async def chunk_names(searcher: Searcher) -> dict[int, str]:
             )
         ).fetchall()
     return {r["id"]: r["filename"].split("#")[0] for r in rows}
-
-
-def searcher_with(searcher: Searcher, **settings: Any) -> Searcher:
-    return Searcher(searcher.pool, searcher.spaces, searcher.settings.model_copy(update=settings))

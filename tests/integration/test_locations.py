@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 from ragchat.chat.prompts import format_passages
+from ragchat.core.options import options_of
 from ragchat.core.search import SearchFilters
 from ragchat.mcp.models import SearchOutput, search_text
 from ragchat.settings import Settings
@@ -142,7 +143,9 @@ async def test_citations_carry_the_label_and_the_source_url(
         )
     searcher = make_searcher(pool, embedder, settings)
     result = await searcher.search(
-        "budget per diem", principal=LOCAL, filters=SearchFilters(location={"t": "760"}), limit=3
+        "budget per diem",
+        principal=LOCAL,
+        options=options_of(searcher.settings, filters=SearchFilters(location={"t": "760"}), limit=3),
     )
     [hit] = result.chunks
     assert hit.url == "https://example.org/talk" and hit.public().url == "https://example.org/talk"

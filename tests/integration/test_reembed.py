@@ -18,6 +18,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from ragchat.core.options import options_of
 from ragchat.runtime import Overrides, open_runtime
 from ragchat.settings import Settings
 
@@ -99,7 +100,11 @@ async def test_searches_answer_throughout_the_switch(
         seen_building = False
         while not build.done():
             old_space = (await rt.spaces.active_space(fresh=True)).model == "all-MiniLM-L6-v2"  # type: ignore[union-attr]
-            result = await rt.searcher.search("what makes bread rise?", principal=LOCAL, limit=3, mode="vector")
+            result = await rt.searcher.search(
+                "what makes bread rise?",
+                principal=LOCAL,
+                options=options_of(rt.searcher.settings, limit=3, mode="vector"),
+            )
             assert len(result.chunks) == 3
             # the switch may land during the search: judge the ranking only if the old space held throughout
             old_space = old_space and (await rt.spaces.active_space(fresh=True)).model == "all-MiniLM-L6-v2"  # type: ignore[union-attr]
@@ -115,7 +120,9 @@ async def test_searches_answer_throughout_the_switch(
 
         # after the switch: the new space answers (the query is embedded by the new model), the old one is gone
         before = len(ollama_embeds.embed_requests)
-        result = await rt.searcher.search("what causes the tides?", principal=LOCAL, limit=3, mode="hybrid")
+        result = await rt.searcher.search(
+            "what causes the tides?", principal=LOCAL, options=options_of(rt.searcher.settings, limit=3, mode="hybrid")
+        )
         assert result.chunks and len(ollama_embeds.embed_requests) == before + 1
     rows = space_rows(db)
     assert [(r["model"], r["dim"], r["state"], r["vectors"]) for r in rows] == [
@@ -139,7 +146,9 @@ async def test_new_documents_during_a_build_get_both_models(
         await rt.documents.ingestion.ingest()  # into the active (MiniLM) space; the build picks it up before switching
         await build
         result = await rt.searcher.search(
-            "Glaciers carve U-shaped valleys as they move.", principal=LOCAL, limit=1, mode="keyword"
+            "Glaciers carve U-shaped valleys as they move.",
+            principal=LOCAL,
+            options=options_of(rt.searcher.settings, limit=1, mode="keyword"),
         )
         assert result.chunks[0].filename == "late.txt"
     rows = space_rows(db)
@@ -171,7 +180,9 @@ async def test_reembed_survives_kill_and_resumes(
     ollama_embeds.embed_dim = 768
     async with open_runtime(tuned, Overrides(pool=pool, embedder=embedder)) as rt:
         # killed mid-build: search still answers from the MiniLM vectors, nothing mixed
-        result = await rt.searcher.search("what makes bread rise?", principal=LOCAL, limit=3, mode="vector")
+        result = await rt.searcher.search(
+            "what makes bread rise?", principal=LOCAL, options=options_of(rt.searcher.settings, limit=3, mode="vector")
+        )
         assert "Sourdough" in result.chunks[0].content
         assert (await rt.spaces.active_space(fresh=True)).model == "all-MiniLM-L6-v2"  # type: ignore[union-attr]
         # run it again: it resumes (the killed process's lock died with it) and embeds only what is missing

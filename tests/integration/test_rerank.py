@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
+from ragchat.core.options import options_of
 from ragchat.providers.llm import build_llm
 from ragchat.providers.llm.base import LLMProvider
 from ragchat.retrieval.rerank import LLMReranker
@@ -58,12 +59,12 @@ async def test_searcher_reranks_by_the_llm_scores(
         pool, embedder, settings.model_copy(update={"rerank_enabled": True}), LLMReranker(client, settings)
     )
     query = "what makes sourdough bread rise?"
-    plain = await searcher.search(query, principal=LOCAL, limit=3, rerank=False)
+    plain = await searcher.search(query, principal=LOCAL, options=options_of(searcher.settings, limit=3, rerank=False))
     assert not plain.reranked and plain.timings.rerank_ms == 0
     assert plain.chunks[0].filename == "bread.txt" and plain.chunks[0].trace.rerank_score is None
     assert llm.fake.chat_requests == []
 
-    result = await searcher.search(query, principal=LOCAL, limit=3)
+    result = await searcher.search(query, principal=LOCAL, options=options_of(searcher.settings, limit=3))
     assert result.reranked and result.timings.rerank_ms > 0
     assert [c.filename for c in result.chunks] == ["baking.txt", "volcano.txt", "bread.txt"]
     assert [c.score for c in result.chunks] == [0.95, 0.7, 0.4]
@@ -76,7 +77,9 @@ async def test_searcher_reranks_by_the_llm_scores(
     assert len(llm.fake.chat_requests) == len(DOCS)
     assert all(llm.json_schema(r)["properties"]["score"]["maximum"] == 1 for r in llm.fake.chat_requests)  # type: ignore[index]
 
-    again = await searcher.search(query, principal=LOCAL, limit=3)  # cached: no new LLM calls
+    again = await searcher.search(
+        query, principal=LOCAL, options=options_of(searcher.settings, limit=3)
+    )  # cached: no new LLM calls
     assert [c.id for c in again.chunks] == [c.id for c in result.chunks]
     assert len(llm.fake.chat_requests) == len(DOCS)
 
@@ -86,7 +89,9 @@ async def test_candidates_are_limit_times_factor(
 ) -> None:
     tuned = settings.model_copy(update={"rerank_enabled": True, "rerank_candidates_factor": 2})
     searcher = make_searcher(pool, embedder, tuned, LLMReranker(client, tuned))
-    result = await searcher.search("bread", principal=LOCAL, limit=1, mode="vector")
+    result = await searcher.search(
+        "bread", principal=LOCAL, options=options_of(searcher.settings, limit=1, mode="vector")
+    )
     assert result.reranked and len(result.chunks) == 1
     assert len(llm.fake.chat_requests) == 2
     assert result.chunks[0].score == result.chunks[0].trace.rerank_score
@@ -102,8 +107,10 @@ async def test_llm_down_keeps_retrieval_order_and_says_so(
     )
     on = settings.model_copy(update={"rerank_enabled": True})
     searcher = make_searcher(pool, embedder, on, LLMReranker(down, on))
-    plain = await searcher.search("ocean tides moon", principal=LOCAL, limit=3, rerank=False)
-    result = await searcher.search("ocean tides moon", principal=LOCAL, limit=3)
+    plain = await searcher.search(
+        "ocean tides moon", principal=LOCAL, options=options_of(searcher.settings, limit=3, rerank=False)
+    )
+    result = await searcher.search("ocean tides moon", principal=LOCAL, options=options_of(searcher.settings, limit=3))
     await down.close()
     assert not result.reranked and result.rerank.status == "failed" and result.rerank.warning
     assert [c.id for c in result.chunks] == [c.id for c in plain.chunks]

@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
+from ragchat.core.options import options_of
 from ragchat.core.search import SearchResult
 from ragchat.mcp.models import SearchOutput, search_text
 from ragchat.providers.llm import build_llm
@@ -78,9 +79,9 @@ async def searcher(corpus: Corpus, pool: Any, embedder: Any, on: Settings) -> As
 
 
 async def plain_and_reranked(searcher: Searcher) -> tuple[SearchResult, SearchResult, float]:
-    plain = await searcher.search(QUERY, principal=LOCAL, limit=4, rerank=False)
+    plain = await searcher.search(QUERY, principal=LOCAL, options=options_of(searcher.settings, limit=4, rerank=False))
     start = time.perf_counter()
-    result = await searcher.search(QUERY, principal=LOCAL, limit=4)
+    result = await searcher.search(QUERY, principal=LOCAL, options=options_of(searcher.settings, limit=4))
     return plain, result, time.perf_counter() - start
 
 
@@ -147,13 +148,15 @@ async def test_half_the_calls_failing_is_partial(searcher: Searcher, fake_ollama
 
 async def _tail(searcher: Searcher) -> list[Any]:
     """The fused order beyond the first 4 (the rerank saw limit × factor candidates)."""
-    wide = await searcher.search(QUERY, principal=LOCAL, limit=len(DOCS), rerank=False)
+    wide = await searcher.search(
+        QUERY, principal=LOCAL, options=options_of(searcher.settings, limit=len(DOCS), rerank=False)
+    )
     return wide.chunks[4:]
 
 
 async def test_all_scored_is_ok(searcher: Searcher, fake_ollama: FakeOllama) -> None:
     fake_ollama.responder = lambda body: Reply.json('{"score": 0.5}')
-    result = await searcher.search(QUERY, principal=LOCAL, limit=4)
+    result = await searcher.search(QUERY, principal=LOCAL, options=options_of(searcher.settings, limit=4))
     assert result.rerank.status == "ok" and result.reranked and result.rerank.warning is None
     assert (result.rerank.scored, result.rerank.candidates) == (len(DOCS), len(DOCS))
 
@@ -177,7 +180,7 @@ async def test_http_chat_and_mcp_report_the_status(
 
     from ragchat.chat.tools import tool_result_payload
 
-    result = await searcher.search(QUERY, principal=LOCAL, limit=3)
+    result = await searcher.search(QUERY, principal=LOCAL, options=options_of(searcher.settings, limit=3))
     payload = tool_result_payload("call-1", result)
     assert payload["reranked"] is False and payload["rerank"]["status"] == "failed"
     assert "Rerank failed" in payload["rerank"]["warning"]

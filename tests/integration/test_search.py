@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import psycopg
 import pytest
+from ragchat.core.options import options_of
 from ragchat.core.search import SearchFilters
 from ragchat.documents.ingest.registration import register_bytes
 from ragchat.readscope.sql import ReadScope
@@ -42,7 +43,9 @@ async def corpus(pool: Any, embedder: Any, settings: Settings) -> Searcher:
 
 @pytest.mark.parametrize("mode", ["vector", "keyword", "hybrid"])
 async def test_each_mode_finds_the_right_document(corpus: Searcher, mode: str) -> None:
-    result = await corpus.search("what makes sourdough bread rise?", principal=LOCAL, limit=3, mode=mode)
+    result = await corpus.search(
+        "what makes sourdough bread rise?", principal=LOCAL, options=options_of(corpus.settings, limit=3, mode=mode)
+    )
     assert result.mode == mode and not result.reranked
     assert result.chunks[0].filename == "bread.txt"
     trace = result.chunks[0].trace
@@ -56,7 +59,9 @@ async def test_each_mode_finds_the_right_document(corpus: Searcher, mode: str) -
 @pytest.mark.parametrize(("fusion", "top_score"), [("relative", None), ("score", 1.0), ("rrf", 1.0)])
 async def test_hybrid_fuses_both_arms(corpus: Searcher, fusion: str, top_score: float) -> None:
     corpus.settings = corpus.settings.model_copy(update={"fusion": fusion})
-    result = await corpus.search("moon gravity ocean tides", principal=LOCAL, limit=4, mode="hybrid")
+    result = await corpus.search(
+        "moon gravity ocean tides", principal=LOCAL, options=options_of(corpus.settings, limit=4, mode="hybrid")
+    )
     top = result.chunks[0]
     assert top.filename == "tides.txt"
     assert top.trace.vector_rank == 1 and top.trace.keyword_rank == 1
@@ -67,8 +72,10 @@ async def test_hybrid_fuses_both_arms(corpus: Searcher, fusion: str, top_score: 
 
 
 async def test_confidence_reflects_similarity(corpus: Searcher) -> None:
-    good = await corpus.search("volcano lava magma eruption", principal=LOCAL)
-    bad = await corpus.search("quarterly revenue of the semiconductor division", principal=LOCAL)
+    good = await corpus.search("volcano lava magma eruption", principal=LOCAL, options=options_of(corpus.settings))
+    bad = await corpus.search(
+        "quarterly revenue of the semiconductor division", principal=LOCAL, options=options_of(corpus.settings)
+    )
     assert good.confidence.label in ("high", "moderate") and not good.confidence.insufficient_confidence
     assert bad.confidence.best_similarity < good.confidence.best_similarity
     assert bad.confidence.insufficient_confidence
@@ -80,19 +87,29 @@ async def test_owner_scoping_and_filters(pool: Any, embedder: Any, settings: Set
         conn.execute("INSERT INTO users (id, name) VALUES (%s, 'other')", (other,))
     await add_docs(pool, embedder, settings, {"secret.txt": "Sourdough secrets of the other user."}, other)
     for mode in ("vector", "keyword", "hybrid"):
-        mine = await corpus.search("sourdough", principal=LOCAL, mode=mode)
+        mine = await corpus.search("sourdough", principal=LOCAL, options=options_of(corpus.settings, mode=mode))
         assert "secret.txt" not in {c.filename for c in mine.chunks}
-        theirs = await corpus.search("sourdough", principal=Principal(other), mode=mode)
+        theirs = await corpus.search(
+            "sourdough", principal=Principal(other), options=options_of(corpus.settings, mode=mode)
+        )
         assert {c.filename for c in theirs.chunks} == {"secret.txt"}
 
-    bread = (await corpus.search("bread", principal=LOCAL, limit=1)).chunks[0].document_id
-    only = await corpus.search("ocean tides", principal=LOCAL, filters=SearchFilters(document_ids=[bread]))
+    bread = (
+        (await corpus.search("bread", principal=LOCAL, options=options_of(corpus.settings, limit=1)))
+        .chunks[0]
+        .document_id
+    )
+    only = await corpus.search(
+        "ocean tides", principal=LOCAL, options=options_of(corpus.settings, filters=SearchFilters(document_ids=[bread]))
+    )
     assert {c.document_id for c in only.chunks} == {bread}
     async with pool.connection() as conn:
         await conn.execute(
             "UPDATE documents SET metadata = metadata || '{\"team\": \"geo\"}' WHERE filename = 'tides.txt'"
         )
-    geo = await corpus.search("bread", principal=LOCAL, filters=SearchFilters(metadata={"team": "geo"}))
+    geo = await corpus.search(
+        "bread", principal=LOCAL, options=options_of(corpus.settings, filters=SearchFilters(metadata={"team": "geo"}))
+    )
     assert {c.filename for c in geo.chunks} == {"tides.txt"}
 
 
@@ -116,18 +133,20 @@ async def test_owner_scoping_and_filters(pool: Any, embedder: Any, settings: Set
 )
 async def test_hostile_and_odd_queries_never_raise(corpus: Searcher, query: str) -> None:
     for mode in ("vector", "keyword", "hybrid"):
-        result = await corpus.search(query, principal=LOCAL, mode=mode)
+        result = await corpus.search(query, principal=LOCAL, options=options_of(corpus.settings, mode=mode))
         assert result.mode == mode
-    stop_words = await corpus.search("the and of a", principal=LOCAL, mode="keyword")
+    stop_words = await corpus.search(
+        "the and of a", principal=LOCAL, options=options_of(corpus.settings, mode="keyword")
+    )
     assert stop_words.chunks == []
 
 
 async def test_empty_query_and_empty_corpus(pool: Any, embedder: Any, settings: Settings) -> None:
     searcher = make_searcher(pool, embedder, settings)
-    empty = await searcher.search("anything", principal=LOCAL)
+    empty = await searcher.search("anything", principal=LOCAL, options=options_of(searcher.settings))
     assert empty.chunks == [] and not empty.has_embeddings and empty.confidence.insufficient_confidence
     await add_docs(pool, embedder, settings, {"a.txt": "Some text."}, LOCAL_OWNER_ID)
-    blank = await searcher.search("   ", principal=LOCAL)
+    blank = await searcher.search("   ", principal=LOCAL, options=options_of(searcher.settings))
     assert blank.chunks == [] and blank.has_embeddings
 
 
@@ -135,7 +154,7 @@ async def test_bad_mode_is_a_clear_error(corpus: Searcher) -> None:
     from ragchat.core.errors import BadRequest
 
     with pytest.raises(BadRequest, match="vector, keyword or hybrid"):
-        await corpus.search("x", principal=LOCAL, mode="semantic")
+        await corpus.search("x", principal=LOCAL, options=options_of(corpus.settings, mode="semantic"))
 
 
 def test_invalid_search_mode_setting_fails_at_startup() -> None:

@@ -595,6 +595,24 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/preferences": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** GetPreferences */
+        get: operations["ApiPreferencesGetPreferences"];
+        /** PutPreferences */
+        put: operations["ApiPreferencesPutPreferences"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/rag": {
         parameters: {
             query?: never;
@@ -637,9 +655,15 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** GetSettings */
+        /**
+         * GetSettings
+         * @deprecated
+         */
         get: operations["ApiSettingsGetSettings"];
-        /** PutSettings */
+        /**
+         * PutSettings
+         * @deprecated
+         */
         put: operations["ApiSettingsPutSettings"];
         post?: never;
         delete?: never;
@@ -895,9 +919,9 @@ export interface components {
             model?: string | null;
             /** @description an answer of the thread: answer its question again, as a new sibling branch */
             regenerate_id?: string | null;
-            /** @description rerank with the LLM (default RERANK_ENABLED) */
+            /** @description rerank with the LLM (default: your preference, else RERANK_ENABLED) */
             rerank?: boolean | null;
-            /** @description vector, keyword or hybrid (default SEARCH_MODE) */
+            /** @description vector, keyword or hybrid (default: your preference, else SEARCH_MODE) */
             search_mode?: string | null;
             /** @description continue this thread; omitted: a new thread */
             thread_id?: string | null;
@@ -1648,6 +1672,54 @@ export interface components {
             id: string;
             username: string;
         };
+        /**
+         * PreferenceValues
+         * @description what applies to this user now
+         */
+        PreferenceValues: {
+            /** @description the chat model answers use when the request names none */
+            chat_model: string;
+            /**
+             * @description how uploads are chunked when the upload does not say
+             * @enum {string}
+             */
+            chunk_strategy: "auto" | "line" | "sentence" | "semantic";
+            /** @description extract titles, topics… from new documents with the LLM */
+            metadata_extraction: boolean;
+            /** @description rerank chat searches with the LLM when the request does not say */
+            rerank: boolean;
+            /**
+             * @description the chat's search mode when the request names none
+             * @enum {string}
+             */
+            search_mode: "vector" | "keyword" | "hybrid";
+            /**
+             * @description the web client's colours
+             * @enum {string}
+             */
+            theme: "light" | "dark" | "system";
+        };
+        /** PreferencesPatch */
+        PreferencesPatch: {
+            chat_model?: string | null;
+            /** @enum {null|string} */
+            chunk_strategy?: "auto" | "line" | "sentence" | "semantic" | null;
+            metadata_extraction?: boolean | null;
+            rerank?: boolean | null;
+            /** @enum {null|string} */
+            search_mode?: "vector" | "keyword" | "hybrid" | null;
+            /** @enum {null|string} */
+            theme?: "light" | "dark" | "system" | null;
+        };
+        /** PreferencesView */
+        PreferencesView: {
+            /** @description the environment's values (CHAT_MODEL, SEARCH_MODE…) */
+            defaults: components["schemas"]["PreferenceValues"];
+            /** @description settings whose change takes effect only after the server restarts (none today) */
+            restart_required: string[];
+            /** @description what applies to this user now */
+            values: components["schemas"]["PreferenceValues"];
+        };
         /** RagAnswer */
         RagAnswer: {
             answer: string;
@@ -1778,11 +1850,11 @@ export interface components {
             /** @description the metadata keys to count (default: the most used) */
             facets?: string[] | null;
             filters?: components["schemas"]["SearchBodyFilters"] | null;
-            /** @description vector, keyword or hybrid (default: SEARCH_MODE) */
+            /** @description vector, keyword or hybrid (default: your preference, else SEARCH_MODE) */
             mode?: string | null;
             /** @description at most 2000 characters */
             query: string;
-            /** @description LLM rerank (default: RERANK_ENABLED) */
+            /** @description LLM rerank (default: your preference, else RERANK_ENABLED) */
             rerank?: boolean | null;
             /**
              * @description the GET's `limit`
@@ -1833,27 +1905,6 @@ export interface components {
             setup_required: boolean;
             /** @description who is signed in (null: nobody) */
             user: components["schemas"]["User"] | null;
-        };
-        /** SettingsPatch */
-        SettingsPatch: {
-            chat_model?: string | null;
-            /** @enum {null|string} */
-            chunk_strategy?: "auto" | "line" | "sentence" | "semantic" | null;
-            metadata_extraction?: boolean | null;
-            rerank?: boolean | null;
-            /** @enum {null|string} */
-            search_mode?: "vector" | "keyword" | "hybrid" | null;
-            /** @enum {null|string} */
-            theme?: "light" | "dark" | "system" | null;
-        };
-        /** SettingsView */
-        SettingsView: {
-            /** @description the environment's values (CHAT_MODEL, SEARCH_MODE…) */
-            defaults: components["schemas"]["UserSettings"];
-            /** @description settings whose change takes effect only after the server restarts (none today) */
-            restart_required: string[];
-            /** @description what applies to this user now */
-            values: components["schemas"]["UserSettings"];
         };
         /** SignedIn */
         SignedIn: {
@@ -2114,33 +2165,6 @@ export interface components {
         UserPatch: {
             disabled?: boolean | null;
             is_admin?: boolean | null;
-        };
-        /**
-         * UserSettings
-         * @description what applies to this user now
-         */
-        UserSettings: {
-            /** @description the chat model answers use when the request names none */
-            chat_model: string;
-            /**
-             * @description how uploads are chunked when the upload does not say
-             * @enum {string}
-             */
-            chunk_strategy: "auto" | "line" | "sentence" | "semantic";
-            /** @description extract titles, topics… from new documents with the LLM */
-            metadata_extraction: boolean;
-            /** @description rerank chat searches with the LLM when the request does not say */
-            rerank: boolean;
-            /**
-             * @description the chat's search mode when the request names none
-             * @enum {string}
-             */
-            search_mode: "vector" | "keyword" | "hybrid";
-            /**
-             * @description the web client's colours
-             * @enum {string}
-             */
-            theme: "light" | "dark" | "system";
         };
     };
     responses: never;
@@ -6223,6 +6247,158 @@ export interface operations {
             };
         };
     };
+    ApiPreferencesGetPreferences: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PreferencesView"];
+                };
+            };
+            /** @description Bad request: invalid parameters or body, a disallowed Host, a body nested too deeply */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not signed in, or the session or token no longer works */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed: another user's resource, an admin-only route, or a cross-origin write */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A bug: logged on the server with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The database or the LLM server is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    ApiPreferencesPutPreferences: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PreferencesPatch"];
+            };
+        };
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PreferencesView"];
+                };
+            };
+            /** @description Bad request: invalid parameters or body, a disallowed Host, a body nested too deeply */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not signed in, or the session or token no longer works */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed: another user's resource, an admin-only route, or a cross-origin write */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Body over the route's limit (MAX_JSON_KB, or MAX_UPLOAD_MB for uploads) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Wrong Content-Type (JSON routes take application/json, uploads multipart/form-data) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A bug: logged on the server with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The database or the LLM server is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     ApiRagRag: {
         parameters: {
             query?: never;
@@ -6548,7 +6724,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["SettingsView"];
+                    "application/json": components["schemas"]["PreferencesView"];
                 };
             };
             /** @description Bad request: invalid parameters or body, a disallowed Host, a body nested too deeply */
@@ -6607,7 +6783,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["SettingsPatch"];
+                "application/json": components["schemas"]["PreferencesPatch"];
             };
         };
         responses: {
@@ -6617,7 +6793,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["SettingsView"];
+                    "application/json": components["schemas"]["PreferencesView"];
                 };
             };
             /** @description Bad request: invalid parameters or body, a disallowed Host, a body nested too deeply */

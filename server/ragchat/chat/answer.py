@@ -15,8 +15,9 @@ from uuid import UUID
 
 from ragchat.chat.loop import ChatContext, ChatEvent, Turn, initial_messages, run_loop
 from ragchat.chat.replies import citation_report
+from ragchat.core.options import options_of
 from ragchat.core.principal import Principal
-from ragchat.core.search import SearchService
+from ragchat.core.search import SearchOptions, SearchService
 from ragchat.providers.llm.base import LLMProvider
 from ragchat.settings import Settings
 
@@ -28,9 +29,9 @@ class AnswerRequest:
     document_ids: list[UUID] | None = None
     collection_ids: list[UUID] | None = None
     metadata: dict[str, list[str]] | None = None
-    search_mode: str | None = None
-    rerank: bool | None = None
-    search_limit: int | None = None  # passages per search (default CHAT_SEARCH_LIMIT)
+    # resolved at the entry point (`SearchPolicy.resolve`; the limit: passages per search, CHAT_SEARCH_LIMIT);
+    # None: the environment's, for tests and tools that call the service directly
+    options: SearchOptions | None = None
     retrieve_first: bool = False
 
 
@@ -58,21 +59,17 @@ async def answer_events(
     turn: Turn,
 ) -> AsyncGenerator[ChatEvent, None]:
     """`tool_call`, `tool_result` and `token` events, then `done` (the same payloads as chat, no `thread`)."""
-    updates: dict[str, Any] = {}
-    if req.search_limit:
-        updates["chat_search_limit"] = max(1, min(req.search_limit, settings.search_limit_max))
-    if req.retrieve_first:
-        updates["chat_use_tools"] = False
     ctx = ChatContext(
         llm=llm,
         search=search,
-        settings=settings.model_copy(update=updates) if updates else settings,
+        settings=settings,
         principal=principal,
+        options=req.options or options_of(settings, default_limit=settings.chat_search_limit),
+        model=settings.chat_model,
+        use_tools=settings.chat_use_tools and not req.retrieve_first,
         document_ids=req.document_ids,
         collection_ids=req.collection_ids,
         metadata=req.metadata,
-        search_mode=req.search_mode,
-        rerank=req.rerank,
         context_tokens=context_tokens,
     )
     async with aclosing(run_loop(ctx, initial_messages(req.history, req.question), req.question, turn)) as events:

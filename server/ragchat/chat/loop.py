@@ -33,7 +33,7 @@ from ragchat.chat.tools import (
     tool_result_payload,
 )
 from ragchat.core.principal import Principal
-from ragchat.core.search import SearchResult, SearchService
+from ragchat.core.search import SearchOptions, SearchResult, SearchService
 from ragchat.providers.llm.base import (
     ChatChunk,
     LLMBadResponse,
@@ -42,7 +42,7 @@ from ragchat.providers.llm.base import (
     ToolCall,
     ToolsUnsupported,
 )
-from ragchat.settings import Settings
+from ragchat.settings import LLMSettings
 
 log = logging.getLogger(__name__)
 MAX_CALLS_PER_ROUND = 4
@@ -91,13 +91,14 @@ class ChatContext:
 
     llm: LLMProvider
     search: SearchService
-    settings: Settings
+    settings: LLMSettings
     principal: Principal
+    options: SearchOptions  # resolved at the entry point; every search of the turn uses them
+    model: str  # this turn's chat model (the request's, the user's, or CHAT_MODEL)
+    use_tools: bool = True  # false: retrieve-then-answer (CHAT_USE_TOOLS=false, /api/rag)
     document_ids: list[UUID] | None = None
     collection_ids: list[UUID] | None = None
     metadata: dict[str, list[str]] | None = None  # document metadata filter (the RAG endpoint's `filters`)
-    search_mode: str | None = None
-    rerank: bool | None = None
     context_tokens: int | None = None  # the model's window; None: requests are not fitted
 
 
@@ -140,7 +141,7 @@ async def run_loop(
 ) -> AsyncGenerator[ChatEvent, None]:
     """Stream one assistant turn. Raises what the LLM or the search raise; `turn` keeps the partial state."""
     rounds = 0
-    tools_supported = ctx.settings.chat_use_tools
+    tools_supported = ctx.use_tools
     if not tools_supported:  # CHAT_USE_TOOLS=false: retrieve first, then one answer without tools
         async with aclosing(_retrieve_then_answer(ctx, messages, question, turn)) as events:
             async for event in events:
@@ -163,16 +164,14 @@ async def run_loop(
                 raise
             tools_supported = False
         if not tools_supported and not turn.tool_calls:
-            log.info("model %s does not support tools: retrieve-then-answer", ctx.settings.chat_model)
+            log.info("model %s does not support tools: retrieve-then-answer", ctx.model)
             async with aclosing(_retrieve_then_answer(ctx, messages, question, turn)) as events:
                 async for event in events:
                     yield event
             continue
         if not (offer_tools and calls):
             if not turn.content.strip():
-                raise LLMBadResponse(
-                    f"{ctx.settings.chat_model} returned an empty answer. Try again, or use a larger CHAT_MODEL."
-                )
+                raise LLMBadResponse(f"{ctx.model} returned an empty answer. Try again, or use a larger CHAT_MODEL.")
             return  # a final answer (tool calls made on a call without tools are ignored)
         rounds += 1
         turn.usage["tool_rounds"] = rounds
@@ -204,7 +203,7 @@ async def _stream_reply(
         sent = messages if budget is None else fit(messages, tools, budget)
         hold = HoldBack(active=offer_tools)
         stream = ctx.llm.stream_chat(
-            model=s.chat_model, messages=sent, tools=tools, require_tool=require_tool, temperature=s.chat_temperature
+            model=ctx.model, messages=sent, tools=tools, require_tool=require_tool, temperature=s.chat_temperature
         )
         try:
             async with aclosing(stream):
@@ -264,12 +263,10 @@ async def _search_events(
             ctx.search,
             ctx.principal,
             query,
-            limit=ctx.settings.chat_search_limit,
+            ctx.options,
             document_ids=document_ids,
             collection_ids=ctx.collection_ids,
             metadata=metadata,
-            mode=ctx.search_mode,
-            rerank=ctx.rerank,
         )
 
     result = await search(narrow_metadata(ctx.metadata, asked))

@@ -15,6 +15,7 @@ import time
 import uuid
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
+from dataclasses import replace
 from typing import Any
 
 from litestar import Request, Response, Router, get, post
@@ -38,6 +39,7 @@ from ragchat.chat.openai_schemas import (
 from ragchat.chat.service import ChatService
 from ragchat.core.errors import BadRequest, RagchatError, RateLimited
 from ragchat.core.http import EventStream, also_event_stream, error_responses, request_id_of, response_spec
+from ragchat.core.options import Asked, SearchPolicy
 from ragchat.core.principal import Principal
 from ragchat.db.ratelimit import RateLimiter
 
@@ -98,10 +100,15 @@ async def list_models(principal: Principal) -> ModelList:
     operation_class=also_event_stream("with `stream: true`: `data:` lines of chat.completion.chunk JSON, then [DONE]"),
 )
 async def chat_completions(
-    data: Completion, chat: ChatService, principal: Principal, limiter: RateLimiter
+    data: Completion, chat: ChatService, principal: Principal, limiter: RateLimiter, search_policy: SearchPolicy
 ) -> ChatCompletion | Stream:
     req = to_request(data)
     await limiter.hit(f"chat:{principal.user_id}", chat.settings.rate_chat_per_min, what="questions")
+    # the request names no search options: the user's preferences, else the environment's
+    options = await search_policy.resolve(
+        principal, Asked(), default_limit=chat.settings.chat_search_limit, charge="rerank"
+    )
+    req = replace(req, options=options)
     cid, created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
     if not data.stream:
         try:

@@ -23,11 +23,10 @@ from ragchat.chat.service import ChatService
 from ragchat.chat.sse import server_sent_events
 from ragchat.core.errors import BadRequest, NotFound
 from ragchat.core.http import EventStream, also_event_stream, error_responses, response_spec
+from ragchat.core.options import Asked, SearchOptions, SearchPolicy
 from ragchat.core.principal import Principal
-from ragchat.core.search import parse_mode
 from ragchat.db.ratelimit import RateLimiter
 from ragchat.readscope.sql import unreadable
-from ragchat.settings import SearchMode
 
 
 def _arm(chunks: list[dict[str, Any]], rank_key: str, score_key: str) -> list[dict[str, Any]]:
@@ -75,7 +74,12 @@ def rag_answer(answer: Answer, elapsed_ms: float, *, debug: bool = True) -> RagA
     return RagAnswer.model_validate(out)
 
 
-def rag_request(body: RagBody) -> AnswerRequest:
+def rag_asked(body: RagBody) -> Asked:
+    """What the body says about the search (the policy resolves the rest)."""
+    return Asked(mode=body.mode, rerank=body.rerank, limit=body.top_k)
+
+
+def rag_request(body: RagBody, options: SearchOptions) -> AnswerRequest:
     query = body.query.replace("\x00", "").strip()
     if not query:
         raise BadRequest("query is empty")
@@ -87,9 +91,7 @@ def rag_request(body: RagBody) -> AnswerRequest:
         document_ids=f.document_ids or None,
         collection_ids=f.collection_ids or None,
         metadata=f.metadata or None,
-        search_mode=parse_mode(body.mode, SearchMode.hybrid).value if body.mode else None,
-        rerank=body.rerank,
-        search_limit=body.top_k,
+        options=options,
         retrieve_first=True,
     )
 
@@ -119,16 +121,20 @@ async def _sse(chat: ChatService, principal: Principal, req: AnswerRequest) -> A
     },
     operation_class=also_event_stream("with `stream: true`: the chat events (docs/SSE.md, ChatStream), no `thread`"),
 )
-async def rag(data: RagBody, chat: ChatService, principal: Principal, limiter: RateLimiter) -> RagAnswer | Stream:
+async def rag(
+    data: RagBody, chat: ChatService, principal: Principal, limiter: RateLimiter, search_policy: SearchPolicy
+) -> RagAnswer | Stream:
     """Retrieve `top_k` passages for `query` and answer from them, citing [n]; `debug` traces each stage.
     With `stream: true` the answer comes as the chat SSE events instead (see docs/SSE.md), no `thread`."""
-    req = rag_request(data)
+    options = await search_policy.resolve(principal, rag_asked(data), charge="none")
+    req = rag_request(data, options)
     if req.document_ids:
         async with chat.pool.connection() as conn:
             missing = await unreadable(conn, principal.user_id, req.document_ids)
         if missing:
             raise NotFound(f"document {missing[0]} not found")
     await limiter.hit(f"chat:{principal.user_id}", chat.settings.rate_chat_per_min, what="questions")
+    await search_policy.charge(principal, options, "rerank")
     if data.stream:
         return EventStream(_sse(chat, principal, req), headers={"Cache-Control": "no-store"})
     start = time.perf_counter()

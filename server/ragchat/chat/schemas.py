@@ -10,6 +10,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, Field
 
+from ragchat.core.options import SearchModeName
 from ragchat.core.schemas import Flag
 from ragchat.core.search import Confidence, MetadataFilter, Passage, RerankStatus, Timings
 
@@ -26,8 +27,12 @@ class ChatBody(BaseModel):
     thread_id: UUID | None = Field(default=None, description="continue this thread; omitted: a new thread")
     document_ids: list[UUID] | None = Field(default=None, description="search only these documents")
     collection_ids: list[UUID] | None = Field(default=None, description="search only these collections")
-    search_mode: str | None = Field(default=None, description="vector, keyword or hybrid (default SEARCH_MODE)")
-    rerank: Flag | None = Field(default=None, description="rerank with the LLM (default RERANK_ENABLED)")
+    search_mode: str | None = Field(
+        default=None, description="vector, keyword or hybrid (default: your preference, else SEARCH_MODE)"
+    )
+    rerank: Flag | None = Field(
+        default=None, description="rerank with the LLM (default: your preference, else RERANK_ENABLED)"
+    )
     model: str | None = Field(
         default=None, min_length=1, max_length=200, pattern=MODEL_NAME_PATTERN,
         description="the chat model for this answer (default: the user's setting, else CHAT_MODEL)",
@@ -56,7 +61,7 @@ class ThreadSettings(BaseModel):
 
     document_ids: list[UUID] | None = Field(default=None, max_length=500, description="search only these")
     collection_ids: list[UUID] | None = Field(default=None, max_length=100, description="search only these")
-    search_mode: Literal["vector", "keyword", "hybrid"] | None = None
+    search_mode: SearchModeName | None = None
     rerank: Flag | None = None
     model: str | None = Field(default=None, min_length=1, max_length=200, pattern=MODEL_NAME_PATTERN)
 
@@ -151,7 +156,7 @@ class ToolResult(BaseModel):
     id: str = Field(description="the tool_call's id")
     name: str
     chunks: list[Passage]
-    search_mode: Literal["vector", "keyword", "hybrid"]
+    search_mode: SearchModeName
     reranked: bool
     timings: Timings
     confidence: Confidence
@@ -286,7 +291,7 @@ class RerankedHit(BaseModel):
 
 
 class RagDebug(BaseModel):
-    search_mode: Literal["vector", "keyword", "hybrid"] | None
+    search_mode: SearchModeName | None
     reranked: bool
     vectorResults: list[ArmHit]
     keywordResults: list[ArmHit]

@@ -30,6 +30,7 @@ from ragchat.chat.replies import citation_report
 from ragchat.chat.runs import STOPPED, Guard, Run, RunRegistry
 from ragchat.chat.turns import BUSY, DB_TIMEOUT_S, ChatRequest, TurnPlan, begin_turn
 from ragchat.core.errors import Conflict, NotFound
+from ragchat.core.options import options_of
 from ragchat.core.principal import Principal
 from ragchat.core.search import SearchService
 from ragchat.db.pool import Pool
@@ -193,17 +194,18 @@ class ChatService:
             {"thread_id": str(plan.thread_id), "question_id": str(plan.question_id), "message_id": str(message_id)},
         )
         settings = self.settings
-        if plan.model != settings.chat_model or plan.continued is not None:
-            settings = settings.model_copy(update={"chat_model": plan.model, "chat_use_tools": True})
+        # another model than CHAT_MODEL, or a continuation, goes through the tool loop (which falls back itself)
+        use_tools = settings.chat_use_tools or plan.model != settings.chat_model or plan.continued is not None
         ctx = ChatContext(
             llm=self.llm,
             search=self.search,
             settings=settings,
             principal=principal,
+            options=req.options or options_of(settings, default_limit=settings.chat_search_limit),
+            model=plan.model,
+            use_tools=use_tools,
             document_ids=req.document_ids,
             collection_ids=req.collection_ids,
-            search_mode=req.search_mode,
-            rerank=req.rerank,
             context_tokens=await self.context_tokens(plan.model),
         )
         if plan.continued is None:

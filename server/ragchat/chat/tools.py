@@ -8,7 +8,7 @@ from typing import Any
 from uuid import UUID
 
 from ragchat.core.principal import Principal
-from ragchat.core.search import SearchFilters, SearchResult, SearchService
+from ragchat.core.search import SearchFilters, SearchOptions, SearchResult, SearchService
 
 TOOL_NAME = "search_documents"
 MAX_QUERY_CHARS = 1000
@@ -138,18 +138,14 @@ async def run_search(
     search: SearchService,
     principal: Principal,
     query: str,
+    options: SearchOptions,
     *,
-    limit: int,
     document_ids: list[UUID] | None,
-    mode: str | None,
-    rerank: bool | None,
     collection_ids: list[UUID] | None = None,
     metadata: dict[str, list[str]] | None = None,
 ) -> SearchResult:
     filters = SearchFilters(document_ids=document_ids, collection_ids=collection_ids, metadata=metadata)
-    return await search.search(
-        query, principal=principal, limit=limit, mode=mode, filters=filters if filters.active else None, rerank=rerank
-    )
+    return await search.search(query, principal=principal, options=options.with_filters(filters))
 
 
 def tool_result_payload(call_id: str, result: SearchResult) -> dict[str, Any]:

@@ -23,8 +23,9 @@ from ragchat.chat import repository as repo
 from ragchat.chat.prompts import history_messages, thread_title
 from ragchat.core.errors import BadRequest, Conflict, NotFound
 from ragchat.core.principal import Principal
+from ragchat.core.search import SearchOptions
 from ragchat.db.pool import Pool
-from ragchat.settings import Settings
+from ragchat.settings import LLMSettings
 
 DB_TIMEOUT_S = 10.0  # waiting for a pooled connection before the model runs (the pool's own default)
 BUSY = "this thread already has an answer in progress: wait for it, or stop it (POST /api/threads/{id}/stop)"
@@ -38,8 +39,7 @@ class ChatRequest:
     thread_id: UUID | None = None
     document_ids: list[UUID] | None = None
     collection_ids: list[UUID] | None = None
-    search_mode: str | None = None
-    rerank: bool | None = None
+    options: SearchOptions | None = None  # the turn's search options (None: the environment's, for tests)
     model: str | None = None  # None: CHAT_MODEL
     regenerate_id: UUID | None = None
     continue_id: UUID | None = None
@@ -77,14 +77,14 @@ async def _save_question(conn: Any, thread_id: UUID, owner: UUID, text: str, par
     return question_id
 
 
-async def _history(conn: Any, principal: Principal, settings: Settings, leaf: UUID | None) -> list[dict[str, str]]:
+async def _history(conn: Any, principal: Principal, settings: LLMSettings, leaf: UUID | None) -> list[dict[str, str]]:
     if leaf is None or settings.chat_history_messages <= 0:
         return []
     rows = await repo.path_to(conn, principal.user_id, leaf, settings.chat_history_messages)
     return history_messages(rows, settings.chat_history_messages, settings.chat_history_chars)
 
 
-async def begin_turn(pool: Pool, settings: Settings, principal: Principal, req: ChatRequest) -> TurnPlan:
+async def begin_turn(pool: Pool, settings: LLMSettings, principal: Principal, req: ChatRequest) -> TurnPlan:
     """One transaction: the thread (created, titled from the message), the question, the answer's row."""
     owner = principal.user_id
     model = req.model or settings.chat_model

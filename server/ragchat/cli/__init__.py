@@ -13,7 +13,7 @@ from ragchat import __version__
 from ragchat.cli import documents, evaluation, mcp, metadata, remote, search, sync, users, vectors
 from ragchat.cli.common import run_server
 from ragchat.core.errors import RagchatError
-from ragchat.settings import Settings, is_loopback
+from ragchat.settings import Settings, is_loopback, warn_unknown_settings
 
 log = logging.getLogger("ragchat")
 
@@ -89,8 +89,9 @@ def main(argv: list[str] | None = None) -> int:
     except ValidationError as exc:
         print(f"ragchat: configuration error:\n{exc}", file=sys.stderr)
         return 2
+    warn_unknown_settings()  # a typo in .env or the environment would otherwise be ignored without a word
     if args.command in ("serve", "worker", "reembed"):
-        logging.getLogger("server").setLevel(settings.log_level.upper())
+        logging.getLogger("ragchat").setLevel(settings.log_level.upper())
     try:
         return int(args.func(settings, args) or 0)
     except RagchatError as exc:

@@ -56,19 +56,15 @@ def _write_json(path: Path, data: Any) -> None:
 def _configs(rt: Any, args: argparse.Namespace) -> list[Any]:
     """Every mode × rerank off/on (`--rerank`), and per `--fusions` method a searcher with that fusion."""
     from ragchat.evaluation.runner import configs_for
-    from ragchat.retrieval.rerank import LLMReranker
-    from ragchat.retrieval.search import Searcher
 
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     rerank = (False, True) if args.rerank else (False,)
     fusions = [f.strip() for f in (args.fusions or "").split(",") if f.strip()]
     if not fusions:
-        return configs_for(rt.searcher, modes, rerank)
+        return configs_for(rt.searcher, rt.settings, modes, rerank)
     configs: list[Any] = []
     for fusion in fusions:
-        fused = rt.settings.model_copy(update={"fusion": fusion})
-        searcher = Searcher(rt.pool, rt.spaces, fused, LLMReranker(rt.llm, fused))
-        configs += configs_for(searcher, ["hybrid"], rerank, fusion)
+        configs += configs_for(rt.searcher, rt.settings, ["hybrid"], rerank, fusion)
     return configs
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from ragchat.cli import remote
 from ragchat.cli.common import acting_as, add_user_option, open_runtime, run_async, where
+from ragchat.core.options import Asked
 from ragchat.core.search import SearchFilters
 from ragchat.retrieval.facets import facet_counts
 from ragchat.retrieval.filters import parse_metadata_filters
@@ -35,9 +36,9 @@ async def search(settings: Settings, args: argparse.Namespace) -> int:
     )
     async with open_runtime(settings) as rt:
         principal = await acting_as(rt, args.user)
-        result = await rt.searcher.search(
-            args.query, principal=principal, limit=args.top_k, mode=args.mode, filters=filters, rerank=args.rerank
-        )
+        asked = Asked(mode=args.mode, rerank=args.rerank, limit=args.top_k, filters=filters)
+        options = await rt.search_policy.resolve(principal, asked, charge="none")  # as the server resolves them
+        result = await rt.searcher.search(args.query, principal=principal, options=options)
         api = result.to_api()
         api.facets = await facet_counts(rt.pool, principal, filters)  # as GET /api/search answers
     return print_results(api.model_dump(mode="json"), args.json)
@@ -53,14 +54,14 @@ def rag_filters(args: argparse.Namespace) -> dict[str, Any]:
 
 async def local_rag(settings: Settings, args: argparse.Namespace) -> int:
     """`search --rag` on the database directly: the same answer as POST /api/rag, streamed to the terminal."""
-    from ragchat.chat.rag_routes import rag_answer, rag_request
+    from ragchat.chat.rag_routes import rag_answer, rag_asked, rag_request
     from ragchat.chat.schemas import RagBody, RagFilters
 
     body = RagBody(query=args.query, top_k=args.top_k, mode=args.mode, rerank=args.rerank,
                    filters=RagFilters(**rag_filters(args)))  # fmt: skip
-    req = rag_request(body)
     async with open_runtime(settings) as rt:
         principal = await acting_as(rt, args.user)
+        req = rag_request(body, await rt.search_policy.resolve(principal, rag_asked(body), charge="none"))
         if args.json:
             start = time.perf_counter()
             answer = await rt.chat.answer(principal, req)

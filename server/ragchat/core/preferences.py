@@ -8,13 +8,15 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from uuid import UUID
 
+from ragchat.settings import SearchMode
+
 
 @dataclass(frozen=True)
 class UserPreferences:
     """What one user's requests default to when they do not say."""
 
     chat_model: str
-    search_mode: str  # vector | keyword | hybrid
+    search_mode: SearchMode
     rerank: bool
     chunk_strategy: str  # auto | line | sentence | semantic
     metadata_extraction: bool

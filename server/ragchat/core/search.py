@@ -6,25 +6,14 @@ Retrieval implements `SearchService`; chat, evaluation and the interfaces receiv
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, replace
 from typing import Annotated, Any, Literal, Protocol
 from uuid import UUID
 
 from pydantic import BaseModel, BeforeValidator, Field, computed_field, field_validator, model_validator
 
-from ragchat.core.errors import BadRequest
 from ragchat.core.principal import Principal
-from ragchat.settings import SearchMode
-
-
-def parse_mode(value: str | SearchMode | None, default: SearchMode) -> SearchMode:
-    """A search mode from a request or the CLI; unknown names are a 400."""
-    if value is None or value == "":
-        return default
-    try:
-        return SearchMode(str(value).strip().lower())
-    except ValueError:
-        raise BadRequest(f"unknown search mode {value!r}: use vector, keyword or hybrid") from None
-
+from ragchat.settings import Fusion, SearchMode, SearchModeName
 
 LOCATION_FILTER_KEYS = ("sheet", "slide", "chapter", "row", "t")
 
@@ -99,6 +88,25 @@ class SearchFilters(BaseModel):
     @property
     def active(self) -> bool:
         return bool(self.document_ids) or bool(self.metadata) or bool(self.collection_ids) or bool(self.location)
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    """One search's options, decided once at the entry point (`ragchat.core.options.resolve`): the searcher
+    takes them as they are."""
+
+    mode: SearchMode
+    fusion: Fusion
+    rerank: bool
+    limit: int
+    filters: SearchFilters | None = None
+
+    def with_filters(self, filters: SearchFilters | None) -> SearchOptions:
+        return replace(self, filters=filters if filters is not None and filters.active else None)
+
+    def describe(self) -> dict[str, Any]:
+        """For logs and traces: what was decided."""
+        return {"mode": self.mode.value, "fusion": self.fusion, "rerank": self.rerank, "limit": self.limit}
 
 
 ScoreKind = Literal["similarity", "bm25 (normalised)", "fused", "rerank"]
@@ -301,7 +309,7 @@ class RerankStatus(BaseModel):
 
 class SearchResult(BaseModel):
     query: str
-    mode: Literal["vector", "keyword", "hybrid"]
+    mode: SearchModeName
     reranked: bool
     chunks: list[ChunkHit]
     timings: Timings
@@ -365,7 +373,7 @@ Facets = dict[str, list[FacetValue]]
 
 class SearchResponse(BaseModel):
     query: str
-    mode: Literal["vector", "keyword", "hybrid"]
+    mode: SearchModeName
     reranked: bool = Field(description="the LLM rerank scored some or all candidates (`rerank.status`)")
     chunks: list[Passage] = Field(description="best first; `trace` shows each arm's rank and score")
     documents: list[DocumentHit] = Field(description="the chunks grouped by document, best document first")
@@ -388,8 +396,5 @@ class SearchService(Protocol):
         query: str,
         *,
         principal: Principal,
-        limit: int = 10,
-        mode: str | SearchMode | None = None,
-        filters: SearchFilters | None = None,
-        rerank: bool | None = None,
+        options: SearchOptions,
     ) -> SearchResult: ...

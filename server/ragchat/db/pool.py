@@ -15,7 +15,7 @@ from psycopg_pool import AsyncConnectionPool
 from ragchat.core.errors import DatabaseUnavailable
 from ragchat.db.embedded import EmbeddedPostgres, start_embedded
 from ragchat.db.migrate import ensure_vector_extension, migrate
-from ragchat.settings import Settings
+from ragchat.settings import DatabaseSettings
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +111,7 @@ class Database:
             self.embedded = None
 
 
-def prepare_database(settings: Settings) -> Database:
+def prepare_database(settings: DatabaseSettings) -> Database:
     """Resolve DATABASE_URL (or start the embedded server), create the extension, apply migrations."""
     embedded = None
     uri = settings.database_url

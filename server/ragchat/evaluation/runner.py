@@ -6,16 +6,18 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 from uuid import UUID
 
+from ragchat.core.options import options_of
 from ragchat.core.principal import Principal
-from ragchat.core.search import SearchService
+from ragchat.core.search import SearchOptions, SearchService
 from ragchat.db.pool import Pool
 from ragchat.evaluation.beir import BeirDataset
 from ragchat.evaluation.metrics import dedup_keep_first, percentiles
 from ragchat.evaluation.scoring import mean_scores, measure_names, per_query_scores
+from ragchat.settings import Settings
 
 __all__ = [
     "Config",
@@ -127,12 +129,13 @@ async def check_ingest(pool: Pool, owner: UUID) -> IngestCheck:
 
 @dataclass(frozen=True)
 class Config:
-    """One column of the comparison: a searcher (fusion settings), a mode, rerank on or off."""
+    """One column of the comparison: a searcher and its options (a mode, a fusion, rerank on or off)."""
 
     name: str
     mode: str
     rerank: bool
     searcher: SearchService
+    options: SearchOptions  # the mode, rerank and fusion of this column (the limit is the measure's depth)
 
 
 @dataclass(frozen=True)
@@ -195,7 +198,7 @@ async def measure(
         for q in queries:
             start = time.perf_counter()
             result = await config.searcher.search(
-                q.text, principal=principal, limit=depth, mode=config.mode, rerank=config.rerank
+                q.text, principal=principal, options=replace(config.options, limit=depth)
             )
             latencies.append((time.perf_counter() - start) * 1000)
             docs_run[q.qid] = dedup_keep_first(doc_key(h) for h in result.chunks)
@@ -235,7 +238,17 @@ def beir_queries(dataset: BeirDataset, categories: Mapping[str, str] | None = No
 
 
 def configs_for(
-    searcher: SearchService, modes: Sequence[str], rerank: Sequence[bool], fusion: str | None = None
+    searcher: SearchService, settings: Settings, modes: Sequence[str], rerank: Sequence[bool], fusion: str | None = None
 ) -> list[Config]:
     suffix = f"/{fusion}" if fusion else ""
-    return [Config(f"{mode}{suffix}{'+rerank' if r else ''}", mode, r, searcher) for r in rerank for mode in modes]
+    return [
+        Config(
+            f"{mode}{suffix}{'+rerank' if r else ''}",
+            mode,
+            r,
+            searcher,
+            options_of(settings, mode=mode, rerank=r, fusion=fusion, limit=DEPTH),
+        )
+        for r in rerank
+        for mode in modes
+    ]

@@ -102,7 +102,7 @@ async def run_generated(
         )
         for q in generation.questions
     ]
-    chosen = list(configs) if configs is not None else configs_for(rt.searcher, spec.modes, spec.rerank)
+    chosen = list(configs) if configs is not None else configs_for(rt.searcher, rt.settings, spec.modes, spec.rerank)
     measured = await measure(
         chosen,
         queries,

@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from ragchat.core.options import SearchModeName
 from ragchat.core.search import ChunkHit, Confidence, RerankStatus, SearchResult, Trace
 
 
@@ -43,7 +44,7 @@ _HIT_FIELDS = {"id", "document_id", "title", "filename", "page", "section", "chu
 
 class SearchOutput(BaseModel):
     query: str
-    search_mode: Literal["vector", "keyword", "hybrid"]
+    search_mode: SearchModeName
     reranked: bool
     rerank: RerankStatus = Field(default_factory=RerankStatus, description="what the LLM rerank did")
     confidence: Confidence

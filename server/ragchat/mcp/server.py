@@ -11,7 +11,7 @@ import inspect
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 from uuid import UUID
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 
 from ragchat import __version__
 from ragchat.core.errors import RagchatError
+from ragchat.core.options import SearchModeName
 from ragchat.core.principal import Principal
 from ragchat.mcp import tools
 from ragchat.mcp.models import AskOutput, DocumentList, SearchOutput, ask_text, documents_text, search_text
@@ -35,8 +36,10 @@ INSTRUCTIONS = (
     "a question with the server's own LLM, with numbered citations."
 )
 
-Mode = Literal["vector", "keyword", "hybrid"]
-ModeArg = Annotated[Mode | None, Field(description="vector, keyword or hybrid (default: the server's SEARCH_MODE)")]
+ModeArg = Annotated[
+    SearchModeName | None,
+    Field(description="vector, keyword or hybrid (default: your preference, else the server's SEARCH_MODE)"),
+]
 DocumentIds = Annotated[list[UUID] | None, Field(description="only these documents (ids from list_documents)")]
 CollectionIds = Annotated[list[UUID] | None, Field(description="only the documents of these collections")]
 Filters = Annotated[

@@ -13,11 +13,11 @@ from uuid import UUID
 from ragchat.chat.answer import AnswerRequest
 from ragchat.chat.faults import as_http_error
 from ragchat.core.errors import BadRequest, NotFound
+from ragchat.core.options import Asked
 from ragchat.core.principal import Principal
 from ragchat.core.search import SearchFilters, metadata_as_lists
 from ragchat.mcp.models import AskOutput, DocumentInfo, DocumentList, SearchOutput, Source
 from ragchat.retrieval.filters import check_metadata_filters
-from ragchat.retrieval.routes import charge
 from ragchat.runtime import Runtime
 
 MAX_QUERY_CHARS = 2000
@@ -70,20 +70,17 @@ async def search_documents(
     text = check_query(query)
     rt = caller.runtime
     await check_readable(caller, document_ids, collection_ids)
-    if caller.limited:
-        await charge(rt.settings, rt.limiter, caller.principal, limit, rerank)
-    result = await rt.searcher.search(
-        text,
-        principal=caller.principal,
-        limit=limit,
-        mode=mode,
-        filters=SearchFilters(
-            document_ids=document_ids or None,
-            metadata=check_metadata_filters(metadata_as_lists(filters) or {}, "filters") or None,
-            collection_ids=collection_ids or None,
-        ),
-        rerank=rerank,
+    scope = SearchFilters(
+        document_ids=document_ids or None,
+        metadata=check_metadata_filters(metadata_as_lists(filters) or {}, "filters") or None,
+        collection_ids=collection_ids or None,
     )
+    options = await rt.search_policy.resolve(
+        caller.principal,
+        Asked(mode=mode, rerank=rerank, limit=limit, filters=scope),
+        charge="search" if caller.limited else "none",
+    )
+    result = await rt.searcher.search(text, principal=caller.principal, options=options)
     return SearchOutput.of(result)
 
 
@@ -158,12 +155,14 @@ async def ask(
     await check_readable(caller, document_ids, collection_ids)
     if caller.limited:
         await rt.limiter.hit(f"chat:{caller.principal.user_id}", rt.settings.rate_chat_per_min, what="chat messages")
+    options = await rt.search_policy.resolve(
+        caller.principal,
+        Asked(mode=mode, rerank=rerank),
+        default_limit=rt.settings.chat_search_limit,
+        charge="rerank" if caller.limited else "none",
+    )
     request = AnswerRequest(
-        question=text,
-        document_ids=document_ids or None,
-        collection_ids=collection_ids or None,
-        search_mode=mode,
-        rerank=rerank,
+        question=text, document_ids=document_ids or None, collection_ids=collection_ids or None, options=options
     )
     try:
         answer = await rt.chat.answer(caller.principal, request)

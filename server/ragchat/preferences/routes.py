@@ -1,4 +1,6 @@
-"""GET and PUT /api/settings: the signed-in user's settings, their defaults, and which need a restart."""
+"""GET and PUT /api/preferences: the signed-in user's preferences, their defaults, and which need a restart.
+
+`/api/settings` is the same, kept for the web client and scripts written before the rename (deprecated)."""
 
 from __future__ import annotations
 
@@ -8,25 +10,43 @@ from litestar import Controller, get, put
 
 from ragchat.core.http import error_responses
 from ragchat.core.principal import Principal
-from ragchat.preferences.schemas import SettingsPatch, SettingsView
+from ragchat.preferences.schemas import PreferencesPatch, PreferencesView
 from ragchat.preferences.service import PreferencesService
 
 
-class SettingsController(Controller):
-    path = "/api/settings"
+class PreferencesController(Controller):
+    path = "/api/preferences"
 
     @get("/")
-    async def get_settings(self, preferences: PreferencesService, principal: Principal) -> SettingsView:
-        """Your settings (`values`), the environment's (`defaults`), and those that need a restart."""
+    async def get_preferences(self, preferences: PreferencesService, principal: Principal) -> PreferencesView:
+        """Your preferences (`values`), the environment's (`defaults`), and those that need a restart."""
         return await preferences.view(principal)
 
     @put("/", responses=error_responses(400))
-    async def put_settings(
-        self, data: SettingsPatch, preferences: PreferencesService, principal: Principal
-    ) -> SettingsView:
-        """Change some settings: the fields sent change, `null` puts one back to its default."""
+    async def put_preferences(
+        self, data: PreferencesPatch, preferences: PreferencesService, principal: Principal
+    ) -> PreferencesView:
+        """Change some preferences: the fields sent change, `null` puts one back to its default."""
         return await preferences.update(principal, data)
 
 
-def settings_handlers() -> list[Any]:
-    return [SettingsController]
+class SettingsAlias(Controller):
+    """The old name of /api/preferences (the web client's Settings page calls it)."""
+
+    path = "/api/settings"
+
+    @get("/", deprecated=True)
+    async def get_settings(self, preferences: PreferencesService, principal: Principal) -> PreferencesView:
+        """GET /api/preferences (the old name)."""
+        return await preferences.view(principal)
+
+    @put("/", responses=error_responses(400), deprecated=True)
+    async def put_settings(
+        self, data: PreferencesPatch, preferences: PreferencesService, principal: Principal
+    ) -> PreferencesView:
+        """PUT /api/preferences (the old name)."""
+        return await preferences.update(principal, data)
+
+
+def preferences_handlers() -> list[Any]:
+    return [PreferencesController, SettingsAlias]

@@ -1,4 +1,4 @@
-"""Request and response models of GET/PUT /api/settings (a user's Settings page)."""
+"""Request and response models of GET/PUT /api/preferences (a user's Settings page; /api/settings is an alias)."""
 
 from __future__ import annotations
 
@@ -6,16 +6,16 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ragchat.core.options import SearchModeName
 from ragchat.core.schemas import Flag
 
-SearchModeName = Literal["vector", "keyword", "hybrid"]
 ChunkStrategy = Literal["auto", "line", "sentence", "semantic"]
 Theme = Literal["light", "dark", "system"]
 MODEL_NAME_MAX = 200
 MODEL_NAME_PATTERN = r"^[^\x00-\x1f]*[^\s\x00-\x1f][^\x00-\x1f]*$"  # not blank, no control characters
 
 
-class UserSettings(BaseModel):
+class PreferenceValues(BaseModel):
     """What a user may change without touching the server's environment."""
 
     chat_model: str = Field(description="the chat model answers use when the request names none")
@@ -26,8 +26,8 @@ class UserSettings(BaseModel):
     theme: Theme = Field(description="the web client's colours")
 
 
-class SettingsPatch(BaseModel):
-    """PUT /api/settings: only the fields sent change; `null` puts a field back to the environment's default."""
+class PreferencesPatch(BaseModel):
+    """PUT /api/preferences: only the fields sent change; `null` puts a field back to the environment's default."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -39,9 +39,9 @@ class SettingsPatch(BaseModel):
     theme: Theme | None = None
 
 
-class SettingsView(BaseModel):
-    values: UserSettings = Field(description="what applies to this user now")
-    defaults: UserSettings = Field(description="the environment's values (CHAT_MODEL, SEARCH_MODE…)")
+class PreferencesView(BaseModel):
+    values: PreferenceValues = Field(description="what applies to this user now")
+    defaults: PreferenceValues = Field(description="the environment's values (CHAT_MODEL, SEARCH_MODE…)")
     restart_required: list[str] = Field(
         description="settings whose change takes effect only after the server restarts (none today)"
     )

@@ -1,4 +1,4 @@
-"""Per-user settings: the environment gives the defaults, a user's Settings page overrides them."""
+"""Per-user preferences: the environment gives the defaults, a user's Settings page overrides them."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ from uuid import UUID
 
 from pydantic import ValidationError
 
+from ragchat.core.options import SearchMode
 from ragchat.core.preferences import UserPreferences
 from ragchat.core.principal import Principal
 from ragchat.db.pool import Pool
 from ragchat.preferences import repository as repo
-from ragchat.preferences.schemas import SettingsPatch, SettingsView, UserSettings
+from ragchat.preferences.schemas import PreferencesPatch, PreferencesView, PreferenceValues
 from ragchat.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -33,11 +34,11 @@ class PreferencesService:
         self.pool = pool
         self.settings = settings
 
-    def defaults(self) -> UserSettings:
+    def defaults(self) -> PreferenceValues:
         """The environment's values (CHAT_MODEL, SEARCH_MODE, RERANK_ENABLED, CHUNK_STRATEGY,
         METADATA_EXTRACTION); the theme follows the system unless a user picks one."""
         s = self.settings
-        return UserSettings(
+        return PreferenceValues(
             chat_model=s.chat_model,
             search_mode=_text(s.search_mode),  # type: ignore[arg-type]  # validated by the model
             rerank=s.rerank_enabled,
@@ -46,28 +47,28 @@ class PreferencesService:
             theme="system",
         )
 
-    def _apply(self, stored: dict[str, Any]) -> UserSettings:
+    def _apply(self, stored: dict[str, Any]) -> PreferenceValues:
         """Defaults overlaid with the stored keys; a stored value no longer valid is ignored (and logged)."""
         values = self.defaults().model_dump()
         for key, value in stored.items():
             if key not in values:
                 continue
             try:
-                UserSettings.model_validate({**values, key: value})
+                PreferenceValues.model_validate({**values, key: value})
             except ValidationError:
                 log.warning("user setting %s=%r is no longer valid: the default applies", key, value)
                 continue
             values[key] = value
-        return UserSettings.model_validate(values)
+        return PreferenceValues.model_validate(values)
 
-    def _view(self, stored: dict[str, Any]) -> SettingsView:
-        return SettingsView(values=self._apply(stored), defaults=self.defaults(), restart_required=RESTART_REQUIRED)
+    def _view(self, stored: dict[str, Any]) -> PreferencesView:
+        return PreferencesView(values=self._apply(stored), defaults=self.defaults(), restart_required=RESTART_REQUIRED)
 
-    async def view(self, principal: Principal) -> SettingsView:
+    async def view(self, principal: Principal) -> PreferencesView:
         async with self.pool.connection() as conn:
             return self._view(await repo.stored(conn, principal.user_id))
 
-    async def update(self, principal: Principal, patch: SettingsPatch) -> SettingsView:
+    async def update(self, principal: Principal, patch: PreferencesPatch) -> PreferencesView:
         """Only the fields sent change; a field sent as null goes back to the default."""
         sent = patch.model_fields_set
         changed = {k: v for k, v in patch.model_dump().items() if k in sent and v is not None}
@@ -82,4 +83,11 @@ class PreferencesService:
         """What this user's requests default to (the lookup the composition root hands to other domains)."""
         async with self.pool.connection() as conn:
             values = self._apply(await repo.stored(conn, user_id))
-        return UserPreferences(**values.model_dump())
+        return UserPreferences(
+            chat_model=values.chat_model,
+            search_mode=SearchMode(values.search_mode),
+            rerank=values.rerank,
+            chunk_strategy=values.chunk_strategy,
+            metadata_extraction=values.metadata_extraction,
+            theme=values.theme,
+        )

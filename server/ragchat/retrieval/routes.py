@@ -12,44 +12,20 @@ from litestar.params import Parameter
 
 from ragchat.core.errors import BadRequest
 from ragchat.core.http import error_responses
+from ragchat.core.options import Asked, SearchPolicy
 from ragchat.core.principal import Principal
 from ragchat.core.search import SearchFilters, SearchResponse, SearchResult
-from ragchat.db.ratelimit import RateLimiter
 from ragchat.retrieval.facets import facet_counts
 from ragchat.retrieval.filters import parse_location_filters, parse_metadata_filters
 from ragchat.retrieval.schemas import MAX_FACET_KEYS, MAX_TOP_K, SEARCH_BODY_BYTES, SearchBody, check_query
 from ragchat.retrieval.search import Searcher
-from ragchat.settings import Settings
-
-
-async def charge(
-    settings: Settings, limiter: RateLimiter, principal: Principal, limit: int, rerank: bool | None
-) -> None:
-    """Per-user search rate, and the cost cap: a rerank scores `limit × RERANK_CANDIDATES_FACTOR` passages with
-    the LLM, so that product is capped per request and counted per minute."""
-    await limiter.hit(f"search:{principal.user_id}", settings.rate_search_per_min, what="searches")
-    if not (settings.rerank_enabled if rerank is None else rerank):
-        return
-    candidates = limit * max(1, settings.rerank_candidates_factor)
-    if candidates > settings.rerank_max_candidates:
-        most = max(1, settings.rerank_max_candidates // max(1, settings.rerank_candidates_factor))
-        raise BadRequest(
-            f"rerank scores limit × {settings.rerank_candidates_factor} passages with the LLM: with rerank the "
-            f"limit is at most {most} (RERANK_MAX_CANDIDATES={settings.rerank_max_candidates})"
-        )
-    await limiter.hit(
-        f"rerank:{principal.user_id}",
-        settings.rate_rerank_candidates_per_min,
-        cost=candidates,
-        what="reranked passages",
-    )
 
 
 @get("/api/search", responses=error_responses(429))
 async def search(
     searcher: Searcher,
     principal: Principal,
-    limiter: RateLimiter,
+    search_policy: SearchPolicy,
     q: str = "",
     limit: Annotated[int, Parameter(ge=1, le=MAX_TOP_K)] = 10,
     mode: str | None = None,
@@ -83,14 +59,14 @@ async def search(
     check_query(q)
     if facets and len(facets) > MAX_FACET_KEYS:
         raise BadRequest(f"at most {MAX_FACET_KEYS} facets (got {len(facets)})")
-    await charge(searcher.settings, limiter, principal, limit, rerank)
     filters = SearchFilters(
         document_ids=document_ids or None,
         collection_ids=collection_ids or None,
         metadata=parse_metadata_filters(filter_),
         location=parse_location_filters(location),
     )
-    search = searcher.search(q, principal=principal, limit=limit, mode=mode, filters=filters, rerank=rerank)
+    options = await search_policy.resolve(principal, Asked(mode=mode, rerank=rerank, limit=limit, filters=filters))
+    search = searcher.search(q, principal=principal, options=options)
     return await _with_facets(searcher, principal, search, filters, facets)
 
 
@@ -101,21 +77,15 @@ async def search(
     responses=error_responses(413, 429),
 )
 async def search_post(
-    searcher: Searcher, principal: Principal, limiter: RateLimiter, data: SearchBody
+    searcher: Searcher, principal: Principal, search_policy: SearchPolicy, data: SearchBody
 ) -> Response[SearchResponse]:
     """The GET's search with a JSON body: `{query, top_k, filters: {document_ids, collection_ids, metadata:
     {key: value or [values]}, location}, mode, rerank, facets}`; the same response."""
     query = check_query(data.query)
     filters = data.filters.to_filters() if data.filters else None
-    await charge(searcher.settings, limiter, principal, data.top_k, data.rerank)
-    search = searcher.search(
-        query,
-        principal=principal,
-        limit=data.top_k,
-        mode=data.mode,
-        filters=filters if filters and filters.active else None,
-        rerank=data.rerank,
-    )
+    asked = Asked(mode=data.mode, rerank=data.rerank, limit=data.top_k, filters=filters)
+    options = await search_policy.resolve(principal, asked)
+    search = searcher.search(query, principal=principal, options=options)
     return await _with_facets(searcher, principal, search, filters, data.facets)
 
 

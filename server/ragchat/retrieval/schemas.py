@@ -60,8 +60,10 @@ class SearchBody(BaseModel):
     query: str = Field(description=f"at most {MAX_SEARCH_QUERY_CHARS} characters")
     top_k: int = Field(default=10, ge=1, le=MAX_TOP_K, description="the GET's `limit`")
     filters: SearchBodyFilters | None = None
-    mode: str | None = Field(default=None, description="vector, keyword or hybrid (default: SEARCH_MODE)")
-    rerank: Flag | None = Field(default=None, description="LLM rerank (default: RERANK_ENABLED)")
+    mode: str | None = Field(
+        default=None, description="vector, keyword or hybrid (default: your preference, else SEARCH_MODE)"
+    )
+    rerank: Flag | None = Field(default=None, description="LLM rerank (default: your preference, else RERANK_ENABLED)")
     facets: list[FilterText] | None = Field(
         default=None, max_length=MAX_FACET_KEYS, description="the metadata keys to count (default: the most used)"
     )

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 import numpy as np
 from psycopg import sql
 
+from ragchat.core.options import SearchMode
 from ragchat.core.principal import Principal
 from ragchat.core.search import (
     ChunkHit,
@@ -22,10 +23,10 @@ from ragchat.core.search import (
     RerankStatus,
     ScoreKind,
     SearchFilters,
+    SearchOptions,
     SearchResult,
     Timings,
     Trace,
-    parse_mode,
 )
 from ragchat.db.pool import Pool
 from ragchat.providers.embeddings.base import EmbeddingError
@@ -34,7 +35,7 @@ from ragchat.retrieval.fusion import Fused, fuse, keyword_only, vector_only
 from ragchat.retrieval.keyword import keyword_search
 from ragchat.retrieval.rerank import Reranked
 from ragchat.retrieval.vector import vector_search
-from ragchat.settings import SearchMode, Settings
+from ragchat.settings import RetrievalSettings
 from ragchat.vectors.registry import ActiveSpace, SpaceRegistry
 from ragchat.vectors.store import Space
 
@@ -77,7 +78,9 @@ def _ms(start: float) -> float:
 class Searcher:
     """Implements `ragchat.core.search.SearchService`."""
 
-    def __init__(self, pool: Pool, spaces: SpaceRegistry, settings: Settings, reranker: Reranker | None = None) -> None:
+    def __init__(
+        self, pool: Pool, spaces: SpaceRegistry, settings: RetrievalSettings, reranker: Reranker | None = None
+    ) -> None:
         self.pool = pool
         self.spaces = spaces
         self.settings = settings
@@ -106,16 +109,14 @@ class Searcher:
         query: str,
         *,
         principal: Principal,
-        limit: int = 10,
-        mode: str | SearchMode | None = None,
-        filters: SearchFilters | None = None,
-        rerank: bool | None = None,
+        options: SearchOptions,
     ) -> SearchResult:
+        """Search with `options` as resolved by the entry point (`ragchat.core.options`): nothing is parsed or
+        defaulted here."""
         started = time.perf_counter()
         s = self.settings
-        search_mode = parse_mode(mode, s.search_mode)
-        limit = max(1, min(int(limit), s.search_limit_max))
-        want_rerank = s.rerank_enabled if rerank is None else rerank
+        search_mode, limit, filters = options.mode, options.limit, options.filters
+        want_rerank = options.rerank
         do_rerank = bool(want_rerank) and self.reranker is not None
         fetch = limit * max(1, s.rerank_candidates_factor) if do_rerank else limit
         timings = Timings()
@@ -149,7 +150,7 @@ class Searcher:
         vec = tasks["vector"].result() if "vector" in tasks else []
         kw = tasks["keyword"].result() if "keyword" in tasks else []
         if search_mode is SearchMode.hybrid:
-            fused = fuse(vec, kw, method=s.fusion, k=s.rrf_k, vector_weight=s.fusion_vector_weight, depth=depth)
+            fused = fuse(vec, kw, method=options.fusion, k=s.rrf_k, vector_weight=s.fusion_vector_weight, depth=depth)
             fused = fused[:fetch]
         elif search_mode is SearchMode.vector:
             fused = vector_only(vec)

@@ -27,7 +27,7 @@ from ragchat.core.errors import BadRequest, PayloadTooLarge, RagchatError, Unsup
 from ragchat.documents.fetch.urlguard import Resolver, Target, UrlGuard
 from ragchat.documents.fetch.webpage import extract_page
 from ragchat.documents.parsing.parsers import CONTENT_TYPES
-from ragchat.settings import Settings
+from ragchat.settings import IngestionSettings
 
 MAX_REDIRECTS = 5
 REDIRECTS = (301, 302, 303, 307, 308)
@@ -127,7 +127,7 @@ class WebFetcher:
 
     def __init__(
         self,
-        settings: Settings,
+        settings: IngestionSettings,
         *,
         allow: Collection[tuple[str, int]] = (),
         resolver: Resolver | None = None,

@@ -25,7 +25,7 @@ from ragchat.documents.parsing.parsers import (
     content_type_for,
     iter_beir_jsonl,
 )
-from ragchat.settings import Settings
+from ragchat.settings import IngestionSettings, Settings
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ class Asked:
     metadata: dict[str, Any] | None = None
 
 
-def validate_upload(filename: str, size: int, settings: Settings, *, check_size: bool = True) -> str:
+def validate_upload(filename: str, size: int, settings: IngestionSettings, *, check_size: bool = True) -> str:
     """Content type for an acceptable upload; raise a clear domain error otherwise."""
     if size == 0:
         raise BadRequest(f"{filename}: file is empty")

@@ -52,7 +52,7 @@ from ragchat.documents.sync.scan import (
     read,
     walk,
 )
-from ragchat.settings import Settings
+from ragchat.settings import IngestionSettings
 
 #: Processes queued documents (the ingestion pipeline, restricted to these ids).
 Ingest = Callable[[Sequence[UUID]], Awaitable[Progress]]
@@ -116,7 +116,7 @@ class FolderSync:
     def __init__(
         self,
         pool: Pool,
-        settings: Settings,
+        settings: IngestionSettings,
         owner: UUID,
         root: Path,
         ingest: Ingest,
