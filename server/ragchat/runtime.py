@@ -18,6 +18,7 @@ from ragchat.accounts import passwords
 from ragchat.accounts.service import AccountService
 from ragchat.chat.runs import RunRegistry
 from ragchat.chat.service import ChatService
+from ragchat.db.capabilities import Capabilities, detect
 from ragchat.db.pool import Database, Pool, make_pool, prepare_database
 from ragchat.db.ratelimit import RateLimiter
 from ragchat.db.watchdog import DatabaseWatchdog
@@ -32,6 +33,7 @@ from ragchat.providers.llm.base import LLMProvider
 from ragchat.retrieval.rerank import LLMReranker
 from ragchat.retrieval.search import Searcher
 from ragchat.settings import Settings
+from ragchat.vectors.indexes import upgrade_indexes
 from ragchat.vectors.reembed import Reembedder
 from ragchat.vectors.registry import SpaceRegistry
 
@@ -65,6 +67,7 @@ class Runtime:
     preferences: PreferencesService
     database: Database | None = None
     watchdog: DatabaseWatchdog | None = None  # when the runtime opened the database itself
+    capabilities: Capabilities | None = None  # the database's versions and what they allow, read at start
     tasks: list[asyncio.Task[Any]] = field(default_factory=list)
 
     def spawn(self, make: Callable[[], Awaitable[Any]], name: str) -> asyncio.Task[Any]:
@@ -121,6 +124,11 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
                     timeout_s=settings.db_probe_timeout_s,
                 )
 
+        async with pool.connection() as conn:
+            capabilities = await detect(conn, embedded=database is not None and database.embedded is not None)
+            await upgrade_indexes(conn)
+        log.info("database: %s", capabilities.describe())
+
         embedder = given.embedder
         if embedder is None:
             embedder = await asyncio.to_thread(build_embedder, settings)
@@ -161,6 +169,7 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
             preferences=PreferencesService(pool, settings),
             database=database,
             watchdog=watchdog,
+            capabilities=capabilities,
         )
         if watchdog is not None:
             runtime.spawn(watchdog.run, "db-watchdog")

@@ -12,7 +12,6 @@ import logging
 from dataclasses import asdict, dataclass
 from typing import Any
 
-import psycopg
 from psycopg import AsyncConnection
 from psycopg.rows import tuple_row
 
@@ -59,20 +58,20 @@ class Capabilities:
         return asdict(self)
 
 
-def detect(uri: str, *, embedded: bool) -> Capabilities:
-    """Read the versions at start (the vector extension is created by then)."""
-    with psycopg.connect(uri, autocommit=True) as conn:
-        row = conn.execute(
+async def detect(conn: AsyncConnection[Any], *, embedded: bool) -> Capabilities:
+    """Read the versions (at start; the vector extension is created by then)."""
+    async with conn.cursor(row_factory=tuple_row) as cur:
+        await cur.execute(
             "SELECT current_setting('server_version'), "
             "(SELECT extversion FROM pg_extension WHERE extname = 'vector')"
-        ).fetchone()
+        )
+        row = await cur.fetchone()
     assert row is not None
-    server_version = str(row[0]).split(" ")[0]
-    pgvector = row[1]
+    pgvector = None if row[1] is None else str(row[1])
     modern = modern_pgvector(pgvector)
     return Capabilities(
         engine="embedded" if embedded else "external",
-        server_version=server_version,
+        server_version=str(row[0]).split(" ")[0],
         pgvector=pgvector,
         halfvec_index=modern,
         iterative_scan=modern,
