@@ -62,8 +62,7 @@ async def detect(conn: AsyncConnection[Any], *, embedded: bool) -> Capabilities:
     """Read the versions (at start; the vector extension is created by then)."""
     async with conn.cursor(row_factory=tuple_row) as cur:
         await cur.execute(
-            "SELECT current_setting('server_version'), "
-            "(SELECT extversion FROM pg_extension WHERE extname = 'vector')"
+            "SELECT current_setting('server_version'), (SELECT extversion FROM pg_extension WHERE extname = 'vector')"
         )
         row = await cur.fetchone()
     assert row is not None

