@@ -418,10 +418,11 @@ def _short_vectors(plan: list[dict[str, Any]]) -> list[str]:
 async def explain_vector(conn: Conn, space: Space, qvec: np.ndarray, ef: int, n: int) -> list[str]:
     """EXPLAIN ANALYZE of the vector arm's statement, as `vector_search` builds it (no filters)."""
     distance = sql.SQL("{} <=> %(q)s").format(space.vector_expr("e"))
+    indexed = sql.SQL("{} <=> {}").format(space.index_expr("e"), space.query_expr("q"))
     query = sql.SQL(
         "EXPLAIN (ANALYZE, BUFFERS) SELECT e.chunk_id AS id, {} AS distance FROM chunk_embeddings e "
         "WHERE e.space_id = {} AND e.owner_id = %(owner)s ORDER BY {} LIMIT %(n)s"
-    ).format(distance, sql.Literal(space.id), distance)
+    ).format(distance, sql.Literal(space.id), indexed)
     async with conn.transaction():
         await conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
         rows = await fetch(conn, query, {"q": qvec, "owner": BENCH_OWNER, "n": n})  # type: ignore[arg-type]

@@ -39,7 +39,7 @@ def markdown(out: dict[str, Any], sizes: list[int]) -> str:
     parts = [
         "# Search at scale (bench/search.py)",
         "",
-        f"PostgreSQL {pg.get('server_version', '?')} + pgvector {pg.get('pgvector', '?')} (embedded pgserver), "
+        f"PostgreSQL {pg.get('server_version', '?')} + pgvector {pg.get('pgvector', '?')} (embedded), "
         f"shared_buffers {pg.get('shared_buffers', '?')}, {out['cpu_context_start'].get('cpus')} cores shared "
         f"with other work. Load average (1/5/15 min) at start {out['cpu_context_start']['loadavg']}, at end "
         f"{out.get('cpu_context_end', {}).get('loadavg')}. HNSW ef_search {out['hnsw_ef_search']}, "

@@ -26,13 +26,13 @@ pytest_plugins = ["tests.fakes.plugin"]
 
 @pytest.fixture(scope="session")
 def pg_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A migrated database: TEST_DATABASE_URL when set, else a fresh pgserver for this run."""
+    """A migrated database: TEST_DATABASE_URL when set, else a fresh embedded PostgreSQL for this run."""
     server = None
     uri = os.environ.get("TEST_DATABASE_URL")
     if not uri:
-        import pgserver
+        from ragchat.db.embedded import open_server
 
-        server = pgserver.get_server(tmp_path_factory.mktemp("pg") / "pgdata", cleanup_mode="delete")
+        server = open_server(tmp_path_factory.mktemp("pg") / "pgdata", cleanup_mode="delete")
         uri = server.get_uri()
     ensure_vector_extension(uri)
     migrate(uri)

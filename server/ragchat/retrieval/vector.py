@@ -1,11 +1,14 @@
 """The vector arm: pgvector cosine distance in the active embedding space, HNSW where it can answer, an exact
 scan where filters are selective.
 
-Vectors live in `chunk_embeddings`, one partial HNSW index per space over `embedding::vector(dim)`; the
-query uses that same expression so the index serves `ORDER BY … LIMIT n`. pgvector 0.6 has no iterative
-index scans: an HNSW scan returns its `ef_search` nearest rows and the WHERE clause then drops the ones
-filtered out, so a selective filter can return fewer than `n` rows. We count the rows a filter leaves;
-small sets are scanned exactly, and a short HNSW answer is retried exactly.
+Vectors live in `chunk_embeddings`, one partial HNSW index per space over `embedding::vector(dim)` or, on
+pgvector >= 0.8, `embedding::halfvec(dim)` (the space's `index_type`); the query orders by that same
+expression so the index serves `ORDER BY … LIMIT n`, and the similarity returned is always the full-precision
+one (rows re-sorted by it). On a halfvec space the scan is iterative (`hnsw.iterative_scan = relaxed_order`):
+it goes on past `ef_search` until `n` rows pass the filter. Before pgvector 0.8 an HNSW scan returns its
+`ef_search` nearest rows and the WHERE clause then drops the ones filtered out, so a selective filter can
+return fewer than `n` rows. Either way we count the rows a filter leaves; small sets are scanned exactly, and
+a short HNSW answer is retried exactly.
 """
 
 from __future__ import annotations
@@ -52,9 +55,11 @@ async def vector_search(
     rows = await _run(conn, space, where, params, exact=exact, ef_search=max(ef_search, n))
     if not exact and len(rows) < n:
         # HNSW + post-filter came back short: either the reader/filter really has fewer rows, or the index
-        # candidates were filtered away. The exact scan answers both correctly.
+        # candidates were filtered away (pgvector < 0.8, or an iterative scan's tuple budget ran out). The exact
+        # scan answers both correctly.
         rows = await _run(conn, space, where, params, exact=True, ef_search=0)
-    return [(int(r["id"]), min(1.0, max(0.0, 1.0 - float(r["distance"])))) for r in rows]
+    ranked = sorted(rows, key=lambda r: (float(r["distance"]), int(r["id"])))
+    return [(int(r["id"]), min(1.0, max(0.0, 1.0 - float(r["distance"])))) for r in ranked]
 
 
 async def _run(
@@ -62,7 +67,8 @@ async def _run(
 ) -> list[dict[str, Any]]:
     distance = sql.SQL("{} <=> %(q)s").format(space.vector_expr("e"))
     # `+ 0` makes the ORDER BY expression something the HNSW index cannot serve: an exact, filtered scan.
-    order = sql.SQL("({}) + 0").format(distance) if exact else distance
+    indexed = sql.SQL("{} <=> {}").format(space.index_expr("e"), space.query_expr("q"))
+    order = sql.SQL("({}) + 0").format(distance) if exact else indexed
     query = sql.SQL(
         "SELECT e.chunk_id AS id, {} AS distance FROM chunk_embeddings e "
         "WHERE e.space_id = {} AND {} ORDER BY {} LIMIT %(n)s"
@@ -70,4 +76,6 @@ async def _run(
     async with conn.transaction():
         if not exact:
             await conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(min(ef_search, 1000)),))
+            if space.index_type == "halfvec":  # only built on pgvector >= 0.8, which has iterative scans
+                await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
         return await (await conn.execute(query, params)).fetchall()

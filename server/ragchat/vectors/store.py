@@ -17,9 +17,11 @@ import numpy as np
 from psycopg import sql
 from psycopg.rows import class_row
 
+from ragchat.db.capabilities import modern_pgvector, pgvector_version
 from ragchat.db.pool import Conn
 
-MAX_DIM = 2000  # pgvector 0.6 indexes at most 2,000 dimensions
+MAX_DIM = 2000  # a `vector` HNSW index takes at most 2,000 dimensions (a `halfvec` one 4,000)
+INDEX_TYPES = ("vector", "halfvec")
 TITLE_CHARS = 200  # of the document title that goes into each chunk's vector
 
 
@@ -43,6 +45,7 @@ class Space:
     created_at: datetime
     activated_at: datetime | None = None
     retired_at: datetime | None = None
+    index_type: str = "vector"  # of its HNSW index: "halfvec" on pgvector >= 0.8 (vectors/indexes.py)
 
     @property
     def identity(self) -> tuple[str, str]:
@@ -53,11 +56,39 @@ class Space:
         return f"{self.model} ({self.provider}, {self.dim} dims)"
 
     def vector_expr(self, alias: str = "e") -> sql.Composed:
-        """`e.embedding::vector(dim)`: the expression this space's HNSW index is built on."""
+        """`e.embedding::vector(dim)`: the stored vector at full precision (exact distances)."""
         return sql.SQL("{}.embedding::vector({})").format(sql.Identifier(alias), sql.Literal(self.dim))
 
+    def index_expr(self, alias: str = "e") -> sql.Composed:
+        """The expression this space's HNSW index is built on: `ORDER BY <this> <=> query_expr()` uses it."""
+        return sql.SQL("{}.embedding::{}({})").format(sql.Identifier(alias), self._type(), sql.Literal(self.dim))
+
+    def query_expr(self, param: str = "q") -> sql.Composed:
+        """The query vector parameter cast to the index's type."""
+        return sql.SQL("{}::{}({})").format(sql.Placeholder(param), self._type(), sql.Literal(self.dim))
+
     def index_name(self) -> sql.Identifier:
-        return sql.Identifier(f"chunk_embeddings_hnsw_{self.id}")
+        suffix = "_half" if self.index_type == "halfvec" else ""
+        return sql.Identifier(f"chunk_embeddings_hnsw_{self.id}{suffix}")
+
+    def index_ddl(self) -> sql.Composed:
+        """CREATE INDEX for this space's partial HNSW index (cosine)."""
+        return sql.SQL(
+            "CREATE INDEX IF NOT EXISTS {} ON chunk_embeddings USING hnsw (({}) {}) "
+            "WITH (m = 16, ef_construction = 64) WHERE space_id = {}"
+        ).format(
+            self.index_name(),
+            sql.SQL("embedding::{}({})").format(self._type(), sql.Literal(self.dim)),
+            sql.SQL("halfvec_cosine_ops") if self.index_type == "halfvec" else sql.SQL("vector_cosine_ops"),
+            sql.Literal(self.id),
+        )
+
+    def _type(self) -> sql.SQL:
+        if self.index_type == "halfvec":
+            return sql.SQL("halfvec")
+        if self.index_type == "vector":
+            return sql.SQL("vector")
+        raise ValueError(f"unknown index type {self.index_type!r}")
 
 
 @dataclass(frozen=True)
@@ -81,7 +112,7 @@ class PendingChunk:
     content: str
 
 
-_SPACE_COLUMNS = "id, provider, model, dim, state, created_at, activated_at, retired_at"
+_SPACE_COLUMNS = "id, provider, model, dim, state, created_at, activated_at, retired_at, index_type"
 
 
 async def list_spaces(conn: Conn) -> list[Space]:
@@ -96,24 +127,31 @@ async def space_in_state(conn: Conn, state: str) -> Space | None:
         return await cur.fetchone()
 
 
-async def create_space(conn: Conn, provider: str, model: str, dim: int, state: str) -> Space:
-    """A new space and its (empty) partial HNSW index, in the caller's transaction."""
+async def default_index_type(conn: Conn) -> str:
+    """ "halfvec" when the installed pgvector has it with iterative scans (>= 0.8), else "vector"."""
+    return "halfvec" if modern_pgvector(await pgvector_version(conn)) else "vector"
+
+
+async def create_space(
+    conn: Conn, provider: str, model: str, dim: int, state: str, index_type: str | None = None
+) -> Space:
+    """A new space and its (empty) partial HNSW index, in the caller's transaction.
+
+    `index_type` None: the installed pgvector decides (`default_index_type`)."""
+    index_type = index_type or await default_index_type(conn)
+    if index_type not in INDEX_TYPES:
+        raise ValueError(f"unknown index type {index_type!r}")
     if not 1 <= dim <= MAX_DIM:
         raise ValueError(f"{model} makes {dim}-dimension vectors; pgvector indexes at most {MAX_DIM}")
     async with conn.cursor(row_factory=class_row(Space)) as cur:
         await cur.execute(
-            f"""INSERT INTO embedding_spaces (provider, model, dim, state, activated_at)
-                VALUES (%s, %s, %s, %s, CASE WHEN %s = 'active' THEN now() END) RETURNING {_SPACE_COLUMNS}""",
-            (provider, model, dim, state, state),
+            f"""INSERT INTO embedding_spaces (provider, model, dim, state, activated_at, index_type)
+                VALUES (%s, %s, %s, %s, CASE WHEN %s = 'active' THEN now() END, %s) RETURNING {_SPACE_COLUMNS}""",
+            (provider, model, dim, state, state, index_type),
         )
         space = await cur.fetchone()
     assert space is not None
-    await conn.execute(
-        sql.SQL(
-            "CREATE INDEX IF NOT EXISTS {} ON chunk_embeddings USING hnsw (({}) vector_cosine_ops) "
-            "WITH (m = 16, ef_construction = 64) WHERE space_id = {}"
-        ).format(space.index_name(), sql.SQL("(embedding::vector({}))").format(sql.Literal(dim)), sql.Literal(space.id))
-    )
+    await conn.execute(space.index_ddl())
     return space
 
 

@@ -1,0 +1,46 @@
+"""Bringing each space's HNSW index to what the installed pgvector does best.
+
+On pgvector >= 0.8 a space still indexed as `vector` (made before, or by an older pgvector) gets a `halfvec`
+index built, its `vector` index dropped and `embedding_spaces.index_type` set, all in one transaction under an
+advisory lock (the server and `ragchat worker` may start together). Searches keep working meanwhile: until
+the commit they use the old index. On older pgvector nothing changes.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import replace
+
+from psycopg import sql
+
+from ragchat.db.pool import Conn
+from ragchat.vectors.store import Space, default_index_type, list_spaces
+
+log = logging.getLogger(__name__)
+
+_LOCK = "ragchat.vectors.indexes"
+
+
+async def upgrade_indexes(conn: Conn) -> list[Space]:
+    """Rebuild `vector` indexes as `halfvec` where pgvector >= 0.8; the spaces as they are now. Own transaction."""
+    if await default_index_type(conn) != "halfvec":
+        return []
+    rebuilt: list[Space] = []
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (_LOCK,))
+        for space in await list_spaces(conn):
+            if space.index_type == "halfvec":
+                continue
+            began = time.monotonic()
+            half = replace(space, index_type="halfvec")
+            await conn.execute(half.index_ddl())
+            await conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(space.index_name()))
+            await conn.execute("UPDATE embedding_spaces SET index_type = 'halfvec' WHERE id = %s", (space.id,))
+            log.warning(
+                "rebuilt the vector index of %s as halfvec (pgvector >= 0.8) in %.1f s",
+                space.label,
+                time.monotonic() - began,
+            )
+            rebuilt.append(half)
+    return rebuilt
