@@ -51,9 +51,9 @@ STATES = {"all-A": ("owner-only", "shared"), "half": ("half-shared",)}
 
 async def build_state(conn: Any, space: Any, defs: dict[str, str], docs: list[uuid.UUID], state: str) -> None:
     """Chunks + vectors rebuilt from `bench_real_chunks` for the state's owners (same chunk ids; the triggers
-    maintain bm25_terms/bm25_stats per owner), no collection yet."""
+    maintain the per-share-group BM25 tables), no collection yet."""
     await conn.execute("DELETE FROM collections WHERE owner_id = ANY(%s)", ([A.user_id, B.user_id],))
-    await conn.execute("TRUNCATE document_chunks, chunk_embeddings, bm25_terms, bm25_stats CASCADE")
+    await conn.execute("TRUNCATE document_chunks, chunk_embeddings, bm25_groups, bm25_group_terms, bm25_group_stats CASCADE")
     b_docs = docs[: len(docs) // 2] if state == "half" else []
     await conn.execute("UPDATE documents SET owner_id = %s WHERE id = ANY(%s)", (A.user_id, docs))
     await conn.execute("UPDATE documents SET owner_id = %s WHERE id = ANY(%s)", (B.user_id, b_docs))
@@ -77,7 +77,7 @@ async def build_state(conn: Any, space: Any, defs: dict[str, str], docs: list[uu
     await conn.execute("SET maintenance_work_mem = '1GB'")
     await conn.execute(defs[hnsw])
     await conn.execute("RESET maintenance_work_mem")
-    for t in ("document_chunks", "chunk_embeddings", "bm25_terms", "documents", *SHARING_TABLES):
+    for t in ("document_chunks", "chunk_embeddings", "bm25_group_terms", "documents", *SHARING_TABLES):
         await conn.execute(f"VACUUM ANALYZE {t}")  # the sharing tables too: no dead rows of the last collection
 
 

@@ -19,15 +19,6 @@ SHARED_DOCUMENTS = (
     "JOIN collection_members m ON m.collection_id = dc.collection_id WHERE m.user_id = %(uid)s"
 )
 
-#: Documents of *other* owners shared with the user: what the BM25 statistics must add to the user's own.
-OTHERS_SHARED_DOCUMENTS = (
-    "SELECT DISTINCT dc.document_id FROM document_collections dc "
-    "JOIN collection_members m ON m.collection_id = dc.collection_id "
-    "JOIN documents sd ON sd.id = dc.document_id "
-    "WHERE m.user_id = %(uid)s AND sd.owner_id <> %(uid)s"
-)
-
-
 @dataclass(frozen=True)
 class ReadScope:
     """The reader, and whether anything of another owner is shared with them (if not, the fast owner-only
