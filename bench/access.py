@@ -39,7 +39,8 @@ from ragchat.runtime import Overrides, open_runtime
 from ragchat.vectors.store import as_array
 
 from bench.common import DATA, RESULTS, bench_runtime, bench_settings, cpu_context, load_embedder, table, write_json
-from bench.search import BENCH_OWNER, GIN_INDEX, admin, ensure_corpus, fetch, index_defs, log
+from bench.search import BENCH_OWNER, GIN_INDEX, admin, ensure_corpus, fetch, log
+from bench.search_build import index_defs
 
 A = Principal(BENCH_OWNER, "bench", False)
 B = Principal(uuid.UUID("00000000-0000-0000-0000-0000000acce5"), "bench-reader", False)
@@ -158,7 +159,12 @@ async def check_state(conn: Any, state: str, probe: str) -> dict[str, Any]:
     a, b = await read_scope(conn, A.user_id), await read_scope(conn, B.user_id)
     terms, n, _avgdl = await query_terms(conn, probe, b)
     exact = n == sum(v[0] for v in recount.values()) and {t.term: t.df for t in terms} == truth
-    out = {"bm25_group_stats": stats, "stats_match_recount": stats == recount, "a_shared": a.shared, "b_shared": b.shared}
+    out = {
+        "bm25_group_stats": stats,
+        "stats_match_recount": stats == recount,
+        "a_shared": a.shared,
+        "b_shared": b.shared,
+    }
     out["b_stats_exact"] = exact
     if stats != recount or a.shared or not b.shared or not exact:
         raise SystemExit(f"state {state}: unexpected set-up {out}")

@@ -65,7 +65,9 @@ async def collection(conn: Any, owner: uuid.UUID, name: str, members: list[uuid.
         "INSERT INTO collection_members (collection_id, user_id, role) SELECT %s, u, 'read' FROM unnest(%s::uuid[]) u",
         (row["id"], members),
     )
-    await conn.execute("UPDATE collection_members SET role = 'owner' WHERE collection_id = %s AND user_id = %s", (row["id"], owner))
+    await conn.execute(
+        "UPDATE collection_members SET role = 'owner' WHERE collection_id = %s AND user_id = %s", (row["id"], owner)
+    )
     await share(conn, row["id"], docs)
     return row["id"]
 

@@ -19,6 +19,7 @@ SHARED_DOCUMENTS = (
     "JOIN collection_members m ON m.collection_id = dc.collection_id WHERE m.user_id = %(uid)s"
 )
 
+
 @dataclass(frozen=True)
 class ReadScope:
     """The reader, and whether anything of another owner is shared with them (if not, the fast owner-only

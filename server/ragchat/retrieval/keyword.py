@@ -2,7 +2,8 @@
 
 Query lexemes come from the same `to_tsvector('english', …)` as the documents (so punctuation, operators and
 any language are safe: they never reach the tsquery parser unquoted). Document frequencies and lengths come
-from the per-share-group `bm25_group_terms` / `bm25_group_stats` (kept by triggers), term frequencies from the tsvector's positions.
+from the per-share-group `bm25_group_terms` / `bm25_group_stats` (kept by triggers, migrations/0017), term
+frequencies from the tsvector's positions.
 
 Candidates: rare query terms are matched exhaustively while their posting lists fit in `candidates`; common
 terms (small idf) then only add to the score of those candidates, like MaxScore's non-essential lists. A
