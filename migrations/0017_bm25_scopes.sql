@@ -125,11 +125,15 @@ END $$;
 
 CREATE FUNCTION bm25_chunks_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
-    s smallint := bm25_shard();
+    s smallint;
     docs uuid[] := '{}';
     groups bigint[] := '{}';
     r record;
 BEGIN
+    IF NOT EXISTS (SELECT 1 FROM new_rows) THEN
+        RETURN NULL;  -- e.g. re-ingestion's DELETE of a new document's (no) chunks
+    END IF;
+    s := bm25_shard();
     FOR r IN SELECT DISTINCT document_id, owner_id FROM new_rows ORDER BY document_id LOOP
         docs := docs || r.document_id;
         groups := groups || bm25_document_group(r.document_id, r.owner_id);
@@ -153,11 +157,15 @@ END $$;
 
 CREATE FUNCTION bm25_chunks_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
-    s smallint := bm25_shard();
+    s smallint;
     docs uuid[] := '{}';
     groups bigint[] := '{}';
     r record;
 BEGIN
+    IF NOT EXISTS (SELECT 1 FROM old_rows) THEN
+        RETURN NULL;  -- e.g. re-ingestion's DELETE of a new document's (no) chunks
+    END IF;
+    s := bm25_shard();
     FOR r IN SELECT DISTINCT document_id, owner_id FROM old_rows ORDER BY document_id LOOP
         docs := docs || r.document_id;
         groups := groups || bm25_document_group(r.document_id, r.owner_id);
