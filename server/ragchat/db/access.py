@@ -49,6 +49,25 @@ def readable(scope: ReadScope, owner_col: str, document_col: str) -> str:
     return f"({owner_col} = %(uid)s OR {document_col} IN ({SHARED_DOCUMENTS}))"
 
 
+#: Share groups (migrations/0017) with a collection the user is a member of: an InitPlan, once per statement.
+READER_GROUPS = (
+    "ARRAY(SELECT gc.group_id FROM collection_members m "
+    "JOIN bm25_group_collections gc ON gc.collection_id = m.collection_id WHERE m.user_id = %(uid)s)"
+)
+
+
+def readable_chunks(scope: ReadScope, owner_col: str, document_col: str) -> str:
+    """`readable` for chunk rows (document_chunks, chunk_embeddings): the same set, as one primary-key probe
+    per row. Every chunk's document has its share group in `bm25_document_groups` (kept by the chunk and
+    membership triggers, in the writing transaction), and a group is readable exactly when one of its
+    collections has the reader as a member, so a shared document is recognised without hashing every shared
+    document id per query (10 ms per arm at 100k shared chunks). Not for documents without chunks."""
+    if not scope.shared:
+        return f"{owner_col} = %(uid)s"
+    group = f"(SELECT dg.group_id FROM bm25_document_groups dg WHERE dg.document_id = {document_col})"
+    return f"({owner_col} = %(uid)s OR {group} = ANY({READER_GROUPS}))"
+
+
 def scope_params(scope: ReadScope) -> dict[str, Any]:
     return {"uid": scope.user_id}
 
