@@ -60,7 +60,8 @@ async def build_state(
     of norm ~NOISE): a larger corpus with SciFact's vocabulary and neighbour structure."""
     await conn.execute("DELETE FROM collections WHERE owner_id = ANY(%s)", ([A.user_id, B.user_id],))
     await conn.execute(
-        "TRUNCATE document_chunks, chunk_embeddings, bm25_groups, bm25_group_terms, bm25_group_stats CASCADE"
+        "TRUNCATE document_chunks, chunk_embeddings, "
+        "bm25_groups, bm25_document_groups, bm25_group_terms, bm25_group_stats CASCADE"
     )
     await conn.execute(
         "DELETE FROM documents WHERE owner_id = ANY(%s) AND id <> ALL(%s)", ([A.user_id, B.user_id], docs)

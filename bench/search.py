@@ -153,7 +153,8 @@ async def ensure_corpus(conn: Conn, rt: Runtime, limit: int | None) -> dict[str,
         return corpus
     log("ingesting the SciFact corpus through the pipeline (once; several minutes) ...")
     await conn.execute(
-        "TRUNCATE document_chunks, chunk_embeddings, document_blobs, documents, bm25_groups, bm25_group_terms, "
+        "TRUNCATE document_chunks, chunk_embeddings, document_blobs, documents, "
+        "bm25_groups, bm25_document_groups, bm25_group_terms, "
         "bm25_group_stats RESTART IDENTITY CASCADE"
     )
     await conn.execute("DROP TABLE IF EXISTS bench_real_chunks")

@@ -203,7 +203,8 @@ async def build_size(
         for name in indexdefs:  # built after the load
             await conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(name)))
         await conn.execute(
-            "TRUNCATE document_chunks, chunk_embeddings, bm25_groups, bm25_group_terms, bm25_group_stats, documents "
+            "TRUNCATE document_chunks, chunk_embeddings, "
+            "bm25_groups, bm25_document_groups, bm25_group_terms, bm25_group_stats, documents "
             "RESTART IDENTITY CASCADE"
         )
         await conn.execute("INSERT INTO users (id, name) VALUES (%s, 'bench') ON CONFLICT (id) DO NOTHING", (owner,))

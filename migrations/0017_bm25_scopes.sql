@@ -37,10 +37,12 @@ CREATE TABLE bm25_group_collections (
 );
 
 -- Each document's group, for every document with chunks. No foreign key to documents: a document's
--- cascaded chunk deletes still find their group after the document row is gone (the row goes last).
+-- cascaded chunk deletes still find their group after the document row is gone (the row goes last). None
+-- to bm25_groups either (groups are never deleted): its check would lock the group's row FOR KEY SHARE in
+-- every writer's transaction, one hot row again.
 CREATE TABLE bm25_document_groups (
     document_id  uuid PRIMARY KEY,
-    group_id     bigint NOT NULL REFERENCES bm25_groups (id)
+    group_id     bigint NOT NULL
 );
 CREATE INDEX bm25_document_groups_group_idx ON bm25_document_groups (group_id);
 
@@ -112,14 +114,14 @@ CREATE FUNCTION bm25_document_group(p_document uuid, p_owner uuid) RETURNS bigin
 DECLARE
     g bigint;
 BEGIN
-    SELECT group_id INTO g FROM bm25_document_groups WHERE document_id = p_document FOR UPDATE;
-    IF FOUND THEN
-        RETURN g;
-    END IF;
+    -- a new document (the common case: ingestion) inserts its row, which stays locked until commit
     INSERT INTO bm25_document_groups (document_id, group_id)
         VALUES (p_document, bm25_current_group(p_document, p_owner))
-        ON CONFLICT (document_id) DO NOTHING;
-    SELECT group_id INTO g FROM bm25_document_groups WHERE document_id = p_document FOR UPDATE;
+        ON CONFLICT (document_id) DO NOTHING
+        RETURNING group_id INTO g;
+    IF g IS NULL THEN  -- it had one (or a concurrent transaction, committed by now, made it)
+        SELECT group_id INTO g FROM bm25_document_groups WHERE document_id = p_document FOR UPDATE;
+    END IF;
     RETURN g;
 END $$;
 
