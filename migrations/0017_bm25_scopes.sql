@@ -83,11 +83,18 @@ BEGIN
 END $$;
 
 -- The group of (owner, collections), created on first use. `collections` sorted and distinct.
+-- A group's advisory lock key: its users hold it shared (writers never wait on each other), and an empty
+-- group is only collected under it exclusively (never while a transaction is putting a document into it).
+CREATE FUNCTION bm25_group_lock_key(p_owner uuid, p_key bytea) RETURNS integer LANGUAGE sql IMMUTABLE AS $$
+    SELECT ('x' || substr(encode(sha256(convert_to(p_owner::text, 'UTF8') || p_key), 'hex'), 1, 8))::bit(32)::integer
+$$;
+
 CREATE FUNCTION bm25_group(p_owner uuid, p_collections uuid[]) RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE
     k bytea := sha256(convert_to(array_to_string(p_collections, ','), 'UTF8'));
     g bigint;
 BEGIN
+    PERFORM pg_advisory_xact_lock_shared(hashtext('ragchat:bm25-group'), bm25_group_lock_key(p_owner, k));
     SELECT id INTO g FROM bm25_groups WHERE owner_id = p_owner AND key = k;
     IF g IS NOT NULL THEN
         RETURN g;
@@ -100,6 +107,23 @@ BEGIN
         INSERT INTO bm25_group_collections (collection_id, group_id) SELECT unnest(p_collections), g;
     END IF;
     RETURN g;
+END $$;
+
+-- Groups left without documents go (a document moved through 500 collections one by one must not leave
+-- 500 groups whose collection rows every reader's lookup joins): only those no transaction is using.
+CREATE FUNCTION bm25_collect(p_groups bigint[]) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    r record;
+BEGIN
+    FOR r IN SELECT g.id, g.owner_id, g.key FROM bm25_groups g WHERE g.id = ANY(p_groups) ORDER BY g.id LOOP
+        IF NOT EXISTS (SELECT 1 FROM bm25_document_groups WHERE group_id = r.id)
+           AND pg_try_advisory_xact_lock(hashtext('ragchat:bm25-group'), bm25_group_lock_key(r.owner_id, r.key))
+           AND NOT EXISTS (SELECT 1 FROM bm25_document_groups WHERE group_id = r.id) THEN
+            DELETE FROM bm25_group_terms WHERE group_id = r.id;
+            DELETE FROM bm25_group_stats WHERE group_id = r.id;
+            DELETE FROM bm25_groups WHERE id = r.id;  -- its collection rows cascade
+        END IF;
+    END LOOP;
 END $$;
 
 -- The group a document's current collections put it in.
@@ -196,6 +220,7 @@ BEGIN
     -- a deleted document's chunks went first (its cascades run before the row's own statement ends)
     DELETE FROM bm25_document_groups g USING unnest(docs) d(id)
     WHERE g.document_id = d.id AND NOT EXISTS (SELECT 1 FROM documents x WHERE x.id = d.id);
+    PERFORM bm25_collect(groups);
     RETURN NULL;
 END $$;
 
@@ -252,6 +277,7 @@ BEGIN
     GROUP BY 1 ORDER BY 1
     ON CONFLICT (group_id, shard) DO UPDATE
         SET n_chunks = t.n_chunks + EXCLUDED.n_chunks, total_len = t.total_len + EXCLUDED.total_len;
+    PERFORM bm25_collect(olds);
     RETURN NULL;
 END $$;
 

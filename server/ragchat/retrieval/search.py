@@ -27,7 +27,7 @@ from ragchat.core.search import (
     Trace,
     parse_mode,
 )
-from ragchat.db.access import ReadScope, read_scope, readable_chunks, scope_params
+from ragchat.db.access import ReadScope, read_chunk_scope, readable_chunks, scope_params
 from ragchat.db.pool import Pool
 from ragchat.providers.embeddings.base import EmbeddingError
 from ragchat.retrieval.fusion import Fused, fuse, keyword_only, vector_only
@@ -294,7 +294,7 @@ class Searcher:
 
     async def _scope(self, principal: Principal) -> ReadScope:
         async with self.pool.connection() as conn:
-            return await read_scope(conn, principal.user_id)
+            return await read_chunk_scope(conn, principal.user_id)
 
     async def _has_embeddings(self, active: ActiveSpace | None, scope: ReadScope) -> bool:
         if active is None:
