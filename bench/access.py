@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np
 from ragchat.core.principal import Principal
-from ragchat.db.access import read_scope
+from ragchat.db.access import read_chunk_scope, read_scope
 from ragchat.evaluation.beir import load_beir
 from ragchat.evaluation.metrics import dedup_keep_first, ndcg_at_k
 from ragchat.retrieval.keyword import query_terms
@@ -174,11 +174,11 @@ async def check_state(conn: Any, state: str, probe: str) -> dict[str, Any]:
 
 async def time_scope(conn: Any, uid: uuid.UUID, reps: int) -> dict[str, float]:
     for _ in range(20):
-        await read_scope(conn, uid)
+        await read_chunk_scope(conn, uid)
     us = []
     for _ in range(reps):
         start = time.perf_counter()
-        await read_scope(conn, uid)
+        await read_chunk_scope(conn, uid)
         us.append((time.perf_counter() - start) * 1e6)
     return {"p50_us": round(float(np.median(us)), 1), "p90_us": round(float(np.percentile(us, 90)), 1)}
 
@@ -369,7 +369,8 @@ def report(out: dict[str, Any]) -> str:
             "×1 = ratio to owner-only, same mode; vector/keyword/hydrate = p50 of result.timings (hydrate = fuse +",
             "hydrate); nDCG@10 over documents, mean of rounds; =top10 = share of queries whose top-10 chunk ids equal",
             "owner-only's in the same round; +hnsw = EXACT_SCAN_MAX_ROWS=0 (no exact scan under a filter).",
-            "read_scope() alone, on a held connection (p50 / p90 µs), and query_terms() alone (BM25 stats, p50 ms):",
+            "read_chunk_scope() alone (the search scope), on a held connection (p50 / p90 µs), query_terms() alone "
+            "(BM25 stats, p50 ms):",
             *(
                 f"  {r['state']} x{r['copies']} ({r['chunks']} chunks, round {r['round']}, load {r['loadavg'][0]}): "
                 + ", ".join(f"{k} {v['p50_us']} / {v['p90_us']}" for k, v in r["read_scope"].items())
