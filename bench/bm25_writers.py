@@ -137,7 +137,7 @@ def prepare(base_uri: str, name: str, upto: str | None, tmp: Path) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--limit", type=int, default=3000, help="SciFact documents per run")
     ap.add_argument("--repeats", type=int, default=2, help="1- and 2-writer runs alternate this many times")
     ap.add_argument("--json", type=Path, default=RESULTS / "bm25_writers.json")

@@ -12,7 +12,7 @@ from typing import Any
 
 import psycopg
 from psycopg.conninfo import make_conninfo
-from psycopg.rows import dict_row
+from psycopg.rows import DictRow, dict_row
 from ragchat.db.access import SHARED_DOCUMENTS, ReadScope, read_chunk_scope, read_scope
 from ragchat.db.migrate import migrate, migration_files
 from ragchat.retrieval.keyword import MAX_QUERY_TERMS, keyword_search, query_terms
@@ -307,7 +307,7 @@ async def test_migration_backfills_an_existing_database(pg_uri: str, tmp_path: P
             if p.name < "0017":
                 (old / p.name).write_text(p.read_text())
         migrate(uri, old)
-        async with await psycopg.AsyncConnection.connect(uri, autocommit=True, row_factory=dict_row) as conn:
+        async with await psycopg.AsyncConnection[DictRow].connect(uri, autocommit=True, row_factory=dict_row) as conn:
             await users(conn, ALICE, BOB, CAROL)
             a1 = await document(conn, ALICE, ["zebra stripes", "zebra herd crossing"])
             a2 = await document(conn, ALICE, ["secret ledger"])
@@ -317,7 +317,7 @@ async def test_migration_backfills_an_existing_database(pg_uri: str, tmp_path: P
             await collection(conn, BOB, "three", [CAROL], [b1])
         applied = migrate(uri)
         assert applied and applied[0].startswith("0017_")
-        async with await psycopg.AsyncConnection.connect(uri, autocommit=True, row_factory=dict_row) as conn:
+        async with await psycopg.AsyncConnection[DictRow].connect(uri, autocommit=True, row_factory=dict_row) as conn:
             await assert_exact(conn, ALICE, BOB, CAROL)
             await document(conn, CAROL, ["zebra falafel"])  # the triggers carry on from the backfill
             await conn.execute("DELETE FROM documents WHERE id = %s", (a1,))

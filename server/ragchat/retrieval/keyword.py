@@ -60,7 +60,9 @@ async def query_terms(conn: Conn, query: str, scope: ReadScope) -> tuple[list[Te
     index probe per (readable group, query lexeme, written shard), never a scan of the shared chunks."""
     params = {"uid": scope.user_id, "query": query, "max_lexemes": MAX_SHARED_LEXEMES}
     groups = _SHARED_GROUPS_SQL if scope.shared else _OWN_GROUPS_SQL
-    stats_sql, terms_sql = (cast(LiteralString, sql.format(groups=groups)) for sql in (_STATS_SQL, _TERMS_SQL))
+    # constant SQL: the group subquery is one of the two fragments below, never user text
+    stats_sql = cast(LiteralString, _STATS_SQL.format(groups=groups))
+    terms_sql = cast(LiteralString, _TERMS_SQL.format(groups=groups))
     row = await (await conn.execute(stats_sql, params)).fetchone()
     n = int(row["n"]) if row else 0
     total = int(row["len"]) if row else 0
