@@ -181,8 +181,9 @@ async def reset_tables(rt: Runtime) -> None:
     """Empty the documents and their chunks and vectors; the embedding space (and its index) stays."""
     async with rt.pool.connection() as conn:
         await conn.execute(
-            "TRUNCATE document_chunks, chunk_embeddings, document_blobs, documents, bm25_terms, bm25_stats "
-            "RESTART IDENTITY CASCADE"
+            "TRUNCATE document_chunks, chunk_embeddings, document_blobs, documents, "
+            "bm25_groups, bm25_document_groups, bm25_group_terms, "
+            "bm25_group_stats RESTART IDENTITY CASCADE"
         )
 
 

@@ -154,8 +154,9 @@ async def ensure_corpus(conn: Conn, rt: Runtime, limit: int | None) -> dict[str,
         return corpus
     log("ingesting the SciFact corpus through the pipeline (once; several minutes) ...")
     await conn.execute(
-        "TRUNCATE document_chunks, chunk_embeddings, document_blobs, documents, bm25_terms, bm25_stats "
-        "RESTART IDENTITY CASCADE"
+        "TRUNCATE document_chunks, chunk_embeddings, document_blobs, documents, "
+        "bm25_groups, bm25_document_groups, bm25_group_terms, "
+        "bm25_group_stats RESTART IDENTITY CASCADE"
     )
     await conn.execute("DROP TABLE IF EXISTS bench_real_chunks")
     await conn.execute("INSERT INTO users (id, name) VALUES (%s, 'bench') ON CONFLICT (id) DO NOTHING", (BENCH_OWNER,))
@@ -367,7 +368,10 @@ async def explore_searcher(
 async def common_words(conn: Conn, k: int) -> tuple[str, list[dict[str, Any]]]:
     """A query made of the corpus's k highest-df lexemes that survive `to_tsvector` unchanged."""
     rows = await fetch(
-        conn, "SELECT term, df FROM bm25_terms WHERE owner_id = %s ORDER BY df DESC LIMIT 50", (BENCH_OWNER,)
+        conn,
+        """SELECT t.term, sum(t.df) AS df FROM bm25_group_terms t JOIN bm25_groups g ON g.id = t.group_id
+           WHERE g.owner_id = %s GROUP BY t.term ORDER BY df DESC, t.term LIMIT 50""",
+        (BENCH_OWNER,),
     )
     chosen = []
     for r in rows:

@@ -29,7 +29,15 @@ from ragchat.db.pool import Conn
 from ragchat.vectors.store import Space, as_array
 
 GIN_INDEX = "document_chunks_search_idx"
-BENCH_TABLES = ("documents", "document_chunks", "chunk_embeddings", "bm25_terms", "bm25_stats")
+BENCH_TABLES = (
+    "documents",
+    "document_chunks",
+    "chunk_embeddings",
+    "bm25_groups",
+    "bm25_document_groups",
+    "bm25_group_terms",
+    "bm25_group_stats",
+)
 ChunkRow = tuple[Any, ...]  # (document_id, owner_id, chunk_index, title, content, page, section, tokens, hash, vec)
 
 
@@ -195,7 +203,9 @@ async def build_size(
         for name in indexdefs:  # built after the load
             await conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(name)))
         await conn.execute(
-            "TRUNCATE document_chunks, chunk_embeddings, bm25_terms, bm25_stats, documents RESTART IDENTITY CASCADE"
+            "TRUNCATE document_chunks, chunk_embeddings, "
+            "bm25_groups, bm25_document_groups, bm25_group_terms, bm25_group_stats, documents "
+            "RESTART IDENTITY CASCADE"
         )
         await conn.execute("INSERT INTO users (id, name) VALUES (%s, 'bench') ON CONFLICT (id) DO NOTHING", (owner,))
         for table in BENCH_TABLES:  # autovacuum would re-read the table during the load; VACUUM ANALYZE follows

@@ -228,10 +228,10 @@ async def test_deleting_a_document_updates_document_frequencies(pool: Any, db: s
 
     async def stats() -> tuple[dict[str, int], int, int]:
         async with pool.connection() as conn:
-            terms = {
-                r["term"]: r["df"] for r in await (await conn.execute("SELECT term, df FROM bm25_terms")).fetchall()
-            }
-            s = await (await conn.execute("SELECT n_chunks, total_len FROM bm25_stats")).fetchone()
+            sql = "SELECT term, sum(df) AS df FROM bm25_group_terms GROUP BY term HAVING sum(df) <> 0"
+            terms = {r["term"]: r["df"] for r in await (await conn.execute(sql)).fetchall()}
+            sql = "SELECT sum(n_chunks) AS n_chunks, sum(total_len) AS total_len FROM bm25_group_stats"
+            s = await (await conn.execute(sql)).fetchone()
         return terms, s["n_chunks"], s["total_len"]
 
     terms, n, total = await stats()

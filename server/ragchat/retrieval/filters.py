@@ -8,7 +8,7 @@ from typing import Any
 
 from ragchat.core.errors import BadRequest
 from ragchat.core.search import LOCATION_FILTER_KEYS, SearchFilters
-from ragchat.readscope.sql import ReadScope, readable, scope_params
+from ragchat.readscope.sql import ReadScope, readable_chunks, scope_params
 
 
 def filter_sql(scope: ReadScope, filters: SearchFilters | None, alias: str = "c") -> tuple[str, dict[str, Any]]:
@@ -16,7 +16,7 @@ def filter_sql(scope: ReadScope, filters: SearchFilters | None, alias: str = "c"
     document_id) with named parameters; always limited to what the reader may read."""
     if alias not in ("c", "e"):
         raise ValueError(f"unknown alias {alias!r}")
-    clauses = [readable(scope, f"{alias}.owner_id", f"{alias}.document_id")]
+    clauses = [readable_chunks(scope, f"{alias}.owner_id", f"{alias}.document_id")]
     params: dict[str, Any] = scope_params(scope)
     if filters and filters.document_ids:
         clauses.append(f"{alias}.document_id = ANY(%(document_ids)s)")

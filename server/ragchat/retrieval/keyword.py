@@ -2,7 +2,8 @@
 
 Query lexemes come from the same `to_tsvector('english', …)` as the documents (so punctuation, operators and
 any language are safe: they never reach the tsquery parser unquoted). Document frequencies and lengths come
-from `bm25_terms` / `bm25_stats` (kept by triggers), term frequencies from the tsvector's positions.
+from the per-share-group `bm25_group_terms` / `bm25_group_stats` (kept by triggers, migrations/0017), term
+frequencies from the tsvector's positions.
 
 Candidates: rare query terms are matched exhaustively while their posting lists fit in `candidates`; common
 terms (small idf) then only add to the score of those candidates, like MaxScore's non-essential lists. A
@@ -17,12 +18,12 @@ from typing import Literal, LiteralString, cast
 
 from ragchat.core.search import SearchFilters
 from ragchat.db.pool import Conn
-from ragchat.readscope.sql import OTHERS_SHARED_DOCUMENTS, ReadScope
+from ragchat.readscope.sql import ReadScope
 from ragchat.retrieval.filters import filter_sql
 
 Scorer = Literal["bm25", "ts_rank"]
 MAX_QUERY_TERMS = 32
-MAX_SHARED_LEXEMES = 256  # a 10k-character query is cut to this many distinct lexemes before counting
+MAX_SHARED_LEXEMES = 256  # a 10k-character query is cut to this many distinct lexemes before looking them up
 
 
 @dataclass(frozen=True)
@@ -54,71 +55,45 @@ async def query_terms(conn: Conn, query: str, scope: ReadScope) -> tuple[list[Te
     """Distinct query lexemes present in what the reader may read (rarest first), N, and average chunk length.
 
     The statistics cover exactly the readable chunks, so another user's private documents never change a
-    score: the reader's own from `bm25_stats`/`bm25_terms` (kept by triggers), plus, when documents of other
-    owners are shared with them, those documents' counts for the query's lexemes, computed on the fly."""
-    uid = scope.user_id
-    own = await (
-        await conn.execute("SELECT n_chunks, total_len FROM bm25_stats WHERE owner_id = %s", (uid,))
-    ).fetchone()
-    n = int(own["n_chunks"]) if own else 0
-    total = int(own["total_len"]) if own else 0
-    if not scope.shared:
-        if n <= 0:
-            return [], 0, 0.0
-        rows = await (
-            await conn.execute(
-                """SELECT b.term, b.df FROM (SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', %s))) q
-                   JOIN bm25_terms b ON b.owner_id = %s AND b.term = q.lexeme
-                   WHERE b.df > 0 ORDER BY b.df, b.term LIMIT %s""",
-                (query, uid, MAX_QUERY_TERMS),
-            )
-        ).fetchall()
-        terms = [TermStat(r["term"], int(r["df"]), bm25_idf(n, int(r["df"]))) for r in rows]
-        return terms, n, max(total / n, 1.0)
-
-    lexemes = [
-        r["lexeme"]
-        for r in await (
-            await conn.execute(
-                "SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', %s)) ORDER BY lexeme LIMIT %s",
-                (query, MAX_SHARED_LEXEMES),
-            )
-        ).fetchall()
-    ]
-    if not lexemes:
-        return [], 0, 0.0
-    df: dict[str, int] = {}
-    for r in await (
-        await conn.execute(
-            "SELECT term, df FROM bm25_terms WHERE owner_id = %s AND term = ANY(%s) AND df > 0", (uid, lexemes)
-        )
-    ).fetchall():
-        df[r["term"]] = int(r["df"])
-    params = {"uid": uid, "lexemes": lexemes, "tsq": or_query(lexemes)}
-    shared = await (await conn.execute(_SHARED_STATS_SQL, params)).fetchone()
-    if shared:
-        n += int(shared["n"])
-        total += int(shared["len"])
-    for r in await (await conn.execute(_SHARED_DF_SQL, params)).fetchall():
-        df[r["term"]] = df.get(r["term"], 0) + int(r["df"])
+    score: the sum over the reader's share groups (migrations/0017: the documents of one owner in one set of
+    collections, kept by triggers), each counted once however many readable collections hold it. Cost: one
+    index probe per (readable group, query lexeme, written shard), never a scan of the shared chunks."""
+    params = {"uid": scope.user_id, "query": query, "max_lexemes": MAX_SHARED_LEXEMES}
+    groups = _SHARED_GROUPS_SQL if scope.shared else _OWN_GROUPS_SQL
+    # constant SQL: the group subquery is one of the two fragments below, never user text
+    stats_sql = cast(LiteralString, _STATS_SQL.format(groups=groups))
+    terms_sql = cast(LiteralString, _TERMS_SQL.format(groups=groups))
+    row = await (await conn.execute(stats_sql, params)).fetchone()
+    n = int(row["n"]) if row else 0
+    total = int(row["len"]) if row else 0
     if n <= 0:
         return [], 0, 0.0
-    ranked = sorted((d, t) for t, d in df.items() if d > 0)[:MAX_QUERY_TERMS]
+    rows = await (await conn.execute(terms_sql, params)).fetchall()
+    ranked = sorted((int(r["df"]), r["term"]) for r in rows)[:MAX_QUERY_TERMS]
     return [TermStat(t, d, bm25_idf(n, d)) for d, t in ranked], n, max(total / n, 1.0)
 
 
-_SHARED_STATS_SQL = f"""
-SELECT count(*) AS n, coalesce(sum(c.doc_len), 0) AS len FROM document_chunks c
-WHERE c.document_id IN ({OTHERS_SHARED_DOCUMENTS})
+#: The reader's own documents only (`ReadScope.shared` False: nothing of another owner is shared with them).
+_OWN_GROUPS_SQL = "SELECT g.id FROM bm25_groups g WHERE g.owner_id = %(uid)s"
+#: Theirs, and every group with a collection they are a member of (UNION: each group once).
+_SHARED_GROUPS_SQL = f"""{_OWN_GROUPS_SQL}
+    UNION
+    SELECT gc.group_id FROM collection_members m
+    JOIN bm25_group_collections gc ON gc.collection_id = m.collection_id WHERE m.user_id = %(uid)s"""
+
+_STATS_SQL = """
+SELECT coalesce(sum(s.n_chunks), 0) AS n, coalesce(sum(s.total_len), 0) AS len
+FROM bm25_group_stats s WHERE s.group_id IN ({groups})
 """
 
-_SHARED_DF_SQL = f"""
-SELECT t.lexeme AS term, count(*) AS df
-FROM document_chunks c
--- only the query's lexemes: setweight marks them 'A', ts_filter drops the rest before unnest
-CROSS JOIN LATERAL unnest(ts_filter(setweight(c.search_vector, 'A', %(lexemes)s::text[]), '{{a}}')) t
-WHERE c.document_id IN ({OTHERS_SHARED_DOCUMENTS}) AND c.search_vector @@ %(tsq)s::tsquery
-GROUP BY t.lexeme
+_TERMS_SQL = """
+WITH q AS (
+    SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', %(query)s)) ORDER BY lexeme LIMIT %(max_lexemes)s
+)
+SELECT t.term, sum(t.df) AS df
+FROM bm25_group_terms t
+WHERE t.group_id IN ({groups}) AND t.term IN (SELECT lexeme FROM q)
+GROUP BY t.term HAVING sum(t.df) > 0
 """
 
 

@@ -30,7 +30,7 @@ from ragchat.core.search import (
 )
 from ragchat.db.pool import Pool
 from ragchat.providers.embeddings.base import EmbeddingError
-from ragchat.readscope.sql import ReadScope, read_scope, readable, scope_params
+from ragchat.readscope.sql import ReadScope, read_chunk_scope, readable_chunks, scope_params
 from ragchat.retrieval.fusion import Fused, fuse, keyword_only, vector_only
 from ragchat.retrieval.keyword import keyword_search
 from ragchat.retrieval.rerank import Reranked
@@ -253,7 +253,7 @@ class Searcher:
                       d.filename, d.title, d.metadata, {} AS similarity
                FROM document_chunks c JOIN documents d ON d.id = c.document_id {}
                WHERE c.id = ANY(%(ids)s) AND {}"""
-        ).format(similarity, join, sql.SQL(readable(scope, "c.owner_id", "c.document_id")))  # type: ignore[arg-type]
+        ).format(similarity, join, sql.SQL(readable_chunks(scope, "c.owner_id", "c.document_id")))  # type: ignore[arg-type]
         params = {**scope_params(scope), "q": qvec, "ids": [f.id for f in fused]}
         async with self.pool.connection() as conn:
             rows = await (await conn.execute(query, params)).fetchall()
@@ -295,14 +295,14 @@ class Searcher:
 
     async def _scope(self, principal: Principal) -> ReadScope:
         async with self.pool.connection() as conn:
-            return await read_scope(conn, principal.user_id)
+            return await read_chunk_scope(conn, principal.user_id)
 
     async def _has_embeddings(self, active: ActiveSpace | None, scope: ReadScope) -> bool:
         if active is None:
             return False
         query = sql.SQL("SELECT EXISTS (SELECT 1 FROM chunk_embeddings e WHERE e.space_id = {} AND {}) AS e").format(
             sql.Literal(active.space.id),
-            sql.SQL(readable(scope, "e.owner_id", "e.document_id")),  # type: ignore[arg-type]
+            sql.SQL(readable_chunks(scope, "e.owner_id", "e.document_id")),  # type: ignore[arg-type]
         )
         async with self.pool.connection() as conn:
             row = await (await conn.execute(query, scope_params(scope))).fetchone()
