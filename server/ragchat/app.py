@@ -68,6 +68,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, overrides:
         async with AsyncExitStack() as stack:
             rt = runtime or await stack.enter_async_context(open_runtime(settings, overrides))
             holder["runtime"] = rt
+            rt.llm_status.start()  # /api/health reads it from memory
             if runtime is None:  # a real start: say what to fix before the first request needs it
                 for problem in await rt.startup_problems():
                     log.warning("%s", problem)

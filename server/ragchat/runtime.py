@@ -29,6 +29,7 @@ from ragchat.providers.embeddings import build_embedder
 from ragchat.providers.embeddings.base import EmbeddingProvider
 from ragchat.providers.llm import build_llm
 from ragchat.providers.llm.base import LLMProvider
+from ragchat.providers.llm.status_cache import StatusCache
 from ragchat.retrieval.rerank import LLMReranker
 from ragchat.retrieval.search import Searcher
 from ragchat.settings import Settings
@@ -63,6 +64,7 @@ class Runtime:
     collections: CollectionService
     limiter: RateLimiter
     preferences: PreferencesService
+    llm_status: StatusCache  # /api/health's view of the LLM, probed in the background
     database: Database | None = None
     watchdog: DatabaseWatchdog | None = None  # when the runtime opened the database itself
     tasks: list[asyncio.Task[Any]] = field(default_factory=list)
@@ -83,7 +85,7 @@ class Runtime:
     async def startup_problems(self) -> list[str]:
         """What a user should fix, in words: the LLM unreachable or missing, embeddings mismatched."""
         problems: list[str] = []
-        status = await self.llm.status(self.settings.chat_model)
+        status = await self.llm_status.get()
         if status.message:
             problems.append(status.message)
         spaces = await self.spaces.status()
@@ -137,6 +139,8 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
             llm = build_llm(settings)
             stack.push_async_callback(llm.close)
         rerank_llm = given.rerank_llm or llm
+        llm_status = StatusCache(llm, settings.chat_model, refresh_s=settings.llm_status_refresh_s)
+        stack.push_async_callback(llm_status.close)
 
         searcher = Searcher(pool, spaces, settings, LLMReranker(rerank_llm, settings))
         runs = RunRegistry()  # chat answers in progress; closed first: they are saved before the pool closes
@@ -159,6 +163,7 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
             collections=CollectionService(pool),
             limiter=limiter,
             preferences=PreferencesService(pool, settings),
+            llm_status=llm_status,
             database=database,
             watchdog=watchdog,
         )

@@ -60,6 +60,9 @@ class Settings(BaseSettings):
     # a probe (the watchdog's, /api/health's) slower than this counts as no answer
     db_probe_timeout_s: float = Field(default=2.0, gt=0)
     log_level: str = "info"
+    log_format: Literal["text", "json"] = "text"  # json: one object a line (timestamp, level, logger, request id)
+    # /api/health reads the LLM's status from memory; a probe older than this is redone in the background
+    llm_status_refresh_s: float = Field(default=15.0, gt=0)
     client_dist: Path | None = None  # built web client; default: the installed package's copy, else <repo>/client/dist
 
     # --- accounts and browser protections ---

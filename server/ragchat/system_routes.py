@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 from ragchat.accounts.routes import require_admin
 from ragchat.core.errors import BadRequest, DatabaseUnavailable
 from ragchat.core.principal import Principal
+from ragchat.db.migrate import CURRENT_VERSION_SQL, head_version
 from ragchat.db.watchdog import DatabaseStatus, bounded, describe_failure, probe_pool
 from ragchat.runtime import Runtime
 from ragchat.settings import EmbedProvider
@@ -103,7 +104,7 @@ async def health(runtime: Runtime) -> Response[Health]:
             log.warning("health: the embeddings' status could not be read", exc_info=True)
             return db, None
 
-    (db, embeddings), llm = await asyncio.gather(database(), runtime.llm.status(runtime.settings.chat_model))
+    (db, embeddings), llm = await asyncio.gather(database(), runtime.llm_status.get())
     if not db.ok:
         status = "down"
     elif embeddings is None or embeddings.get("status") != "ok":
@@ -126,6 +127,69 @@ async def health(runtime: Runtime) -> Response[Health]:
         chat_max_message_chars=runtime.settings.chat_max_message_chars,
     )
     return Response(body, status_code=200 if db.ok else 503)
+
+
+class Liveness(BaseModel):
+    status: Literal["ok"]
+
+
+@get("/livez", cache_control=CacheControlHeader(no_store=True))
+async def livez() -> Liveness:
+    """The process answers (no I/O): a liveness probe (Docker HEALTHCHECK, Kubernetes livenessProbe)."""
+    return Liveness(status="ok")
+
+
+class Readiness(BaseModel):
+    """Ready: the database answers, its schema is this code's, the embedding model is loaded. Not the LLM: an
+    LLM outage leaves search, documents and accounts working, so it does not take the server out of rotation."""
+
+    status: Literal["ready", "not_ready"]
+    database: bool
+    schema_version: str | None = Field(description="the database's newest applied migration")
+    code_schema_version: str = Field(description="the newest migration this server ships")
+    embedder: str
+    problems: list[str]
+
+
+@get(
+    "/readyz",
+    cache_control=CacheControlHeader(no_store=True),
+    responses={503: ResponseSpec(data_container=Readiness, description="not ready (see `problems`)")},
+)
+async def readyz(runtime: Runtime) -> Response[Readiness]:
+    """A readiness probe: 200 when this server can take traffic, 503 (with the problems in words) when not."""
+    limit = runtime.settings.db_probe_timeout_s
+    head = head_version()
+    problems: list[str] = []
+    version: str | None = None
+    db = runtime.watchdog.status if runtime.watchdog is not None and runtime.watchdog.fresh() else None
+    if db is None:
+        db = await probe_pool(runtime.pool, limit)
+    if db.ok:
+
+        async def read_version() -> str | None:
+            async with runtime.pool.connection(timeout=limit) as conn:
+                row = await (await conn.execute(CURRENT_VERSION_SQL)).fetchone()
+                return row["version"] if row else None
+
+        try:
+            version = await bounded(read_version(), limit)
+        except Exception as exc:
+            problems.append(f"the schema version could not be read: {describe_failure(exc)}")
+        else:
+            if version != head:
+                problems.append(f"the database schema is at {version}, this server's is {head}")
+    else:
+        problems.append(f"the database does not answer: {db.error}")
+    body = Readiness(
+        status="not_ready" if problems else "ready",
+        database=db.ok,
+        schema_version=version,
+        code_schema_version=head,
+        embedder=f"{runtime.embedder.model_name} ({runtime.embedder.provider})",
+        problems=problems,
+    )
+    return Response(body, status_code=503 if problems else 200)
 
 
 class ReembedBody(BaseModel):
@@ -169,4 +233,4 @@ async def reembed_start(data: ReembedBody, runtime: Runtime, principal: Principa
 
 
 def system_handlers() -> list[Any]:
-    return [health, reembed_progress, reembed_start]
+    return [livez, readyz, health, reembed_progress, reembed_start]

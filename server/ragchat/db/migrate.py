@@ -29,6 +29,16 @@ def migration_files(directory: Path = MIGRATIONS_DIR) -> list[Path]:
     return files
 
 
+def head_version(directory: Path = MIGRATIONS_DIR) -> str:
+    """The newest migration this code ships (e.g. "0016")."""
+    files = migration_files(directory)
+    return files[-1].name[:4] if files else "0000"
+
+
+#: the schema version a database is at (None: no migration table yet)
+CURRENT_VERSION_SQL = "SELECT max(version) AS version FROM schema_migrations"
+
+
 def ensure_vector_extension(uri: str) -> None:
     """`CREATE EXTENSION vector` must exist before a pool registers the vector type."""
     with psycopg.connect(uri, autocommit=True) as conn:
