@@ -44,6 +44,7 @@ from ragchat.settings import Settings
 from ragchat.system_routes import system_handlers
 from ragchat.web.docs import document_errors, openapi_config
 from ragchat.web.errors import error_response
+from ragchat.web.proxies import ProxyHeadersMiddleware
 from ragchat.web.security import SecurityMiddleware, response_headers
 
 log = logging.getLogger(__name__)
@@ -164,9 +165,10 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, overrides:
         lifespan=[lifespan],
         exception_handlers={Exception: error_response},
         middleware=[
+            lambda app: ProxyHeadersMiddleware(app, trusted=settings.trusted_proxies),
             lambda app: SecurityMiddleware(
                 app, allowed_hosts=settings.host_allowlist, trusted_origins=settings.trusted_origins
-            )
+            ),
         ],
         before_send=[response_headers(allow)],
         openapi_config=openapi_config(__version__),

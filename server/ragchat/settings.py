@@ -72,6 +72,11 @@ class Settings(BaseSettings):
     allowed_hosts: Annotated[list[str], NoDecode] = Field(default_factory=list)
     # Origins besides the server's own that may send state-changing requests (e.g. a TLS proxy's public URL).
     trusted_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    # reverse proxies whose X-Forwarded-For / X-Forwarded-Proto are believed (addresses or networks; "*": all).
+    # Nobody by default: the per-IP login limit uses the connecting address (server/ragchat/web/proxies.py).
+    trusted_proxies: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, validation_alias=AliasChoices("trusted_proxies", "forwarded_allow_ips")
+    )
     session_ttl_hours: float = 24 * 14  # a session ends after this long without a request
     cookie_secure: Literal["auto", "true", "false"] = "auto"  # auto: Secure when the request came over https
     # per-minute limits (per user; login per client IP and per username); 0 disables one
@@ -207,11 +212,22 @@ class Settings(BaseSettings):
             raise ValueError("CHUNK_TOKENS must be between 16 and 256 (the model truncates at 256 word pieces)")
         return self
 
-    @field_validator("allowed_hosts", "trusted_origins", mode="before")
+    @field_validator("allowed_hosts", "trusted_origins", "trusted_proxies", mode="before")
     @classmethod
     def _comma_list(cls, v: object) -> object:
         if isinstance(v, str) and not v.strip().startswith("["):
             return [item.strip() for item in v.split(",") if item.strip()]
+        return v
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _networks(cls, v: list[str]) -> list[str]:
+        for entry in v:
+            if entry != "*":
+                try:
+                    ipaddress.ip_network(entry, strict=False)
+                except ValueError:
+                    raise ValueError(f"TRUSTED_PROXIES: {entry!r} is not an address or a network") from None
         return v
 
     @property
