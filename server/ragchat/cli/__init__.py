@@ -13,6 +13,7 @@ from ragchat import __version__
 from ragchat.cli import documents, evaluation, mcp, metadata, remote, search, sync, users, vectors
 from ragchat.cli.common import run_server
 from ragchat.core.errors import RagchatError
+from ragchat.core.logs import configure_logging
 from ragchat.settings import Settings, is_loopback
 
 log = logging.getLogger("ragchat")
@@ -82,15 +83,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     args = build_parser().parse_args(argv)
     try:
         settings = Settings()
     except ValidationError as exc:
         print(f"ragchat: configuration error:\n{exc}", file=sys.stderr)
         return 2
+    configure_logging("warning", settings.log_format)
     if args.command in ("serve", "worker", "reembed"):
-        logging.getLogger("server").setLevel(settings.log_level.upper())
+        for name in ("ragchat", "uvicorn"):
+            logging.getLogger(name).setLevel(settings.log_level.upper())
     try:
         return int(args.func(settings, args) or 0)
     except RagchatError as exc:

@@ -74,6 +74,7 @@ def uvicorn_options(*, host: str, port: int, log_level: str) -> dict[str, Any]:
         "timeout_graceful_shutdown": 5,
         "proxy_headers": False,
         "access_log": False,
+        "log_config": None,  # uvicorn's lines go through ragchat's handler (core/logs.py)
     }
 
 
