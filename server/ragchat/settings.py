@@ -60,7 +60,9 @@ class Settings(BaseSettings):
     # a probe (the watchdog's, /api/health's) slower than this counts as no answer
     db_probe_timeout_s: float = Field(default=2.0, gt=0)
     log_level: str = "info"
-    log_format: Literal["text", "json"] = "text"  # json: one object a line (timestamp, level, logger, request id)
+    log_format: Literal["text", "json"] = "text"
+    # GET /metrics answers `Authorization: Bearer <METRICS_TOKEN>` (a scraper), or an admin's credentials
+    metrics_token: SecretStr | None = None  # json: one object a line (timestamp, level, logger, request id)
     # /api/health reads the LLM's status from memory; a probe older than this is redone in the background
     llm_status_refresh_s: float = Field(default=15.0, gt=0)
     client_dist: Path | None = None  # built web client; default: the installed package's copy, else <repo>/client/dist
@@ -243,6 +245,12 @@ class Settings(BaseSettings):
         """OPENAI_API_KEY as text (None when unset)."""
         value = self.openai_api_key
         return value.get_secret_value() if isinstance(value, SecretStr) else value
+
+    @property
+    def metrics_secret(self) -> str:
+        """METRICS_TOKEN as text ("" when unset)."""
+        value = self.metrics_token
+        return value.get_secret_value() if isinstance(value, SecretStr) else (value or "")
 
     @property
     def max_upload_bytes(self) -> int:

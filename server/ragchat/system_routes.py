@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import hmac
 import logging
 import time
 from typing import Any, Literal
 
 import psycopg
-from litestar import Response, get, post
+from litestar import Request, Response, get, post
 from litestar.datastructures import CacheControlHeader
 from litestar.openapi import ResponseSpec
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from psycopg_pool import PoolTimeout
 from pydantic import BaseModel, Field
 
-from ragchat.accounts.routes import require_admin
+from ragchat.accounts.routes import authenticate, require_admin
+from ragchat.core import metrics
 from ragchat.core.errors import BadRequest, DatabaseUnavailable
 from ragchat.core.principal import Principal
 from ragchat.db.migrate import CURRENT_VERSION_SQL, head_version
@@ -192,6 +195,36 @@ async def readyz(runtime: Runtime) -> Response[Readiness]:
     return Response(body, status_code=503 if problems else 200)
 
 
+@get("/metrics", include_in_schema=False, cache_control=CacheControlHeader(no_store=True))
+async def metrics_endpoint(request: Request[Any, Any, Any], runtime: Runtime) -> Response[bytes]:
+    """Prometheus text format. `Authorization: Bearer <METRICS_TOKEN>`, or an admin's session or API token
+    (AUTH=off: the local user is the admin); 401 otherwise."""
+    token = runtime.settings.metrics_secret
+    scheme, _, given = request.headers.get("authorization", "").partition(" ")
+    if not (token and scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())):
+        require_admin(await authenticate(request, runtime.accounts))
+    stats = runtime.pool.get_stats()
+    size, idle = stats.get("pool_size", 0), stats.get("pool_available", 0)
+    for state, value in (("in_use", size - idle), ("idle", idle), ("size", size), ("max", runtime.pool.max_size)):
+        metrics.POOL_CONNECTIONS.labels(state).set(value)
+    metrics.POOL_WAITING.set(stats.get("requests_waiting", 0))
+    limit = runtime.settings.db_probe_timeout_s
+
+    async def queue() -> list[dict[str, Any]]:
+        async with runtime.pool.connection(timeout=limit) as conn:
+            cur = await conn.execute("SELECT status, count(*) AS n FROM documents GROUP BY status")
+            return await cur.fetchall()
+
+    try:
+        counts = {row["status"]: int(row["n"]) for row in await bounded(queue(), limit)}
+    except Exception as exc:  # the database is down: the rest still answers
+        log.warning("metrics: the ingestion queue could not be read: %s", describe_failure(exc))
+    else:
+        for state in ("queued", "processing", "ready", "failed", *counts):
+            metrics.INGEST_DOCUMENTS.labels(state).set(counts.get(state, 0))
+    return Response(generate_latest(metrics.REGISTRY), media_type=CONTENT_TYPE_LATEST)
+
+
 class ReembedBody(BaseModel):
     provider: EmbedProvider | None = None
     model: str | None = None
@@ -233,4 +266,4 @@ async def reembed_start(data: ReembedBody, runtime: Runtime, principal: Principa
 
 
 def system_handlers() -> list[Any]:
-    return [livez, readyz, health, reembed_progress, reembed_start]
+    return [livez, readyz, health, metrics_endpoint, reembed_progress, reembed_start]

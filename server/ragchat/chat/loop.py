@@ -14,6 +14,7 @@ handled here with `replies.py`; every request is fitted to the model's context w
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -32,12 +33,14 @@ from ragchat.chat.tools import (
     run_search,
     tool_result_payload,
 )
+from ragchat.core import metrics
 from ragchat.core.principal import Principal
 from ragchat.core.search import SearchResult, SearchService
 from ragchat.providers.llm.base import (
     ChatChunk,
     LLMBadResponse,
     LLMContextOverflow,
+    LLMError,
     LLMProvider,
     ToolCall,
     ToolsUnsupported,
@@ -138,7 +141,30 @@ def continue_messages(
 async def run_loop(
     ctx: ChatContext, messages: list[dict[str, Any]], question: str, turn: Turn
 ) -> AsyncGenerator[ChatEvent, None]:
-    """Stream one assistant turn. Raises what the LLM or the search raise; `turn` keeps the partial state."""
+    """Stream one assistant turn. Raises what the LLM or the search raise; `turn` keeps the partial state.
+    Measured (core/metrics.py): time to the first token, tokens per second after it, tool rounds, LLM errors."""
+    began, first, tokens = time.perf_counter(), 0.0, 0
+    try:
+        async with aclosing(_run_loop(ctx, messages, question, turn)) as events:
+            async for event in events:
+                if event.event == "token":
+                    tokens += 1
+                    if not first:
+                        first = time.perf_counter()
+                        metrics.CHAT_FIRST_TOKEN_SECONDS.observe(first - began)
+                yield event
+    except LLMError as exc:
+        metrics.LLM_ERRORS.labels(exc.code).inc()
+        raise
+    metrics.CHAT_TOOL_ROUNDS.observe(turn.usage.get("tool_rounds", 0))
+    spent = time.perf_counter() - first if first else 0.0
+    if spent > 0:
+        metrics.CHAT_TOKENS_PER_SECOND.observe((turn.usage.get("completion_tokens") or tokens) / spent)
+
+
+async def _run_loop(
+    ctx: ChatContext, messages: list[dict[str, Any]], question: str, turn: Turn
+) -> AsyncGenerator[ChatEvent, None]:
     rounds = 0
     tools_supported = ctx.settings.chat_use_tools
     if not tools_supported:  # CHAT_USE_TOOLS=false: retrieve first, then one answer without tools

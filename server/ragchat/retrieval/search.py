@@ -15,6 +15,7 @@ from typing import Any, Protocol
 import numpy as np
 from psycopg import sql
 
+from ragchat.core import metrics
 from ragchat.core.principal import Principal
 from ragchat.core.search import (
     ChunkHit,
@@ -329,6 +330,9 @@ class Searcher:
     ) -> SearchResult:
         rerank = rerank or RerankStatus()
         timings.total_ms = _ms(started)
+        for stage, ms in timings.model_dump().items():
+            if ms or stage == "total_ms":
+                metrics.SEARCH_SECONDS.labels(mode.value, stage.removesuffix("_ms")).observe(ms / 1000)
         return SearchResult(
             query=query,
             mode=mode.value,  # type: ignore[arg-type]

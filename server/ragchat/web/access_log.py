@@ -9,6 +9,7 @@ import time
 
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
+from ragchat.core import metrics
 from ragchat.core.http import scope_request_id
 from ragchat.core.logs import open_context
 
@@ -42,6 +43,9 @@ class AccessLogMiddleware:
             route = str(scope.get("path_template") or "-")  # type: ignore[call-overload]
             context["route"] = route
             client = scope.get("client")
+            seconds = time.perf_counter() - began
+            metrics.REQUESTS.labels(route, scope["method"], str(status)).inc()
+            metrics.REQUEST_SECONDS.labels(route, scope["method"]).observe(seconds)
             log.info(
                 "%s %s %d %.1f ms",
                 scope["method"],

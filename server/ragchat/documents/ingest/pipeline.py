@@ -29,6 +29,7 @@ import numpy as np
 import psycopg
 from psycopg_pool import PoolTimeout
 
+from ragchat.core import metrics
 from ragchat.core.errors import DatabaseUnavailable, RagchatError
 from ragchat.db.pool import Pool
 from ragchat.documents.catalog import repository as repo
@@ -385,6 +386,7 @@ class IngestionPipeline:
                 for doc, i in places.pop(h):
                     doc.put(i, v)
             self.progress.chunks_embedded += len(batch)
+            metrics.CHUNKS_EMBEDDED.inc(len(batch))
             await self._report_partial(group)
             self.on_progress(self.progress)
         self.progress.chunks_reused += sum(len(d.hashes) for d in group) - len(todo)
@@ -475,6 +477,7 @@ class IngestionPipeline:
         if status != "failed":  # queued again, or no longer ours (cancelled, deleted, taken over)
             return
         self.progress.documents_failed += 1
+        metrics.DOCUMENTS_FAILED.inc()
         self.progress.failures.append((name, reason))
         self.on_progress(self.progress)
 
