@@ -37,7 +37,7 @@ $(STAMP): pyproject.toml constraints.txt
 constraints:
 	{ echo "# pip constraints: the versions the tests ran with (\`make constraints\` rewrites it from .venv)."; \
 	  echo "# \`make install\` and the Dockerfile install from it; torch is installed first from its CPU index (Makefile)."; \
-	  $(BIN)/pip freeze --exclude-editable | grep -viE '^(torch|ragchat-server|ebooklib)==' | grep -v '^-e' | grep -v ' @ '; \
+	  $(BIN)/pip freeze --exclude-editable | grep -viE '^(torch|ragchat-server|ebooklib|triton|nvidia-[a-z0-9-]+|cuda-[a-z0-9-]+)==' | grep -v '^-e' | grep -v ' @ '; \
 	} > constraints.txt
 
 $(CLIENT_STAMP): client/package.json client/package-lock.json

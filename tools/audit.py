@@ -1,6 +1,7 @@
 """CI: `pip-audit` over constraints.txt (the versions the tests ran with). Known vulnerabilities fail the step;
 only a vulnerability database that cannot be reached (no network, as on the build machine) is tolerated, and
-said so. Any other failure of pip-audit fails the step."""
+said so (also when the index answers but has no vulnerability data: each package is "not found on PyPI"). Any
+other failure of pip-audit fails the step."""
 
 from __future__ import annotations
 
@@ -19,6 +20,11 @@ def main() -> int:
     result = subprocess.run(cmd, capture_output=True, text=True)
     output = result.stdout + result.stderr
     print(output, end="")
+    skipped = len(re.findall(r"could not be audited", output))
+    if result.returncode == 0 and skipped:
+        # what this machine's package mirror gives: no vulnerability data for the packages it serves
+        print(f"audit: {skipped} dependencies could not be audited (no vulnerability data reachable)", file=sys.stderr)
+        return 0
     if result.returncode == 0:
         return 0
     if NETWORK.search(output) and not re.search(r"Found \d+ known vulnerabilit", output):
