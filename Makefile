@@ -18,7 +18,7 @@ install_torch = $(1) install --quiet '$(TORCH_SPEC)' 2>/dev/null || { \
 WHEEL_DIR  ?= dist
 WHEEL_VENV ?= $(or $(TMPDIR),/tmp)/ragchat-wheel-venv
 
-.PHONY: run test install constraints audit client test-python test-slow test-client test-e2e test-real test-wheel wheel lint bench-ingest bench-search bench-chat bench-rerank eval clean
+.PHONY: run test install constraints audit backup restore client test-python test-slow test-client test-e2e test-real test-wheel wheel lint bench-ingest bench-search bench-chat bench-rerank eval clean
 
 run: install client
 	HF_HUB_OFFLINE=1 $(BIN)/ragchat serve
@@ -80,6 +80,13 @@ lint: install $(CLIENT_STAMP)
 	$(BIN)/hadolint Dockerfile
 	$(BIN)/python tools/check_compose.py compose.yaml
 	$(BIN)/python tools/check_licenses.py
+
+# `make backup FILE=ragchat.backup`, `make restore FILE=ragchat.backup` (docs: Backups)
+backup: install
+	HF_HUB_OFFLINE=1 $(BIN)/ragchat backup $(FILE)
+
+restore: install
+	HF_HUB_OFFLINE=1 $(BIN)/ragchat restore $(FILE)
 
 # CI: known vulnerabilities in the pinned dependencies (an unreachable vulnerability database is reported, not failed)
 audit: install

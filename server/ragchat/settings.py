@@ -60,6 +60,8 @@ class Settings(BaseSettings):
     # a probe (the watchdog's, /api/health's) slower than this counts as no answer
     db_probe_timeout_s: float = Field(default=2.0, gt=0)
     log_level: str = "info"
+    # where `ragchat backup`/`restore` find pg_dump and pg_restore (default: the embedded engine's, else PATH)
+    pg_bin_dir: Path | None = None
     log_format: Literal["text", "json"] = "text"
     # GET /metrics answers `Authorization: Bearer <METRICS_TOKEN>` (a scraper), or an admin's credentials
     metrics_token: SecretStr | None = None  # json: one object a line (timestamp, level, logger, request id)

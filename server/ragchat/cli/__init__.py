@@ -10,7 +10,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from ragchat import __version__
-from ragchat.cli import documents, evaluation, mcp, metadata, migrations, remote, search, sync, users, vectors
+from ragchat.cli import backup, documents, evaluation, mcp, metadata, migrations, remote, search, sync, users, vectors
 from ragchat.cli.common import run_server
 from ragchat.core.errors import RagchatError
 from ragchat.core.logs import configure_logging
@@ -80,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     mcp.add_commands(sub)
     metadata.add_commands(sub)
     migrations.add_commands(sub)
+    backup.add_commands(sub)
     return parser
 
 
