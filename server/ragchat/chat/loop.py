@@ -33,7 +33,7 @@ from ragchat.chat.tools import (
     run_search,
     tool_result_payload,
 )
-from ragchat.core import metrics
+from ragchat.core import metrics, tracing
 from ragchat.core.principal import Principal
 from ragchat.core.search import SearchResult, SearchService
 from ragchat.providers.llm.base import (
@@ -227,6 +227,8 @@ async def _stream_reply(
         turn.usage["llm_calls"] += 1
         sent = messages if budget is None else fit(messages, tools, budget)
         hold = HoldBack(active=offer_tools)
+        call = tracing.start("llm.chat", **{"llm.model": s.chat_model, "llm.tools": bool(tools)})
+        failure: BaseException | None = None
         stream = ctx.llm.stream_chat(
             model=s.chat_model, messages=sent, tools=tools, require_tool=require_tool, temperature=s.chat_temperature
         )
@@ -242,22 +244,27 @@ async def _stream_reply(
                     calls.extend(chunk.tool_calls)
                     if chunk.done:
                         turn.count(chunk)
-        except LLMContextOverflow:
+        except LLMContextOverflow as exc:
+            failure = exc
             if attempt or round_parts or calls or budget is None:
                 raise
             budget //= 2
             continue
-        except Exception:
+        except Exception as exc:
+            failure = exc
             held = hold.flush()  # a failure mid-answer: what was held is part of the partial answer
             if held:
                 turn.parts.append(held)
                 yield ChatEvent("token", {"delta": held})
             raise
-        except BaseException:  # cancelled (the client went away): keep it in the saved answer
+        except BaseException as exc:  # cancelled (the client went away): keep it in the saved answer
+            failure = exc
             held = hold.flush()
             if held:
                 turn.parts.append(held)
             raise
+        finally:
+            tracing.finish(call, failure, **{"llm.tool_calls": len(calls)})
         rest, text_call = hold.finish(bool(calls), TOOL_NAME)
         if text_call is not None:
             log.info("the model wrote its tool call as text: running it")

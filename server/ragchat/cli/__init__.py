@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from ragchat import __version__
 from ragchat.cli import backup, documents, evaluation, mcp, metadata, migrations, remote, search, sync, users, vectors
 from ragchat.cli.common import run_server
+from ragchat.core import tracing
 from ragchat.core.errors import RagchatError
 from ragchat.core.logs import configure_logging
 from ragchat.settings import Settings, is_loopback
@@ -95,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command in ("serve", "worker", "reembed"):
         for name in ("ragchat", "uvicorn"):
             logging.getLogger(name).setLevel(settings.log_level.upper())
+        tracing.setup_from_environment()  # OTEL_EXPORTER_OTLP_ENDPOINT set: spans exported
     try:
         return int(args.func(settings, args) or 0)
     except RagchatError as exc:

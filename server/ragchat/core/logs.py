@@ -43,6 +43,11 @@ def bind(**fields: str) -> None:
         values.update(fields)
 
 
+def current_fields() -> dict[str, str]:
+    """The current request's fields ({} outside a request)."""
+    return _context.get() or {}
+
+
 def redact(text: str) -> str:
     for pattern, replacement in _SECRETS:
         text = pattern.sub(replacement, text)

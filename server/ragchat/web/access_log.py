@@ -9,7 +9,7 @@ import time
 
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
-from ragchat.core import metrics
+from ragchat.core import metrics, tracing
 from ragchat.core.http import scope_request_id
 from ragchat.core.logs import open_context
 
@@ -34,13 +34,19 @@ class AccessLogMiddleware:
                 status = int(message["status"])
             await send(message)
 
+        request_span = tracing.start(f"HTTP {scope['method']}", **{"http.method": scope["method"]})
+        failure: BaseException | None = None
         try:
-            await self.app(scope, receive, send_status)
-        except BaseException:
-            status = status or 500
+            with tracing.current(request_span):
+                await self.app(scope, receive, send_status)
+        except BaseException as exc:
+            status, failure = status or 500, exc
             raise
         finally:
             route = str(scope.get("path_template") or "-")  # type: ignore[call-overload]
+            if request_span is not None:
+                request_span.update_name(f"HTTP {scope['method']} {route}")
+            tracing.finish(request_span, failure, **{"http.route": route, "http.status_code": status})
             context["route"] = route
             client = scope.get("client")
             seconds = time.perf_counter() - began

@@ -29,7 +29,7 @@ import numpy as np
 import psycopg
 from psycopg_pool import PoolTimeout
 
-from ragchat.core import metrics
+from ragchat.core import metrics, tracing
 from ragchat.core.errors import DatabaseUnavailable, RagchatError
 from ragchat.db.pool import Pool
 from ragchat.documents.catalog import repository as repo
@@ -258,7 +258,9 @@ class IngestionPipeline:
                     results = await asyncio.to_thread(self._prepare_rows, batch, target.embedder)
                     if batch[0].get("byte_size", 0) > INLINE_BLOB:
                         release_memory()  # what parsing a big file freed goes back to the system
-                    for ready in await self._parsed(batch, results):
+                    with tracing.span("ingest.parse", **{"ragchat.documents": len(batch)}):
+                        parsed = await self._parsed(batch, results)
+                    for ready in parsed:
                         group.append(ready)
                         if sum(len(d.chunks) for d in group) >= self.group_chunks:
                             await flush()
@@ -342,7 +344,8 @@ class IngestionPipeline:
         try:
             while (group := await inp.get()) is not None:
                 try:
-                    group = await self._embed_group(group)
+                    with tracing.span("ingest.embed", **{"ragchat.documents": len(group)}):
+                        group = await self._embed_group(group)
                 except Exception as exc:
                     log.exception("embedding failed")
                     for doc in group:
@@ -406,7 +409,8 @@ class IngestionPipeline:
         while (group := await inp.get()) is not None:
             try:
                 for doc in group:
-                    await self._store(doc)
+                    with tracing.span("ingest.store", **{"ragchat.document_id": str(doc.id)}):
+                        await self._store(doc)
                     doc.chunks, doc.vectors = [], None  # memory goes back as each document is stored
             finally:
                 self._landed()
