@@ -96,10 +96,10 @@ def backup(uri: str, target: Path, *, bin_dir: Path | None = None) -> Manifest:
     """Dump the database at `uri` into the tar file `target` (written beside it, then renamed)."""
     with psycopg.connect(uri) as conn:
         rows = _counts(conn)
-        spaces = []
+        spaces: list[dict[str, Any]] = []
         if "embedding_spaces" in rows:
             cur = conn.execute("SELECT provider, model, dim, state FROM embedding_spaces ORDER BY id")
-            spaces = [dict(zip(("provider", "model", "dim", "state"), r, strict=True)) for r in cur]
+            spaces = [{"provider": r[0], "model": r[1], "dim": r[2], "state": r[3]} for r in cur]
     done = applied_versions(uri)
     with tempfile.TemporaryDirectory(prefix="ragchat-backup-") as tmp:
         dump = Path(tmp) / DUMP

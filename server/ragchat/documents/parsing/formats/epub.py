@@ -20,7 +20,7 @@ import zipfile
 from collections.abc import Iterator
 from urllib.parse import unquote
 
-from lxml import etree
+from lxml import etree  # pyright: ignore[reportAttributeAccessIssue]  (no stubs for the C module)
 
 from ragchat.documents.parsing.formats.common import XML_ELEMENTS_PER_UNIT, open_container, scan_xml
 from ragchat.documents.parsing.limits import Deadline, ParseError, ParseLimits
