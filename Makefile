@@ -18,19 +18,27 @@ install_torch = $(1) install --quiet '$(TORCH_SPEC)' 2>/dev/null || { \
 WHEEL_DIR  ?= dist
 WHEEL_VENV ?= $(or $(TMPDIR),/tmp)/ragchat-wheel-venv
 
-.PHONY: run test install client test-python test-slow test-client test-e2e test-real test-wheel wheel lint bench-ingest bench-search bench-chat bench-rerank eval clean
+.PHONY: run test install constraints audit backup restore client test-python test-slow test-client test-e2e test-real test-wheel wheel lint bench-ingest bench-search bench-chat bench-rerank eval clean
 
 run: install client
 	HF_HUB_OFFLINE=1 $(BIN)/ragchat serve
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+# constraints.txt: the versions the tests ran with (`make constraints` rewrites it from .venv; torch and the
+# project itself are left out: torch comes from TORCH_INDEX, first).
+$(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(call install_torch,$(BIN)/pip)
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet --constraint constraints.txt -e '.[dev]'
 	touch $(STAMP)
+
+constraints:
+	{ echo "# pip constraints: the versions the tests ran with (\`make constraints\` rewrites it from .venv)."; \
+	  echo "# \`make install\` and the Dockerfile install from it; torch is installed first from its CPU index (Makefile)."; \
+	  $(BIN)/pip freeze --exclude-editable | grep -viE '^(torch|ragchat-server|ebooklib|triton|nvidia-[a-z0-9-]+|cuda-[a-z0-9-]+)==' | grep -v '^-e' | grep -v ' @ '; \
+	} > constraints.txt
 
 $(CLIENT_STAMP): client/package.json client/package-lock.json
 	cd client && npm ci --no-audit --no-fund
@@ -64,11 +72,26 @@ test-real: install
 	RAGCHAT_REAL_LLM=1 HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q tests/real
 
 lint: install $(CLIENT_STAMP)
-	$(BIN)/ruff check server tests bench hatch_build.py
-	$(BIN)/ruff format --check server tests bench hatch_build.py
+	$(BIN)/ruff check server tests bench tools hatch_build.py
+	$(BIN)/ruff format --check server tests bench tools hatch_build.py
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/pyright
 	cd client && npm run --silent typecheck
+	$(BIN)/hadolint Dockerfile
+	$(BIN)/python tools/check_compose.py compose.yaml
+	$(BIN)/python tools/check_licenses.py
+
+# `make backup FILE=ragchat.backup`, `make restore FILE=ragchat.backup` (docs: Backups)
+backup: install
+	HF_HUB_OFFLINE=1 $(BIN)/ragchat backup $(FILE)
+
+restore: install
+	HF_HUB_OFFLINE=1 $(BIN)/ragchat restore $(FILE)
+
+# CI: known vulnerabilities in the pinned dependencies (an unreachable vulnerability database is reported, not failed)
+audit: install
+	$(BIN)/python tools/audit.py
+
 
 # The wheel `pip install .` builds: the server, its SQL migrations and the built web client (server/_bundle/).
 wheel: install client
@@ -83,7 +106,7 @@ test-wheel: install client
 	$(PY) -m venv $(WHEEL_VENV)
 	$(WHEEL_VENV)/bin/pip install --quiet --upgrade pip
 	$(call install_torch,$(WHEEL_VENV)/bin/pip)
-	$(WHEEL_VENV)/bin/pip install --quiet .
+	$(WHEEL_VENV)/bin/pip install --quiet --constraint constraints.txt .
 	RAGCHAT_WHEEL_VENV=$(WHEEL_VENV) HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/integration/test_packaging.py
 	rm -rf $(WHEEL_VENV)
 

@@ -134,7 +134,11 @@ class LiveServer:
 
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on")
+        from ragchat.cli.common import uvicorn_options
+
+        # as `ragchat serve` runs it (proxy headers off: the app reads them from TRUSTED_PROXIES only)
+        options = uvicorn_options(host="127.0.0.1", port=self.port, log_level="warning")
+        config = uvicorn.Config(app, **options, lifespan="on")
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 

@@ -22,6 +22,7 @@ from ragchat.accounts.service import AccountService
 from ragchat.chat.action_routes import action_handlers
 from ragchat.chat.routes import chat_handlers
 from ragchat.chat.service import ChatService
+from ragchat.core.logs import bind
 from ragchat.core.preferences import PreferencesLookup
 from ragchat.core.principal import CredentialCheck, Principal
 from ragchat.db.ratelimit import RateLimiter
@@ -42,8 +43,10 @@ from ragchat.retrieval.suggestion_routes import suggestion_handlers
 from ragchat.runtime import Overrides, Runtime, open_runtime
 from ragchat.settings import Settings
 from ragchat.system_routes import system_handlers
+from ragchat.web.access_log import AccessLogMiddleware
 from ragchat.web.docs import document_errors, openapi_config
 from ragchat.web.errors import error_response
+from ragchat.web.proxies import ProxyHeadersMiddleware
 from ragchat.web.security import SecurityMiddleware, response_headers
 
 log = logging.getLogger(__name__)
@@ -51,7 +54,9 @@ log = logging.getLogger(__name__)
 
 async def provide_principal(request: Request[Any, Any, Any], runtime: Runtime) -> Principal:
     """The caller: API token, session cookie, or (AUTH=off) the local user; 401 otherwise."""
-    return await authenticate(request, runtime.accounts)
+    principal = await authenticate(request, runtime.accounts)
+    bind(user_id=str(principal.user_id), route=str(request.scope.get("path_template") or "-"))
+    return principal
 
 
 def _client_dist(settings: Settings) -> Path:
@@ -68,6 +73,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, overrides:
         async with AsyncExitStack() as stack:
             rt = runtime or await stack.enter_async_context(open_runtime(settings, overrides))
             holder["runtime"] = rt
+            rt.llm_status.start()  # /api/health reads it from memory
             if runtime is None:  # a real start: say what to fix before the first request needs it
                 for problem in await rt.startup_problems():
                     log.warning("%s", problem)
@@ -164,9 +170,11 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, overrides:
         lifespan=[lifespan],
         exception_handlers={Exception: error_response},
         middleware=[
+            lambda app: ProxyHeadersMiddleware(app, trusted=settings.trusted_proxies),
+            AccessLogMiddleware,
             lambda app: SecurityMiddleware(
                 app, allowed_hosts=settings.host_allowlist, trusted_origins=settings.trusted_origins
-            )
+            ),
         ],
         before_send=[response_headers(allow)],
         openapi_config=openapi_config(__version__),

@@ -31,6 +31,7 @@ from ragchat.providers.embeddings import build_embedder
 from ragchat.providers.embeddings.base import EmbeddingProvider
 from ragchat.providers.llm import build_llm
 from ragchat.providers.llm.base import LLMProvider
+from ragchat.providers.llm.status_cache import StatusCache
 from ragchat.retrieval.rerank import LLMReranker
 from ragchat.retrieval.search import Searcher
 from ragchat.settings import Settings
@@ -67,6 +68,7 @@ class Runtime:
     limiter: RateLimiter
     preferences: PreferencesService
     search_policy: SearchPolicy  # every entry point resolves a search's options (and its cost) here
+    llm_status: StatusCache  # /api/health's view of the LLM, probed in the background
     database: Database | None = None
     watchdog: DatabaseWatchdog | None = None  # when the runtime opened the database itself
     capabilities: Capabilities | None = None  # the database's versions and what they allow, read at start
@@ -88,7 +90,7 @@ class Runtime:
     async def startup_problems(self) -> list[str]:
         """What a user should fix, in words: the LLM unreachable or missing, embeddings mismatched."""
         problems: list[str] = []
-        status = await self.llm.status(self.settings.chat_model)
+        status = await self.llm_status.get()
         if status.message:
             problems.append(status.message)
         spaces = await self.spaces.status()
@@ -147,6 +149,8 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
             llm = build_llm(settings)
             stack.push_async_callback(llm.close)
         rerank_llm = given.rerank_llm or llm
+        llm_status = StatusCache(llm, settings.chat_model, refresh_s=settings.llm_status_refresh_s)
+        stack.push_async_callback(llm_status.close)
 
         searcher = Searcher(pool, spaces, settings.retrieval, LLMReranker(rerank_llm, settings))
         runs = RunRegistry()  # chat answers in progress; closed first: they are saved before the pool closes
@@ -171,6 +175,7 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
             limiter=limiter,
             preferences=preferences,
             search_policy=SearchPolicy(settings.retrieval, settings.limits, preferences.effective, limiter),
+            llm_status=llm_status,
             database=database,
             watchdog=watchdog,
             capabilities=capabilities,

@@ -69,13 +69,42 @@ class ServerSettings(BaseModel):
     # Origins besides the server's own that may send state-changing requests (e.g. a TLS proxy's public URL).
     trusted_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
     cookie_secure: Literal["auto", "true", "false"] = "auto"  # auto: Secure when the request came over https
+    # reverse proxies whose X-Forwarded-For / X-Forwarded-Proto are believed (addresses or networks; "*": all).
+    # Nobody by default: the per-IP login limit uses the connecting address (server/ragchat/web/proxies.py).
+    trusted_proxies: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, validation_alias=AliasChoices("trusted_proxies", "forwarded_allow_ips")
+    )
+    log_format: Literal["text", "json"] = "text"  # json: one object a line (timestamp, level, logger, request id)
+    # where `ragchat backup`/`restore` find pg_dump and pg_restore (default: the embedded engine's, else PATH)
+    pg_bin_dir: Path | None = None
+    # GET /metrics answers `Authorization: Bearer <METRICS_TOKEN>` (a scraper), or an admin's credentials
+    metrics_token: SecretStr | None = None
+    # /api/health reads the LLM's status from memory; a probe older than this is redone in the background
+    llm_status_refresh_s: float = Field(default=15.0, gt=0)
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _networks(cls, v: list[str]) -> list[str]:
+        for entry in v:
+            if entry != "*":
+                try:
+                    ipaddress.ip_network(entry, strict=False)
+                except ValueError:
+                    raise ValueError(f"TRUSTED_PROXIES: {entry!r} is not an address or a network") from None
+        return v
+
+    @property
+    def metrics_secret(self) -> str:
+        """METRICS_TOKEN as text ("" when unset)."""
+        value = self.metrics_token
+        return value.get_secret_value() if isinstance(value, SecretStr) else (value or "")
 
     @field_validator("client_dist", mode="after")
     @classmethod
     def _expand_client_dist(cls, value: Path | None) -> Path | None:
         return value.expanduser() if value is not None else None
 
-    @field_validator("allowed_hosts", "trusted_origins", mode="before")
+    @field_validator("allowed_hosts", "trusted_origins", "trusted_proxies", mode="before")
     @classmethod
     def _comma_list(cls, v: object) -> object:
         if isinstance(v, str) and not v.strip().startswith("["):

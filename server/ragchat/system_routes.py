@@ -3,20 +3,24 @@
 from __future__ import annotations
 
 import asyncio
+import hmac
 import logging
 import time
 from typing import Any, Literal
 
 import psycopg
-from litestar import Response, get, post
+from litestar import Request, Response, get, post
 from litestar.datastructures import CacheControlHeader
 from litestar.openapi import ResponseSpec
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from psycopg_pool import PoolTimeout
 from pydantic import BaseModel, Field
 
-from ragchat.accounts.routes import require_admin
+from ragchat.accounts.routes import authenticate, require_admin
+from ragchat.core import metrics
 from ragchat.core.errors import BadRequest, DatabaseUnavailable
 from ragchat.core.principal import Principal
+from ragchat.db.migrate import CURRENT_VERSION_SQL, head_version
 from ragchat.db.watchdog import DatabaseStatus, bounded, describe_failure, probe_pool
 from ragchat.runtime import Runtime
 from ragchat.settings import EmbedProvider
@@ -107,7 +111,7 @@ async def health(runtime: Runtime) -> Response[Health]:
             log.warning("health: the embeddings' status could not be read", exc_info=True)
             return db, None
 
-    (db, embeddings), llm = await asyncio.gather(database(), runtime.llm.status(runtime.settings.chat_model))
+    (db, embeddings), llm = await asyncio.gather(database(), runtime.llm_status.get())
     if not db.ok:
         status = "down"
     elif embeddings is None or embeddings.get("status") != "ok":
@@ -135,6 +139,99 @@ async def health(runtime: Runtime) -> Response[Health]:
         chat_max_message_chars=runtime.settings.chat_max_message_chars,
     )
     return Response(body, status_code=200 if db.ok else 503)
+
+
+class Liveness(BaseModel):
+    status: Literal["ok"]
+
+
+@get("/livez", cache_control=CacheControlHeader(no_store=True))
+async def livez() -> Liveness:
+    """The process answers (no I/O): a liveness probe (Docker HEALTHCHECK, Kubernetes livenessProbe)."""
+    return Liveness(status="ok")
+
+
+class Readiness(BaseModel):
+    """Ready: the database answers, its schema is this code's, the embedding model is loaded. Not the LLM: an
+    LLM outage leaves search, documents and accounts working, so it does not take the server out of rotation."""
+
+    status: Literal["ready", "not_ready"]
+    database: bool
+    schema_version: str | None = Field(description="the database's newest applied migration")
+    code_schema_version: str = Field(description="the newest migration this server ships")
+    embedder: str
+    problems: list[str]
+
+
+@get(
+    "/readyz",
+    cache_control=CacheControlHeader(no_store=True),
+    responses={503: ResponseSpec(data_container=Readiness, description="not ready (see `problems`)")},
+)
+async def readyz(runtime: Runtime) -> Response[Readiness]:
+    """A readiness probe: 200 when this server can take traffic, 503 (with the problems in words) when not."""
+    limit = runtime.settings.db_probe_timeout_s
+    head = head_version()
+    problems: list[str] = []
+    version: str | None = None
+    db = runtime.watchdog.status if runtime.watchdog is not None and runtime.watchdog.fresh() else None
+    if db is None:
+        db = await probe_pool(runtime.pool, limit)
+    if db.ok:
+
+        async def read_version() -> str | None:
+            async with runtime.pool.connection(timeout=limit) as conn:
+                row = await (await conn.execute(CURRENT_VERSION_SQL)).fetchone()
+                return row["version"] if row else None
+
+        try:
+            version = await bounded(read_version(), limit)
+        except Exception as exc:
+            problems.append(f"the schema version could not be read: {describe_failure(exc)}")
+        else:
+            if version != head:
+                problems.append(f"the database schema is at {version}, this server's is {head}")
+    else:
+        problems.append(f"the database does not answer: {db.error}")
+    body = Readiness(
+        status="not_ready" if problems else "ready",
+        database=db.ok,
+        schema_version=version,
+        code_schema_version=head,
+        embedder=f"{runtime.embedder.model_name} ({runtime.embedder.provider})",
+        problems=problems,
+    )
+    return Response(body, status_code=503 if problems else 200)
+
+
+@get("/metrics", include_in_schema=False, cache_control=CacheControlHeader(no_store=True))
+async def metrics_endpoint(request: Request[Any, Any, Any], runtime: Runtime) -> Response[bytes]:
+    """Prometheus text format. `Authorization: Bearer <METRICS_TOKEN>`, or an admin's session or API token
+    (AUTH=off: the local user is the admin); 401 otherwise."""
+    token = runtime.settings.metrics_secret
+    scheme, _, given = request.headers.get("authorization", "").partition(" ")
+    if not (token and scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())):
+        require_admin(await authenticate(request, runtime.accounts))
+    stats = runtime.pool.get_stats()
+    size, idle = stats.get("pool_size", 0), stats.get("pool_available", 0)
+    for state, value in (("in_use", size - idle), ("idle", idle), ("size", size), ("max", runtime.pool.max_size)):
+        metrics.POOL_CONNECTIONS.labels(state).set(value)
+    metrics.POOL_WAITING.set(stats.get("requests_waiting", 0))
+    limit = runtime.settings.db_probe_timeout_s
+
+    async def queue() -> list[dict[str, Any]]:
+        async with runtime.pool.connection(timeout=limit) as conn:
+            cur = await conn.execute("SELECT status, count(*) AS n FROM documents GROUP BY status")
+            return await cur.fetchall()
+
+    try:
+        counts = {row["status"]: int(row["n"]) for row in await bounded(queue(), limit)}
+    except Exception as exc:  # the database is down: the rest still answers
+        log.warning("metrics: the ingestion queue could not be read: %s", describe_failure(exc))
+    else:
+        for state in ("queued", "processing", "ready", "failed", *counts):
+            metrics.INGEST_DOCUMENTS.labels(state).set(counts.get(state, 0))
+    return Response(generate_latest(metrics.REGISTRY), media_type=CONTENT_TYPE_LATEST)
 
 
 class ReembedBody(BaseModel):
@@ -178,4 +275,4 @@ async def reembed_start(data: ReembedBody, runtime: Runtime, principal: Principa
 
 
 def system_handlers() -> list[Any]:
-    return [health, reembed_progress, reembed_start]
+    return [livez, readyz, health, metrics_endpoint, reembed_progress, reembed_start]

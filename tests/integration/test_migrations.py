@@ -6,8 +6,9 @@ import threading
 from pathlib import Path
 
 import psycopg
+import pytest
 from psycopg.conninfo import make_conninfo
-from ragchat.db.migrate import migrate, migration_files
+from ragchat.db.migrate import SchemaError, migrate, migration_files
 
 
 def test_migrations_are_recorded_and_idempotent(pg_uri: str) -> None:
@@ -53,12 +54,8 @@ def test_failed_migration_rolls_back(pg_uri: str, tmp_path: Path) -> None:
         conn.execute("CREATE DATABASE migrate_bad")
     uri = make_conninfo(pg_uri, dbname="migrate_bad")
     try:
-        try:
+        with pytest.raises(SchemaError, match=r"migration 0002_bad.sql failed and was rolled back; .* at version 0001"):
             migrate(uri, tmp_path)
-        except psycopg.Error:
-            pass
-        else:  # pragma: no cover
-            raise AssertionError("bad migration did not raise")
         with psycopg.connect(uri) as conn:
             tables = {r[0] for r in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname='public'")}
             versions = [r[0] for r in conn.execute("SELECT version FROM schema_migrations")]

@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import pytest
 from ragchat.core.search import SearchFilters
-from ragchat.db.access import ReadScope
 from ragchat.db.capabilities import modern_pgvector, pgvector_version, version_tuple
+from ragchat.readscope.sql import ReadScope
 from ragchat.retrieval.filters import filter_sql
 from ragchat.retrieval.vector import _run, vector_search
 from ragchat.vectors.indexes import upgrade_indexes

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+import zipfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from io import BytesIO
@@ -16,7 +17,6 @@ from typing import Any
 import docx
 import openpyxl
 import pytest
-from ebooklib import epub
 from pptx import Presentation
 from pptx.util import Inches
 from ragchat.core.errors import BadRequest
@@ -131,31 +131,80 @@ def make_pptx() -> bytes:
 
 
 def make_epub(chapters: list[tuple[str, str | None, str]] | None = None) -> bytes:
-    """(file name, TOC title or None, body HTML) per chapter, in spine order."""
+    """(file name, TOC title or None, body HTML) per chapter, in spine order: an EPUB 3 book (nav document in
+    the spine, an EPUB 2 NCX beside it) laid out as e-book tools write them (package in EPUB/)."""
     chapters = chapters or [
         ("intro.xhtml", "Chapter 1: Departure", "<h1>Departure</h1><p>The train left Berlin at dawn.</p>"),
         ("middle.xhtml", "Arrival", "<h2>Arrival</h2><p>Paris smelled of bread.</p><p>Per diem: EUR 150.</p>"),
         ("notoc.xhtml", None, "<h1>Epilogue</h1><p>Nobody listed this one.</p>"),
     ]
-    book = epub.EpubBook()
-    book.set_identifier("book-1")
-    book.set_title("A Journey")
-    book.add_author("Ann Author")
-    items, toc = [], []
-    for i, (name, title, body) in enumerate(chapters):
-        item = epub.EpubHtml(title=title or "", file_name=name, uid=f"c{i}")
-        item.content = f"<html><body>{body}</body></html>"
-        book.add_item(item)
-        items.append(item)
-        if title:
-            toc.append(epub.Link(name, title, f"c{i}"))
-    book.toc = toc
-    book.add_item(epub.EpubNcx())
-    book.add_item(epub.EpubNav())
-    book.spine = ["nav", *items]
+    xhtml = '<?xml version="1.0" encoding="utf-8"?>\n<html xmlns="http://www.w3.org/1999/xhtml" ' + (
+        'xmlns:epub="http://www.idpf.org/2007/ops"><head><title></title></head><body>{}</body></html>'
+    )
+    items = "".join(
+        f'<item id="c{i}" href="{name}" media-type="application/xhtml+xml"/>' for i, (name, _, _) in enumerate(chapters)
+    )
+    spine = "".join(f'<itemref idref="c{i}"/>' for i in range(len(chapters)))
+    listed = [(name, title) for name, title, _ in chapters if title]
+    nav_links = "".join(f'<li><a href="{name}">{title}</a></li>' for name, title in listed)
+    points = "".join(
+        f'<navPoint id="p{i}"><navLabel><text>{title}</text></navLabel><content src="{name}"/></navPoint>'
+        for i, (name, title) in enumerate(listed)
+    )
+    files = {
+        "mimetype": b"application/epub+zip",
+        "META-INF/container.xml": b'<?xml version="1.0"?><container version="1.0" '
+        b'xmlns="urn:oasis:names:tc:opendocument:xmlns:container"><rootfiles>'
+        b'<rootfile full-path="EPUB/content.opf" media-type="application/oebps-package+xml"/></rootfiles></container>',
+        "EPUB/content.opf": (
+            '<?xml version="1.0" encoding="utf-8"?><package xmlns="http://www.idpf.org/2007/opf" version="3.0" '
+            'unique-identifier="id"><metadata xmlns:dc="http://purl.org/dc/elements/1.1/">'
+            '<dc:identifier id="id">book-1</dc:identifier><dc:title>A Journey</dc:title>'
+            "<dc:creator>Ann Author</dc:creator></metadata><manifest>"
+            f'{items}<item id="ncx" href="toc.ncx" media-type="application/x-dtbncx+xml"/>'
+            '<item id="nav" href="nav.xhtml" media-type="application/xhtml+xml" properties="nav"/></manifest>'
+            f'<spine toc="ncx"><itemref idref="nav"/>{spine}</spine></package>'
+        ).encode(),
+        "EPUB/nav.xhtml": xhtml.format(f'<nav epub:type="toc"><ol>{nav_links}</ol></nav>').encode(),
+        "EPUB/toc.ncx": (
+            '<?xml version="1.0"?><ncx xmlns="http://www.daisy.org/z3986/2005/ncx/" version="2005-1">'
+            f"<navMap>{points}</navMap></ncx>"
+        ).encode(),
+    }
+    for name, _, body in chapters:
+        files[f"EPUB/{name}"] = xhtml.format(body).encode()
     out = BytesIO()
-    epub.write_epub(out, book)
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in files.items():
+            zf.writestr(name, data)
     return out.getvalue()
+
+
+def test_epub_2_book_titles_from_its_ncx() -> None:
+    parts = parts_of(make_epub())
+    opf = parts["EPUB/content.opf"].replace(b' properties="nav"', b"")  # no EPUB 3 nav: the NCX names chapters
+    doc = parse(rezip(parts, {"EPUB/content.opf": opf}), "journey.epub")
+    assert [s.heading for s in doc.sections][-3:] == ["Chapter 1: Departure", "Arrival", "Epilogue"]
+
+
+@pytest.mark.parametrize(
+    ("part", "content", "message"),
+    [
+        ("META-INF/container.xml", b"<container/>", "names no package document"),
+        ("EPUB/content.opf", b"<package><unclosed></package>", "not well-formed XML"),
+        ("EPUB/content.opf", None, "EPUB/content.opf is missing"),
+        ("EPUB/intro.xhtml", None, "the chapter EPUB/intro.xhtml is missing"),
+    ],
+)
+def test_epub_broken_package_refused(part: str, content: bytes | None, message: str) -> None:
+    parts = parts_of(make_epub())
+    if content is None:
+        del parts[part]
+        data = rezip(parts, {})
+    else:
+        data = rezip(parts, {part: content})
+    with within(2), pytest.raises(ParseError, match=message):
+        parse(data, "broken.epub")
 
 
 # --------------------------------------------------------------------------- surface

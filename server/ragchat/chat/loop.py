@@ -14,6 +14,7 @@ handled here with `replies.py`; every request is fitted to the model's context w
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -32,12 +33,14 @@ from ragchat.chat.tools import (
     run_search,
     tool_result_payload,
 )
+from ragchat.core import metrics, tracing
 from ragchat.core.principal import Principal
 from ragchat.core.search import SearchOptions, SearchResult, SearchService
 from ragchat.providers.llm.base import (
     ChatChunk,
     LLMBadResponse,
     LLMContextOverflow,
+    LLMError,
     LLMProvider,
     ToolCall,
     ToolsUnsupported,
@@ -139,7 +142,30 @@ def continue_messages(
 async def run_loop(
     ctx: ChatContext, messages: list[dict[str, Any]], question: str, turn: Turn
 ) -> AsyncGenerator[ChatEvent, None]:
-    """Stream one assistant turn. Raises what the LLM or the search raise; `turn` keeps the partial state."""
+    """Stream one assistant turn. Raises what the LLM or the search raise; `turn` keeps the partial state.
+    Measured (core/metrics.py): time to the first token, tokens per second after it, tool rounds, LLM errors."""
+    began, first, tokens = time.perf_counter(), 0.0, 0
+    try:
+        async with aclosing(_run_loop(ctx, messages, question, turn)) as events:
+            async for event in events:
+                if event.event == "token":
+                    tokens += 1
+                    if not first:
+                        first = time.perf_counter()
+                        metrics.CHAT_FIRST_TOKEN_SECONDS.observe(first - began)
+                yield event
+    except LLMError as exc:
+        metrics.LLM_ERRORS.labels(exc.code).inc()
+        raise
+    metrics.CHAT_TOOL_ROUNDS.observe(turn.usage.get("tool_rounds", 0))
+    spent = time.perf_counter() - first if first else 0.0
+    if spent > 0:
+        metrics.CHAT_TOKENS_PER_SECOND.observe((turn.usage.get("completion_tokens") or tokens) / spent)
+
+
+async def _run_loop(
+    ctx: ChatContext, messages: list[dict[str, Any]], question: str, turn: Turn
+) -> AsyncGenerator[ChatEvent, None]:
     rounds = 0
     tools_supported = ctx.use_tools
     if not tools_supported:  # CHAT_USE_TOOLS=false: retrieve first, then one answer without tools
@@ -202,6 +228,8 @@ async def _stream_reply(
         turn.usage["llm_calls"] += 1
         sent = messages if budget is None else fit(messages, tools, budget)
         hold = HoldBack(active=offer_tools)
+        call = tracing.start("llm.chat", **{"llm.model": s.chat_model, "llm.tools": bool(tools)})
+        failure: BaseException | None = None
         stream = ctx.llm.stream_chat(
             model=ctx.model, messages=sent, tools=tools, require_tool=require_tool, temperature=s.chat_temperature
         )
@@ -217,22 +245,27 @@ async def _stream_reply(
                     calls.extend(chunk.tool_calls)
                     if chunk.done:
                         turn.count(chunk)
-        except LLMContextOverflow:
+        except LLMContextOverflow as exc:
+            failure = exc
             if attempt or round_parts or calls or budget is None:
                 raise
             budget //= 2
             continue
-        except Exception:
+        except Exception as exc:
+            failure = exc
             held = hold.flush()  # a failure mid-answer: what was held is part of the partial answer
             if held:
                 turn.parts.append(held)
                 yield ChatEvent("token", {"delta": held})
             raise
-        except BaseException:  # cancelled (the client went away): keep it in the saved answer
+        except BaseException as exc:  # cancelled (the client went away): keep it in the saved answer
+            failure = exc
             held = hold.flush()
             if held:
                 turn.parts.append(held)
             raise
+        finally:
+            tracing.finish(call, failure, **{"llm.tool_calls": len(calls)})
         rest, text_call = hold.finish(bool(calls), TOOL_NAME)
         if text_call is not None:
             log.info("the model wrote its tool call as text: running it")

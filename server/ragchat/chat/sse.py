@@ -25,6 +25,7 @@ from sse_starlette import JSONServerSentEvent
 
 from ragchat.chat.loop import ChatEvent
 from ragchat.chat.runs import Run
+from ragchat.core import metrics
 
 _END = object()
 GUARD_EVERY_S = 2.0
@@ -99,14 +100,22 @@ async def server_sent_events(
     events: AsyncGenerator[ChatEvent, None], guard: Guard | None = None
 ) -> AsyncGenerator[JSONServerSentEvent, None]:
     """What EventSourceResponse sends: `event: <name>` and one `data:` line of compact JSON."""
-    async with aclosing(coalesce_tokens(events, guard)) as stream:
-        async for item in stream:
-            yield JSONServerSentEvent(data=item.data, event=item.event)
+    metrics.SSE_STREAMS.inc()
+    try:
+        async with aclosing(coalesce_tokens(events, guard)) as stream:
+            async for item in stream:
+                yield JSONServerSentEvent(data=item.data, event=item.event)
+    finally:
+        metrics.SSE_STREAMS.dec()
 
 
 async def run_events(run: Run, after: int = 0, *, seed: bool = False) -> AsyncGenerator[JSONServerSentEvent, None]:
     """A subscriber of a chat run (runs.py): its events after sequence number `after`, then live ones, each
     with the id `<message_id>:<seq>` (what `Last-Event-ID` sends back to resume). `seed`: a replay from the
     start includes a continued answer's earlier text (an attach); the asker's own stream does not."""
-    async for seq, item in run.follow(after, seed=seed):
-        yield JSONServerSentEvent(data=item.data, event=item.event, id=f"{run.message_id}:{seq}")
+    metrics.SSE_STREAMS.inc()
+    try:
+        async for seq, item in run.follow(after, seed=seed):
+            yield JSONServerSentEvent(data=item.data, event=item.event, id=f"{run.message_id}:{seq}")
+    finally:
+        metrics.SSE_STREAMS.dec()

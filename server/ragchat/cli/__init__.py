@@ -10,9 +10,11 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from ragchat import __version__
-from ragchat.cli import documents, evaluation, mcp, metadata, remote, search, sync, users, vectors
+from ragchat.cli import backup, documents, evaluation, mcp, metadata, migrations, remote, search, sync, users, vectors
 from ragchat.cli.common import run_server
+from ragchat.core import tracing
 from ragchat.core.errors import RagchatError
+from ragchat.core.logs import configure_logging
 from ragchat.settings import Settings, is_loopback, warn_unknown_settings
 
 log = logging.getLogger("ragchat")
@@ -78,20 +80,24 @@ def build_parser() -> argparse.ArgumentParser:
     remote.add_commands(sub)
     mcp.add_commands(sub)
     metadata.add_commands(sub)
+    migrations.add_commands(sub)
+    backup.add_commands(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     args = build_parser().parse_args(argv)
     try:
         settings = Settings()
     except ValidationError as exc:
         print(f"ragchat: configuration error:\n{exc}", file=sys.stderr)
         return 2
+    configure_logging("warning", settings.log_format)
     warn_unknown_settings()  # a typo in .env or the environment would otherwise be ignored without a word
     if args.command in ("serve", "worker", "reembed"):
-        logging.getLogger("ragchat").setLevel(settings.log_level.upper())
+        for name in ("ragchat", "uvicorn"):
+            logging.getLogger(name).setLevel(settings.log_level.upper())
+        tracing.setup_from_environment()  # OTEL_EXPORTER_OTLP_ENDPOINT set: spans exported
     try:
         return int(args.func(settings, args) or 0)
     except RagchatError as exc:

@@ -63,6 +63,21 @@ def where(settings: Settings) -> str:
     return f"embedded Postgres in {settings.data_dir}"
 
 
+def uvicorn_options(*, host: str, port: int, log_level: str) -> dict[str, Any]:
+    """How ragchat runs uvicorn. Its proxy headers are off: the app believes X-Forwarded-* from TRUSTED_PROXIES
+    only (web/proxies.py); uvicorn's default would trust any local client. Its access log is off: the app writes
+    one line per request, with the request id (core/logs.py)."""
+    return {
+        "host": host,
+        "port": port,
+        "log_level": log_level,
+        "timeout_graceful_shutdown": 5,
+        "proxy_headers": False,
+        "access_log": False,
+        "log_config": None,  # uvicorn's lines go through ragchat's handler (core/logs.py)
+    }
+
+
 def run_server(app: Any, *, host: str, port: int, log_level: str, on_ready: Callable[[], None]) -> bool:
     """Serve `app` with uvicorn until Ctrl-C or SIGTERM. `on_ready` runs once the app has started (lifespan
     done: database migrated, models loaded) and the port accepts connections. False if it never got there."""
@@ -74,7 +89,7 @@ def run_server(app: Any, *, host: str, port: int, log_level: str, on_ready: Call
             if self.started:
                 on_ready()
 
-    config = uvicorn.Config(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=5)
+    config = uvicorn.Config(app, **uvicorn_options(host=host, port=port, log_level=log_level))
     server = Server(config)
     with suppress(KeyboardInterrupt):
         server.run()

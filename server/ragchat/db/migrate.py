@@ -12,6 +12,8 @@ from typing import LiteralString, cast
 
 import psycopg
 
+from ragchat import __version__
+from ragchat.core.errors import RagchatError
 from ragchat.resources import migrations_dir
 
 log = logging.getLogger(__name__)
@@ -29,14 +31,51 @@ def migration_files(directory: Path = MIGRATIONS_DIR) -> list[Path]:
     return files
 
 
+class SchemaError(RagchatError):
+    """The database's schema cannot be used by this code: newer than it, or a migration failed."""
+
+    code = "schema_error"
+
+
+def head_version(directory: Path = MIGRATIONS_DIR) -> str:
+    """The newest migration this code ships (e.g. "0016")."""
+    files = migration_files(directory)
+    return files[-1].name[:4] if files else "0000"
+
+
+#: the schema version a database is at (None: no migration table yet)
+CURRENT_VERSION_SQL = "SELECT max(version) AS version FROM schema_migrations"
+
+
 def ensure_vector_extension(uri: str) -> None:
     """`CREATE EXTENSION vector` must exist before a pool registers the vector type."""
     with psycopg.connect(uri, autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
 
 
+def applied_versions(uri: str) -> list[tuple[str, str]]:
+    """(version, name) of the migrations applied to the database, oldest first ([] for an empty database)."""
+    with psycopg.connect(uri, autocommit=True) as conn:
+        exists = conn.execute("SELECT to_regclass('schema_migrations') IS NOT NULL").fetchone()
+        if not exists or not exists[0]:
+            return []
+        return [(r[0], r[1]) for r in conn.execute("SELECT version, name FROM schema_migrations ORDER BY version")]
+
+
+def check_not_newer(current: str | None, directory: Path = MIGRATIONS_DIR) -> None:
+    """SchemaError when the database was migrated by a newer ragchat than this one."""
+    head = head_version(directory)
+    if current is not None and current > head:
+        raise SchemaError(
+            f"the database schema is at version {current}, newer than this ragchat {__version__} knows "
+            f"(schema {head}): run the newer ragchat, or restore a backup made by this version"
+        )
+
+
 def migrate(uri: str, directory: Path = MIGRATIONS_DIR) -> list[str]:
-    """Apply pending migrations; return the names applied. Safe to call from many processes at once."""
+    """Apply pending migrations; return the names applied. Safe to call from many processes at once.
+    Refuses a schema newer than this code's; a migration that fails is rolled back (its transaction) and named,
+    the ones before it stay applied."""
     applied: list[str] = []
     with psycopg.connect(uri, autocommit=True) as conn:
         conn.execute("SELECT pg_advisory_lock(%s)", (_LOCK_KEY,))
@@ -48,17 +87,25 @@ def migrate(uri: str, directory: Path = MIGRATIONS_DIR) -> list[str]:
                        applied_at timestamptz NOT NULL DEFAULT now())"""
             )
             done = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
+            check_not_newer(max(done) if done else None, directory)
             for path in migration_files(directory):
                 version = path.name[:4]
                 if version in done:
                     continue
                 log.info("applying migration %s", path.name)
-                with conn.transaction():
-                    conn.execute(cast(LiteralString, path.read_text()))  # our own migration files
-                    conn.execute(
-                        "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
-                        (version, path.name),
-                    )
+                try:
+                    with conn.transaction():
+                        conn.execute(cast(LiteralString, path.read_text()))  # our own migration files
+                        conn.execute(
+                            "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
+                            (version, path.name),
+                        )
+                except psycopg.Error as exc:
+                    at = max([*done, *(n[:4] for n in applied)], default="none")
+                    raise SchemaError(
+                        f"migration {path.name} failed and was rolled back; the schema stays at version {at}: "
+                        f"{str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}"
+                    ) from exc
                 applied.append(path.name)
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (_LOCK_KEY,))

@@ -111,15 +111,24 @@ class Database:
             self.embedded = None
 
 
+def open_database(settings: DatabaseSettings) -> Database:
+    """DATABASE_URL, or the embedded server started on the data directory; nothing applied."""
+    if settings.database_url:
+        return Database(uri=settings.database_url)
+    embedded = start_embedded(settings.data_dir)
+    return Database(uri=embedded.uri, embedded=embedded)
+
+
 def prepare_database(settings: DatabaseSettings) -> Database:
-    """Resolve DATABASE_URL (or start the embedded server), create the extension, apply migrations."""
-    embedded = None
-    uri = settings.database_url
-    if not uri:
-        embedded = start_embedded(settings.data_dir)
-        uri = embedded.uri
-    ensure_vector_extension(uri)
-    applied = migrate(uri)
+    """Resolve DATABASE_URL (or start the embedded server), create the extension, apply migrations. A schema
+    newer than this code, or a migration that fails, stops here (SchemaError) with the embedded server stopped."""
+    database = open_database(settings)
+    try:
+        ensure_vector_extension(database.uri)
+        applied = migrate(database.uri)
+    except BaseException:
+        database.close()
+        raise
     if applied:
         log.info("applied migrations: %s", ", ".join(applied))
-    return Database(uri=uri, embedded=embedded)
+    return database

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import random
 
+from ragchat.core import metrics
 from ragchat.core.errors import RateLimited
 from ragchat.db.pool import Pool
 
@@ -41,6 +42,7 @@ class RateLimiter:
                 await conn.execute("DELETE FROM rate_limits WHERE window_start < now() - interval '1 day'")
         assert row is not None
         if int(row["count"]) > limit:
+            metrics.RATE_LIMITED.labels(key.split(":", 1)[0]).inc()
             raise RateLimited(
                 f"too many {what}: the limit is {limit} per {_window(window_s)}; try again shortly",
                 math.ceil(float(row["remaining"])),

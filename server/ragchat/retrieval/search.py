@@ -15,6 +15,7 @@ from typing import Any, Protocol
 import numpy as np
 from psycopg import sql
 
+from ragchat.core import metrics, tracing
 from ragchat.core.options import SearchMode
 from ragchat.core.principal import Principal
 from ragchat.core.search import (
@@ -178,7 +179,8 @@ class Searcher:
         if active is None:
             return None
         start = time.perf_counter()
-        vector = await self.embed_query(active, text)
+        with tracing.span("search.embed"):
+            vector = await self.embed_query(active, text)
         timings.embed_ms = _ms(start)
         return vector
 
@@ -195,8 +197,16 @@ class Searcher:
         if qvec is None:
             return []
         start = time.perf_counter()
+        with tracing.span("search.vector", **{"ragchat.candidates": n}):
+            rows = await self._vector_rows(space, qvec, scope, n, filters)
+        t.vector_ms = _ms(start)
+        return rows
+
+    async def _vector_rows(
+        self, space: Space, qvec: np.ndarray, scope: ReadScope, n: int, filters: SearchFilters | None
+    ) -> list[tuple[int, float]]:
         async with self.pool.connection() as conn:
-            rows = await vector_search(
+            return await vector_search(
                 conn,
                 space,
                 qvec,
@@ -206,25 +216,24 @@ class Searcher:
                 ef_search=self.settings.hnsw_ef_search,
                 exact_max_rows=self.settings.exact_scan_max_rows,
             )
-        t.vector_ms = _ms(start)
-        return rows
 
     async def _keyword(
         self, text: str, scope: ReadScope, n: int, filters: SearchFilters | None, t: Timings
     ) -> list[tuple[int, float]]:
         start = time.perf_counter()
-        async with self.pool.connection() as conn:
-            rows = await keyword_search(
-                conn,
-                text,
-                scope=scope,
-                n=n,
-                filters=filters,
-                scorer=self.settings.keyword_scorer,
-                k1=self.settings.bm25_k1,
-                b=self.settings.bm25_b,
-                candidates=self.settings.keyword_candidates,
-            )
+        with tracing.span("search.keyword", **{"ragchat.candidates": n}):
+            async with self.pool.connection() as conn:
+                rows = await keyword_search(
+                    conn,
+                    text,
+                    scope=scope,
+                    n=n,
+                    filters=filters,
+                    scorer=self.settings.keyword_scorer,
+                    k1=self.settings.bm25_k1,
+                    b=self.settings.bm25_b,
+                    candidates=self.settings.keyword_candidates,
+                )
         t.keyword_ms = _ms(start)
         return rows
 
@@ -330,6 +339,9 @@ class Searcher:
     ) -> SearchResult:
         rerank = rerank or RerankStatus()
         timings.total_ms = _ms(started)
+        for stage, ms in timings.model_dump().items():
+            if ms or stage == "total_ms":
+                metrics.SEARCH_SECONDS.labels(mode.value, stage.removesuffix("_ms")).observe(ms / 1000)
         return SearchResult(
             query=query,
             mode=mode.value,  # type: ignore[arg-type]

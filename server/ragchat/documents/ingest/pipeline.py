@@ -29,6 +29,7 @@ import numpy as np
 import psycopg
 from psycopg_pool import PoolTimeout
 
+from ragchat.core import metrics, tracing
 from ragchat.core.errors import DatabaseUnavailable, RagchatError
 from ragchat.db.pool import Pool
 from ragchat.documents.catalog import chunk_store
@@ -259,7 +260,9 @@ class IngestionPipeline:
                     results = await asyncio.to_thread(self._prepare_rows, batch, target.embedder)
                     if batch[0].get("byte_size", 0) > INLINE_BLOB:
                         release_memory()  # what parsing a big file freed goes back to the system
-                    for ready in await self._parsed(batch, results):
+                    with tracing.span("ingest.parse", **{"ragchat.documents": len(batch)}):
+                        parsed = await self._parsed(batch, results)
+                    for ready in parsed:
                         group.append(ready)
                         if sum(len(d.chunks) for d in group) >= self.group_chunks:
                             await flush()
@@ -343,7 +346,8 @@ class IngestionPipeline:
         try:
             while (group := await inp.get()) is not None:
                 try:
-                    group = await self._embed_group(group)
+                    with tracing.span("ingest.embed", **{"ragchat.documents": len(group)}):
+                        group = await self._embed_group(group)
                 except Exception as exc:
                     log.exception("embedding failed")
                     for doc in group:
@@ -387,6 +391,7 @@ class IngestionPipeline:
                 for doc, i in places.pop(h):
                     doc.put(i, v)
             self.progress.chunks_embedded += len(batch)
+            metrics.CHUNKS_EMBEDDED.inc(len(batch))
             await self._report_partial(group)
             self.on_progress(self.progress)
         self.progress.chunks_reused += sum(len(d.hashes) for d in group) - len(todo)
@@ -406,7 +411,8 @@ class IngestionPipeline:
         while (group := await inp.get()) is not None:
             try:
                 for doc in group:
-                    await self._store(doc)
+                    with tracing.span("ingest.store", **{"ragchat.document_id": str(doc.id)}):
+                        await self._store(doc)
                     doc.chunks, doc.vectors = [], None  # memory goes back as each document is stored
             finally:
                 self._landed()
@@ -477,6 +483,7 @@ class IngestionPipeline:
         if status != "failed":  # queued again, or no longer ours (cancelled, deleted, taken over)
             return
         self.progress.documents_failed += 1
+        metrics.DOCUMENTS_FAILED.inc()
         self.progress.failures.append((name, reason))
         self.on_progress(self.progress)
 

@@ -9,6 +9,7 @@ from uuid import UUID
 
 from psycopg.types.json import Jsonb
 
+from ragchat.core import metrics
 from ragchat.db.pool import Conn
 
 
@@ -117,24 +118,27 @@ async def claim(
         stale_params.append(list(ids))
     rows = await (
         await conn.execute(
-            f"""WITH fresh AS (SELECT id, created_at FROM documents WHERE {where}
+            f"""WITH fresh AS (SELECT id, created_at, false AS taken_over FROM documents WHERE {where}
                                ORDER BY created_at LIMIT %s FOR UPDATE SKIP LOCKED),
-                     stale AS (SELECT id, created_at FROM documents WHERE {stale_where}
+                     stale AS (SELECT id, created_at, true AS taken_over FROM documents WHERE {stale_where}
                                ORDER BY created_at LIMIT %s FOR UPDATE SKIP LOCKED),
-                     picked AS (SELECT id FROM (SELECT * FROM fresh UNION ALL SELECT * FROM stale) both_kinds
+                     picked AS (SELECT id, taken_over
+                                FROM (SELECT * FROM fresh UNION ALL SELECT * FROM stale) both_kinds
                                 ORDER BY created_at LIMIT %s)
                 UPDATE documents d SET status = 'processing', locked_at = now(), attempts = attempts + 1,
                        lease_until = now() + make_interval(secs => %s), worker_id = %s, updated_at = now(),
                        chunks_done = 0, chunks_total = NULL, progress_started_at = NULL, not_before = NULL
                 FROM picked
                 WHERE d.id = picked.id
-                RETURNING d.id, d.owner_id, d.filename, d.title, d.content_type, d.metadata, d.created_at,
-                          d.attempts, d.byte_size, d.chunking,
+                RETURNING picked.taken_over, d.id, d.owner_id, d.filename, d.title, d.content_type, d.metadata,
+                          d.created_at, d.attempts, d.byte_size, d.chunking,
                           CASE WHEN %s::bigint IS NULL OR d.byte_size <= %s::bigint
                                THEN (SELECT data FROM document_blobs b WHERE b.document_id = d.id) END AS data""",
             (*params, limit, *stale_params, limit, limit, lease_s, worker_id, inline, inline),
         )
     ).fetchall()
+    if taken := sum(1 for r in rows if r.pop("taken_over")):
+        metrics.LEASE_TAKEOVERS.inc(taken)
     return sorted(rows, key=lambda r: r["created_at"])  # RETURNING has no order of its own
 
 

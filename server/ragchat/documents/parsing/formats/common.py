@@ -1,7 +1,7 @@
 """What the new formats share: zip containers checked before a library opens them, XML parts counted before a
 library builds them, and sections of bounded size with a location.
 
-The libraries (openpyxl, python-pptx, ebooklib) build whole XML trees or whole rows in memory. So before one
+The libraries (openpyxl, python-pptx; lxml for .epub) build whole XML trees or whole rows in memory. So before one
 touches a file, `open_container` runs the zip checks of `ragchat.documents.parsing.limits` (member count,
 inflated sizes, compression ratios) and `scan_xml` counts the elements of every XML part, streamed,
 under an element budget,

@@ -1,21 +1,26 @@
-"""E-books: .epub (ebooklib, after the zip checks and an XML element count) -> sections per chapter.
+"""E-books: .epub (zipfile + lxml, after the zip checks and an XML element count) -> sections per chapter.
 
-Chapters are the spine's documents in reading order; each one's title comes from the table of contents (EPUB 3
-nav or EPUB 2 NCX), else from its own <title>/<h1>, else its file name. Its text is read by the HTML parser of
-`ragchat.documents.parsing.parsers` (headings, tables, element cap), and every section is headed and located by the
-chapter's title: `{"chapter": title}`.
+An EPUB is a ZIP: `META-INF/container.xml` names the package document (OPF), whose manifest lists the files,
+whose spine gives the reading order, and whose metadata has the title and author. Chapters are the spine's
+XHTML documents in reading order (the EPUB 3 navigation document left out); each one's title comes from the
+table of contents (the EPUB 3 nav, else the EPUB 2 NCX), else from its own <title>/<h1>, else its file name. Its
+text is read by the HTML parser of `ragchat.documents.parsing.parsers` (headings, tables, element cap), and every
+section is headed and located by the chapter's title: `{"chapter": title}`.
 
-ebooklib reads every part of the book into memory when it opens it: the zip checks bound those bytes
-(MAX_INFLATED_MB) and the element count bounds the trees it builds of the package document and the nav, so
-ebooklib is used rather than walking the spine with lxml ourselves. An internal DTD declaring entities is refused.
+The zip checks bound every member's inflated bytes (MAX_INFLATED_MB) and the element count bounds the trees
+lxml builds of the package document and the navigation; an internal DTD declaring entities is refused, and lxml
+resolves no entity, loads no DTD and fetches nothing.
 """
 
 from __future__ import annotations
 
+import posixpath
 import warnings
+import zipfile
 from collections.abc import Iterator
-from io import BytesIO
-from typing import Any
+from urllib.parse import unquote
+
+from lxml import etree  # pyright: ignore[reportAttributeAccessIssue]  (no stubs for the C module)
 
 from ragchat.documents.parsing.document import ParsedDocument, Section, make_document
 from ragchat.documents.parsing.formats.common import XML_ELEMENTS_PER_UNIT, open_container, scan_xml
@@ -24,25 +29,56 @@ from ragchat.documents.parsing.limits import Deadline, ParseError, ParseLimits
 from ragchat.documents.parsing.text import one_line, short_error
 
 _MAX_CHAPTER_TITLE = 200
+_DOCUMENT_TYPES = {"application/xhtml+xml", "text/html", "application/xml"}
+_PARSER = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False, recover=False)
+_NS = {
+    "c": "urn:oasis:names:tc:opendocument:xmlns:container",
+    "opf": "http://www.idpf.org/2007/opf",
+    "dc": "http://purl.org/dc/elements/1.1/",
+    "ncx": "http://www.daisy.org/z3986/2005/ncx/",
+    "x": "http://www.w3.org/1999/xhtml",
+    "epub": "http://www.idpf.org/2007/ops",
+}
 
 
-def _toc_entries(toc: Any) -> Iterator[tuple[str, str]]:
-    """(href without fragment, title) in table-of-contents order; nesting walked without recursion."""
-    from ebooklib import epub
+def _xml(zf: zipfile.ZipFile, name: str) -> etree._Element:
+    try:
+        return etree.fromstring(zf.read(name), _PARSER)
+    except KeyError:
+        raise ParseError(f"not a valid .epub file: {name} is missing") from None
+    except etree.XMLSyntaxError as exc:
+        raise ParseError(f"not a valid .epub file: {name} is not well-formed XML ({short_error(exc)})") from exc
 
-    stack: list[Iterator[Any]] = [iter(toc or ())]
-    while stack:
-        entry = next(stack[-1], None)
-        if entry is None:
-            stack.pop()
-            continue
-        if isinstance(entry, tuple | list) and len(entry) == 2:
-            head, children = entry
-            if isinstance(head, epub.Section | epub.Link) and head.href:
-                yield str(head.href).partition("#")[0], one_line(head.title)
-            stack.append(iter(children or ()))
-        elif isinstance(entry, epub.Link | epub.Section) and entry.href:
-            yield str(entry.href).partition("#")[0], one_line(entry.title)
+
+def _resolve(base: str, href: str) -> str:
+    """A manifest or TOC href (relative to the file naming it, maybe %-escaped, maybe with #fragment) → zip path."""
+    path = unquote(href.partition("#")[0])
+    return posixpath.normpath(posixpath.join(posixpath.dirname(base), path)) if path else ""
+
+
+def _text(element: etree._Element) -> str:
+    return one_line("".join(element.itertext()))
+
+
+def _nav_entries(zf: zipfile.ZipFile, nav: str) -> Iterator[tuple[str, str]]:
+    """(zip path, title) of the EPUB 3 navigation document's table of contents, in order."""
+    root = _xml(zf, nav)
+    navs = root.findall(".//x:nav", _NS)
+    toc = next((n for n in navs if n.get(f"{{{_NS['epub']}}}type") == "toc"), navs[0] if navs else None)
+    if toc is None:
+        return
+    for link in toc.iterfind(".//x:a[@href]", _NS):
+        yield _resolve(nav, link.get("href") or ""), _text(link)
+
+
+def _ncx_entries(zf: zipfile.ZipFile, ncx: str) -> Iterator[tuple[str, str]]:
+    """(zip path, title) of the EPUB 2 NCX's navigation points, in document order (nesting included)."""
+    root = _xml(zf, ncx)
+    for point in root.iterfind(".//ncx:navPoint", _NS):
+        content = point.find("ncx:content", _NS)
+        label = point.find("ncx:navLabel/ncx:text", _NS)
+        if content is not None and content.get("src"):
+            yield _resolve(ncx, content.get("src") or ""), _text(label) if label is not None else ""
 
 
 def _chapter_title(toc: dict[str, str], name: str, parsed_title: str) -> str:
@@ -50,36 +86,66 @@ def _chapter_title(toc: dict[str, str], name: str, parsed_title: str) -> str:
     return title[:_MAX_CHAPTER_TITLE]
 
 
+def _book(zf: zipfile.ZipFile) -> tuple[list[str], dict[str, str], str, str]:
+    """The spine's chapter paths, the TOC (path → title), the book's title and first author."""
+    rootfile = _xml(zf, "META-INF/container.xml").find(".//c:rootfile", _NS)
+    opf_path = rootfile.get("full-path") if rootfile is not None else None
+    if not opf_path:
+        raise ParseError("not a valid .epub file: META-INF/container.xml names no package document")
+    opf = _xml(zf, opf_path)
+    manifest: dict[str, tuple[str, str, str]] = {}  # id → (path, media type, properties)
+    for item in opf.iterfind("opf:manifest/opf:item", _NS):
+        if item.get("id") and item.get("href"):
+            path = _resolve(opf_path, item.get("href") or "")
+            manifest[item.get("id") or ""] = (path, item.get("media-type") or "", item.get("properties") or "")
+    nav = next((p for p, _, props in manifest.values() if "nav" in props.split()), None)
+    spine = opf.find("opf:spine", _NS)
+    chapters: list[str] = []
+    for ref in spine.iterfind("opf:itemref", _NS) if spine is not None else ():
+        path, media, _ = manifest.get(ref.get("idref") or "", ("", "", ""))
+        if path and media in _DOCUMENT_TYPES and path != nav and path not in chapters:
+            chapters.append(path)
+    toc: dict[str, str] = {}
+    ncx_id = spine.get("toc") if spine is not None else None
+    ncx = manifest.get(ncx_id or "", ("", "", ""))[0] or next(
+        (p for p, media, _ in manifest.values() if media == "application/x-dtbncx+xml"), ""
+    )
+    entries = _nav_entries(zf, nav) if nav else _ncx_entries(zf, ncx) if ncx else iter(())
+    for path, title in entries:
+        if title:
+            toc.setdefault(path, title)
+    title_el = opf.find("opf:metadata/dc:title", _NS)
+    creator = opf.find("opf:metadata/dc:creator", _NS)
+    return (
+        chapters,
+        toc,
+        _text(title_el) if title_el is not None else "",
+        _text(creator) if creator is not None else "",
+    )
+
+
 def parse_epub(data: bytes, stem: str, limits: ParseLimits, deadline: Deadline) -> ParsedDocument:
     label = "the .epub file"
     zf = open_container(data, limits, ".epub", "META-INF/container.xml", label)
     scan_xml(zf, limits, deadline, label, allow_doctype=True)
     from bs4 import XMLParsedAsHTMLWarning
-    from ebooklib import ITEM_DOCUMENT, epub
 
     try:
-        book = epub.read_epub(BytesIO(data), {"ignore_ncx": True})
-        toc: dict[str, str] = {}
-        for href, title in _toc_entries(book.toc):
-            if title:
-                toc.setdefault(href, title)
-        items = [book.get_item_with_id(idref) for idref, _linear in book.spine]
-        chapters = [i for i in items if i is not None and i.get_type() == ITEM_DOCUMENT]
-        chapters = [i for i in chapters if not isinstance(i, epub.EpubNav)]
-        book_title = one_line(book.title or "")
-        creators = book.get_metadata("DC", "creator")
-        author = one_line(str(creators[0][0] or "")) if creators else ""
+        chapters, toc, book_title, author = _book(zf)
     except ParseError:
         raise
-    except Exception as exc:  # ebooklib raises many types on malformed books
+    except Exception as exc:  # a malformed book: any failure reading it is the file's fault
         raise ParseError(f"not a valid .epub file: {short_error(exc)}") from exc
 
     sections: list[Section] = []
     tags = 0
     budget = limits.max_elements * XML_ELEMENTS_PER_UNIT
-    for number, item in enumerate(chapters, start=1):
+    for number, name in enumerate(chapters, start=1):
         deadline.check(f"chapter {number:,} of {len(chapters):,}")
-        content = item.get_content() or b""
+        try:
+            content = zf.read(name)
+        except KeyError:
+            raise ParseError(f"not a valid .epub file: the chapter {name} is missing") from None
         tags += len(TAG_START_RE.findall(content))
         if tags > budget:
             raise ParseError(
@@ -91,7 +157,7 @@ def parse_epub(data: bytes, stem: str, limits: ParseLimits, deadline: Deadline) 
         with warnings.catch_warnings():  # XHTML read by the HTML parser is what we mean
             warnings.simplefilter("ignore", XMLParsedAsHTMLWarning)
             chapter = parse_html(content, "", limits, deadline)
-        title = _chapter_title(toc, item.get_name(), chapter.title)
+        title = _chapter_title(toc, name, chapter.title)
         location = {"chapter": title}
         sections += [Section(text=s.text, heading=title, location=location) for s in chapter.sections if s.text]
     if not sections:

@@ -1,0 +1,67 @@
+"""One access-log line per request (logger `ragchat.access`): method, route template, status, duration, client,
+with the request's id and user. It also opens the request's log context (core/logs.py) that every line written
+while the request runs carries. Query strings are not logged (they can hold search text)."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from litestar.types import ASGIApp, Message, Receive, Scope, Send
+
+from ragchat.core import metrics, tracing
+from ragchat.core.http import scope_request_id
+from ragchat.core.logs import open_context
+
+log = logging.getLogger("ragchat.access")
+
+
+class AccessLogMiddleware:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        began = time.perf_counter()
+        context = open_context(request_id=scope_request_id(scope), route="-")
+        status = 0
+
+        async def send_status(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        request_span = tracing.start(f"HTTP {scope['method']}", **{"http.method": scope["method"]})
+        failure: BaseException | None = None
+        try:
+            with tracing.current(request_span):
+                await self.app(scope, receive, send_status)
+        except BaseException as exc:
+            status, failure = status or 500, exc
+            raise
+        finally:
+            route = str(scope.get("path_template") or "-")  # type: ignore[call-overload]
+            if request_span is not None:
+                request_span.update_name(f"HTTP {scope['method']} {route}")
+            tracing.finish(request_span, failure, **{"http.route": route, "http.status_code": status})
+            context["route"] = route
+            client = scope.get("client")
+            seconds = time.perf_counter() - began
+            metrics.REQUESTS.labels(route, scope["method"], str(status)).inc()
+            metrics.REQUEST_SECONDS.labels(route, scope["method"]).observe(seconds)
+            log.info(
+                "%s %s %d %.1f ms",
+                scope["method"],
+                route,
+                status,
+                (time.perf_counter() - began) * 1000,
+                extra={
+                    "method": scope["method"],
+                    "status": status,
+                    "duration_ms": round((time.perf_counter() - began) * 1000, 1),
+                    "client": client[0] if client else None,
+                },
+            )
