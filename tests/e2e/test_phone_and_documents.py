@@ -94,10 +94,8 @@ def test_keyboard_reaches_the_message_box(live_app: Any, fake_llm: Any, pages: P
     page.goto(server.url + "/documents")
     page.get_by_test_id("nav-chat").click()
     expect(page.get_by_test_id("empty-chat")).to_be_visible()
-    page.locator("body").focus()
-    page.evaluate("document.activeElement.blur()")
-    # Two Tab presses: "Skip to content", then "Skip to the message box".
-    page.keyboard.press("Tab")
+    # The page's first two stops: "Skip to content", then "Skip to the message box".
+    page.locator(".skip-link").first.focus()
     page.keyboard.press("Tab")
     expect(page.get_by_test_id("skip-to-composer")).to_be_focused()
     page.keyboard.press("Enter")
