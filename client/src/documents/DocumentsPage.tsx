@@ -6,7 +6,7 @@ import { RetryError } from "../components/RetryError";
 import { Spinner } from "../components/Spinner";
 import { useSearchParams } from "../lib/router";
 import { BulkActions } from "./BulkActions";
-import { type Batch, BatchProgress } from "./BatchProgress";
+import { type Batch, BatchProgress, useBatchDocuments } from "./BatchProgress";
 import { DocumentRow } from "./DocumentRow";
 import { PAGE_SIZE } from "./documentsApi";
 import { DEFAULT_FILTERS, DocumentsPager, DocumentsToolbar, type Filters } from "./DocumentsToolbar";
@@ -73,6 +73,7 @@ export function DocumentsPage() {
   const [uploading, setUploading] = useState(false);
   // The last upload, followed until its documents are ingested: one overall bar when it has several.
   const [batch, setBatch] = useState<Batch | null>(null);
+  const batchDocs = useBatchDocuments(batch, docs);
   // Per file of the last upload, in the order chosen: the results worth listing.
   const [perFile, setPerFile] = useState<UploadResult[][]>([]);
   const results = perFile.flat();
@@ -190,7 +191,7 @@ export function DocumentsPage() {
           <Spinner label="Uploading" /> Uploading…
         </p>
       )}
-      {batch && (batch.files > 1 || batch.ids.length > 1) && <BatchProgress batch={batch} docs={docs} />}
+      {batch && (batch.files > 1 || batch.ids.length > 1) && <BatchProgress batch={batch} docs={batchDocs} />}
       {notice && (
         <div className="error-box" role="alert" data-testid="upload-error">
           <div className="error-text">{notice}</div>
