@@ -35,6 +35,9 @@ function useListState() {
     type: (search.get("type") ?? "") as Filters["type"],
     sort: (search.get("sort") ?? DEFAULT_FILTERS.sort) as Filters["sort"],
     order: (search.get("order") ?? DEFAULT_FILTERS.order) as Filters["order"],
+    collection_id: search.get("collection") ?? "",
+    owner: (search.get("owner") ?? "") as Filters["owner"],
+    meta: search.get("meta") ?? "",
   };
   const page = Math.max(1, Number.parseInt(search.get("page") ?? "1", 10) || 1);
   const change = (next: Partial<Filters>) => {
@@ -45,11 +48,14 @@ function useListState() {
       type: merged.type || null,
       sort: merged.sort === DEFAULT_FILTERS.sort ? null : merged.sort,
       order: merged.order === DEFAULT_FILTERS.order ? null : merged.order,
+      collection: merged.collection_id || null,
+      owner: merged.owner || null,
+      meta: merged.meta || null,
       page: null, // a new search starts on the first page
     });
   };
   const goTo = (n: number) => setSearch({ page: n > 1 ? String(n) : null });
-  const filtered = !!(filters.q || filters.status || filters.type);
+  const filtered = !!(filters.q || filters.status || filters.type || filters.collection_id || filters.owner || filters.meta);
   return { filters, page, change, goTo, filtered };
 }
 
@@ -257,6 +263,7 @@ export function DocumentsPage() {
                 onDelete={remove}
                 onRetry={transition("retry")}
                 onCancel={transition("cancel")}
+                onChanged={(u) => setDocs((cur) => cur && cur.map((x) => (x.id === u.id ? { ...x, ...u } : x)))}
                 collections={(d.collection_ids ?? []).flatMap((id) => names.get(id) ?? [])}
                 selected={selected.has(d.id)}
                 onSelect={(id, on) =>

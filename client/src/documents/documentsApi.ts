@@ -14,6 +14,10 @@ export interface ListParams {
   order?: Order;
   limit?: number;
   offset?: number;
+  collection_id?: string;
+  owner?: "" | "me" | "others";
+  /** `key=value` */
+  meta?: string;
 }
 
 export const PAGE_SIZE = 50;
@@ -52,6 +56,10 @@ export const documentsApi = {
       `/api/documents/${encodeURIComponent(id)}/chunks${query({ offset: params.offset, limit: params.limit, chunk_id: params.chunkId })}`,
       { signal },
     ),
+
+  /** A new title (the file name stays); the updated document. */
+  rename: (id: string, title: string) =>
+    request<Document>(`/api/documents/${encodeURIComponent(id)}`, json("PATCH", { title })),
 
   /** The original file (PDF inline; other types download). */
   fileUrl: (id: string) => `/api/documents/${encodeURIComponent(id)}/file`,

@@ -148,6 +148,11 @@ def _short(exc: BaseException) -> str:
     return msg or type(exc).__name__
 
 
+def _placeholder(value: str) -> bool:
+    """A tool's stand-in for no value: "(anonymous)", "Untitled", "[unknown]", or nothing but punctuation."""
+    return value.strip(" ()[]<>{}-_.\"'").lower() in _PLACEHOLDERS | {""}
+
+
 def _doc(title: str, sections: list[Section], metadata: dict[str, Any]) -> ParsedDocument:
     """Build a ParsedDocument with a one-line, length-capped title."""
     return ParsedDocument(title=_one_line(title)[:_MAX_TITLE], sections=sections, metadata=metadata)
@@ -508,7 +513,7 @@ def _parse_pdf(data: bytes, stem: str, limits: ParseLimits, deadline: Deadline) 
             )
         info = reader.metadata
         title, author = (_one_line(str(v or "")) for v in ((info.title, info.author) if info else ("", "")))
-        title, author = ("" if v.lower() in _PLACEHOLDERS else v for v in (title, author))
+        title, author = ("" if _placeholder(v) else v for v in (title, author))
     except ParseError:
         raise
     except Exception as exc:  # pypdf raises many types on malformed input
