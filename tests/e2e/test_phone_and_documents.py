@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from playwright.sync_api import expect
 
@@ -105,3 +107,87 @@ def test_keyboard_reaches_the_message_box(live_app: Any, fake_llm: Any, pages: P
     page.get_by_test_id("new-thread").press("Enter")
     expect(page.get_by_test_id("composer-input")).to_be_focused()
     both_themes_clean(page)
+
+
+def _put(url: str, name: str, text: str, metadata: dict[str, Any]) -> str:
+    r = httpx.post(
+        f"{url}/api/documents", files={"files": (name, text.encode())}, data={"metadata": json.dumps(metadata)}
+    )
+    assert r.status_code == 201, r.text
+    return str(r.json()["results"][0]["document"]["id"])
+
+
+@pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_rename_bulk_collection_and_filters(live_app: Any, fake_llm: Any, pages: Pages, size: dict[str, int]) -> None:
+    server = live_app(ollama_host=fake_llm(), ingest_workers=1)
+    ids = {
+        name: _put(server.url, name, text, {"subject": subject})
+        for name, text, subject in (
+            ("scan-0001.txt", "Minutes of the harbour board about dredging.", "Ports"),
+            ("scan-0002.txt", "A history of the old lighthouse and its keepers.", "History"),
+            ("scan-0003.txt", "Tide tables for the spring season.", "Ports"),
+        )
+    }
+    wait_ready(server.url, 3)
+    research = httpx.post(f"{server.url}/api/collections", json={"name": "Research"}).json()["id"]
+
+    page = pages.new(viewport=size, is_mobile=size == PHONE, has_touch=size == PHONE)
+    page.goto(server.url + "/documents")
+    rows = page.get_by_test_id("document-row")
+    expect(rows).to_have_count(3)
+
+    # Rename: the title changes, the file name stays.
+    row = page.locator(f'[data-document-id="{ids["scan-0002.txt"]}"]')
+    row.get_by_test_id("document-rename").click()
+    row.get_by_test_id("document-rename-input").fill("Lighthouse history")
+    row.get_by_test_id("document-rename-input").press("Enter")
+    expect(row.get_by_test_id("document-title")).to_have_text("Lighthouse history")
+    expect(row).to_contain_text("scan-0002.txt")
+    doc = httpx.get(f"{server.url}/api/documents/{ids['scan-0002.txt']}").json()
+    assert (doc["title"], doc["filename"]) == ("Lighthouse history", "scan-0002.txt")
+
+    # Bulk add two documents to a collection.
+    for name in ("scan-0001.txt", "scan-0003.txt"):
+        page.locator(f'[data-document-id="{ids[name]}"]').get_by_test_id("document-select").check()
+    expect(page.get_by_test_id("documents-selected")).to_have_text("2 selected")
+    page.get_by_test_id("bulk-collection").select_option(label="Research")
+    page.get_by_test_id("bulk-collection-add").click()
+    expect(page.get_by_test_id("bulk-result")).to_contain_text("Added to Research: 2 documents")
+    listed = httpx.get(f"{server.url}/api/documents", params={"collection_id": research}).json()["documents"]
+    assert {d["filename"] for d in listed} == {"scan-0001.txt", "scan-0003.txt"}
+
+    # Filters: collection, owner, metadata (each in the URL, so a reload keeps it).
+    page.get_by_test_id("documents-collection-filter").select_option(label="Research")
+    expect(rows).to_have_count(2)
+    page.get_by_test_id("documents-collection-filter").select_option(value="")
+    expect(rows).to_have_count(3)
+    page.get_by_test_id("documents-owner-filter").select_option(value="others")
+    expect(page.get_by_test_id("documents-none")).to_have_text("No documents match with these filters.")
+    page.get_by_test_id("documents-owner-filter").select_option(value="me")
+    expect(rows).to_have_count(3)
+    page.get_by_test_id("documents-meta-filter").fill("subject=History")
+    expect(rows).to_have_count(1)
+    expect(rows.first.get_by_test_id("document-title")).to_have_text("Lighthouse history")
+    assert "meta=subject%3DHistory" in page.url
+    page.reload()
+    expect(rows).to_have_count(1)
+    expect(page.get_by_test_id("documents-meta-filter")).to_have_value("subject=History")
+    assert page.evaluate("document.documentElement.scrollWidth") <= size["width"]
+    both_themes_clean(page)
+
+
+def test_upload_progress_counts_only_ready_documents(live_app: Any, fake_llm: Any, pages: Pages) -> None:
+    # No ingestion worker: the uploads stay queued. The page shows only failed documents, so the batch's
+    # documents are not on it: they are still in progress, never "Done".
+    server = live_app(ollama_host=fake_llm(), ingest_workers=0)
+    page = pages.new(viewport=PHONE, is_mobile=True, has_touch=True)
+    page.goto(server.url + "/documents?status=failed")
+    page.locator('input[type="file"]').set_input_files(
+        [{"name": f"note-{n}.txt", "mimeType": "text/plain", "buffer": f"Note number {n}.".encode()} for n in range(3)]
+    )
+    text = page.get_by_test_id("batch-progress-text")
+    expect(text).to_contain_text("3 files uploaded")
+    page.wait_for_timeout(2500)  # two polls of the batch's documents
+    expect(text).to_contain_text("0 of 3 ready · 3 in progress")
+    expect(page.get_by_test_id("batch-progress")).to_have_attribute("data-done", "false")
+    expect(text).not_to_contain_text("Done")

@@ -231,7 +231,7 @@ export function DocumentsPage() {
       ) : docs.length === 0 && (list.filtered || page > 1) ? (
         <p className="muted docs-none" data-testid="documents-none" role="status">
           No documents match{filters.q ? ` “${filters.q}”` : ""}
-          {filters.status || filters.type ? " with these filters" : ""}.
+          {filters.status || filters.type || filters.collection_id || filters.owner || filters.meta ? " with these filters" : ""}.
         </p>
       ) : docs.length === 0 ? (
         <div className="empty" data-testid="documents-empty">
