@@ -67,6 +67,8 @@ def test_new_chat_composer_is_on_screen_on_phones(live_app: Any, fake_llm: Any, 
         page.goto(server.url + "/chat")
         expect(page.get_by_test_id("empty-chat")).to_be_visible()
         expect(page.get_by_test_id("suggestion").first).to_be_visible()
+        expect(page.get_by_test_id("empty-chat-library")).to_have_attribute("data-count", "3")
+        expect(page.get_by_test_id("empty-chat")).not_to_contain_text("No documents yet")
         in_viewport(page, "composer-input", size)
         in_viewport(page, "send-button", size)
         assert page.evaluate("document.documentElement.scrollWidth") <= size["width"]
