@@ -1,5 +1,9 @@
 import { json, request } from "../api/client";
+import type { components, operations } from "../api/schema";
 import type { BulkResult, ChunkList, Document, DocumentList } from "../api/types";
+
+type MetadataPatch = components["schemas"]["MetadataPatch"];
+type ListQuery = NonNullable<operations["ApiDocumentsListDocuments"]["parameters"]["query"]>;
 import type { TypeFamily } from "./formats";
 
 export type SortKey = "created_at" | "title" | "byte_size" | "status";
@@ -15,7 +19,7 @@ export interface ListParams {
   limit?: number;
   offset?: number;
   collection_id?: string;
-  owner?: "" | "me" | "others";
+  owner?: NonNullable<ListQuery["owner"]> | "";
   /** `key=value` */
   meta?: string;
 }
@@ -59,7 +63,7 @@ export const documentsApi = {
 
   /** A new title (the file name stays); the updated document. */
   rename: (id: string, title: string) =>
-    request<Document>(`/api/documents/${encodeURIComponent(id)}`, json("PATCH", { title })),
+    request<Document>(`/api/documents/${encodeURIComponent(id)}`, json("PATCH", { title } satisfies MetadataPatch)),
 
   /** The original file (PDF inline; other types download). */
   fileUrl: (id: string) => `/api/documents/${encodeURIComponent(id)}/file`,
