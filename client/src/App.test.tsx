@@ -1,6 +1,7 @@
 import { fireEvent, render, screen, waitFor, within } from "@testing-library/react";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { App, matchRoute } from "./App";
+import { App } from "./App";
+import { matchRoute } from "./lib/routes";
 import { bootResponse, jsonResponse } from "./test/fixtures";
 
 const threads = [

@@ -1,3 +1,4 @@
+import type { MouseEvent } from "react";
 import { AccountPage } from "./account/AccountPage";
 import { AdminPage } from "./admin/AdminPage";
 import { AuthProvider, useAuth } from "./auth/AuthContext";
@@ -13,42 +14,12 @@ import { Spinner } from "./components/Spinner";
 import { DocumentsPage } from "./documents/DocumentsPage";
 import { EvaluatePage } from "./evaluation/EvaluatePage";
 import { Link, useLocation } from "./lib/router";
+import { matchRoute, type Page } from "./lib/routes";
 import { useTitle } from "./lib/useTitle";
 import { SearchPage } from "./search/SearchPage";
 import { DocumentViewer } from "./viewer/DocumentViewer";
 import { SettingsPage } from "./settings/SettingsPage";
 import "./settings/theme";
-
-export type Page = "chat" | "documents" | "search" | "collections" | "account" | "admin" | "evaluate" | "settings" | "notfound";
-
-export interface Route {
-  page: Page;
-  threadId: string | null;
-  /** Only on `/collections/:id`. */
-  collectionId?: string;
-  /** Only on `/documents/:id` (the viewer). */
-  documentId?: string;
-}
-
-export function matchRoute(pathname: string): Route {
-  const path = pathname.replace(/\/+$/, "") || "/";
-  if (path === "/") return { page: "chat", threadId: null };
-  const m = /^\/chat\/([^/]+)$/.exec(path);
-  if (m) return { page: "chat", threadId: decodeURIComponent(m[1]) };
-  if (path === "/chat") return { page: "chat", threadId: null };
-  if (path === "/documents") return { page: "documents", threadId: null };
-  const d = /^\/documents\/([^/]+)$/.exec(path);
-  if (d) return { page: "documents", threadId: null, documentId: decodeURIComponent(d[1]) };
-  if (path === "/search") return { page: "search", threadId: null };
-  if (path === "/collections") return { page: "collections", threadId: null };
-  const c = /^\/collections\/([^/]+)$/.exec(path);
-  if (c) return { page: "collections", threadId: null, collectionId: decodeURIComponent(c[1]) };
-  if (path === "/account") return { page: "account", threadId: null };
-  if (path === "/admin") return { page: "admin", threadId: null };
-  if (path === "/evaluate") return { page: "evaluate", threadId: null };
-  if (path === "/settings") return { page: "settings", threadId: null };
-  return { page: "notfound", threadId: null };
-}
 
 export function App() {
   return (
@@ -101,6 +72,14 @@ const PAGE_TITLES: Record<Page, string> = {
   notfound: "Page not found",
 };
 
+/** The skip link's target is a textarea: focus it (a fragment link alone only scrolls). */
+function focusComposer(e: MouseEvent<HTMLAnchorElement>) {
+  const box = document.getElementById("composer-input");
+  if (!box) return;
+  e.preventDefault();
+  box.focus();
+}
+
 function Shell() {
   const { pathname } = useLocation();
   const { page, threadId, collectionId, documentId } = matchRoute(pathname);
@@ -111,6 +90,11 @@ function Shell() {
         <a href="#main" className="skip-link">
           Skip to content
         </a>
+        {page === "chat" && (
+          <a href="#composer-input" className="skip-link" onClick={focusComposer} data-testid="skip-to-composer">
+            Skip to the message box
+          </a>
+        )}
         <NavBar page={page} />
         <HealthBanner />
         <main id="main" className="main" tabIndex={-1}>

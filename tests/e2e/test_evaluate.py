@@ -10,6 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.e2e.conftest import screenshot, upload, wait_ready
+from tests.e2e.test_phone_and_documents import axe_violations
 from tests.fakes.ollama_server import FakeOllama, Reply
 
 pytestmark = pytest.mark.e2e
@@ -49,6 +50,16 @@ def test_generated_eval_from_the_page(live_app: Any, fake_ollama: FakeOllama, fa
     expect(bars).to_have_count(6 * 7)
     heights = [float(bars.nth(i).get_attribute("height") or 0) for i in range(6 * 7)]
     assert any(h > 0 for h in heights)
+    # every bar says its value; the labels use the text colour, so both themes pass axe
+    values = page.get_by_test_id("eval-value")
+    expect(values).to_have_count(6 * 7)
+    assert all(re.fullmatch(r"\d+(\.\d\d)?", values.nth(i).text_content() or "") for i in range(6 * 7))
+    for theme in ("light", "dark"):
+        page.evaluate("t => { document.documentElement.dataset.theme = t }", theme)
+        assert axe_violations(page) == [], theme
+        fill = page.evaluate("() => getComputedStyle(document.querySelector('[data-testid=eval-value]')).fill")
+        text = page.evaluate("() => getComputedStyle(document.body).color")
+        assert fill == text, (theme, fill, text)
     expect(page.get_by_test_id("eval-runs").locator("tr")).to_have_count(1)
     screenshot(page, "evaluate", full_page=True)
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
-from ragchat.retrieval.suggestions import display_title, heading_topic, suggest
+from ragchat.retrieval.suggestions import display_title, heading_topic, id_like, pick, suggest
 from ragchat.settings import Settings
 
 from tests.fakes.ollama_server import FakeOllama
@@ -93,3 +93,21 @@ def test_titles_and_headings() -> None:
     assert heading_topic("Handbook > 2.1 Paid leave", "Handbook") == "Paid leave"
     assert heading_topic("Page 3", "x") is None and heading_topic("12", "x") is None
     assert heading_topic("Handbook", "handbook") is None
+
+
+@pytest.mark.parametrize("name", ["scifact-991139", "doc_00042", "3f2a9c1e-77b0-4d1e-9a53-0c1d2e3f4a5b", "12345", "--"])
+def test_id_like_names_are_never_asked_about(name: str) -> None:
+    assert id_like(display_title(name, name + ".txt"))
+    doc = uuid.uuid4()
+    found = pick(
+        [{"id": doc, "title": name, "filename": name + ".txt"}],
+        [{"document_id": doc, "section": "Results"}],
+        [{"document_id": doc, "phrase": "among egyptian"}],
+        12,
+    )
+    assert [s.text for s in found] == ["What do my documents say about Results?", "What is meant by “among egyptian”?"]
+
+
+@pytest.mark.parametrize("name", ["Employee handbook", "q3-budget", "Annual report 2024", "volcano_notes"])
+def test_names_people_use_are_kept(name: str) -> None:
+    assert not id_like(display_title(name, name + ".pdf"))

@@ -342,6 +342,13 @@ def test_pdf_pages_and_metadata() -> None:
     json.dumps(doc.metadata)
 
 
+@pytest.mark.parametrize("placeholder", ["(anonymous)", "Untitled", "[unknown]", "  ", "--"])
+def test_pdf_placeholder_title_gives_the_file_name(placeholder: str) -> None:
+    doc = parse(make_pdf([["Alpha page one text."]], title=placeholder, author="(anonymous)"), "q3-budget.pdf")
+    assert doc.title == "q3-budget"
+    assert "title" not in doc.metadata and "author" not in doc.metadata
+
+
 def test_pdf_title_falls_back_to_stem_and_dehyphenates() -> None:
     doc = parse(make_pdf([["A worked exam-", "ple of hyphen-", "Ation and self-", "and more"]]), "Scan 01.PDF")
     assert doc.title == "Scan 01"

@@ -1,66 +1,28 @@
 /**
  * The chat's REST calls of issue 21 (docs/API.md): stop, attach, branches, feedback, per-thread settings, models,
- * export. The types widen the generated ones with the issue's fields as optional, so that the client works
- * against a server with or without them.
+ * export. Every payload type is the generated one (./schema.d.ts, `npm run gen:api`).
  */
 import { request, json } from "./client";
-import type { ChatRequest, Document, Message, SearchMode, Thread, ThreadDetail } from "./types";
+import type { components } from "./schema";
+import type { Document, Message, Thread, ThreadDetail } from "./types";
 
-export type Rating = "up" | "down";
+type Schemas = components["schemas"];
 
-export interface Feedback {
-  message_id: string;
-  rating: Rating | null;
-  note: string | null;
-  updated_at?: string;
-}
+export type Feedback = Schemas["Feedback"];
+export type Rating = NonNullable<Feedback["rating"]>;
 
 /** What a thread searches and which model answers (PATCH /api/threads/{id} `settings`); null: the default. */
-export interface ThreadSettings {
-  document_ids?: string[] | null;
-  collection_ids?: string[] | null;
-  search_mode?: SearchMode | null;
-  rerank?: boolean | null;
-  model?: string | null;
-}
+export type ThreadSettings = Schemas["ThreadSettings"];
 
-export type RunMessage = Omit<Message, "status"> & {
-  status: string;
-  parent_id?: string | null;
-  siblings?: string[] | null;
-  model?: string | null;
-  feedback?: Feedback | null;
-};
+export type RunMessage = Message;
+export type RunThread = Thread;
+export type RunThreadDetail = ThreadDetail;
 
-export type RunThread = Thread & { settings?: ThreadSettings | null };
+/** The body of POST /api/chat (at most one of regenerate_id, continue_id, edit_id; `message` not with them). */
+export type ChatBody = Omit<Schemas["ChatBody"], "message"> & { message?: string };
 
-export type RunThreadDetail = Omit<ThreadDetail, "messages"> & {
-  messages: RunMessage[];
-  running_message_id?: string | null;
-  settings?: ThreadSettings | null;
-};
-
-/** The body of POST /api/chat with the issue's fields (at most one of regenerate_id, continue_id, edit_id). */
-export type ChatBody = Omit<ChatRequest, "message" | "search_mode"> & {
-  message?: string;
-  search_mode?: string | null;
-  model?: string | null;
-  regenerate_id?: string;
-  continue_id?: string;
-  edit_id?: string;
-};
-
-export interface ModelInfo {
-  name: string;
-  size?: number | null;
-  family?: string | null;
-}
-
-export interface ModelList {
-  models: ModelInfo[];
-  default: string;
-  provider: string;
-}
+export type ModelInfo = Schemas["ChatModel"];
+export type ModelList = Schemas["ChatModels"];
 
 const tid = (id: string) => `/api/threads/${encodeURIComponent(id)}`;
 

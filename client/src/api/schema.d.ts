@@ -1558,9 +1558,11 @@ export interface components {
         /** MetadataPatch */
         MetadataPatch: {
             /** @description {"subject": ["Polity", "History"], "draft": null}: strings or lists of strings; null removes */
-            metadata: {
+            metadata?: {
                 [key: string]: unknown;
-            };
+            } | null;
+            /** @description the title shown in lists and citations */
+            title?: string | null;
         };
         /** Model */
         Model: {
@@ -4454,6 +4456,10 @@ export interface operations {
                 order?: "desc" | "asc";
                 limit?: number;
                 offset?: number;
+                /** @description mine, or shared with me */
+                owner?: "me" | "others" | null;
+                /** @description key=value: the metadata key holds the value */
+                meta?: string | null;
             };
             header?: never;
             path?: never;

@@ -80,13 +80,19 @@ describe("the session ends mid-use", () => {
   it("any other call answering 401 unauthorized also leads to the login page", async () => {
     const srv = mockServer(
       on("GET", "/api/auth/session", () => jsonResponse(session({ user: alice }))),
-      on("GET", "/api/documents", () => apiError(401, "unauthorized", "your session has ended: log in again")),
+      // the new chat's empty state counts the documents first; the session ends after that
+      on("GET", "/api/documents", () =>
+        srv.find("GET", "/api/documents").length <= 1
+          ? jsonResponse({ documents: [], total: 3 })
+          : apiError(401, "unauthorized", "your session has ended: log in again"),
+      ),
     );
     render(<App />);
+    expect(await screen.findByTestId("empty-chat-library")).toHaveAttribute("data-count", "3");
     fireEvent.click(await screen.findByTestId("nav-documents"));
     expect(await screen.findByTestId("session-expired")).toBeInTheDocument();
     expect(window.location.pathname).toBe("/documents"); // logging in again returns here
-    expect(srv.find("GET", "/api/documents")).toHaveLength(1);
+    expect(srv.find("GET", "/api/documents")).toHaveLength(2);
   });
 
   it("an explicit logout forgets the drafts", async () => {

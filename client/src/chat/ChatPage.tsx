@@ -151,6 +151,8 @@ export function ChatPage({ threadId: routeThreadId }: { threadId: string | null 
               reset();
               setSettings({});
             }
+            // A new chat is for typing: the message box takes the focus (after the route change renders).
+            window.setTimeout(() => document.getElementById("composer-input")?.focus(), 0);
           }}
           onSelect={(id) => {
             setMenuOpen(false);

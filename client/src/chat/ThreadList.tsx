@@ -14,11 +14,26 @@ interface Props {
 }
 
 export function ThreadList({ threads, activeId, error, onNew, onSelect, onRename, onDelete }: Props) {
+  const [query, setQuery] = useState("");
+  const needle = query.trim().toLowerCase();
+  const shown = needle ? threads.filter((t) => (t.title || "Untitled chat").toLowerCase().includes(needle)) : threads;
   return (
     <div className="threads">
       <button type="button" className="btn btn-primary btn-block" onClick={onNew} data-testid="new-thread">
         <Icon name="plus" /> New chat
       </button>
+      {threads.length > 1 && (
+        <input
+          type="search"
+          className="input thread-search"
+          placeholder="Search conversations"
+          aria-label="Search conversations by title"
+          value={query}
+          maxLength={200}
+          onChange={(e) => setQuery(e.target.value)}
+          data-testid="thread-search"
+        />
+      )}
       {error && (
         <p className="muted small" role="alert">
           {error}
@@ -28,9 +43,13 @@ export function ThreadList({ threads, activeId, error, onNew, onSelect, onRename
         <p className="muted small threads-empty" data-testid="threads-empty">
           No conversations yet.
         </p>
+      ) : shown.length === 0 ? (
+        <p className="muted small threads-empty" role="status" data-testid="threads-none">
+          No conversation titled like “{query.trim()}”.
+        </p>
       ) : (
         <ul className="thread-list" data-testid="thread-list" aria-label="Conversations">
-          {threads.map((t) => (
+          {shown.map((t) => (
             <ThreadRow
               key={t.id}
               thread={t}

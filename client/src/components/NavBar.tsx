@@ -1,5 +1,5 @@
 import { useEffect, useRef, useState } from "react";
-import type { Page } from "../App";
+import type { Page } from "../lib/routes";
 import { useAuth } from "../auth/AuthContext";
 import { Link } from "../lib/router";
 
@@ -26,18 +26,45 @@ export function NavBar({ page }: { page: Page }) {
   const [leaving, setLeaving] = useState(false);
   const items = ITEMS.filter((it) => !it.admin || isAdmin);
   const navRef = useRef<HTMLElement>(null);
-
-  // On narrow screens the nav scrolls sideways: keep the current page's link in view.
+  // On narrow screens (styles.css, max-width 760px) the links fold into a menu behind one button.
+  const [open, setOpen] = useState(false);
+  useEffect(() => setOpen(false), [page]);
   useEffect(() => {
-    navRef.current?.querySelector('[aria-current="page"]')?.scrollIntoView({ block: "nearest", inline: "nearest" });
-  }, [page]);
+    if (!open) return;
+    const onKey = (e: KeyboardEvent) => {
+      if (e.key !== "Escape") return;
+      e.preventDefault(); // the chat page's Escape (stop the answer) is not this one
+      setOpen(false);
+    };
+    const onClick = (e: MouseEvent) => {
+      if (!navRef.current?.parentElement?.contains(e.target as Node)) setOpen(false);
+    };
+    window.addEventListener("keydown", onKey);
+    window.addEventListener("click", onClick);
+    return () => {
+      window.removeEventListener("keydown", onKey);
+      window.removeEventListener("click", onClick);
+    };
+  }, [open]);
+  const current = items.find((it) => it.page === page)?.label ?? "Menu";
   return (
-    <header className="topbar">
+    <header className={`topbar${open ? " nav-open" : ""}`}>
       <Link to="/" className="brand" aria-label="ragchat home">
         <span className="brand-mark" aria-hidden="true" />
         ragchat
       </Link>
-      <nav aria-label="Main" data-testid="app-nav" className="topnav" ref={navRef}>
+      <button
+        type="button"
+        className="btn btn-small nav-toggle"
+        aria-expanded={open}
+        aria-controls="main-nav"
+        onClick={() => setOpen((o) => !o)}
+        data-testid="nav-toggle"
+      >
+        <span aria-hidden="true">☰</span> {current}
+        <span className="sr-only"> — menu</span>
+      </button>
+      <nav aria-label="Main" data-testid="app-nav" className="topnav" ref={navRef} id="main-nav">
         <ul className="nav">
           {items.map((it) => (
             <li key={it.page}>

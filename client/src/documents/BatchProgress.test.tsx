@@ -35,6 +35,16 @@ describe("one overall bar for an upload of many files", () => {
     expect(screen.getByTestId("batch-progress-text")).toHaveAttribute("aria-live", "polite");
   });
 
+  it("a document not seen yet (past the page shown) is in progress, not done", () => {
+    const docs = [makeDocument({ id: "a" })];
+    const s = summarize(batch({ skipped: 0, ids: ["a", "b", "c"], files: 3, sent: 3 }), docs, 1000);
+    expect(s).toMatchObject({ ready: 1, failed: 0, active: 2 });
+    expect(s.fraction).toBeLessThan(1);
+    render(<BatchProgress batch={batch({ skipped: 0, ids: ["a", "b", "c"], files: 3, sent: 3 })} docs={docs} />);
+    expect(screen.getByTestId("batch-progress")).toHaveAttribute("data-done", "false");
+    expect(screen.getByTestId("batch-progress-text")).toHaveTextContent("1 of 3 ready · 2 in progress");
+  });
+
   it("says Done when every document is finished", () => {
     render(<BatchProgress batch={batch({ skipped: 0, ids: ["a"], files: 1, sent: 1 })} docs={[makeDocument({ id: "a" })]} />);
     expect(screen.getByTestId("batch-progress")).toHaveAttribute("data-done", "true");

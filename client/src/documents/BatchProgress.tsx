@@ -1,5 +1,7 @@
+import { useEffect, useMemo, useState } from "react";
 import type { Document } from "../api/types";
 import { formatEta, plural } from "../lib/format";
+import { documentsApi } from "./documentsApi";
 
 /** One upload of several files, followed from the first byte sent to the last document ready. */
 export interface Batch {
@@ -32,9 +34,11 @@ export function summarize(batch: Batch, docs: Document[] | null, now = performan
   let ingested = 0;
   for (const id of batch.ids) {
     const d = byId.get(id);
-    if (!d || d.status === "ready") {
-      ready += 1; // gone from the list (deleted) counts as finished
+    if (d?.status === "ready") {
+      ready += 1; // only a document seen ready counts as done (one not seen yet is still in progress)
       ingested += 1;
+    } else if (!d) {
+      active += 1;
     } else if (d.status === "failed") {
       failed += 1;
       ingested += 1;
@@ -51,6 +55,54 @@ export function summarize(batch: Batch, docs: Document[] | null, now = performan
   const elapsed = (now - batch.started) / 1000;
   const etaS = fraction > 0.02 && fraction < 1 && elapsed > 1 ? (elapsed * (1 - fraction)) / fraction : null;
   return { fraction, ready, failed, active, etaS };
+}
+
+const BATCH_POLL_MS = 1000;
+const final = (d: Document | undefined) => d?.status === "ready" || d?.status === "failed";
+
+/**
+ * The batch's documents as last seen: those on the visible page, and, while some are not ready or failed, the
+ * newest ready, failed and processing documents fetched every second (a big batch runs past the page shown).
+ */
+export function useBatchDocuments(batch: Batch | null, pageDocs: Document[] | null): Document[] {
+  const [seen, setSeen] = useState<Map<string, Document>>(() => new Map());
+  const ids = batch?.ids;
+  const merge = (docs: Document[]) =>
+    setSeen((prev) => {
+      const wanted = new Set(ids ?? []);
+      const next = new Map(prev);
+      let changed = false;
+      for (const d of docs)
+        if (wanted.has(d.id) && next.get(d.id) !== d) {
+          next.set(d.id, d);
+          changed = true;
+        }
+      return changed ? next : prev;
+    });
+  useEffect(() => merge(pageDocs ?? []), [pageDocs, ids]);
+  const pending = !!ids?.some((id) => !final(seen.get(id)));
+  useEffect(() => {
+    if (!pending) return;
+    let stopped = false;
+    let timer: number;
+    const tick = async () => {
+      try {
+        const pages = await Promise.all(
+          (["ready", "failed", "processing"] as const).map((status) => documentsApi.list({ status, limit: 200 })),
+        );
+        if (!stopped) merge(pages.flatMap((p) => p.documents));
+      } catch {
+        /* the next tick tries again */
+      }
+      if (!stopped) timer = window.setTimeout(tick, BATCH_POLL_MS);
+    };
+    timer = window.setTimeout(tick, BATCH_POLL_MS);
+    return () => {
+      stopped = true;
+      window.clearTimeout(timer);
+    };
+  }, [pending, ids]);
+  return useMemo(() => [...seen.values()], [seen]);
 }
 
 export function BatchProgress({ batch, docs }: { batch: Batch; docs: Document[] | null }) {

@@ -2,7 +2,29 @@ import { useState } from "react";
 import { errorMessage } from "../api/client";
 import type { Document } from "../api/types";
 import { plural } from "../lib/format";
+import { collectionsApi } from "../api/accounts";
+import { useCollections } from "../collections/CollectionsContext";
 import { documentsApi } from "./documentsApi";
+import { rechunkDocument } from "./RechunkAction";
+
+/** Run `one` for every id, four at a time; how many worked and why the others did not. */
+async function each(ids: string[], one: (id: string) => Promise<unknown>): Promise<{ ok: number; errors: string[] }> {
+  let ok = 0;
+  const errors: string[] = [];
+  const queue = [...ids];
+  const worker = async () => {
+    for (let id = queue.shift(); id !== undefined; id = queue.shift()) {
+      try {
+        await one(id);
+        ok += 1;
+      } catch (e) {
+        errors.push(errorMessage(e));
+      }
+    }
+  };
+  await Promise.all([worker(), worker(), worker(), worker()]);
+  return { ok, errors };
+}
 
 interface Props {
   /** The documents on the visible page. */
@@ -20,6 +42,26 @@ export function BulkActions({ docs, selected, onSelect, onDone }: Props) {
   const ids = docs.map((d) => d.id).filter((id) => selected.has(id));
   const all = docs.length > 0 && ids.length === docs.length;
   const failedCount = docs.filter((d) => selected.has(d.id) && d.status === "failed").length;
+  const { collections } = useCollections();
+  const writable = (collections ?? []).filter((c) => c.role !== "read");
+  const [target, setTarget] = useState("");
+
+  /** Add to / remove from a collection, or chunk again: one request per document. */
+  const runEach = async (what: "add" | "remove" | "rechunk") => {
+    setBusy(true);
+    const name = writable.find((c) => c.id === target)?.name ?? "";
+    const one =
+      what === "add"
+        ? (id: string) => collectionsApi.addDocument(target, id)
+        : what === "remove"
+          ? (id: string) => collectionsApi.removeDocument(target, id)
+          : (id: string) => rechunkDocument(id, "auto", null);
+    const { ok, errors } = await each(ids, one);
+    const verb = what === "add" ? `Added to ${name}:` : what === "remove" ? `Removed from ${name}:` : "Queued to chunk again:";
+    const reasons = [...new Set(errors)].join("; ");
+    onDone(`${verb} ${plural(ok, "document")}.${errors.length ? ` ${errors.length} not: ${reasons}.` : ""}`, errors.length > 0);
+    setBusy(false);
+  };
 
   const run = async (action: "delete" | "retry") => {
     setBusy(true);
@@ -84,6 +126,33 @@ export function BulkActions({ docs, selected, onSelect, onDone }: Props) {
               >
                 Retry{failedCount ? ` ${failedCount} failed` : ""}
               </button>
+              <button type="button" className="btn btn-small" disabled={busy} onClick={() => void runEach("rechunk")} data-testid="bulk-rechunk">
+                Re-chunk
+              </button>
+              {writable.length > 0 && (
+                <span className="docs-bulk-collection">
+                  <select
+                    className="input input-small"
+                    value={target}
+                    onChange={(e) => setTarget(e.target.value)}
+                    aria-label="Collection for the selected documents"
+                    data-testid="bulk-collection"
+                  >
+                    <option value="">Collection…</option>
+                    {writable.map((c) => (
+                      <option key={c.id} value={c.id}>
+                        {c.name}
+                      </option>
+                    ))}
+                  </select>
+                  <button type="button" className="btn btn-small" disabled={busy || !target} onClick={() => void runEach("add")} data-testid="bulk-collection-add">
+                    Add
+                  </button>
+                  <button type="button" className="btn btn-small" disabled={busy || !target} onClick={() => void runEach("remove")} data-testid="bulk-collection-remove">
+                    Remove
+                  </button>
+                </span>
+              )}
             </>
           )}
         </>

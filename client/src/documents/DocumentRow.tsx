@@ -1,6 +1,7 @@
 import { useState } from "react";
 import type { Document } from "../api/types";
 import { Icon } from "../components/Icon";
+import { RenameTitle } from "./RenameTitle";
 import { formatBytes, formatDate, formatEta, plural } from "../lib/format";
 import { Link } from "../lib/router";
 import { MetadataToggle } from "./MetadataEditor";
@@ -42,6 +43,8 @@ interface Props {
   /** Multi-select (the page's bulk actions): a checkbox when given. */
   selected?: boolean;
   onSelect?: (id: string, selected: boolean) => void;
+  /** After a rename: the updated document (the Rename button shows only with it). */
+  onChanged?: (doc: Document) => void;
 }
 
 /** A server message with `code` in backticks (a command to run): the code as code, never the backticks. */
@@ -49,8 +52,9 @@ export function withCode(text: string) {
   return text.split(/`([^`]+)`/g).map((part, i) => (i % 2 ? <code key={i}>{part}</code> : part));
 }
 
-export function DocumentRow({ doc, onDelete, onRetry, onCancel, collections = [], selected, onSelect }: Props) {
+export function DocumentRow({ doc, onDelete, onRetry, onCancel, onChanged, collections = [], selected, onSelect }: Props) {
   const [confirm, setConfirm] = useState(false);
+  const [renaming, setRenaming] = useState(false);
   const [busy, setBusy] = useState(false);
   const [acting, setActing] = useState(false);
   const act = async (action?: (id: string) => Promise<void>) => {
@@ -90,7 +94,15 @@ export function DocumentRow({ doc, onDelete, onRetry, onCancel, collections = []
       </div>
       <div className="doc-body">
         <div className="doc-title">
-          {doc.status === "ready" ? (
+          {renaming ? (
+            <RenameTitle
+              doc={doc}
+              onDone={(updated) => {
+                setRenaming(false);
+                if (updated) onChanged?.(updated);
+              }}
+            />
+          ) : doc.status === "ready" ? (
             <Link to={`/documents/${encodeURIComponent(doc.id)}`} className="doc-open" data-testid="document-title">
               {doc.title || doc.filename}
             </Link>
@@ -146,6 +158,17 @@ export function DocumentRow({ doc, onDelete, onRetry, onCancel, collections = []
         {active && pct != null ? ` ${pct}%` : ""}
       </span>
       <div className="doc-actions">
+        {onChanged && !renaming && !confirm && doc.access !== "read" && (
+          <button
+            type="button"
+            className="btn btn-small btn-ghost"
+            aria-label={`Rename ${doc.title || doc.filename}`}
+            onClick={() => setRenaming(true)}
+            data-testid="document-rename"
+          >
+            Rename
+          </button>
+        )}
         {mine && !confirm && doc.status === "failed" && onRetry && (
           <button
             type="button"

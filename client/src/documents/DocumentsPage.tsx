@@ -6,7 +6,7 @@ import { RetryError } from "../components/RetryError";
 import { Spinner } from "../components/Spinner";
 import { useSearchParams } from "../lib/router";
 import { BulkActions } from "./BulkActions";
-import { type Batch, BatchProgress } from "./BatchProgress";
+import { type Batch, BatchProgress, useBatchDocuments } from "./BatchProgress";
 import { DocumentRow } from "./DocumentRow";
 import { PAGE_SIZE } from "./documentsApi";
 import { DEFAULT_FILTERS, DocumentsPager, DocumentsToolbar, type Filters } from "./DocumentsToolbar";
@@ -35,6 +35,9 @@ function useListState() {
     type: (search.get("type") ?? "") as Filters["type"],
     sort: (search.get("sort") ?? DEFAULT_FILTERS.sort) as Filters["sort"],
     order: (search.get("order") ?? DEFAULT_FILTERS.order) as Filters["order"],
+    collection_id: search.get("collection") ?? "",
+    owner: (search.get("owner") ?? "") as Filters["owner"],
+    meta: search.get("meta") ?? "",
   };
   const page = Math.max(1, Number.parseInt(search.get("page") ?? "1", 10) || 1);
   const change = (next: Partial<Filters>) => {
@@ -45,11 +48,14 @@ function useListState() {
       type: merged.type || null,
       sort: merged.sort === DEFAULT_FILTERS.sort ? null : merged.sort,
       order: merged.order === DEFAULT_FILTERS.order ? null : merged.order,
+      collection: merged.collection_id || null,
+      owner: merged.owner || null,
+      meta: merged.meta || null,
       page: null, // a new search starts on the first page
     });
   };
   const goTo = (n: number) => setSearch({ page: n > 1 ? String(n) : null });
-  const filtered = !!(filters.q || filters.status || filters.type);
+  const filtered = !!(filters.q || filters.status || filters.type || filters.collection_id || filters.owner || filters.meta);
   return { filters, page, change, goTo, filtered };
 }
 
@@ -73,6 +79,7 @@ export function DocumentsPage() {
   const [uploading, setUploading] = useState(false);
   // The last upload, followed until its documents are ingested: one overall bar when it has several.
   const [batch, setBatch] = useState<Batch | null>(null);
+  const batchDocs = useBatchDocuments(batch, docs);
   // Per file of the last upload, in the order chosen: the results worth listing.
   const [perFile, setPerFile] = useState<UploadResult[][]>([]);
   const results = perFile.flat();
@@ -190,7 +197,7 @@ export function DocumentsPage() {
           <Spinner label="Uploading" /> Uploading…
         </p>
       )}
-      {batch && (batch.files > 1 || batch.ids.length > 1) && <BatchProgress batch={batch} docs={docs} />}
+      {batch && (batch.files > 1 || batch.ids.length > 1) && <BatchProgress batch={batch} docs={batchDocs} />}
       {notice && (
         <div className="error-box" role="alert" data-testid="upload-error">
           <div className="error-text">{notice}</div>
@@ -224,7 +231,7 @@ export function DocumentsPage() {
       ) : docs.length === 0 && (list.filtered || page > 1) ? (
         <p className="muted docs-none" data-testid="documents-none" role="status">
           No documents match{filters.q ? ` “${filters.q}”` : ""}
-          {filters.status || filters.type ? " with these filters" : ""}.
+          {filters.status || filters.type || filters.collection_id || filters.owner || filters.meta ? " with these filters" : ""}.
         </p>
       ) : docs.length === 0 ? (
         <div className="empty" data-testid="documents-empty">
@@ -256,6 +263,7 @@ export function DocumentsPage() {
                 onDelete={remove}
                 onRetry={transition("retry")}
                 onCancel={transition("cancel")}
+                onChanged={(u) => setDocs((cur) => cur && cur.map((x) => (x.id === u.id ? { ...x, ...u } : x)))}
                 collections={(d.collection_ids ?? []).flatMap((id) => names.get(id) ?? [])}
                 selected={selected.has(d.id)}
                 onSelect={(id, on) =>

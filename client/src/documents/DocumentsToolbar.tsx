@@ -1,5 +1,6 @@
 import { useEffect, useState } from "react";
 import type { Document } from "../api/types";
+import { useCollections } from "../collections/CollectionsContext";
 import { useDebounced } from "../lib/useDebounced";
 import type { Order, SortKey } from "./documentsApi";
 import { TYPE_LABELS, type TypeFamily } from "./formats";
@@ -10,9 +11,24 @@ export interface Filters {
   type: TypeFamily | "";
   sort: SortKey;
   order: Order;
+  /** One collection's documents. */
+  collection_id: string;
+  /** Mine, or shared with me. */
+  owner: "" | "me" | "others";
+  /** `key=value`: a metadata key holding the value. */
+  meta: string;
 }
 
-export const DEFAULT_FILTERS: Filters = { q: "", status: "", type: "", sort: "created_at", order: "desc" };
+export const DEFAULT_FILTERS: Filters = {
+  q: "",
+  status: "",
+  type: "",
+  sort: "created_at",
+  order: "desc",
+  collection_id: "",
+  owner: "",
+  meta: "",
+};
 
 const SORTS: { value: `${SortKey}:${Order}`; label: string }[] = [
   { value: "created_at:desc", label: "Newest first" },
@@ -32,8 +48,33 @@ const STATUSES: { value: Filters["status"]; label: string }[] = [
   { value: "failed", label: "Failed" },
 ];
 
-/** Search (debounced), status, type and sort of the documents list. */
+/** A metadata filter typed as `key=value`: sent once it has both sides (the server checks the rest). */
+function MetaFilter({ value, onChange }: { value: string; onChange: (meta: string) => void }) {
+  const [text, setText] = useState(value);
+  const debounced = useDebounced(text, 400);
+  useEffect(() => {
+    const t = debounced.trim();
+    const ok = /^[^=]+=.+$/.test(t);
+    if ((ok || !t) && t !== value) onChange(t);
+  }, [debounced]);
+  useEffect(() => setText((t) => (t.trim() === value ? t : value)), [value]);
+  return (
+    <input
+      type="search"
+      className="docs-meta-filter"
+      placeholder="Metadata: key=value"
+      aria-label="Metadata filter, as key=value (for example subject=History)"
+      value={text}
+      maxLength={600}
+      onChange={(e) => setText(e.target.value)}
+      data-testid="documents-meta-filter"
+    />
+  );
+}
+
+/** Search (debounced), status, type, collection, owner, metadata and sort of the documents list. */
 export function DocumentsToolbar({ filters, onChange }: { filters: Filters; onChange: (next: Partial<Filters>) => void }) {
+  const { collections } = useCollections();
   const [text, setText] = useState(filters.q);
   const debounced = useDebounced(text, 250);
   useEffect(() => {
@@ -81,6 +122,32 @@ export function DocumentsToolbar({ filters, onChange }: { filters: Filters; onCh
           </option>
         ))}
       </select>
+      {!!collections?.length && (
+        <select
+          aria-label="Collection"
+          value={filters.collection_id}
+          onChange={(e) => onChange({ collection_id: e.target.value })}
+          data-testid="documents-collection-filter"
+        >
+          <option value="">Any collection</option>
+          {collections.map((c) => (
+            <option key={c.id} value={c.id}>
+              {c.name}
+            </option>
+          ))}
+        </select>
+      )}
+      <select
+        aria-label="Owner"
+        value={filters.owner}
+        onChange={(e) => onChange({ owner: e.target.value as Filters["owner"] })}
+        data-testid="documents-owner-filter"
+      >
+        <option value="">Anyone's</option>
+        <option value="me">Mine</option>
+        <option value="others">Shared with me</option>
+      </select>
+      <MetaFilter value={filters.meta} onChange={(meta) => onChange({ meta })} />
       <select
         aria-label="Sort by"
         value={`${filters.sort}:${filters.order}`}

@@ -1,5 +1,9 @@
 import { json, request } from "../api/client";
+import type { components, operations } from "../api/schema";
 import type { BulkResult, ChunkList, Document, DocumentList } from "../api/types";
+
+type MetadataPatch = components["schemas"]["MetadataPatch"];
+type ListQuery = NonNullable<operations["ApiDocumentsListDocuments"]["parameters"]["query"]>;
 import type { TypeFamily } from "./formats";
 
 export type SortKey = "created_at" | "title" | "byte_size" | "status";
@@ -14,6 +18,10 @@ export interface ListParams {
   order?: Order;
   limit?: number;
   offset?: number;
+  collection_id?: string;
+  owner?: NonNullable<ListQuery["owner"]> | "";
+  /** `key=value` */
+  meta?: string;
 }
 
 export const PAGE_SIZE = 50;
@@ -52,6 +60,10 @@ export const documentsApi = {
       `/api/documents/${encodeURIComponent(id)}/chunks${query({ offset: params.offset, limit: params.limit, chunk_id: params.chunkId })}`,
       { signal },
     ),
+
+  /** A new title (the file name stays); the updated document. */
+  rename: (id: string, title: string) =>
+    request<Document>(`/api/documents/${encodeURIComponent(id)}`, json("PATCH", { title } satisfies MetadataPatch)),
 
   /** The original file (PDF inline; other types download). */
   fileUrl: (id: string) => `/api/documents/${encodeURIComponent(id)}/file`,

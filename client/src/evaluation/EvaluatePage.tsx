@@ -16,28 +16,38 @@ function BarChart(props: { title: string; groups: string[]; series: [string, num
   return (
     <figure className="eval-chart" data-testid="eval-chart">
       <figcaption>{title}</figcaption>
-      <svg viewBox={`0 0 ${w} ${h + 40}`} role="img" aria-label={title} width="100%">
-        <line x1={36} y1={h} x2={w} y2={h} stroke="#999" />
+      {/* text and axis in currentColor: readable in both themes */}
+      <svg viewBox={`0 0 ${w} ${h + 40}`} role="img" aria-label={title} width="100%" className="eval-svg">
+        <line x1={36} y1={h} x2={w} y2={h} stroke="currentColor" strokeOpacity={0.5} />
         {groups.map((g, gi) => (
           <g key={g}>
             {series.map(([name, values], si) => {
               const v = values[gi] ?? 0;
               const bh = (v / max) * (h - 10);
               return (
-                <rect key={name} data-testid="eval-bar" x={40 + gi * groupW + si * barW} y={h - bh} width={barW - 2}
-                  height={bh} fill={COLORS[si % COLORS.length]}>
-                  <title>{`${name} ${g}: ${v.toFixed(unit ? 1 : 3)}${unit}`}</title>
-                </rect>
+                <g key={name}>
+                  <rect data-testid="eval-bar" x={40 + gi * groupW + si * barW} y={h - bh} width={barW - 2}
+                    height={bh} fill={COLORS[si % COLORS.length]}>
+                    <title>{`${name} ${g}: ${v.toFixed(unit ? 1 : 3)}${unit}`}</title>
+                  </rect>
+                  {/* the value on the bar (what the tooltip says, without hovering) */}
+                  <text data-testid="eval-value" x={40 + gi * groupW + si * barW + (barW - 2) / 2} y={h - bh - 3}
+                    fontSize={barW >= 22 ? 10 : 8} textAnchor="middle" fill="currentColor">
+                    {unit ? Math.round(v) : v.toFixed(2)}
+                  </text>
+                </g>
               );
             })}
-            <text x={40 + gi * groupW + groupW / 2 - 6} y={h + 16} fontSize="12" textAnchor="middle">{g}</text>
+            <text x={40 + gi * groupW + groupW / 2 - 6} y={h + 16} fontSize="12" textAnchor="middle" fill="currentColor">{g}</text>
           </g>
         ))}
-        <text x={0} y={12} fontSize="11">{max.toFixed(unit ? 0 : 2)}{unit}</text>
+        <text x={0} y={12} fontSize="11" fill="currentColor">{max.toFixed(unit ? 0 : 2)}{unit}</text>
       </svg>
       <div className="eval-legend">
         {series.map(([name], si) => (
-          <span key={name} style={{ color: COLORS[si % COLORS.length] }}>■ {name} </span>
+          <span key={name}>
+            <span aria-hidden="true" style={{ color: COLORS[si % COLORS.length] }}>■</span> {name}{" "}
+          </span>
         ))}
       </div>
     </figure>

@@ -1,6 +1,6 @@
 import { useCallback, useSyncExternalStore, type AnchorHTMLAttributes, type MouseEvent } from "react";
 
-/** A tiny history-API router: three pages do not need a routing library. */
+/** A tiny history-API router: nine pages and a few path parameters (lib/routes.ts) do not need a routing library. */
 
 const listeners = new Set<() => void>();
 function emit() {

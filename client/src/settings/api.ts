@@ -1,37 +1,17 @@
 import { json, request } from "../api/client";
+import type { components } from "../api/schema";
 
 /** GET/PUT /api/settings and GET /api/models (docs/API.md "Settings"). */
 
-export type Theme = "light" | "dark" | "system";
-export type SearchModeName = "hybrid" | "vector" | "keyword";
-export type ChunkStrategy = "auto" | "line" | "sentence" | "semantic";
+type Schemas = components["schemas"];
 
-export interface UserSettings {
-  chat_model: string;
-  search_mode: SearchModeName;
-  rerank: boolean;
-  chunk_strategy: ChunkStrategy;
-  metadata_extraction: boolean;
-  theme: Theme;
-}
-
-export interface SettingsView {
-  values: UserSettings;
-  defaults: UserSettings;
-  restart_required: string[];
-}
-
-export interface ChatModelInfo {
-  name: string;
-  size?: number | null;
-  family?: string | null;
-}
-
-export interface ChatModels {
-  models: ChatModelInfo[];
-  default: string;
-  provider: "ollama" | "openai";
-}
+export type UserSettings = Schemas["UserSettings"];
+export type Theme = UserSettings["theme"];
+export type SearchModeName = UserSettings["search_mode"];
+export type ChunkStrategy = UserSettings["chunk_strategy"];
+export type SettingsView = Schemas["SettingsView"];
+export type ChatModelInfo = Schemas["ChatModel"];
+export type ChatModels = Schemas["ChatModels"];
 
 /** Fields sent change; `null` puts one back to the environment's default. */
 export type SettingsPatch = { [K in keyof UserSettings]?: UserSettings[K] | null };

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import unicodedata
 from datetime import UTC, datetime
 from typing import Any, Literal
 from uuid import UUID
 
 from litestar.datastructures import UploadFile
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ragchat.core.schemas import Person
 from ragchat.documents.chunking.strategy import Strategy
@@ -145,13 +146,34 @@ class UploadForm(BaseModel):
 
 
 class MetadataPatch(BaseModel):
-    """PATCH /api/documents/{id}: a JSON merge patch of the metadata (null removes a key)."""
+    """PATCH /api/documents/{id}: a new title (the file name stays), a JSON merge patch of the metadata (null
+    removes a key), or both."""
 
     model_config = ConfigDict(extra="forbid")
 
-    metadata: dict[str, Any] = Field(
-        description='{"subject": ["Polity", "History"], "draft": null}: strings or lists of strings; null removes'
+    title: str | None = Field(
+        default=None, min_length=1, max_length=500, description="the title shown in lists and citations"
     )
+    metadata: dict[str, Any] | None = Field(
+        default=None,
+        description='{"subject": ["Polity", "History"], "draft": null}: strings or lists of strings; null removes',
+    )
+
+    @field_validator("title")
+    @classmethod
+    def _one_line(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        title = " ".join(value.split())
+        if not title or any(unicodedata.category(c) in ("Cc", "Cf", "Cs", "Co") for c in title):
+            raise ValueError("a title is one line of visible text")
+        return title
+
+    @model_validator(mode="after")
+    def _something(self) -> MetadataPatch:
+        if self.title is None and self.metadata is None:
+            raise ValueError("send a title, metadata or both")
+        return self
 
 
 class ExtractionQueued(BaseModel):

@@ -26,6 +26,9 @@ MAX_LIMIT = 12
 _EXTENSION = re.compile(r"\.[A-Za-z0-9]{1,5}$")
 _NUMBERING = re.compile(r"^(?:[0-9IVXivx]+[.)]?\s*)+(?=[^\W\d_])")
 _LETTER = re.compile(r"[^\W\d_]")
+_WORD = re.compile(r"[^\W\d_]{3,}")
+_DIGITS = re.compile(r"\d{4,}")
+_HEXISH = re.compile(r"(?i)[0-9a-f-]{8,}")
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,14 @@ def display_title(title: str, filename: str) -> str:
     if " " not in raw:  # a file name's stem: "volcano_notes"
         raw = raw.replace("_", " ")
     return _short(raw, 60) or "this document"
+
+
+def id_like(title: str) -> bool:
+    """A name no person would ask about: "scifact-991139", "doc_00042", a hash or UUID, no word at all."""
+    flat = title.strip()
+    if not _LETTER.search(flat) or _HEXISH.fullmatch(flat.replace(" ", "")):
+        return True
+    return len(_WORD.findall(flat)) <= 1 and bool(_DIGITS.search(flat))
 
 
 def heading_topic(section: str, title: str) -> str | None:
@@ -146,12 +157,15 @@ def pick(
                 continue
             kind, topic = candidates[depth]
             title = titles[doc]
+            named = not id_like(title)  # an id-like file name is never put into a question
             if kind == "heading":
-                text = f"What does {title} say about {topic}?"
+                text = f"What does {title} say about {topic}?" if named else f"What do my documents say about {topic}?"
             elif kind == "phrase":
-                text = f"What is meant by “{topic}” in {title}?"
-            else:
+                text = f"What is meant by “{topic}” in {title}?" if named else f"What is meant by “{topic}”?"
+            elif named:
                 text = f"What are the key points of {title}?"
+            else:
+                continue
             if text.lower() not in seen:
                 seen.add(text.lower())
                 out.append(Suggestion(text, doc, title))

@@ -92,7 +92,9 @@ async def store_chunks(
         [VectorRow(by_index[c.chunk_index], document_id, owner, c.content_hash, c.embedding) for c in chunks],
     )
     await conn.execute(
-        """UPDATE documents SET status = 'ready', error = NULL, title = %s, chunks_total = %s, chunks_done = %s,
+        """UPDATE documents SET status = 'ready', error = NULL,
+               title = CASE WHEN jsonb_typeof(metadata->'title') = 'string' THEN metadata->>'title' ELSE %s END,
+               chunks_total = %s, chunks_done = %s,
                page_count = %s, metadata = %s || metadata, locked_at = NULL, lease_until = NULL,
                worker_id = NULL, updated_at = now(), chunking = coalesce(%s, chunking)
            WHERE id = %s""",

@@ -51,6 +51,10 @@ class ListQuery:
     order: Order = "desc"
     limit: int = 50
     offset: int = 0
+    owner: Literal["me", "others"] | None = None
+    # one metadata key and a value it holds (a string, or one of its list's strings)
+    meta_key: str | None = None
+    meta_value: str | None = None
 
 
 def like_pattern(text: str) -> str:
@@ -59,9 +63,17 @@ def like_pattern(text: str) -> str:
     return f"%{escaped}%"
 
 
-def _filters(query: ListQuery) -> tuple[list[str], dict[str, Any]]:
+def _filters(query: ListQuery, reader: UUID) -> tuple[list[str], dict[str, Any]]:
     where: list[str] = []
     params: dict[str, Any] = {}
+    if query.owner:
+        where.append("d.owner_id = %(me)s" if query.owner == "me" else "d.owner_id <> %(me)s")
+        params["me"] = reader
+    if query.meta_key is not None and query.meta_value is not None:
+        where.append(
+            "(d.metadata -> %(mk)s = to_jsonb(%(mv)s::text) OR d.metadata -> %(mk)s @> jsonb_build_array(%(mv)s::text))"
+        )
+        params |= {"mk": query.meta_key, "mv": query.meta_value}
     if query.q:
         where.append(r"(d.title ILIKE %(q)s ESCAPE '\' OR d.filename ILIKE %(q)s ESCAPE '\')")
         params["q"] = like_pattern(query.q)
@@ -84,7 +96,7 @@ async def list_page(conn: Conn, reader: UUID, query: ListQuery) -> tuple[list[di
     """One page of what `reader` may read, filtered and sorted (ties broken by id, so pages never overlap), and
     how many match in all."""
     scope = await read_scope(conn, reader)
-    where, params = _filters(query)
+    where, params = _filters(query, reader)
     clause = " AND ".join([readable(scope, "d.owner_id", "d.id"), *where])
     params |= scope_params(scope) | {"limit": query.limit, "offset": query.offset}
     direction = "ASC" if query.order == "asc" else "DESC"

@@ -3,7 +3,7 @@ cancel, delete."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 from uuid import UUID
 
 from litestar import Controller, delete, get, patch, post
@@ -71,6 +71,17 @@ async def upload_results(
     return UploadResults(results=results)
 
 
+def _meta_filter(raw: str | None) -> tuple[str | None, str | None]:
+    """`key=value` split and checked like stored metadata (a 400 names what is wrong)."""
+    if raw is None:
+        return None, None
+    key, sep, value = raw.partition("=")
+    key, value = key.strip(), value.strip()
+    if not sep or not key or not value or len(key) > 64 or len(value) > 500 or "\x00" in raw:
+        raise BadRequest("meta is key=value: a key of 1 to 64 characters and a value of 1 to 500, e.g. subject=History")
+    return key, value
+
+
 class DocumentController(Controller):
     path = "/api/documents"
 
@@ -87,10 +98,18 @@ class DocumentController(Controller):
         order: Order = "desc",
         limit: Annotated[int, Parameter(ge=1, le=200)] = 50,
         offset: Annotated[int, Parameter(ge=0, le=10_000_000)] = 0,
+        owner: Annotated[Literal["me", "others"] | None, Parameter(description="mine, or shared with me")] = None,
+        meta: Annotated[
+            str | None, Parameter(max_length=600, description="key=value: the metadata key holds the value")
+        ] = None,
     ) -> DocumentList:
-        """What I may read: my documents and those shared with me (`collection_id`: one collection's), one page
-        (newest first unless `sort`/`order` say otherwise) with `total`, how many match in all."""
-        query = ListQuery(q.strip() if q else None, status, type, collection_id, sort, order, limit, offset)
+        """What I may read: my documents and those shared with me (`collection_id`: one collection's; `owner`:
+        only mine or only others'; `meta`: `subject=History`), one page (newest first unless `sort`/`order` say
+        otherwise) with `total`, how many match in all."""
+        key, value = _meta_filter(meta)
+        query = ListQuery(
+            q.strip() if q else None, status, type, collection_id, sort, order, limit, offset, owner, key, value
+        )
         rows, total = await documents.catalog.list_page(principal, query)
         return DocumentList(documents=[Document.of(r) for r in rows], total=total)
 
@@ -183,12 +202,13 @@ class DocumentController(Controller):
     async def update_document(
         self, document_id: UUID, data: MetadataPatch, documents: DocumentService, principal: Principal
     ) -> Document:
-        """Edit the document's metadata as a JSON merge patch: `{"metadata": {"subject": ["Polity", "History"],
+        """Rename the document (`{"title": "Annual report 2024"}`: the file name stays) and/or edit its metadata
+        as a JSON merge patch: `{"metadata": {"subject": ["Polity", "History"],
         "draft": null}}` sets `subject` and removes `draft`; other keys stay. Values are strings or lists of at
         most 20 strings (500 characters each), at most 50 keys of 64 characters; the server's keys (source_path,
         source_url, ...) cannot be changed. The owner or a collection writer (403 for a reader, 404 otherwise)."""
-        checked = check_metadata(data.metadata, allow_null=True)
-        return Document.of(await documents.metadata.update_metadata(principal, document_id, checked))
+        checked = check_metadata(data.metadata, allow_null=True) if data.metadata is not None else None
+        return Document.of(await documents.metadata.update_metadata(principal, document_id, checked, title=data.title))
 
     @delete("/{document_id:uuid}", status_code=204, responses=error_responses(404))
     async def delete_document(self, document_id: UUID, documents: DocumentService, principal: Principal) -> None:

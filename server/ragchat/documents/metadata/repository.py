@@ -29,6 +29,11 @@ async def write_metadata(conn: Conn, document_id: UUID, metadata: dict[str, Any]
     )
 
 
+async def write_title(conn: Conn, document_id: UUID, title: str) -> None:
+    """A person's title for the document (its file name stays as uploaded)."""
+    await conn.execute("UPDATE documents SET title = %s, updated_at = now() WHERE id = %s", (title, document_id))
+
+
 async def add_metadata(conn: Conn, owner: UUID, document_ids: Sequence[UUID], metadata: dict[str, Any]) -> None:
     """A person's keys (checked) added to `owner`'s documents (just registered: their upload's metadata)."""
     await conn.execute(

@@ -32,16 +32,22 @@ class MetadataService:
             async with self.pool.connection() as conn:
                 await meta_repo.add_metadata(conn, principal.user_id, ids, metadata)
 
-    async def update_metadata(self, principal: Principal, document_id: UUID, patch: dict[str, Any]) -> dict[str, Any]:
-        """Merge a person's (checked) keys into the metadata (null removes one). The owner or a collection
-        writer; a reader gets 403, anyone else 404."""
+    async def update_metadata(
+        self, principal: Principal, document_id: UUID, patch: dict[str, Any] | None, *, title: str | None = None
+    ) -> dict[str, Any]:
+        """Merge a person's (checked) keys into the metadata (null removes one) and/or set a new title. The
+        owner or a collection writer; a reader gets 403, anyone else 404."""
         async with self.pool.connection() as conn:
             await writable_document(conn, principal, document_id, "edit its metadata")
             async with conn.transaction():
                 row = await meta_repo.lock_metadata(conn, document_id)
                 if row is None:
                     raise NotFound(f"document {document_id} not found")
+                # The title lives in the `title` metadata key too, so that chunking the file again keeps it.
+                patch = {**(patch or {}), **({"title": title} if title is not None else {})}
                 await meta_repo.write_metadata(conn, document_id, apply_patch(row["metadata"] or {}, patch))
+                if isinstance(patch.get("title"), str):
+                    await meta_repo.write_title(conn, document_id, patch["title"])
             return await writable_document(conn, principal, document_id, "edit its metadata")
 
     async def request_extraction(self, principal: Principal, document_id: UUID | None = None) -> list[UUID]:

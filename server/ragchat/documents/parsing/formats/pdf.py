@@ -49,7 +49,7 @@ def parse_pdf(data: bytes, stem: str, limits: ParseLimits, deadline: Deadline) -
             )
         info = reader.metadata
         title, author = (one_line(str(v or "")) for v in ((info.title, info.author) if info else ("", "")))
-        title, author = ("" if v.lower() in PLACEHOLDERS else v for v in (title, author))
+        title, author = ("" if _placeholder(v) else v for v in (title, author))
     except ParseError:
         raise
     except Exception as exc:  # pypdf raises many types on malformed input
@@ -72,3 +72,8 @@ def parse_pdf(data: bytes, stem: str, limits: ParseLimits, deadline: Deadline) -
         )
     metadata = {"page_count": page_count} | {k: v for k, v in (("title", title), ("author", author)) if v}
     return make_document(title or stem, sections, metadata)
+
+
+def _placeholder(value: str) -> bool:
+    """A tool's stand-in for no value: "(anonymous)", "Untitled", "[unknown]", or nothing but punctuation."""
+    return value.strip(" ()[]<>{}-_.\"'").lower() in PLACEHOLDERS | {""}
