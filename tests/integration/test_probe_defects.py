@@ -60,3 +60,12 @@ async def test_a_nul_in_an_eval_category_key_is_a_400(live_app: Any) -> None:
         response = await client.post("/api/eval/runs", json={"category_key": "topic\x00x"})
         assert response.status_code == 400, response.text[:300]
         assert response.json()["code"] == "bad_request"
+
+
+async def test_the_thread_export_schema_says_json_is_an_object(live_app: Any) -> None:
+    server = live_app()
+    async with httpx.AsyncClient(base_url=server.url, timeout=30) as client:
+        schema = (await client.get("/schema/openapi.json")).json()
+    content = schema["paths"]["/api/threads/{thread_id}/export"]["get"]["responses"]["200"]["content"]
+    assert content["application/json"]["schema"]["type"] == "object"
+    assert content["text/markdown"]["schema"] == {"type": "string", "format": "binary"}
