@@ -125,7 +125,8 @@ def file_download(*media_types: str) -> type[Operation]:
             ok = (self.responses or {}).get("200")
             if isinstance(ok, OpenAPIResponse):
                 raw = OpenAPIMediaType(schema=Schema(type=OpenAPIType.STRING, format=OpenAPIFormat.BINARY))
-                parsed = OpenAPIMediaType(schema=Schema(type=OpenAPIType.OBJECT))  # JSON is JSON, not bytes
+                # a JSON file is a JSON object in the schema, not bytes
+                parsed = OpenAPIMediaType(schema=Schema(type=OpenAPIType.OBJECT, additional_properties=True))
                 ok.content = {t: parsed if t == "application/json" else raw for t in media_types}
 
     return FileOperation
