@@ -218,7 +218,13 @@ async def test_writers_add_their_own_documents_to_a_shared_collection(server: An
     await wait_ready(b, [doc])
     assert doc in {d["id"] for d in (await c.get("/api/documents")).json()["documents"]}
     readonly = await c.post("/api/documents", files={"files": ("c.txt", b"carol")}, data={"collection_id": team})
-    assert readonly.status_code == 404  # read members cannot add
+    assert readonly.status_code == 403 and readonly.json()["code"] == "forbidden"  # a reader sees it, cannot add
+    assert "c.txt" not in {d["filename"] for d in (await c.get("/api/documents")).json()["documents"]}
+    stranger = await a.post("/api/collections", json={"name": "alice only"})
+    hidden = await c.post(
+        "/api/documents", files={"files": ("c.txt", b"carol")}, data={"collection_id": stranger.json()["id"]}
+    )
+    assert hidden.status_code == 404  # not a member: the collection is not there for carol
     assert (await c.put(f"/api/collections/{team}/members/{carol_id}", json={"role": "write"})).status_code == 403
     hits = (await c.get("/api/search", params={"q": "launch plan March"})).json()["chunks"]
     assert hits and hits[0]["document_id"] == doc

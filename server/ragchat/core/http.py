@@ -125,7 +125,9 @@ def file_download(*media_types: str) -> type[Operation]:
             ok = (self.responses or {}).get("200")
             if isinstance(ok, OpenAPIResponse):
                 raw = OpenAPIMediaType(schema=Schema(type=OpenAPIType.STRING, format=OpenAPIFormat.BINARY))
-                ok.content = dict.fromkeys(media_types, raw)
+                # a JSON file is a JSON object in the schema, not bytes
+                parsed = OpenAPIMediaType(schema=Schema(type=OpenAPIType.OBJECT, additional_properties=True))
+                ok.content = {t: parsed if t == "application/json" else raw for t in media_types}
 
     return FileOperation
 

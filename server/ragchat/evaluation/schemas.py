@@ -14,7 +14,10 @@ class EvalRunBody(BaseModel):
     n: int = Field(default=20, ge=1, le=500, description="questions to generate (one per sampled chunk)")
     rerank: Flag = Field(default=False, description="also measure every mode with the LLM reranker")
     category_key: str | None = Field(
-        default=None, max_length=100, description="a document metadata key: results per its value (byCategory)"
+        default=None,
+        max_length=100,
+        pattern=r"^[^\x00-\x1f\x7f]*$",  # no NUL or other control character: it is stored in Postgres text
+        description="a document metadata key: results per its value (byCategory)",
     )
 
 

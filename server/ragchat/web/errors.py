@@ -20,6 +20,12 @@ from ragchat.core.http import HTTP_CODES, error_body, request_id_of
 
 log = logging.getLogger("ragchat.web")
 
+#: Litestar's multipart parser refuses a part header over 4 KB (or more than 8 headers) as a 400 saying "Request
+#: Entity Too Large"; in practice that is an over-long file name (registration refuses names over 255 characters).
+MULTIPART_LIMIT = (
+    "a multipart part's header is over 4 KB or it has more than 8 headers: a file name is at most 255 characters"
+)
+
 
 def as_ragchat_error(exc: BaseException) -> RagchatError | None:
     """Exceptions with a known meaning as domain errors (None for a bug)."""
@@ -38,6 +44,8 @@ def error_response(request: Request[Any, Any, Any], exc: Exception) -> Response[
     if isinstance(exc, HTTPException) and exc.status_code < 500:
         status, code, detail, extra = exc.status_code, HTTP_CODES.get(exc.status_code, "error"), exc.detail, exc.extra
         headers.update(exc.headers or {})
+        if status == 400 and detail == "Request Entity Too Large":  # litestar's name for a multipart parser limit
+            detail = MULTIPART_LIMIT
         if isinstance(extra, list) and extra:  # validation: name the fields in the detail too
             problems = [
                 f"{e.get('key') or e.get('source')}: {e.get('message')}" for e in extra[:3] if isinstance(e, dict)

@@ -145,6 +145,16 @@ async def add_to_collection(conn: Conn, user: UUID, document_id: UUID, collectio
     return True
 
 
+async def collection_role(conn: Conn, user: UUID, collection_id: UUID) -> str | None:
+    """The user's role in the collection (owner, write, read), None when not a member."""
+    row = await (
+        await conn.execute(
+            "SELECT role FROM collection_members WHERE collection_id = %s AND user_id = %s", (collection_id, user)
+        )
+    ).fetchone()
+    return str(row["role"]) if row else None
+
+
 async def can_write_collection(conn: Conn, user: UUID, collection_id: UUID) -> bool:
     row = await (
         await conn.execute(

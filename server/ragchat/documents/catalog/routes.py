@@ -113,7 +113,7 @@ class DocumentController(Controller):
         rows, total = await documents.catalog.list_page(principal, query)
         return DocumentList(documents=[Document.of(r) for r in rows], total=total)
 
-    @post("/", status_code=201, responses=error_responses(404))
+    @post("/", status_code=201, responses=error_responses(403, 404))
     async def upload(
         self,
         data: Annotated[UploadForm, Body(media_type=RequestEncodingType.MULTI_PART)],
@@ -125,8 +125,10 @@ class DocumentController(Controller):
         """Multipart upload, one or more `files` parts; each file is queued, a duplicate, or rejected (201 when at
         least one is accepted; when all are rejected, the first rejection's 413, 415 or 400 with every result in
         `extra.results`). A `collection_id` (query or form field) puts the uploads into that collection (write
-        access needed). The whole body may not exceed MAX_UPLOAD_MB (+1 MB): send big batches one file a request.
-        A `metadata` form field (a JSON object of strings or lists of strings) is set on every new document."""
+        access needed: 403 for a reader, 404 for a non-member). The whole body may not exceed MAX_UPLOAD_MB
+        (+1 MB): send big batches one file a request. A file name is 1 to 255 characters, no control characters
+        (that file is rejected with a 400). A `metadata` form field (a JSON object of strings or lists of
+        strings) is set on every new document."""
         collection_id = collection_id or data.collection_id
         preferences = await user_preferences(principal.user_id)  # the Settings page's choices over the env's
         chunking = None

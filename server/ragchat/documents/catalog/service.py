@@ -124,10 +124,12 @@ class CatalogService:
         raise NotFound(f"document {document_id} not found")
 
     async def check_collection_writable(self, principal: Principal, collection_id: UUID) -> None:
-        """Before an upload into a collection: 404 unless the principal may add documents to it."""
+        """Before an upload into a collection: 403 for a reader of it, 404 when the principal cannot see it."""
         async with self.pool.connection() as conn:
             if not await repo.can_write_collection(conn, principal.user_id, collection_id):
-                raise NotFound(f"collection {collection_id} not found (or you may only read it)")
+                if await repo.collection_role(conn, principal.user_id, collection_id) == "read":
+                    raise Forbidden(f"you may only read collection {collection_id}: ask its owner for write access")
+                raise NotFound(f"collection {collection_id} not found")
 
     async def add_to_collection(self, principal: Principal, document_id: UUID, collection_id: UUID) -> None:
         async with self.pool.connection() as conn:

@@ -51,6 +51,19 @@ class Asked:
     metadata: dict[str, Any] | None = None
 
 
+MAX_FILENAME_CHARS = 255  # what file systems hold; Postgres text holds no NUL (DESIGN §12)
+
+
+def check_filename(filename: str) -> None:
+    """A 400 for a file name Postgres or a file system cannot hold: a NUL or other control character, or more
+    than MAX_FILENAME_CHARS characters. The message quotes a shortened, printable form of the name."""
+    shown = "".join(c if c.isprintable() else "?" for c in filename[:60]) + ("…" if len(filename) > 60 else "")
+    if any(ord(c) < 32 or ord(c) == 127 for c in filename):
+        raise BadRequest(f"{shown}: the file name contains a NUL or another control character")
+    if len(filename) > MAX_FILENAME_CHARS:
+        raise BadRequest(f"{shown}: the file name is {len(filename)} characters, over {MAX_FILENAME_CHARS}")
+
+
 def validate_upload(filename: str, size: int, settings: IngestionSettings, *, check_size: bool = True) -> str:
     """Content type for an acceptable upload; raise a clear domain error otherwise."""
     if size == 0:
@@ -82,6 +95,7 @@ async def register_bytes(
     """Queue one uploaded file (a BEIR `.jsonl` corpus becomes one document per record); `title` and `metadata`
     (e.g. a fetched page's title and source_url) are the document's, else its filename's stem and nothing."""
     try:
+        check_filename(filename)
         content_type = validate_upload(filename, len(data), settings, check_size=check_size)
     except (BadRequest, PayloadTooLarge, UnsupportedMediaType) as exc:
         return [Registered(filename, "rejected", error=exc.message, code=exc.code)]
