@@ -29,7 +29,7 @@ from ragchat.providers.embeddings import build_embedder
 from ragchat.providers.embeddings.base import EmbeddingProvider
 from ragchat.providers.llm import build_llm
 from ragchat.providers.llm.base import LLMProvider
-from ragchat.retrieval.rerank import LLMReranker
+from ragchat.retrieval.rerank_http import build_reranker
 from ragchat.retrieval.search import Searcher
 from ragchat.settings import Settings
 from ragchat.vectors.reembed import Reembedder
@@ -138,7 +138,9 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
             stack.push_async_callback(llm.close)
         rerank_llm = given.rerank_llm or llm
 
-        searcher = Searcher(pool, spaces, settings, LLMReranker(rerank_llm, settings))
+        reranker = build_reranker(rerank_llm, settings)
+        stack.push_async_callback(reranker.close)
+        searcher = Searcher(pool, spaces, settings, reranker)
         runs = RunRegistry()  # chat answers in progress; closed first: they are saved before the pool closes
         stack.push_async_callback(runs.close)
         limiter = RateLimiter(pool)

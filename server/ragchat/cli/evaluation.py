@@ -56,7 +56,7 @@ def _write_json(path: Path, data: Any) -> None:
 def _configs(rt: Any, args: argparse.Namespace) -> list[Any]:
     """Every mode × rerank off/on (`--rerank`), and per `--fusions` method a searcher with that fusion."""
     from ragchat.evaluation.runner import configs_for
-    from ragchat.retrieval.rerank import LLMReranker
+    from ragchat.retrieval.rerank_http import build_reranker
     from ragchat.retrieval.search import Searcher
 
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
@@ -67,7 +67,7 @@ def _configs(rt: Any, args: argparse.Namespace) -> list[Any]:
     configs: list[Any] = []
     for fusion in fusions:
         fused = rt.settings.model_copy(update={"fusion": fusion})
-        searcher = Searcher(rt.pool, rt.spaces, fused, LLMReranker(rt.llm, fused))
+        searcher = Searcher(rt.pool, rt.spaces, fused, build_reranker(rt.llm, fused))
         configs += configs_for(searcher, ["hybrid"], rerank, fusion)
     return configs
 
