@@ -32,7 +32,7 @@ from ragchat.providers.embeddings.base import EmbeddingProvider
 from ragchat.providers.llm import build_llm
 from ragchat.providers.llm.base import LLMProvider
 from ragchat.providers.llm.status_cache import StatusCache
-from ragchat.retrieval.rerank import LLMReranker
+from ragchat.retrieval.rerank_http import build_reranker
 from ragchat.retrieval.search import Searcher
 from ragchat.settings import Settings
 from ragchat.vectors.indexes import upgrade_indexes
@@ -152,7 +152,9 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
         llm_status = StatusCache(llm, settings.chat_model, refresh_s=settings.llm_status_refresh_s)
         stack.push_async_callback(llm_status.close)
 
-        searcher = Searcher(pool, spaces, settings.retrieval, LLMReranker(rerank_llm, settings))
+        reranker = build_reranker(rerank_llm, settings)
+        stack.push_async_callback(reranker.close)
+        searcher = Searcher(pool, spaces, settings.retrieval, reranker)
         runs = RunRegistry()  # chat answers in progress; closed first: they are saved before the pool closes
         stack.push_async_callback(runs.close)
         limiter = RateLimiter(pool)

@@ -228,6 +228,12 @@ class RetrievalSettings(BaseModel):
     rerank_deadline_s: float = 120.0
     rerank_passage_chars: int = 1000
     rerank_client_shards: int = 8  # small HTTP connection pools the parallel rerank calls are spread over
+    rerank_provider: Literal["llm", "http"] = "llm"  # http: a cross-encoder server at rerank_url
+    rerank_url: str | None = None  # e.g. http://127.0.0.1:8080 (TEI) or http://127.0.0.1:7997 (Infinity)
+    # tei: POST /rerank; cohere: POST /v1/rerank (Infinity, llama.cpp, Jina, Cohere)
+    rerank_api: Literal["tei", "cohere"] = "cohere"
+    rerank_api_key: SecretStr | None = None  # sent as a Bearer token when set
+    rerank_batch_size: int = 32  # passages per request to the rerank server
 
     @field_validator("search_mode", mode="before")
     @classmethod

@@ -285,19 +285,20 @@ class RerankStatus(BaseModel):
     warning: str | None = Field(default=None, description="for people, when the rerank failed or was partial")
 
     @classmethod
-    def of(cls, requested: bool, scored: int, candidates: int) -> RerankStatus:
+    def of(cls, requested: bool, scored: int, candidates: int, scorer: str = "the language model") -> RerankStatus:
+        """`scorer` names who scored in the warning: the language model, or the rerank server (RERANK_PROVIDER=http)."""
         if not requested or candidates == 0:
             return cls(requested=requested)
         if scored >= candidates:
             return cls(requested=True, status="ok", scored=scored, candidates=candidates)
         if scored == 0:
             warning = (
-                f"Rerank failed: the language model scored none of the {candidates} passages (unreachable, "
+                f"Rerank failed: {scorer} scored none of the {candidates} passages (unreachable, "
                 "erroring or too slow), so the results are in search order."
             )
             return cls(requested=True, status="failed", candidates=candidates, warning=warning)
         warning = (
-            f"Rerank was partial: the language model scored {scored} of {candidates} passages; the "
+            f"Rerank was partial: {scorer} scored {scored} of {candidates} passages; the "
             f"{candidates - scored} it did not score follow the scored ones, in search order."
         )
         return cls(requested=True, status="partial", scored=scored, candidates=candidates, warning=warning)

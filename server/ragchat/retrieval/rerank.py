@@ -69,6 +69,7 @@ class Reranked:
     hits: list[ChunkHit]
     scored: int
     candidates: int
+    scorer: str = "the language model"  # who scored, for the status warning
 
 
 class RerankScore(BaseModel):
@@ -125,11 +126,10 @@ def _content_key(hit: ChunkHit) -> str:
     return hit.content_hash or hashlib.sha256(hit.content.encode()).hexdigest()
 
 
-class LLMReranker:
-    """Reranks search hits with a chat model through any `LLMProvider`."""
+class BaseReranker:
+    """Cache, ordering and status shared by the rerankers; subclasses score in `_score_all`."""
 
-    def __init__(self, llm: LLMProvider, settings: Settings, *, cache_size: int = DEFAULT_CACHE_SIZE) -> None:
-        self.llm = llm
+    def __init__(self, settings: Settings, *, cache_size: int = DEFAULT_CACHE_SIZE) -> None:
         self.settings = settings
         self.cache_size = max(0, cache_size)
         self._cache: OrderedDict[CacheKey, float] = OrderedDict()
@@ -144,7 +144,7 @@ class LLMReranker:
         """`rerank`'s hits, and how many of the candidates the LLM scored."""
         if not candidates or limit <= 0:
             return Reranked([], 0, len(candidates))
-        model = self.settings.effective_rerank_model
+        model = self.model_name
         keys = [(model, query, _content_key(hit)) for hit in candidates]
         scores: dict[CacheKey, float] = {}
         todo: dict[CacheKey, str] = {}
@@ -164,7 +164,49 @@ class LLMReranker:
             for s, hit in scored
         ]
         out.extend(hit for k, hit in zip(keys, candidates, strict=True) if k not in scores)
-        return Reranked(out[:limit], len(scored), len(candidates))
+        return Reranked(out[:limit], len(scored), len(candidates), self.scorer)
+
+    scorer = "the language model"
+
+    @property
+    def model_name(self) -> str:
+        """The name the cache keys scores by."""
+        return self.settings.effective_rerank_model
+
+    async def _score_all(self, model: str, query: str, todo: dict[CacheKey, str]) -> dict[CacheKey, float]:
+        raise NotImplementedError
+
+    async def close(self) -> None:
+        """Release what the reranker holds (nothing for the LLM one: the LLM provider is closed by its owner)."""
+
+    # ---- helpers ---------------------------------------------------------------------------------
+    def _get_semaphore(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        if self._semaphore is None or self._semaphore[0] is not loop:
+            self._semaphore = (loop, asyncio.Semaphore(max(1, self.settings.rerank_concurrency)))
+        return self._semaphore[1]
+
+    def _cache_get(self, key: CacheKey) -> float | None:
+        score = self._cache.get(key)
+        if score is not None:
+            self._cache.move_to_end(key)
+        return score
+
+    def _cache_put(self, key: CacheKey, score: float) -> None:
+        if self.cache_size == 0:
+            return
+        self._cache[key] = score
+        self._cache.move_to_end(key)
+        while len(self._cache) > self.cache_size:
+            self._cache.popitem(last=False)
+
+
+class LLMReranker(BaseReranker):
+    """Reranks search hits with a chat model through any `LLMProvider`."""
+
+    def __init__(self, llm: LLMProvider, settings: Settings, *, cache_size: int = DEFAULT_CACHE_SIZE) -> None:
+        super().__init__(settings, cache_size=cache_size)
+        self.llm = llm
 
     # ---- scoring ---------------------------------------------------------------------------------
     async def _score_all(self, model: str, query: str, todo: dict[CacheKey, str]) -> dict[CacheKey, float]:
@@ -225,24 +267,3 @@ class LLMReranker:
         if score is None:
             log.debug("rerank reply rejected: %r", (content or "")[:200])
         return score
-
-    # ---- helpers ---------------------------------------------------------------------------------
-    def _get_semaphore(self) -> asyncio.Semaphore:
-        loop = asyncio.get_running_loop()
-        if self._semaphore is None or self._semaphore[0] is not loop:
-            self._semaphore = (loop, asyncio.Semaphore(max(1, self.settings.rerank_concurrency)))
-        return self._semaphore[1]
-
-    def _cache_get(self, key: CacheKey) -> float | None:
-        score = self._cache.get(key)
-        if score is not None:
-            self._cache.move_to_end(key)
-        return score
-
-    def _cache_put(self, key: CacheKey, score: float) -> None:
-        if self.cache_size == 0:
-            return
-        self._cache[key] = score
-        self._cache.move_to_end(key)
-        while len(self._cache) > self.cache_size:
-            self._cache.popitem(last=False)

@@ -166,7 +166,7 @@ class Searcher:
             rerank_start = time.perf_counter()
             outcome = await self.reranker.rerank_with_status(text, hits, limit)
             timings.rerank_ms = _ms(rerank_start)
-            status = RerankStatus.of(True, outcome.scored, outcome.candidates)
+            status = RerankStatus.of(True, outcome.scored, outcome.candidates, outcome.scorer)
             if status.reranked:  # none scored: keep the retrieval order and scores as they were
                 hits = outcome.hits
         elif want_rerank and self.reranker is None:
