@@ -30,6 +30,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np
+
+from bench.common import DATA, RESULTS, bench_runtime, bench_settings, cpu_context, load_embedder, table, write_json
+from bench.search import BENCH_OWNER, GIN_INDEX, admin, ensure_corpus, fetch, log
+from bench.search_build import index_defs
 from ragchat.core.options import options_of
 from ragchat.core.principal import Principal
 from ragchat.evaluation.beir import load_beir
@@ -38,10 +42,6 @@ from ragchat.readscope.sql import read_chunk_scope, read_scope
 from ragchat.retrieval.keyword import query_terms
 from ragchat.runtime import Overrides, open_runtime
 from ragchat.vectors.store import as_array
-
-from bench.common import DATA, RESULTS, bench_runtime, bench_settings, cpu_context, load_embedder, table, write_json
-from bench.search import BENCH_OWNER, GIN_INDEX, admin, ensure_corpus, fetch, log
-from bench.search_build import index_defs
 
 A = Principal(BENCH_OWNER, "bench", False)
 B = Principal(uuid.UUID("00000000-0000-0000-0000-0000000acce5"), "bench-reader", False)

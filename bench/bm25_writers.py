@@ -29,10 +29,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import psycopg
 from psycopg.conninfo import make_conninfo
-from ragchat.db.migrate import migrate, migration_files
-from ragchat.db.pool import ensure_vector_extension, prepare_database
 
 from bench.common import DATA, RESULTS, bench_settings, cpu_context, table, write_json
+from ragchat.db.migrate import migrate, migration_files
+from ragchat.db.pool import ensure_vector_extension, prepare_database
 
 OWNER = uuid.UUID("00000000-0000-0000-0000-0000000be9c4")
 TABLES = "documents, document_chunks"

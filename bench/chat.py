@@ -46,10 +46,10 @@ import httpx
 import ollama
 import psutil
 from httpx_sse import aconnect_sse
-from ragchat.chat.prompts import SYSTEM_PROMPT
-from ragchat.chat.tools import SEARCH_TOOL, TOOL_NAME
 
 from bench.common import RESULTS, bench_settings, cpu_context, pct, table, write_json
+from ragchat.chat.prompts import SYSTEM_PROMPT
+from ragchat.chat.tools import SEARCH_TOOL, TOOL_NAME
 
 MODEL = "llama3.2"
 CORPUS = {
@@ -114,6 +114,7 @@ def serve_app(data_dir: str, ollama_url: str, port: int) -> None:
     """The real app, as `ragchat serve` runs it: `create_app(settings)` opens the runtime (embedded Postgres,
     the embedding model, and the Ollama provider `build_llm` makes for OLLAMA_HOST = the fake)."""
     import uvicorn
+
     from ragchat.app import create_app
 
     settings = bench_settings(

@@ -39,13 +39,13 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np
+
+from bench.common import RESULTS, bench_settings, cpu_context, load_embedder, table, write_json
 from ragchat.documents.chunking.sentences import Chunk, embedding_text
 from ragchat.documents.chunking.strategy import Strategy, blocking_embed, chunk_document, route
 from ragchat.documents.parsing.parsers import parse
 from ragchat.evaluation.beir import iter_corpus, load_beir
 from ragchat.evaluation.metrics import ndcg_at_k, recall_at_k
-
-from bench.common import RESULTS, bench_settings, cpu_context, load_embedder, table, write_json
 
 SETS = {"scifact": ("scifact-dev", "train"), "nfcorpus": ("nfcorpus-dev", "dev")}
 DATA_ROOT = Path(__file__).resolve().parents[2] / "shared" / "data"

@@ -24,6 +24,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np  # noqa: E402
+
 from ragchat.providers.embeddings import build_embedder  # noqa: E402
 from ragchat.providers.embeddings.base import EmbeddingProvider  # noqa: E402
 from ragchat.providers.llm.base import LLMProvider  # noqa: E402

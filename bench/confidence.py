@@ -28,10 +28,10 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
-from ragchat.settings import Settings  # noqa: E402
-from ragchat.vectors.store import embedding_text  # noqa: E402
 
 from bench.common import DATA, load_embedder  # noqa: E402
+from ragchat.settings import Settings  # noqa: E402
+from ragchat.vectors.store import embedding_text  # noqa: E402
 
 OFF_TOPIC = [
     "What is the warranty period of my dishwasher?",

@@ -27,12 +27,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.common import DATA, RESULTS, cpu_context, table, write_json
+from bench.fusion_collect import collect
 from ragchat.evaluation.beir import BeirDataset, load_beir
 from ragchat.evaluation.metrics import dedup_keep_first, evaluate
 from ragchat.retrieval.fusion import fuse, rrf
-
-from bench.common import DATA, RESULTS, cpu_context, table, write_json
-from bench.fusion_collect import collect
 
 CORPORA = {"scifact-dev": "train", "nfcorpus-dev": "dev"}
 CHAT_DEPTH = 50  # ragchat.retrieval.search.HYBRID_ARM_DEPTH: each arm's depth for a 10-passage search

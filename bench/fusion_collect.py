@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from psycopg import sql
+
+from bench.common import bench_runtime, bench_settings, write_json
 from ragchat.evaluation.beir import BeirDataset
 from ragchat.evaluation.runner import ensure_corpus, eval_owner
 from ragchat.readscope.sql import read_scope
 from ragchat.retrieval.keyword import keyword_search
 from ragchat.retrieval.vector import vector_search
-
-from bench.common import bench_runtime, bench_settings, write_json
 
 
 def cache_path(cache: Path, dataset: BeirDataset, depth: int) -> Path:

@@ -36,14 +36,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import numpy as np
 import psutil
 from psycopg import sql
-from ragchat.core.principal import LOCAL_OWNER_ID, Principal
-from ragchat.documents.catalog import chunk_store
-from ragchat.documents.chunking.sentences import content_hash, embedding_text
-from ragchat.documents.ingest import queue
-from ragchat.documents.ingest.pipeline import IngestionPipeline, Progress
-from ragchat.runtime import Overrides, Runtime, open_runtime
-from ragchat.vectors import store
-from ragchat.vectors.store import Space, as_array
 
 from bench.common import (
     DATA,
@@ -57,6 +49,14 @@ from bench.common import (
     table,
     write_json,
 )
+from ragchat.core.principal import LOCAL_OWNER_ID, Principal
+from ragchat.documents.catalog import chunk_store
+from ragchat.documents.chunking.sentences import content_hash, embedding_text
+from ragchat.documents.ingest import queue
+from ragchat.documents.ingest.pipeline import IngestionPipeline, Progress
+from ragchat.runtime import Overrides, Runtime, open_runtime
+from ragchat.vectors import store
+from ragchat.vectors.store import Space, as_array
 
 PRINCIPAL = Principal(LOCAL_OWNER_ID)
 

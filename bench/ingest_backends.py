@@ -29,14 +29,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from bench.common import DATA, Stopwatch, bench_runtime, bench_settings, cpu_context, table, write_json
 from ragchat.documents.chunking.sentences import chunk_sections, embedding_text
 from ragchat.documents.parsing.parsers import Section
 from ragchat.evaluation.beir import iter_corpus, load_beir
 from ragchat.evaluation.metrics import evaluate
 from ragchat.providers.embeddings.base import bundled_model_path
 from ragchat.settings import Settings
-
-from bench.common import DATA, Stopwatch, bench_runtime, bench_settings, cpu_context, table, write_json
 
 DEV_SETS = {"scifact-dev": "train", "nfcorpus-dev": "dev"}
 CHUNK_WORDS = 254  # + [CLS] and [SEP] = 256 word pieces
@@ -120,6 +120,7 @@ def stored_corpus(db_dir: Path, dataset: Any) -> tuple[list[str], list[str], np.
     """(corpus id, embedding text, float32 vector) of every chunk `ragchat eval` / `bench/fusion.py` ingested
     for `dataset` into the embedded database in `db_dir` (read only; the torch backend made those vectors)."""
     import psycopg
+
     from ragchat.db.embedded import start_embedded
     from ragchat.evaluation.runner import eval_owner
 

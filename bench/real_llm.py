@@ -56,6 +56,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.common import DATA, RESULTS, bench_settings, cpu_context, table, write_json
 from ragchat.chat.service import ChatRequest
 from ragchat.core.options import options_of
 from ragchat.core.principal import Principal
@@ -65,8 +66,6 @@ from ragchat.providers.llm import build_llm
 from ragchat.providers.llm.base import LLMProvider
 from ragchat.retrieval.rerank import parse_score
 from ragchat.runtime import Overrides, open_runtime
-
-from bench.common import DATA, RESULTS, bench_settings, cpu_context, table, write_json
 from tests.real.model import RealLLM, ensure_model, ensure_runtime
 
 log = logging.getLogger("bench.real_llm")

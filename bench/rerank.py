@@ -45,7 +45,6 @@ from ragchat.providers.llm import build_llm  # noqa: E402
 from ragchat.providers.llm.base import LLMProvider  # noqa: E402
 from ragchat.retrieval.rerank import LLMReranker  # noqa: E402
 from ragchat.settings import Settings  # noqa: E402
-
 from tests.fakes.ollama_server import FakeOllama, Reply  # noqa: E402
 
 TARGET_RATIO = 1.15

@@ -43,18 +43,6 @@ from pgvector.psycopg import register_vector_async
 from psycopg import sql
 from psycopg.rows import DictRow, dict_row
 from psycopg.types.json import Jsonb
-from ragchat.core.options import options_of
-from ragchat.core.principal import Principal
-from ragchat.db.pool import Conn
-from ragchat.documents.chunking.sentences import content_hash, embedding_text
-from ragchat.readscope.sql import ReadScope
-from ragchat.retrieval import keyword as kw
-from ragchat.retrieval.keyword import keyword_search
-from ragchat.retrieval.search import HYBRID_ARM_DEPTH, Searcher
-from ragchat.retrieval.vector import vector_search
-from ragchat.runtime import Overrides, Runtime, open_runtime
-from ragchat.settings import Settings
-from ragchat.vectors.store import Space, as_array
 
 from bench.common import (
     DATA,
@@ -82,6 +70,18 @@ from bench.search_build import (
     synthetic_batches,
 )
 from bench.search_report import markdown, pgvector_section
+from ragchat.core.options import options_of
+from ragchat.core.principal import Principal
+from ragchat.db.pool import Conn
+from ragchat.documents.chunking.sentences import content_hash, embedding_text
+from ragchat.readscope.sql import ReadScope
+from ragchat.retrieval import keyword as kw
+from ragchat.retrieval.keyword import keyword_search
+from ragchat.retrieval.search import HYBRID_ARM_DEPTH, Searcher
+from ragchat.retrieval.vector import vector_search
+from ragchat.runtime import Overrides, Runtime, open_runtime
+from ragchat.settings import Settings
+from ragchat.vectors.store import Space, as_array
 
 BENCH_OWNER = uuid.UUID("00000000-0000-0000-0000-0000000be9c4")
 PRINCIPAL = Principal(BENCH_OWNER, name="bench")

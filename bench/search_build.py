@@ -25,6 +25,7 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import DictRow, dict_row
 from psycopg.types.json import Jsonb
+
 from ragchat.db.pool import Conn
 from ragchat.vectors.store import Space, as_array
 

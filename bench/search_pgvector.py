@@ -33,11 +33,11 @@ import psycopg
 from pgvector.psycopg import register_vector, register_vector_async
 from psycopg import sql
 from psycopg.rows import DictRow, dict_row
-from ragchat.db.embedded import start_embedded
 
 from bench.common import DATA, RESULTS, ROOT, bench_settings, load_embedder, pct, read_jsonl, table, write_json
 from bench.search_build import pretty, size_db_uri
 from bench.search_report import index_rows
+from ragchat.db.embedded import start_embedded
 
 FILTERS = {"none": None, "10%": "tag10 = 3", "1%": "tag100 = 7"}
 

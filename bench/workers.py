@@ -27,11 +27,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.common import DATA, RESULTS, bench_settings, cpu_context, table, write_json
 from ragchat.core.principal import LOCAL_OWNER_ID, Principal
 from ragchat.db.pool import prepare_database
 from ragchat.runtime import open_runtime
-
-from bench.common import DATA, RESULTS, bench_settings, cpu_context, table, write_json
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -14,8 +14,8 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import pytest
 from playwright.sync_api import expect
-from ragchat.settings import Settings
 
+from ragchat.settings import Settings
 from tests.e2e.conftest import MOBILE, REPO_ROOT, screenshot, upload, wait_until
 from tests.support.services import register_many
 from tests.unit.test_parsers import make_pdf

@@ -6,8 +6,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from ragchat.settings import Settings
 
+from ragchat.settings import Settings
 from tests.fakes.plugin import LLMFake
 from tests.support.chat import ingest_corpus
 from tests.support.corpus import Corpus

@@ -13,7 +13,6 @@ from ragchat.documents.chunking.strategy import blocking_embed
 from ragchat.documents.parsing.parsers import Section
 from ragchat.providers.llm import build_llm
 from ragchat.settings import Settings
-
 from tests.fakes.ollama_server import FakeOllama, Reply
 from tests.unit.test_chunk_strategies import contract_markdown
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+
 from ragchat.documents.chunking.sentences import chunk_sections
 from ragchat.documents.parsing.parsers import Section
 

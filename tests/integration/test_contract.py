@@ -13,6 +13,7 @@ import httpx
 import pytest
 from litestar import Litestar, get
 from litestar.testing import TestClient
+
 from ragchat.web.errors import error_response
 
 KEYS = {"status_code", "code", "detail", "request_id"}

@@ -17,8 +17,8 @@ from typing import Any
 
 import httpx
 import pytest
-from ragchat.db.embedded import EmbeddedPostgres, open_server, postmaster_alive
 
+from ragchat.db.embedded import EmbeddedPostgres, open_server, postmaster_alive
 from tests.conftest import LiveServer, make_settings
 
 POOL_TIMEOUT_S = 10.0  # what a request used to wait before its 500; every 503 here must come much sooner

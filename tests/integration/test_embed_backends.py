@@ -15,12 +15,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+
 from ragchat.core.options import options_of
 from ragchat.providers.embeddings import build_embedder, onnx_export
 from ragchat.providers.embeddings.onnx import OnnxEmbedder
 from ragchat.providers.embeddings.sentence_transformers import SentenceTransformerEmbedder
 from ragchat.settings import Settings
-
 from tests.support.services import LOCAL, ingest_texts, make_searcher
 
 SENTENCES = [

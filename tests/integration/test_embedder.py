@@ -6,6 +6,7 @@ import asyncio
 from typing import Any
 
 import numpy as np
+
 from ragchat.providers.embeddings.sentence_transformers import (
     BF16_MIN_COSINE,
     SentenceTransformerEmbedder,

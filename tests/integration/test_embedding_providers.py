@@ -13,8 +13,8 @@ from typing import Any
 
 import httpx
 import pytest
-from ragchat.vectors.store import embedding_text
 
+from ragchat.vectors.store import embedding_text
 from tests.fakes.ollama_server import FakeOllama, Reply
 from tests.fakes.openai_server import FakeOpenAI
 from tests.support.chat import chat, first, names

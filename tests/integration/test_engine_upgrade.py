@@ -7,10 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from ragchat.db.embedded import start_embedded
 from ragchat.db.upgrade import COMPLETE, NEW, EngineUpgradeError, major_version, upgrade_if_needed
 from ragchat.runtime import open_runtime
-
 from tests.fixtures.build_pg16_datadir import build, settings_for, snapshot
 
 

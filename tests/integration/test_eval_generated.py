@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from ragchat.cli.evaluation import _beir, _generated
 from ragchat.core.principal import local_principal
 from ragchat.documents.ingest.registration import register_bytes
@@ -18,7 +19,6 @@ from ragchat.evaluation import store
 from ragchat.evaluation.report import compare_table, flat_metrics
 from ragchat.evaluation.service import GeneratedEval, run_generated
 from ragchat.settings import Settings
-
 from tests.fakes.ollama_server import FakeOllama, Reply
 from tests.support.services import LOCAL_OWNER_ID, make_pipeline
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from ragchat.core.options import options_of
 from ragchat.core.search import SearchResult
 from ragchat.readscope.sql import read_scope
@@ -24,7 +25,6 @@ from ragchat.retrieval.keyword import keyword_search
 from ragchat.retrieval.search import Searcher
 from ragchat.retrieval.vector import vector_search
 from ragchat.settings import Settings
-
 from tests.integration.test_search import add_docs
 from tests.support.services import LOCAL, LOCAL_OWNER_ID, make_searcher
 

@@ -9,6 +9,7 @@ import uuid
 from typing import Any
 
 import httpx
+
 from ragchat.db.capabilities import modern_pgvector
 
 UPLOAD_TEXT = "Glaciers carve U-shaped valleys as they slowly flow downhill under their own weight."

@@ -12,12 +12,12 @@ import psycopg
 import pytest
 from pgvector.psycopg import register_vector
 from psycopg.rows import dict_row
+
 from ragchat.documents.catalog import chunk_store
 from ragchat.documents.ingest import queue
 from ragchat.documents.ingest.registration import register_bytes, register_paths
 from ragchat.settings import Settings
 from ragchat.vectors.store import create_space
-
 from tests.support.services import LOCAL_OWNER_ID, make_pipeline
 
 

@@ -10,10 +10,10 @@ from uuid import UUID
 
 import httpx
 import pytest
+
 from ragchat.documents.ingest import queue
 from ragchat.documents.ingest.registration import register_bytes
 from ragchat.settings import Settings
-
 from tests.support.services import LOCAL_OWNER_ID, make_pipeline
 
 

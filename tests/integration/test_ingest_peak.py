@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from ragchat.documents.ingest.registration import register_bytes
 from ragchat.settings import Settings
-
 from tests.integration.test_ingest import rows
 from tests.support.services import LOCAL_OWNER_ID
 

@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 import pytest
 from httpx_sse import aconnect_sse
-from ragchat.settings import Settings
 
+from ragchat.settings import Settings
 from tests.fakes.script import Reply
 from tests.support.accounts import add_user, setup_admin, signed_in, upload, wait_ready
 

@@ -10,12 +10,12 @@ from typing import Any
 
 import httpx
 import pytest
+
 from ragchat.chat.prompts import format_passages
 from ragchat.core.options import options_of
 from ragchat.core.search import SearchFilters
 from ragchat.mcp.models import SearchOutput, search_text
 from ragchat.settings import Settings
-
 from tests.integration.test_http_api import wait_ready
 from tests.support.hostile_files import parts_of, write_zip_bomb
 from tests.support.services import LOCAL, make_searcher

@@ -17,11 +17,11 @@ import pytest
 from mcp import Client, ClientSession, MCPError, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult, TextContent
+
 from ragchat.core.errors import BadRequest
 from ragchat.core.principal import LOCAL_OWNER_ID, local_principal
 from ragchat.mcp import tools
 from ragchat.mcp.server import McpState, build_server, fixed_lifespan
-
 from tests.fakes.script import Reply
 from tests.support.accounts import add_user, setup_admin, signed_in, upload, wait_ready
 

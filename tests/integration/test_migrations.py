@@ -8,6 +8,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
+
 from ragchat.db.migrate import SchemaError, migrate, migration_files
 
 

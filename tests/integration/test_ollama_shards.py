@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 from ollama import ResponseError
+
 from ragchat.providers.llm import build_llm
 from ragchat.providers.llm.ollama import OllamaProvider, OllamaShards
 from ragchat.retrieval.rerank import LLMReranker
 from ragchat.settings import Settings
-
 from tests.fakes.ollama_server import FakeOllama, Reply
 from tests.unit.test_rerank import hits
 

@@ -14,12 +14,12 @@ from typing import Any
 import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
 from ragchat.core.principal import local_principal
 from ragchat.db.backup import BackupError, backup, restore, table_counts
 from ragchat.db.migrate import head_version
 from ragchat.runtime import Overrides, open_runtime
 from ragchat.settings import Settings
-
 from tests.integration.test_chat_helpers import ingest_corpus
 
 QUERIES = ["when does the volcano erupt", "how long should bread dough rise", "holiday allowance days"]

@@ -12,8 +12,8 @@ from typing import Any
 
 import httpx
 import pytest
-from ragchat.core.logs import configure_logging, redact
 
+from ragchat.core.logs import configure_logging, redact
 from tests.accounts_support import PASSWORD, setup_admin
 
 PLANTED_TOKEN = "rc_PlantedTokenThatMustNeverBeLogged0123"

@@ -14,6 +14,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
 from ragchat.db.migrate import MIGRATIONS_DIR, SchemaError, applied_versions, head_version, migrate
 
 HEAD = head_version()

@@ -8,9 +8,9 @@ from typing import Any
 import httpx
 import pytest
 from pydantic import ValidationError
+
 from ragchat.settings import Settings
 from ragchat.web.proxies import forwarded_client, parse_networks
-
 from tests.accounts_support import setup_admin
 
 

@@ -12,8 +12,8 @@ import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from ragchat.core import tracing
 
+from ragchat.core import tracing
 from tests.fakes.script import Reply
 from tests.integration.test_chat_helpers import chat, names
 

@@ -18,10 +18,10 @@ from typing import Any
 
 import psycopg
 import pytest
+
 from ragchat.core.options import options_of
 from ragchat.runtime import Overrides, open_runtime
 from ragchat.settings import Settings
-
 from tests.fakes.ollama_server import FakeOllama, Reply
 from tests.support.services import LOCAL
 

@@ -9,12 +9,12 @@ from typing import Any
 
 import httpx
 import pytest
+
 from ragchat.core.options import options_of
 from ragchat.providers.llm import build_llm
 from ragchat.providers.llm.base import LLMProvider
 from ragchat.retrieval.rerank import LLMReranker
 from ragchat.settings import Settings
-
 from tests.fakes.ollama_server import Reply
 from tests.fakes.plugin import LLMFake
 from tests.support.corpus import Corpus, ingest_files

@@ -8,8 +8,8 @@ from typing import Any
 
 import httpx
 import pytest
-from ragchat.settings import Settings
 
+from ragchat.settings import Settings
 from tests.fakes.rerank_server import FakeRerank
 from tests.support import ingest_texts
 

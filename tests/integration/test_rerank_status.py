@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
+
 from ragchat.core.options import options_of
 from ragchat.core.search import SearchResult
 from ragchat.mcp.models import SearchOutput, search_text
@@ -20,7 +21,6 @@ from ragchat.providers.llm.base import LLMProvider
 from ragchat.retrieval.rerank import LLMReranker
 from ragchat.retrieval.search import Searcher
 from ragchat.settings import Settings
-
 from tests.fakes.ollama_server import FakeOllama, Reply
 from tests.support.corpus import Corpus, ingest_files
 from tests.support.services import LOCAL, make_searcher

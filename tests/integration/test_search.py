@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import psycopg
 import pytest
+
 from ragchat.core.options import options_of
 from ragchat.core.search import SearchFilters
 from ragchat.documents.ingest.registration import register_bytes
@@ -18,7 +19,6 @@ from ragchat.retrieval.search import Searcher
 from ragchat.retrieval.vector import vector_search
 from ragchat.settings import Settings
 from ragchat.vectors.store import Space, VectorRow, create_space, insert_vectors, space_in_state
-
 from tests.support.services import LOCAL, LOCAL_OWNER_ID, Principal, make_pipeline, make_searcher
 
 DOCS = {

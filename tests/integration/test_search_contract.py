@@ -9,11 +9,11 @@ from typing import Any
 
 import httpx
 import pytest
+
 from ragchat.core.search import INSUFFICIENT_MESSAGE, ChunkHit, Confidence, Location, citation_of, snippet_of
 from ragchat.retrieval.schemas import MAX_SEARCH_QUERY_CHARS, SEARCH_BODY_BYTES
 from ragchat.retrieval.search import Searcher
 from ragchat.settings import Settings
-
 from tests.support.corpus import Corpus, ingest_files
 
 DOCS = {

@@ -16,9 +16,9 @@ import httpx2
 import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+
 from ragchat.cli.search import search as cli_search
 from ragchat.settings import Settings
-
 from tests.accounts_support import upload, wait_ready
 from tests.fakes.ollama_server import FakeOllama
 from tests.fakes.script import Reply

@@ -11,9 +11,9 @@ from typing import Any
 
 import httpx
 import pytest
+
 from ragchat.retrieval.suggestions import display_title, heading_topic, id_like, pick, suggest
 from ragchat.settings import Settings
-
 from tests.fakes.ollama_server import FakeOllama
 from tests.support.services import LOCAL_OWNER_ID, ingest_texts, register_many
 

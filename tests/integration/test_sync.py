@@ -14,6 +14,7 @@ from typing import Any
 from uuid import UUID
 
 import pytest
+
 from ragchat.core.errors import BadRequest, Conflict, DatabaseUnavailable
 from ragchat.documents.ingest.pipeline import Progress
 from ragchat.documents.sync import scan as sync_scan
@@ -22,7 +23,6 @@ from ragchat.documents.sync.scan import FileEntry, Gone, ReadError, TooBig, read
 from ragchat.documents.sync.service import FolderSync, SyncReport
 from ragchat.documents.sync.watch import watch
 from ragchat.settings import Settings
-
 from tests.integration.test_ingest import rows
 from tests.support.services import LOCAL_OWNER_ID, make_pipeline
 

@@ -15,9 +15,9 @@ from typing import Any
 from uuid import UUID
 
 import pytest
+
 from ragchat.documents.ingest.pipeline import Progress
 from ragchat.settings import Settings
-
 from tests.integration.test_ingest import rows
 from tests.integration.test_sync import ALPHA, BRAVO, CHARLIE, count, run_sync
 

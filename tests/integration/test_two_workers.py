@@ -22,9 +22,9 @@ from uuid import UUID
 
 import httpx
 import pytest
+
 from ragchat.documents.ingest.registration import register_bytes
 from ragchat.settings import Settings
-
 from tests.integration.test_ingest import rows
 from tests.integration.test_ingest_leases import long_text
 from tests.support.services import LOCAL_OWNER_ID

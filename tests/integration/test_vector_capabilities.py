@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+
 from ragchat.core.search import SearchFilters
 from ragchat.db.capabilities import modern_pgvector, pgvector_version, version_tuple
 from ragchat.readscope.sql import ReadScope
@@ -16,7 +17,6 @@ from ragchat.retrieval.filters import filter_sql
 from ragchat.retrieval.vector import _run, vector_search
 from ragchat.vectors.indexes import upgrade_indexes
 from ragchat.vectors.store import Space, VectorRow, create_space, insert_vectors, list_spaces
-
 from tests.support import LOCAL_OWNER_ID
 
 DIM = 32

@@ -13,8 +13,8 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
-from ragchat.documents.fetch.fetcher import WebFetcher
 
+from ragchat.documents.fetch.fetcher import WebFetcher
 from tests.integration.test_http_api import wait_ready
 from tests.support.accounts import add_user, setup_admin, signed_in
 from tests.support.web_site import ARTICLE_FACT, BOILERPLATE, PDF_TEXT, Site, gzip_bomb

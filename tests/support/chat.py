@@ -9,9 +9,9 @@ from typing import Any
 
 import httpx
 from httpx_sse import aconnect_sse
+
 from ragchat.chat.schemas import ChatStream
 from ragchat.settings import Settings
-
 from tests.support.corpus import Corpus, ingest_files
 
 HOLIDAY_PAGE = "Paid holidays: every employee gets 25 days of paid holiday per calendar year."

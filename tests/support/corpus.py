@@ -12,7 +12,6 @@ from uuid import UUID
 from ragchat.core.principal import LOCAL_OWNER_ID
 from ragchat.documents.ingest.registration import register_bytes
 from ragchat.settings import Settings
-
 from tests.support.services import make_pipeline
 
 Corpus = dict[str, UUID]

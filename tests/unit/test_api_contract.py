@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from ragchat.cli import openapi
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,6 +7,7 @@ import threading
 
 import numpy as np
 import pytest
+
 from ragchat.providers.embeddings.batching import QueryBatcher
 
 

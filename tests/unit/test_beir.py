@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from ragchat.evaluation.beir import BeirDataset, iter_corpus, load_beir
 
 CORPUS = [

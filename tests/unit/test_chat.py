@@ -11,13 +11,13 @@ import psycopg
 import pytest
 from ollama import ResponseError
 from pydantic import BaseModel
+
 from ragchat.chat.faults import describe_failure
 from ragchat.chat.prompts import fallback_user_message, history_messages, thread_title, tool_message
 from ragchat.chat.tools import SEARCH_TOOL, ToolArgumentError, parse_search_args, tool_result_payload
 from ragchat.core.search import ChunkHit, Confidence, SearchResult, Timings
 from ragchat.providers.llm.base import LLMError, ToolsUnsupported
 from ragchat.providers.llm.ollama import OllamaProvider
-
 from tests.fakes.ollama_server import no_tools_message
 
 

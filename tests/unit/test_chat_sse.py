@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
+
 from ragchat.chat.loop import ChatEvent
 from ragchat.chat.sse import coalesce_tokens, server_sent_events
 

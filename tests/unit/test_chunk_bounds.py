@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 import pytest
+
 from ragchat.documents.chunking.line import line_chunks
 from ragchat.documents.chunking.semantic import semantic_chunks
 from ragchat.documents.chunking.sentences import MIN_SHARE, chunk_sections, units_within

@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 import pytest
+
 from ragchat.documents.chunking.line import line_chunks
 from ragchat.documents.chunking.semantic import gap_similarities, semantic_chunks
 from ragchat.documents.chunking.sentences import Chunk

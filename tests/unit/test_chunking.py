@@ -13,6 +13,7 @@ import sys
 from typing import Any
 
 import pytest
+
 from ragchat.documents.chunking.sentences import chunk_sections, content_hash, embedding_text, iter_chunks
 from ragchat.documents.parsing.parsers import Section
 

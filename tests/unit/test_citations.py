@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+
 from ragchat.chat.citations import (
     MAX_CHECKS,
     check_citations,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 
 import pytest
+
 from ragchat.evaluation.generate import QUESTION_SCHEMA, parse_question
 from ragchat.evaluation.metrics import evaluate
 from ragchat.evaluation.report import compare_table

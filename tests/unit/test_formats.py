@@ -19,6 +19,7 @@ import openpyxl
 import pytest
 from pptx import Presentation
 from pptx.util import Inches
+
 from ragchat.core.errors import BadRequest
 from ragchat.core.search import ChunkHit, Location
 from ragchat.documents.chunking.sentences import chunk_sections
@@ -32,7 +33,6 @@ from ragchat.documents.parsing.parsers import (
     parse,
 )
 from ragchat.retrieval.filters import location_sql, parse_location_filters
-
 from tests.support.hostile_files import (
     entity_bomb_xml,
     many_cues_vtt,

@@ -7,6 +7,7 @@ import random
 import uuid
 
 import pytest
+
 from ragchat.cli.search import print_results
 from ragchat.core.search import ChunkHit, Trace, by_document
 from ragchat.retrieval.fusion import fuse, keyword_only, rrf, vector_only

@@ -7,10 +7,10 @@ import time
 from pathlib import Path
 
 import pytest
+
 from ragchat.documents.parsing.limits import ParseLimits
 from ragchat.documents.parsing.parsers import ParseError, Section, iter_beir_jsonl, parse
 from ragchat.settings import Settings
-
 from tests.support.hostile_files import (
     MB,
     docx_with_body,

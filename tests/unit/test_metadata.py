@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from ragchat.chat.tools import ToolArgumentError, narrow_metadata, parse_search_args
 from ragchat.core.errors import BadRequest
 from ragchat.core.search import SearchFilters

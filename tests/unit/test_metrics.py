@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import pytest
+
 from ragchat.evaluation.metrics import (
     DEFAULT_KS,
     dedup_keep_first,

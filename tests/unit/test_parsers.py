@@ -8,6 +8,9 @@ from io import BytesIO
 import docx
 import pytest
 from pypdf import PdfReader, PdfWriter
+from reportlab.lib.pagesizes import A4
+from reportlab.pdfgen import canvas
+
 from ragchat.documents.parsing.parsers import (
     CONTENT_TYPES,
     SUPPORTED_EXTENSIONS,
@@ -20,8 +23,6 @@ from ragchat.documents.parsing.parsers import (
     iter_beir_jsonl,
     parse,
 )
-from reportlab.lib.pagesizes import A4
-from reportlab.pdfgen import canvas
 
 # --------------------------------------------------------------------------- fixture builders
 

@@ -11,12 +11,12 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
+
 from ragchat.core.search import ChunkHit, Trace
 from ragchat.providers.llm.ollama import OllamaProvider
 from ragchat.providers.llm.replies import clean_reply
 from ragchat.retrieval.rerank import RERANK_SCHEMA, LLMReranker, RerankScore, cap_text, parse_score
 from ragchat.settings import Settings
-
 from tests.fakes.ollama_server import FakeOllama, Reply
 
 DOC = uuid.UUID("11111111-1111-1111-1111-111111111111")

@@ -7,11 +7,11 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
+
 from ragchat.providers.rerank.http import HTTPRerankClient, parse_results
 from ragchat.retrieval.rerank import LLMReranker
 from ragchat.retrieval.rerank_http import HTTPReranker, build_reranker
 from ragchat.settings import Settings
-
 from tests.fakes.rerank_server import FakeRerank
 from tests.fakes.script import closed_port_url
 from tests.unit.test_rerank import hits, make_settings

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from ragchat.settings import Settings, setting_names, unknown_settings
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,6 +6,7 @@ import ipaddress
 
 import httpx
 import pytest
+
 from ragchat.documents.fetch.fetcher import extension_for, safe_stem
 from ragchat.documents.fetch.urlguard import ip_literal, non_public
 

@@ -13,11 +13,11 @@ from typing import Any
 
 import httpx
 import pytest
+
 from ragchat.core.errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
 from ragchat.documents.fetch.fetcher import FetchFailed, FetchTimeout, WebFetcher
 from ragchat.documents.fetch.urlguard import Refused, UrlGuard, ip_literal, system_resolver
 from ragchat.settings import Settings
-
 from tests.conftest import make_settings
 from tests.support.web_site import ARTICLE_FACT, BOILERPLATE, PDF_TEXT, Site, gzip_bomb, long_page, self_signed
 
