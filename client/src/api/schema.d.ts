@@ -810,6 +810,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/livez": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Livez */
+        get: operations["LivezLivez"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/readyz": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Readyz */
+        get: operations["ReadyzReadyz"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/chat/completions": {
         parameters: {
             query?: never;
@@ -1209,9 +1243,23 @@ export interface components {
             embedded: boolean;
             /** @description why it does not answer, in words */
             error?: string | null;
+            /**
+             * @description spaces get half-size `halfvec` HNSW indexes
+             * @default false
+             */
+            halfvec_index: boolean;
+            /**
+             * @description filtered vector searches scan the index iteratively
+             * @default false
+             */
+            iterative_scan: boolean;
             /** @description round trip of the last probe (`SELECT 1`), when it answered */
             latency_ms: number | null;
             ok: boolean;
+            /** @description the installed pgvector's version, read at start */
+            pgvector?: string | null;
+            /** @description the server's PostgreSQL version, read at start */
+            postgres?: string | null;
             /** @description times this server restarted the embedded PostgreSQL after it died */
             restarts: number;
         };
@@ -1481,6 +1529,11 @@ export interface components {
             llm: components["schemas"]["LlmStatus"];
             /** @enum {string} */
             status: "ok" | "degraded" | "down";
+        };
+        /** Liveness */
+        Liveness: {
+            /** @constant */
+            status: "ok";
         };
         /**
          * LlmStatus
@@ -1769,6 +1822,18 @@ export interface components {
             metadata?: {
                 [key: string]: string[];
             } | null;
+        };
+        /** Readiness */
+        Readiness: {
+            /** @description the newest migration this server ships */
+            code_schema_version: string;
+            database: boolean;
+            embedder: string;
+            problems: string[];
+            /** @description the database's newest applied migration */
+            schema_version: string | null;
+            /** @enum {string} */
+            status: "ready" | "not_ready";
         };
         /** ReadingEvent */
         ReadingEvent: {
@@ -7680,6 +7745,102 @@ export interface operations {
             };
             /** @description Not allowed: another user's resource, an admin-only route, or a cross-origin write */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A bug: logged on the server with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The database or the LLM server is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    LivezLivez: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    "cache-control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Liveness"];
+                };
+            };
+            /** @description Bad request: invalid parameters or body, a disallowed Host, a body nested too deeply */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A bug: logged on the server with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The database or the LLM server is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    ReadyzReadyz: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    "cache-control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Readiness"];
+                };
+            };
+            /** @description Bad request: invalid parameters or body, a disallowed Host, a body nested too deeply */
+            400: {
                 headers: {
                     [name: string]: unknown;
                 };

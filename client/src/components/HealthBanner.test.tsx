@@ -35,7 +35,7 @@ const health = (
   return {
     status: "ok",
     database: "ok",
-    db: { embedded: true, ok: true, latency_ms: 0.4, restarts: 0, error: null },
+    db: { embedded: true, ok: true, latency_ms: 0.4, restarts: 0, error: null, halfvec_index: true, iterative_scan: true },
     embedder: "all-MiniLM-L6-v2 (sentence-transformers)",
     chat_max_message_chars: 8000,
     embeddings: embeddings("ok"),

@@ -5,11 +5,11 @@ import type { components } from "../api/schema";
 
 type Schemas = components["schemas"];
 
-export type UserSettings = Schemas["UserSettings"];
+export type UserSettings = Schemas["PreferenceValues"];
 export type Theme = UserSettings["theme"];
 export type SearchModeName = UserSettings["search_mode"];
 export type ChunkStrategy = UserSettings["chunk_strategy"];
-export type SettingsView = Schemas["SettingsView"];
+export type SettingsView = Schemas["PreferencesView"];
 export type ChatModelInfo = Schemas["ChatModel"];
 export type ChatModels = Schemas["ChatModels"];
 
