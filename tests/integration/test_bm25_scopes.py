@@ -17,7 +17,7 @@ from psycopg.rows import DictRow, dict_row
 from ragchat.db.migrate import migrate, migration_files
 from ragchat.readscope.sql import SHARED_DOCUMENTS, ReadScope, read_chunk_scope, read_scope
 from ragchat.retrieval.keyword import MAX_QUERY_TERMS, keyword_search, query_terms
-from tests.support import LOCAL_OWNER_ID
+from tests.support.services import LOCAL_OWNER_ID
 
 ALICE = uuid.UUID("00000000-0000-0000-0000-0000000a11ce")
 BOB = uuid.UUID("00000000-0000-0000-0000-000000000b0b")

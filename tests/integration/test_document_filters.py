@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 
-from tests.accounts_support import add_user, setup_admin, signed_in, wait_ready
+from tests.support.accounts import add_user, setup_admin, signed_in, wait_ready
 
 
 async def _put(client: httpx.AsyncClient, name: str, text: str, metadata: dict[str, Any]) -> str:

@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.accounts_support import wait_ready
+from tests.support.accounts import wait_ready
 
 TEXT = "The lighthouse keeper logs every passing ship in a leather-bound ledger."
 

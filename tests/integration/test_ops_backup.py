@@ -20,7 +20,7 @@ from ragchat.db.backup import BackupError, backup, restore, table_counts
 from ragchat.db.migrate import head_version
 from ragchat.runtime import Overrides, open_runtime
 from ragchat.settings import Settings
-from tests.integration.test_chat_helpers import ingest_corpus
+from tests.support.chat import ingest_corpus
 
 QUERIES = ["when does the volcano erupt", "how long should bread dough rise", "holiday allowance days"]
 

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from ragchat.core.logs import configure_logging, redact
-from tests.accounts_support import PASSWORD, setup_admin
+from tests.support.accounts import PASSWORD, setup_admin
 
 PLANTED_TOKEN = "rc_PlantedTokenThatMustNeverBeLogged0123"
 PLANTED_PASSWORD = "planted-password-never-logged"

@@ -10,9 +10,9 @@ from typing import Any
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.accounts_support import setup_admin
 from tests.fakes.script import Reply
-from tests.integration.test_chat_helpers import chat, names
+from tests.support.accounts import setup_admin
+from tests.support.chat import chat, names
 
 TOKEN = "scrape-secret-0123456789"
 

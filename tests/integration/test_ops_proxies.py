@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from ragchat.settings import Settings
 from ragchat.web.proxies import forwarded_client, parse_networks
-from tests.accounts_support import setup_admin
+from tests.support.accounts import setup_admin
 
 
 async def failed_logins(url: str, n: int, forwarded: Callable[[int], str | None]) -> list[int]:

@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from ragchat.core import tracing
 from tests.fakes.script import Reply
-from tests.integration.test_chat_helpers import chat, names
+from tests.support.chat import chat, names
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import pytest
 
 from ragchat.settings import Settings
 from tests.fakes.rerank_server import FakeRerank
-from tests.support import ingest_texts
+from tests.support.services import ingest_texts
 
 DOCS = {
     "volcano.txt": "Volcanic eruptions eject magma, ash and gases. Lava flows from the crater of a volcano.",

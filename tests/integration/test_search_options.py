@@ -19,10 +19,10 @@ from mcp.client.streamable_http import streamable_http_client
 
 from ragchat.cli.search import search as cli_search
 from ragchat.settings import Settings
-from tests.accounts_support import upload, wait_ready
 from tests.fakes.ollama_server import FakeOllama
 from tests.fakes.script import Reply
-from tests.integration.test_chat_helpers import all_of, chat
+from tests.support.accounts import upload, wait_ready
+from tests.support.chat import all_of, chat
 
 DOCS = {
     "tides.txt": "Ocean tides are caused mainly by the gravity of the moon, and partly by the sun.",

@@ -17,7 +17,7 @@ from ragchat.retrieval.filters import filter_sql
 from ragchat.retrieval.vector import _run, vector_search
 from ragchat.vectors.indexes import upgrade_indexes
 from ragchat.vectors.store import Space, VectorRow, create_space, insert_vectors, list_spaces
-from tests.support import LOCAL_OWNER_ID
+from tests.support.services import LOCAL_OWNER_ID
 
 DIM = 32
 
