@@ -115,6 +115,7 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
                 min_size=settings.db_pool_min,
                 max_size=settings.db_pool_max,
                 timeout=settings.db_pool_timeout_s,
+                prepared_statements=settings.database_prepared_statements,
             )
             await owned.open(wait=True)
             stack.push_async_callback(owned.close)
@@ -198,7 +199,13 @@ async def open_accounts(settings: Settings) -> AsyncIterator[AccountService]:
     """Only the database and the accounts service: `ragchat user …` needs no model."""
     database = await asyncio.to_thread(prepare_database, settings)
     try:
-        pool = make_pool(database.uri, min_size=1, max_size=2, timeout=settings.db_pool_timeout_s)
+        pool = make_pool(
+            database.uri,
+            min_size=1,
+            max_size=2,
+            timeout=settings.db_pool_timeout_s,
+            prepared_statements=settings.database_prepared_statements,
+        )
         await pool.open(wait=True)
         try:
             yield AccountService(pool, settings, RateLimiter(pool))

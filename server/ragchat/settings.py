@@ -128,6 +128,8 @@ class DatabaseSettings(BaseModel):
     """Settings group: storage: the data directory, the database and its connection pool."""
 
     database_url: str | None = None
+    # false behind a pooler in transaction mode that cannot keep prepared statements (PgBouncer < 1.21)
+    database_prepared_statements: bool = True
     data_dir: Path = Field(default_factory=_default_data_dir, validation_alias="RAGCHAT_DATA_DIR")
     db_pool_min: int = 1
     db_pool_max: int = 10

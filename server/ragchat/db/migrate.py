@@ -1,4 +1,4 @@
-"""Apply `migrations/NNNN_*.sql` in order, each in its own transaction, under an advisory lock.
+"""Apply `migrations/NNNN_*.sql` in order, each in its own transaction, under a transaction-level advisory lock.
 
 The directory is the installed package's copy (`ragchat/_bundle/migrations`) or the checkout's (ragchat/resources.py).
 """
@@ -73,40 +73,40 @@ def check_not_newer(current: str | None, directory: Path = MIGRATIONS_DIR) -> No
 
 
 def migrate(uri: str, directory: Path = MIGRATIONS_DIR) -> list[str]:
-    """Apply pending migrations; return the names applied. Safe to call from many processes at once.
+    """Apply pending migrations; return the names applied. Safe to call from many processes at once, and
+    through a pooler in transaction mode: the lock is a transaction's (`pg_advisory_xact_lock`), taken by each
+    migration's own transaction, which checks again under it that no other process applied it first.
     Refuses a schema newer than this code's; a migration that fails is rolled back (its transaction) and named,
     the ones before it stay applied."""
     applied: list[str] = []
     with psycopg.connect(uri, autocommit=True) as conn:
-        conn.execute("SELECT pg_advisory_lock(%s)", (_LOCK_KEY,))
-        try:
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
             conn.execute(
                 """CREATE TABLE IF NOT EXISTS schema_migrations (
                        version text PRIMARY KEY,
                        name text NOT NULL,
                        applied_at timestamptz NOT NULL DEFAULT now())"""
             )
-            done = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
-            check_not_newer(max(done) if done else None, directory)
-            for path in migration_files(directory):
-                version = path.name[:4]
-                if version in done:
-                    continue
-                log.info("applying migration %s", path.name)
-                try:
-                    with conn.transaction():
-                        conn.execute(cast(LiteralString, path.read_text()))  # our own migration files
-                        conn.execute(
-                            "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
-                            (version, path.name),
-                        )
-                except psycopg.Error as exc:
-                    at = max([*done, *(n[:4] for n in applied)], default="none")
-                    raise SchemaError(
-                        f"migration {path.name} failed and was rolled back; the schema stays at version {at}: "
-                        f"{str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}"
-                    ) from exc
-                applied.append(path.name)
-        finally:
-            conn.execute("SELECT pg_advisory_unlock(%s)", (_LOCK_KEY,))
+        done = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
+        check_not_newer(max(done) if done else None, directory)
+        for path in migration_files(directory):
+            version = path.name[:4]
+            if version in done:
+                continue
+            try:
+                with conn.transaction():
+                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+                    if conn.execute("SELECT 1 FROM schema_migrations WHERE version = %s", (version,)).fetchone():
+                        continue  # another process applied it while this one waited for the lock
+                    log.info("applying migration %s", path.name)
+                    conn.execute(cast(LiteralString, path.read_text()))  # our own migration files
+                    conn.execute("INSERT INTO schema_migrations (version, name) VALUES (%s, %s)", (version, path.name))
+            except psycopg.Error as exc:
+                at = max([*done, *(n[:4] for n in applied)], default="none")
+                raise SchemaError(
+                    f"migration {path.name} failed and was rolled back; the schema stays at version {at}: "
+                    f"{str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}"
+                ) from exc
+            applied.append(path.name)
     return applied

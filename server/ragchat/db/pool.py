@@ -83,12 +83,19 @@ class GatedPool(AsyncConnectionPool[Conn]):
         self.gate_closed = False
 
 
-def make_pool(uri: str, *, min_size: int = 1, max_size: int = 10, timeout: float = 10.0) -> GatedPool:
-    """A closed pool (call `await pool.open()`); rows come back as dicts, vectors as pgvector values."""
+def make_pool(
+    uri: str, *, min_size: int = 1, max_size: int = 10, timeout: float = 10.0, prepared_statements: bool = True
+) -> GatedPool:
+    """A closed pool (call `await pool.open()`); rows come back as dicts, vectors as pgvector values.
+    `prepared_statements=False` (DATABASE_PREPARED_STATEMENTS): never prepare server-side, for a connection
+    pooler in transaction mode that cannot keep them (PgBouncer before 1.21, or with max_prepared_statements 0)."""
+    kwargs: dict[str, Any] = {"row_factory": dict_row}
+    if not prepared_statements:
+        kwargs["prepare_threshold"] = None
     return GatedPool(
         uri,
         connection_class=AsyncConnection[DictRow],
-        kwargs={"row_factory": dict_row},
+        kwargs=kwargs,
         min_size=min_size,
         max_size=max_size,
         configure=_configure,

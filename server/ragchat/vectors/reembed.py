@@ -2,8 +2,8 @@
 
 1. `start(provider, model)` creates a `building` space (its own partial HNSW index) for the new model.
 2. `run()` embeds every chunk that has no vector there yet, in batches, committing each batch; search keeps
-   answering from the active space throughout. Only one process builds at a time (an advisory lock, which
-   Postgres releases if the process dies). After `kill -9`, running it again resumes where it stopped.
+   answering from the active space throughout. Only one process builds at a time (an advisory lock held by a
+   transaction open for the build, which Postgres releases if the process dies; safe behind PgBouncer). After `kill -9`, running it again resumes where it stopped.
 3. When nothing is missing, one transaction (holding off new chunks for that moment) flips the states: the
    new space is active, the old one retired. Every process picks the switch up within `SPACES_REFRESH_S`.
 4. After `REEMBED_GRACE_S` (searches that started on the old space finish), the old vectors and index go.
@@ -108,18 +108,18 @@ class Reembedder:
                 space = await store.space_in_state(conn, "building")
             if space is None:
                 return None
-            got = await (
-                await lock_conn.execute("SELECT pg_try_advisory_lock(%s, %s) AS ok", (_LOCK_CLASS, space.id))
-            ).fetchone()
-            if not got or not got["ok"]:
-                raise ServiceUnavailable(f"another process is already re-embedding into {space.label}")
-            try:
+            # the lock is held by a transaction left open for the whole build (never a session's: a pooler in
+            # transaction mode would hand the session to other clients); it ends with the build, or the process
+            async with lock_conn.transaction():
+                got = await (
+                    await lock_conn.execute("SELECT pg_try_advisory_xact_lock(%s, %s) AS ok", (_LOCK_CLASS, space.id))
+                ).fetchone()
+                if not got or not got["ok"]:
+                    raise ServiceUnavailable(f"another process is already re-embedding into {space.label}")
                 embedder = await self.registry.embedder_for(space.provider, space.model)
                 while True:
                     if await self._fill(space, embedder, report) == 0 and await self._switch(space):
                         break
-            finally:
-                await lock_conn.execute("SELECT pg_advisory_unlock(%s, %s)", (_LOCK_CLASS, space.id))
         report(ReembedProgress("idle", space.label))
         self.registry.invalidate()
         await asyncio.sleep(self.grace_s)
