@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import pwd
 import shutil
 import subprocess
 import threading
@@ -24,6 +25,7 @@ from urllib.parse import parse_qs, urlparse
 import psycopg
 import pytest
 
+from ragchat.core.options import options_of
 from ragchat.db.migrate import ensure_vector_extension, migrate
 from ragchat.db.pool import make_pool
 from ragchat.documents.ingest.registration import register_bytes
@@ -80,14 +82,17 @@ pool_mode = transaction
 default_pool_size = 4
 max_client_conn = 100
 server_reset_query =
+query_wait_timeout = 10
+server_connect_timeout = 5
 ignore_startup_parameters = extra_float_digits,options
 logfile = {root / "pgbouncer.log"}
 pidfile = {root / "pgbouncer.pid"}
 """
     )
     args = [binary, str(root / "pgbouncer.ini")]
-    if os.geteuid() == 0:  # pgbouncer refuses to run as root
-        args = ["runuser", "-u", "nobody", "--", *args]
+    if os.geteuid() == 0:  # pgbouncer refuses to run as root: run it as the user the server's socket belongs to
+        owner = pwd.getpwuid(os.stat(socket_dir).st_uid).pw_name
+        args = ["runuser", "-u", owner if owner != "root" else "nobody", "--", *args]
         os.chmod(root, 0o777)
         for f in root.iterdir():
             os.chmod(f, 0o666)
@@ -154,7 +159,8 @@ async def test_ingest_and_repeated_searches_work_through_the_pooler(
         searcher = make_searcher(pool, embedder, settings)
 
         async def ask(mode: str) -> str:
-            result = await searcher.search("what makes sourdough bread rise?", principal=LOCAL, limit=2, mode=mode)
+            options = options_of(settings, mode=mode, limit=2)
+            result = await searcher.search("what makes sourdough bread rise?", principal=LOCAL, options=options)
             return result.chunks[0].filename
 
         # many clients at once, each query repeated past psycopg's prepare threshold (5)
