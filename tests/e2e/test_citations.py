@@ -59,7 +59,8 @@ def test_unsupported_claim_and_missing_passage_are_marked(
         expect(missing.locator("s")).to_have_text("[4]")
         expect(missing).to_contain_text("no passage 4")
         expect(msg.get_by_test_id("citation-summary")).to_have_text(
-            "⚠ Citation check: 1 not supported by the cited passage, 1 citing a passage that does not exist."
+            "⚠ 1 of 3 sentences supported by the cited passages: 1 not supported by the cited passage, 1 citing a "
+            "passage that does not exist."
         )
         # not colour alone: the underline is a dotted line
         style = claim.evaluate("e => getComputedStyle(e).textDecorationStyle")

@@ -275,7 +275,8 @@ def test_chat_streams_answer_with_sources_and_citations(
                 const tool = m?.querySelector('[data-testid="tool-indicator"]');
                 return {status: m?.dataset.status ?? null, len: c ? c.textContent.length : 0,
                         stop: !!document.querySelector('[data-testid="stop-button"]'),
-                        thinking: !!m?.querySelector('[data-testid="thinking"]') && tool?.dataset.status === "done"};
+                        thinking: !!m?.querySelector('[data-testid="thinking"], [data-testid="reading"]')
+                                  && tool?.dataset.status === "done"};
             }"""
         )
         saw_streaming |= state["status"] == "streaming"
@@ -288,7 +289,7 @@ def test_chat_streams_answer_with_sources_and_citations(
         time.sleep(0.02)
     expect(msg).to_have_attribute("data-status", "complete")
     assert saw_streaming and saw_stop_button
-    assert saw_thinking, "no typing dots between the search result and the first token"
+    assert saw_thinking, "no typing dots or reading note between the search result and the first token"
     assert len(lengths) >= 5, f"the answer did not grow token by token: {lengths}"
     assert lengths == sorted(lengths), lengths
 

@@ -136,4 +136,14 @@ def test_the_chat_stream_documents_every_event_the_client_handles(document: dict
     """client/src/api/chatEvents.ts derives its events from ChatStream: one property per SSE event name."""
     content = document["paths"]["/api/chat"]["post"]["responses"]["200"]["content"]
     stream = resolve(document, content["text/event-stream"]["schema"])
-    assert set(stream["properties"]) == {"thread", "tool_call", "tool_result", "token", "citations", "done", "error"}
+    assert set(stream["properties"]) == {
+        "thread",
+        "tool_call",
+        "tool_result",
+        "reading",
+        "retry",
+        "token",
+        "citations",
+        "done",
+        "error",
+    }

@@ -20,14 +20,14 @@ from difflib import SequenceMatcher
 
 from ragchat.chat.citations import content_terms
 
-MIN_LETTERS = 3  # fewer letters than this once markers, punctuation and spaces are gone: only markers
+MIN_LETTERS = 1  # no letter or digit left once markers, punctuation and spaces are gone: only markers
 REPEAT_RATIO = 0.9  # this similar to the previous answer (and long enough to matter): a repeat
 REPEAT_MIN_CHARS = 40
 SAME_QUESTION_RATIO = 0.8  # the question asked again (or nearly): the same answer is right
 OFF_TOPIC_MIN_TERMS = 12  # only answers with at least this many content words are checked for topic
 
 _MARKERS = re.compile(r"\[\d{1,3}(?:\s*,\s*\d{1,3})*\]")
-_LETTERS = re.compile(r"[^\W\d_]", re.UNICODE)
+_LETTERS = re.compile(r"[^\W_]", re.UNICODE)  # letters and digits ("25 [1]." is an answer)
 
 CORRECTION = {
     "only_citations": (

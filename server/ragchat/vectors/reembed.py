@@ -3,7 +3,8 @@
 1. `start(provider, model)` creates a `building` space (its own partial HNSW index) for the new model.
 2. `run()` embeds every chunk that has no vector there yet, in batches, committing each batch; search keeps
    answering from the active space throughout. Only one process builds at a time (an advisory lock held by a
-   transaction open for the build, which Postgres releases if the process dies; safe behind PgBouncer). After `kill -9`, running it again resumes where it stopped.
+   transaction open for the build, which Postgres releases if the process dies; safe behind PgBouncer). After
+    `kill -9`, running it again resumes where it stopped.
 3. When nothing is missing, one transaction (holding off new chunks for that moment) flips the states: the
    new space is active, the old one retired. Every process picks the switch up within `SPACES_REFRESH_S`.
 4. After `REEMBED_GRACE_S` (searches that started on the old space finish), the old vectors and index go.
