@@ -15,6 +15,7 @@ import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from ragchat.core.options import options_of
 from ragchat.core.principal import local_principal
 from ragchat.db.backup import BackupError, backup, restore, table_counts
 from ragchat.db.migrate import head_version
@@ -46,7 +47,8 @@ def new_db(pg_uri: str) -> Iterator[Any]:
 async def searches(settings: Settings, uri: str, embedder: Any) -> list[list[tuple[str, str, str]]]:
     """The real search (hybrid) of QUERIES over the database at `uri`: (chunk id, file, text) of the top 5."""
     async with open_runtime(settings.model_copy(update={"database_url": uri}), Overrides(embedder=embedder)) as rt:
-        results = [await rt.searcher.search(q, principal=local_principal(), limit=5) for q in QUERIES]
+        options = options_of(rt.settings, limit=5)
+        results = [await rt.searcher.search(q, principal=local_principal(), options=options) for q in QUERIES]
     return [[(str(c.id), c.filename, c.content) for c in r.chunks] for r in results]
 
 
