@@ -95,9 +95,9 @@ audit: install
 
 # The wheel `pip install .` builds: the server, its SQL migrations and the built web client (server/_bundle/).
 wheel: install client
-	rm -f $(WHEEL_DIR)/ragchat-*.whl
+	rm -f $(WHEEL_DIR)/ragchat_server-*.whl
 	$(BIN)/pip wheel . --no-deps --quiet -w $(WHEEL_DIR)
-	@ls $(WHEEL_DIR)/ragchat-*.whl
+	@ls $(WHEEL_DIR)/ragchat_server-*.whl
 
 # What a user gets: `pip install .` with every dependency (torch's CPU build) into a fresh venv outside the
 # checkout, then tests/integration/test_packaging.py on it (`ragchat serve` on its own embedded Postgres).

@@ -61,7 +61,7 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("wheel")
     pip = [sys.executable, "-m", "pip", "--quiet"]
     run([*pip, "wheel", str(REPO_ROOT), "--no-deps", "-w", str(root / "dist")])
-    (wheel,) = (root / "dist").glob("ragchat-*.whl")
+    (wheel,) = (root / "dist").glob("ragchat_server-*.whl")
     venv = root / "venv"
     run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
     python = venv / "bin" / "python"

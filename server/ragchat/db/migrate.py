@@ -79,7 +79,9 @@ def migrate(uri: str, directory: Path = MIGRATIONS_DIR) -> list[str]:
     Refuses a schema newer than this code's; a migration that fails is rolled back (its transaction) and named,
     the ones before it stay applied."""
     applied: list[str] = []
-    with psycopg.connect(uri, autocommit=True) as conn:
+    # prepare_threshold=None: statements run more than 5 times here must not be prepared on the server, which a
+    # pooler in transaction mode (PgBouncer < 1.21) would hand to another client
+    with psycopg.connect(uri, autocommit=True, prepare_threshold=None) as conn:
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
             conn.execute(
