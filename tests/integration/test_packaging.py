@@ -109,11 +109,12 @@ def drop_database(uri: str, name: str) -> None:
 
 def test_the_wheel_imports_from_itself_and_carries_its_files(venv: Path, tmp_path: Path) -> None:
     code = (
-        "import server, ragchat.resources as r; print(server.__file__, r.migrations_dir(), r.client_dist(), sep='\\n')"
+        "import importlib.util, ragchat, ragchat.resources as r; assert importlib.util.find_spec('server') is None; "
+        "print(ragchat.__file__, r.migrations_dir(), r.client_dist(), sep='\\n')"
     )
     out = run([str(venv / "bin" / "python"), "-c", code], cwd=tmp_path, env=clean_env())
     package, migrations, client = (Path(line) for line in out.splitlines())
-    assert package.is_relative_to(venv), f"`server` was imported from {package}, not from the installed wheel"
+    assert package.is_relative_to(venv), f"`ragchat` was imported from {package}, not from the installed wheel"
     assert migrations == package.parent / "_bundle" / "migrations"
     assert sorted(p.name for p in migrations.glob("*.sql")) == MIGRATIONS
     assert (client / "index.html").is_file() and client == package.parent / "_bundle" / "client"
