@@ -45,7 +45,8 @@ def _pgbouncer() -> str:
     found = shutil.which("pgbouncer") or ("/usr/sbin/pgbouncer" if Path("/usr/sbin/pgbouncer").exists() else None)
     if found is None and os.geteuid() == 0 and shutil.which("apt-get"):
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        subprocess.run(["apt-get", "install", "-y", "-qq", "pgbouncer"], env=env, capture_output=True, timeout=600)
+        for step in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "pgbouncer"]):
+            subprocess.run(step, env=env, capture_output=True, timeout=600)
         found = shutil.which("pgbouncer") or ("/usr/sbin/pgbouncer" if Path("/usr/sbin/pgbouncer").exists() else None)
     if found is None:
         if os.environ.get("CI"):
