@@ -73,3 +73,47 @@ async def test_spans_for_requests_search_arms_llm_calls_and_ingestion(
     assert all(s.context.trace_id == chat_request.context.trace_id for s in llm_calls)
     for stage in ("ingest.parse", "ingest.embed", "ingest.store"):
         assert by_name.get(stage), stage
+
+
+def test_otlp_endpoint_from_the_environment_receives_spans(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`setup_from_environment` with OTEL_EXPORTER_OTLP_ENDPOINT set exports over real HTTP to a collector (here a
+    local one that records what it is sent), and `shutdown` flushes what is buffered."""
+    import http.server
+    import threading
+
+    received: list[tuple[str, bytes]] = []
+
+    class Collector(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            received.append((self.path, body))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/x-protobuf")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Collector)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{server.server_port}")
+        monkeypatch.setenv("OTEL_SERVICE_NAME", "ragchat-test")
+        assert tracing.setup_from_environment()
+        with tracing.span("search.keyword", mode="hybrid"):
+            pass
+        tracing.shutdown()
+        assert not tracing.enabled()
+    finally:
+        server.shutdown()
+        tracing.use_provider(None)
+    assert [path for path, _ in received] == ["/v1/traces"]
+    body = received[0][1]
+    assert b"search.keyword" in body and b"ragchat-test" in body
+
+
+def test_no_endpoint_means_no_tracing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT", raising=False)
+    assert not tracing.setup_from_environment()
+    assert not tracing.enabled()

@@ -105,6 +105,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    finally:
+        tracing.shutdown()  # spans still buffered are exported before the process ends
 
 
 __all__ = ["main"]

@@ -22,6 +22,7 @@ log = logging.getLogger(__name__)
 
 class _State:
     tracer: Any = None  # an opentelemetry Tracer when tracing is on
+    provider: Any = None  # its TracerProvider (flushed by `shutdown`)
 
 
 _state = _State()
@@ -86,7 +87,16 @@ def current(started: Any) -> AbstractContextManager[Any]:
 
 def use_provider(provider: Any | None) -> None:
     """Trace into `provider` (an SDK TracerProvider; tests pass one with an in-memory exporter); None: off."""
+    _state.provider = provider
     _state.tracer = None if provider is None else provider.get_tracer("ragchat")
+
+
+def shutdown() -> None:
+    """Export what is buffered and stop tracing (the server's shutdown)."""
+    provider = _state.provider
+    use_provider(None)
+    if provider is not None and hasattr(provider, "shutdown"):
+        provider.shutdown()
 
 
 def setup_from_environment() -> bool:
