@@ -189,7 +189,7 @@ def measure_pg(name: str, uri: str, vectors: np.ndarray, queries: np.ndarray, go
             conn.execute("SET maintenance_work_mem = '512MB'")
             conn.execute("SET max_parallel_maintenance_workers = 1")
             started = time.perf_counter()
-            using = f"({expr})" if kind == "vector" else expr
+            using = f"({expr})"
             conn.execute(
                 f"CREATE INDEX bench_store_hnsw ON bench_store USING hnsw {using} WITH (m = 16, ef_construction = 64)"
             )
