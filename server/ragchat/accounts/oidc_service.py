@@ -40,6 +40,7 @@ FLOW_TTL_S = 600.0
 NO_PASSWORD = "!sso"
 MAX_PARAM = 4096
 _COOKIE_RE = re.compile(r"^[A-Za-z0-9_-]{32,64}$")
+_ERROR_CODE_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")  # an OAuth error code (shown without a bound flow)
 
 
 @dataclass(frozen=True)
@@ -170,6 +171,8 @@ class OidcService:
         user_agent: str,
     ) -> LoggedIn:
         if not state or len(state) > MAX_PARAM:
+            if error and _ERROR_CODE_RE.match(error):  # some providers send a refusal without the state
+                raise SsoRefused(f"the identity provider did not sign you in: {error}")
             raise SsoFailed("this sign-in has no state: start again from the login page")
         async with self.pool.connection() as conn:
             flow = await orepo.take_flow(conn, _h(state))
