@@ -71,7 +71,8 @@ def test_sign_in_with_the_identity_provider(live_app: Any, fake_llm: Any, provid
     other.get_by_test_id("sso-login").click()
     other.wait_for_url(f"{provider}/oauth2/authorize**")
     other.get_by_role("button", name="Deny").click()
-    expect(other.get_by_test_id("sso-error")).to_contain_text("the identity provider did not sign you in: access_denied")
+    refused = "the identity provider did not sign you in: access_denied"
+    expect(other.get_by_test_id("sso-error")).to_contain_text(refused)
     assert "sso_error" not in other.url
     other.get_by_test_id("login-username").fill("admin")
     other.get_by_test_id("login-password").fill("admin-password-1")

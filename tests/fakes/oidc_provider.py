@@ -140,10 +140,8 @@ def _handler(provider: FakeProvider) -> type[BaseHTTPRequestHandler]:
             if issued.method != "S256" or digest != issued.challenge:
                 self._json(400, {"error": "invalid_grant", "error_description": "PKCE verification failed"})
                 return
-            self._json(
-                200,
-                {"access_token": secrets.token_urlsafe(16), "token_type": "Bearer", "id_token": provider.id_token(issued)},
-            )
+            access = secrets.token_urlsafe(16)
+            self._json(200, {"access_token": access, "token_type": "Bearer", "id_token": provider.id_token(issued)})
 
     return Handler
 

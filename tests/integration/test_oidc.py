@@ -92,7 +92,9 @@ async def whoami(client: httpx.AsyncClient) -> dict[str, Any] | None:
     return (await client.get("/api/auth/session")).json()["user"]
 
 
-async def test_sign_in_matches_a_verified_email_then_the_subject(live_app: Callable[..., Any], mock_issuer: str) -> None:
+async def test_sign_in_matches_a_verified_email_then_the_subject(
+    live_app: Callable[..., Any], mock_issuer: str
+) -> None:
     server = sso_app(live_app, mock_issuer)
     admin = await setup_admin(server.url)
     alice_id = await add_user(admin, "alice@example.com")

@@ -303,7 +303,7 @@ class OidcClient:
         except Exception as exc:  # transport errors (httpx2), an answer that is not JSON: the provider's fault
             raise SsoUnavailable(f"the identity provider's token endpoint failed ({type(exc).__name__})") from None
         finally:
-            await client.aclose()
+            await client.aclose()  # pyright: ignore[reportAttributeAccessIssue]  (an httpx2 AsyncClient)
         if not isinstance(token.get("id_token"), str):
             raise SsoFailed("the identity provider answered no ID token (is 'openid' in OIDC_SCOPES?)")
         return dict(token)
