@@ -3204,6 +3204,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description No such route or resource (or one you may not see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description A bug: logged on the server with the request id */
             500: {
                 headers: {
@@ -3291,6 +3300,15 @@ export interface operations {
             };
             /** @description Bad request: invalid parameters or body, a disallowed Host, a body nested too deeply */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such route or resource (or one you may not see) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -20,6 +20,7 @@ from ragchat.accounts.oidc_service import FLOW_TTL_S, OidcService
 from ragchat.accounts.routes import client_ip, cookie_secure, session_cookie
 from ragchat.accounts.service import AccountService
 from ragchat.core.errors import NotFound, RagchatError, SsoFailed
+from ragchat.core.http import error_responses
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +73,7 @@ class OidcController(Controller):
             return SsoConfig(sso=False, local_login=local)
         return SsoConfig(sso=True, label=oidc.label, unavailable=await oidc.unavailable_reason(), local_login=local)
 
-    @get("/login", status_code=303)
+    @get("/login", status_code=303, responses=error_responses(404))
     async def login(self, request: Request[Any, Any, Any], oidc: OidcService, accounts: AccountService) -> Redirect:
         """Public: starts a sign-in (state, nonce, PKCE) and sends the browser to the identity provider."""
         if not oidc.enabled:
@@ -87,7 +88,7 @@ class OidcController(Controller):
         cookie = _flow_cookie(request, accounts, started.browser_secret, int(FLOW_TTL_S))
         return Redirect(started.url, status_code=303, cookies=[cookie])
 
-    @get("/callback", status_code=303)
+    @get("/callback", status_code=303, responses=error_responses(400, 404))
     async def callback(
         self,
         request: Request[Any, Any, Any],
