@@ -50,6 +50,8 @@ class FakeProvider:
     tamper: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     sign_with: RSAKey | None = None
     signer_kid: bool = False  # the header names `sign_with`'s own kid (one the key set does not publish)
+    token_delay_s: float = 0.0  # the token endpoint answers this late (a provider that hangs mid-sign-in)
+    discovery_issuer: str | None = None  # the discovery document names this issuer instead of its own URL
     key: RSAKey = field(default_factory=_new_key)
     old_keys: list[RSAKey] = field(default_factory=list)
     codes: dict[str, Issued] = field(default_factory=dict)
@@ -93,7 +95,7 @@ def _handler(provider: FakeProvider) -> type[BaseHTTPRequestHandler]:
                 self._json(
                     200,
                     {
-                        "issuer": provider.url,
+                        "issuer": provider.discovery_issuer or provider.url,
                         "authorization_endpoint": provider.url + "/authorize",
                         "token_endpoint": provider.url + "/token",
                         "jwks_uri": provider.url + "/jwks",
@@ -128,6 +130,7 @@ def _handler(provider: FakeProvider) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("content-length") or 0)
             form = {k: v[0] for k, v in parse_qs(self.rfile.read(length).decode()).items()}
             provider.token_requests.append({**form, "authorization": self.headers.get("authorization")})
+            time.sleep(provider.token_delay_s)
             if urlsplit(self.path).path != "/token":
                 self._json(404, {"error": "not_found"})
                 return

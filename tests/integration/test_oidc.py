@@ -307,6 +307,27 @@ async def test_pkce_client_secret_and_key_rotation(live_app: Callable[..., Any],
         await c.aclose()
 
 
+async def test_a_provider_that_hangs_mid_sign_in_or_names_another_issuer(
+    live_app: Callable[..., Any], fake: FakeProvider
+) -> None:
+    server = sso_app(live_app, fake.url, oidc_auto_create=True, oidc_timeout_s=1.0)
+    fake.token_delay_s = 3.0
+    t0 = time.monotonic()
+    client, done = await sign_in_fake(server)
+    assert sso_error(done) == "the identity provider's token endpoint did not answer within 1 s"
+    assert time.monotonic() - t0 < 3 and await whoami(client) is None
+    await client.aclose()
+
+    fake.token_delay_s, fake.discovery_issuer = 0.0, "https://impostor.example"
+    other = sso_app(live_app, fake.url, oidc_auto_create=True)
+    async with httpx.AsyncClient(base_url=other.url, timeout=30) as anon:
+        config = (await anon.get("/api/auth/oidc/config")).json()
+        assert config["unavailable"] == (
+            f"the provider's discovery document names the issuer 'https://impostor.example', not {fake.url!r}"
+        )
+        assert config["unavailable"] in (sso_error(await anon.get("/api/auth/oidc/login")) or "")
+
+
 @pytest.fixture
 def silent_port() -> Iterator[int]:
     """A port that accepts connections and never answers (a provider that hangs)."""
