@@ -2,12 +2,13 @@
 (`oidc-provider-mock`), and against a small scriptable one (tests/fakes/oidc_provider.py) for the ID tokens the
 mock will not make (another client's audience, expired, a bad signature, a wrong nonce, rotated keys).
 
-Every hostile case must end in a redirect to the login page with the reason (`/?sso_error=…`), never a 500,
-and in bounded time.
+Every hostile case must end in a redirect to the login page with the reason (which the page reads once from
+`GET /api/auth/oidc/config`), never a 500, and in bounded time.
 """
 
 from __future__ import annotations
 
+import base64
 import socket
 import time
 from collections.abc import Callable, Iterator
@@ -48,15 +49,16 @@ def sso_app(live_app: Callable[..., Any], issuer: str, **overrides: Any) -> Any:
 
 
 def sso_error(response: httpx.Response) -> str | None:
-    """The reason the callback gave, from its redirect to the login page (None: it signed in)."""
+    """The reason the callback gave (None: it signed in). Either way it redirects to `/`; a failure's reason
+    is in a short-lived HttpOnly cookie the login page's /config reads, never in the URL."""
     assert response.status_code == 303, response.text
-    location = response.headers["location"]
-    query = parse_qs(urlsplit(location).query)
-    if "sso_error" in query:
-        assert urlsplit(location).path == "/"
-        return query["sso_error"][0]
-    assert location == "/", location
-    return None
+    assert response.headers["location"] == "/"
+    raw = response.cookies.get("ragchat_sso_error")
+    if not raw:
+        assert response.cookies.get("ragchat_session")  # signed in
+        return None
+    assert "ragchat_session" not in response.cookies
+    return base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4)).decode()
 
 
 async def start(client: httpx.AsyncClient) -> str:
@@ -118,6 +120,11 @@ async def test_sign_in_matches_a_verified_email_then_the_subject(
     eve, done = await sign_in_mock(server, EVE.sub)
     assert "no ragchat account matches" in (sso_error(done) or "")
     assert await whoami(eve) is None
+
+    # the login page reads the reason once, from the error cookie (not from the URL)
+    config = (await eve.get("/api/auth/oidc/config")).json()
+    assert config["error"].startswith("no ragchat account matches") and config["label"] == "Sign in with Acme ID"
+    assert (await eve.get("/api/auth/oidc/config")).json()["error"] is None
 
     # the disabled local user cannot sign in through the provider either, and an existing session ends
     assert (await admin.patch(f"/api/admin/users/{alice_id}", json={"disabled": True})).status_code == 200
@@ -361,7 +368,13 @@ async def test_local_login_off(live_app: Callable[..., Any], mock_issuer: str) -
         session = (await anon.get("/api/auth/session")).json()
         assert session["setup_required"] is False  # the first admin comes through single sign-on
         config = (await anon.get("/api/auth/oidc/config")).json()
-        assert config == {"sso": True, "label": "Sign in with Acme ID", "unavailable": None, "local_login": False}
+        assert config == {
+            "sso": True,
+            "label": "Sign in with Acme ID",
+            "unavailable": None,
+            "local_login": False,
+            "error": None,
+        }
         for path in ("/api/auth/login", "/api/auth/setup"):
             r = await anon.post(path, json={"username": "admin", "password": PASSWORD})
             assert r.status_code == 403 and "sign in with Acme ID" in r.json()["detail"]
@@ -378,6 +391,7 @@ async def test_sso_off_by_default(live_app: Callable[..., Any]) -> None:
             "label": None,
             "unavailable": None,
             "local_login": True,
+            "error": None,
         }
         assert (await anon.get("/api/auth/oidc/login")).status_code == 404
         assert (await anon.get("/api/auth/oidc/callback?state=x&code=y")).status_code == 404

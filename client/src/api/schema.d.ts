@@ -2066,6 +2066,8 @@ export interface components {
         };
         /** SsoConfig */
         SsoConfig: {
+            /** @description why this browser's last single sign-on failed (said once) */
+            error?: string | null;
             /** @description the button's text: "Sign in with <OIDC_DISPLAY_NAME>" */
             label?: string | null;
             /** @description usernames and passwords sign in (LOCAL_LOGIN_ENABLED) */

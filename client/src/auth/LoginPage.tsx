@@ -14,19 +14,14 @@ export function LoginPage() {
   const [busy, setBusy] = useState(false);
   const passwordRef = useRef<HTMLInputElement>(null);
   const [sso, setSso] = useState<SsoConfig | null>(null);
-  // a failed single sign-on comes back as /?sso_error=<why>: shown once, then dropped from the address
-  const [ssoError] = useState(() => new URLSearchParams(window.location.search).get("sso_error"));
 
+  // the server says why this browser's last single sign-on failed (once), never the URL
   useEffect(() => {
-    if (ssoError !== null) {
-      const url = new URL(window.location.href);
-      url.searchParams.delete("sso_error");
-      window.history.replaceState(window.history.state, "", url.pathname + url.search + url.hash);
-    }
     const ctrl = new AbortController();
     authApi.ssoConfig(ctrl.signal).then(setSso, () => setSso({ sso: false, local_login: true }));
     return () => ctrl.abort();
-  }, [ssoError]);
+  }, []);
+  const ssoError = sso?.error;
   const localLogin = sso?.local_login ?? true;
 
   const submit = async (e: FormEvent) => {

@@ -2,15 +2,18 @@
 
 The callback is a top-level GET the provider's page sends the browser to (a cross-site navigation: the
 SameSite=Lax cookies come with it, and nothing here needs the Origin check of state-changing requests). It
-answers a redirect in every case: to `/` signed in, or to `/?sso_error=<why>` for the login page to show.
+answers a redirect to `/` in every case: signed in, or with the reason it failed in a short-lived HttpOnly
+cookie that the login page's `GET /api/auth/oidc/config` reads once (not in the URL, where anyone could write
+a message for the login page to show).
 """
 
 from __future__ import annotations
 
+import base64
 import logging
 from typing import Annotated, Any
 
-from litestar import Controller, Request, get
+from litestar import Controller, Request, Response, get
 from litestar.datastructures import Cookie
 from litestar.params import Parameter
 from litestar.response import Redirect
@@ -25,6 +28,8 @@ from ragchat.core.http import error_responses
 log = logging.getLogger(__name__)
 
 FLOW_COOKIE = "ragchat_sso"
+ERROR_COOKIE = "ragchat_sso_error"
+ERROR_MAX = 600
 FLOW_PATH = "/api/auth/oidc"
 CALLBACK = "/api/auth/oidc/callback"
 
@@ -36,11 +41,14 @@ class SsoConfig(BaseModel):
     label: str | None = Field(default=None, description='the button\'s text: "Sign in with <OIDC_DISPLAY_NAME>"')
     unavailable: str | None = Field(default=None, description="why single sign-on does not work now (provider down)")
     local_login: bool = Field(description="usernames and passwords sign in (LOCAL_LOGIN_ENABLED)")
+    error: str | None = Field(default=None, description="why this browser's last single sign-on failed (said once)")
 
 
-def _flow_cookie(request: Request[Any, Any, Any], accounts: AccountService, value: str, max_age: int) -> Cookie:
+def _flow_cookie(
+    request: Request[Any, Any, Any], accounts: AccountService, value: str, max_age: int, key: str = FLOW_COOKIE
+) -> Cookie:
     return Cookie(
-        key=FLOW_COOKIE,
+        key=key,
         value=value,
         httponly=True,
         samesite="lax",
@@ -50,28 +58,51 @@ def _flow_cookie(request: Request[Any, Any, Any], accounts: AccountService, valu
     )
 
 
+def encode_error(message: str) -> str:
+    return base64.urlsafe_b64encode(message[:ERROR_MAX].encode()).decode().rstrip("=")
+
+
+def decode_error(value: str | None) -> str | None:
+    if not value or len(value) > 2 * ERROR_MAX:
+        return None
+    try:
+        return base64.urlsafe_b64decode(value + "=" * (-len(value) % 4)).decode()
+    except ValueError:
+        return None
+
+
 def _failed(request: Request[Any, Any, Any], accounts: AccountService, exc: RagchatError) -> Redirect:
-    """Back to the login page, which says why; the flow cookie is dropped."""
+    """Back to the login page, which asks why (the error cookie); the flow cookie is dropped."""
     log.info("single sign-on failed (%s): %s", exc.code, exc.message)
-    return Redirect(
-        "/",
-        query_params={"sso_error": exc.message},
-        status_code=303,
-        cookies=[_flow_cookie(request, accounts, "", 0)],
-    )
+    cookies = [
+        _flow_cookie(request, accounts, "", 0),
+        _flow_cookie(request, accounts, encode_error(exc.message), 120, key=ERROR_COOKIE),
+    ]
+    return Redirect("/", status_code=303, cookies=cookies)
 
 
 class OidcController(Controller):
     path = "/api/auth/oidc"
 
     @get("/config")
-    async def config(self, oidc: OidcService) -> SsoConfig:
+    async def config(
+        self, request: Request[Any, Any, Any], oidc: OidcService, accounts: AccountService
+    ) -> Response[SsoConfig]:
         """Public: the login page's single sign-on button and password form (the provider is asked, within
-        OIDC_TIMEOUT_S, whether it answers)."""
+        OIDC_TIMEOUT_S, whether it answers), and why this browser's last sign-in failed (then forgotten)."""
         local = oidc.settings.local_login_enabled
+        raw = request.cookies.get(ERROR_COOKIE)
+        cookies = [_flow_cookie(request, accounts, "", 0, key=ERROR_COOKIE)] if raw is not None else []
         if not oidc.enabled:
-            return SsoConfig(sso=False, local_login=local)
-        return SsoConfig(sso=True, label=oidc.label, unavailable=await oidc.unavailable_reason(), local_login=local)
+            return Response(SsoConfig(sso=False, local_login=local), cookies=cookies)
+        body = SsoConfig(
+            sso=True,
+            label=oidc.label,
+            unavailable=await oidc.unavailable_reason(),
+            local_login=local,
+            error=decode_error(raw),
+        )
+        return Response(body, cookies=cookies)
 
     @get("/login", status_code=303, responses=error_responses(404))
     async def login(self, request: Request[Any, Any, Any], oidc: OidcService, accounts: AccountService) -> Redirect:
@@ -99,7 +130,8 @@ class OidcController(Controller):
         error: str | None = None,
         error_description: str | None = None,
     ) -> Redirect:
-        """Public: where the provider sends the browser back; signs in and goes to `/`, or to `/?sso_error=…`."""
+        """Public: where the provider sends the browser back; signs in and goes to `/` (a failure too: the login
+        page reads why from `/config`)."""
         if not oidc.enabled:
             raise NotFound("single sign-on is not configured (OIDC_ISSUER)")
         try:
