@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
+import psycopg
 import pytest
 from oidc_provider_mock import User, run_server_in_thread
 
@@ -218,6 +219,22 @@ async def test_replayed_missing_and_foreign_state_are_refused(live_app: Callable
     assert await whoami(anon) is None
     for c in (client, anon):
         await c.aclose()
+
+
+async def test_two_tabs_and_a_sign_in_that_took_too_long(
+    live_app: Callable[..., Any], mock_issuer: str, db: str
+) -> None:
+    server = sso_app(live_app, mock_issuer, oidc_auto_create=True)
+    client = httpx.AsyncClient(base_url=server.url, timeout=30)
+    first, second = await start(client), await start(client)  # two tabs of one browser: one flow cookie
+    assert sso_error(await client.get(await approve_at_mock(first, ALICE.sub))) is None
+    assert sso_error(await client.get(await approve_at_mock(second, ALICE.sub))) is None
+
+    late = await approve_at_mock(await start(client), ALICE.sub)
+    async with await psycopg.AsyncConnection.connect(db, autocommit=True) as conn:  # eleven minutes pass
+        await conn.execute("UPDATE oidc_flows SET expires_at = now() - interval '1 minute'")
+    assert sso_error(await client.get(late)) == "this sign-in took longer than 10 minutes: start again"
+    await client.aclose()
 
 
 async def test_an_expired_id_token_from_the_mock_is_refused(live_app: Callable[..., Any]) -> None:

@@ -72,13 +72,11 @@ def decode_error(value: str | None) -> str | None:
 
 
 def _failed(request: Request[Any, Any, Any], accounts: AccountService, exc: RagchatError) -> Redirect:
-    """Back to the login page, which asks why (the error cookie); the flow cookie is dropped."""
+    """Back to the login page, which asks why (the error cookie). The flow cookie stays (until it expires): another
+    tab's sign-in may still need it."""
     log.info("single sign-on failed (%s): %s", exc.code, exc.message)
-    cookies = [
-        _flow_cookie(request, accounts, "", 0),
-        _flow_cookie(request, accounts, encode_error(exc.message), 120, key=ERROR_COOKIE),
-    ]
-    return Redirect("/", status_code=303, cookies=cookies)
+    cookie = _flow_cookie(request, accounts, encode_error(exc.message), 120, key=ERROR_COOKIE)
+    return Redirect("/", status_code=303, cookies=[cookie])
 
 
 class OidcController(Controller):
@@ -146,8 +144,7 @@ class OidcController(Controller):
             )
         except SsoFailed as exc:
             return _failed(request, accounts, exc)
-        cookies = [session_cookie(request, accounts, result.session_token), _flow_cookie(request, accounts, "", 0)]
-        return Redirect("/", status_code=303, cookies=cookies)
+        return Redirect("/", status_code=303, cookies=[session_cookie(request, accounts, result.session_token)])
 
 
 def oidc_handlers() -> list[Any]:
