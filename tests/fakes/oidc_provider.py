@@ -77,7 +77,7 @@ class FakeProvider:
 
 def _handler(provider: FakeProvider) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:
+        def log_message(self, format: str, *args: Any) -> None:
             pass
 
         def _json(self, status: int, body: Any) -> None:
