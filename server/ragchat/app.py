@@ -17,6 +17,8 @@ from litestar.routes import HTTPRoute
 from litestar.types import Receive, Scope, Send
 
 from ragchat import __version__
+from ragchat.accounts.oidc_routes import oidc_handlers
+from ragchat.accounts.oidc_service import OidcService
 from ragchat.accounts.routes import account_handlers, authenticate
 from ragchat.accounts.service import AccountService
 from ragchat.chat.action_routes import action_handlers
@@ -126,6 +128,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, overrides:
         route_handlers=[
             *system_handlers(),
             *account_handlers(),
+            *oidc_handlers(),
             # uploads are the one route with a big body: MAX_UPLOAD_MB (+ framing), refused while streaming
             Router("/", route_handlers=[DocumentController], request_max_body_size=settings.max_upload_request_bytes),
             DocumentBrowseController,
@@ -147,6 +150,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, overrides:
             "searcher": Provide(lambda: current().searcher, sync_to_thread=False),
             "chat": Provide(lambda: current().chat, sync_to_thread=False),
             "accounts": Provide(lambda: current().accounts, sync_to_thread=False),
+            "oidc": Provide(lambda: current().oidc, sync_to_thread=False),
             "collections": Provide(lambda: current().collections, sync_to_thread=False),
             "limiter": Provide(lambda: current().limiter, sync_to_thread=False),
             "search_policy": Provide(lambda: current().search_policy, sync_to_thread=False),
@@ -161,6 +165,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, overrides:
             "Searcher": Searcher,
             "ChatService": ChatService,
             "AccountService": AccountService,
+            "OidcService": OidcService,
             "CollectionService": CollectionService,
             "RateLimiter": RateLimiter,
             "CredentialCheck": CredentialCheck,

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragchat.accounts import passwords
+from ragchat.accounts.oidc_service import OidcService
 from ragchat.accounts.service import AccountService
 from ragchat.chat.runs import RunRegistry
 from ragchat.chat.service import ChatService
@@ -64,6 +65,7 @@ class Runtime:
     documents: DocumentService
     chat: ChatService
     accounts: AccountService
+    oidc: OidcService  # single sign-on (inert while OIDC_ISSUER is unset)
     collections: CollectionService
     limiter: RateLimiter
     preferences: PreferencesService
@@ -160,6 +162,8 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
         stack.push_async_callback(runs.close)
         limiter = RateLimiter(pool)
         preferences = PreferencesService(pool, settings)
+        oidc = OidcService(pool, settings, limiter)
+        stack.push_async_callback(oidc.close)
         await passwords.warm()
         runtime = Runtime(
             settings=settings,
@@ -174,6 +178,7 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
             documents=build_document_service(pool, spaces, settings, MetadataExtractor(pool, llm, settings)),
             chat=ChatService(pool, llm, searcher, settings, embedder=embedder, runs=runs),
             accounts=AccountService(pool, settings, limiter),
+            oidc=oidc,
             collections=CollectionService(pool),
             limiter=limiter,
             preferences=preferences,

@@ -305,6 +305,50 @@ class AccountSettings(BaseModel):
     login_lockout_failures: int = 10  # failed logins of one username per 15 minutes before it is locked
 
 
+class OidcSettings(BaseModel):
+    """Settings group: sign-in through an OpenID Connect identity provider (on when OIDC_ISSUER is set)."""
+
+    oidc_issuer: str | None = None  # e.g. https://keycloak.example.org/realms/acme (its discovery document's issuer)
+    oidc_client_id: str | None = None
+    oidc_client_secret: SecretStr | None = None  # unset: a public client (PKCE only)
+    oidc_scopes: str = "openid email profile"
+    # create an account on a first sign-in that matches nobody (off: only existing users may sign in this way)
+    oidc_auto_create: bool = False
+    oidc_admin_group: str | None = None  # members of this group (or role) are admins, the others are not
+    # the claim that lists the groups or roles; a dotted path reads a nested one (realm_access.roles)
+    oidc_groups_claim: str = "groups"
+    oidc_display_name: str = "SSO"  # the login page's button: "Sign in with <name>"
+    # where the provider sends the browser back; default: <this server's URL>/api/auth/oidc/callback
+    oidc_redirect_url: str | None = None
+    oidc_timeout_s: float = Field(default=5.0, gt=0, le=60)  # one request to the provider (discovery, keys, token)
+    local_login_enabled: bool = True  # false: usernames and passwords no longer sign in (SSO and API tokens do)
+
+    @field_validator("oidc_issuer", "oidc_client_id", "oidc_admin_group", "oidc_redirect_url", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, v: object) -> object:
+        return None if isinstance(v, str) and not v.strip() else v
+
+    @model_validator(mode="after")
+    def _check_oidc(self) -> Self:
+        if self.oidc_issuer is not None:
+            if not self.oidc_issuer.startswith(("https://", "http://")):
+                raise ValueError(f"OIDC_ISSUER must be an http(s) URL (got {self.oidc_issuer!r})")
+            if not self.oidc_client_id:
+                raise ValueError("OIDC_ISSUER is set: OIDC_CLIENT_ID must be set too")
+            if "openid" not in self.oidc_scopes.split():
+                raise ValueError(f"OIDC_SCOPES must include 'openid' (got {self.oidc_scopes!r})")
+        return self
+
+    @property
+    def oidc_enabled(self) -> bool:
+        return self.oidc_issuer is not None
+
+    @property
+    def oidc_secret(self) -> str | None:
+        value = self.oidc_client_secret
+        return value.get_secret_value() if isinstance(value, SecretStr) else value
+
+
 class LimitSettings(BaseModel):
     """Settings group: per-user rate limits and the rerank cost cap."""
 
@@ -326,6 +370,7 @@ class Settings(  # pyright: ignore[reportIncompatibleVariableOverride]
     RetrievalSettings,
     IngestionSettings,
     AccountSettings,
+    OidcSettings,
     LimitSettings,
 ):
     """Environment variables (case-insensitive). `.env.example` lists them all with defaults.
@@ -361,6 +406,10 @@ class Settings(  # pyright: ignore[reportIncompatibleVariableOverride]
 
     @property
     def accounts(self) -> AccountSettings:
+        return self
+
+    @property
+    def oidc(self) -> OidcSettings:
         return self
 
     @property

@@ -19,6 +19,8 @@ OWNERS = {
     "users": "accounts",
     "sessions": "accounts",
     "api_tokens": "accounts",
+    "oidc_identities": "accounts",
+    "oidc_flows": "accounts",
     "threads": "chat",
     "messages": "chat",
     "message_feedback": "chat",

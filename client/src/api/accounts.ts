@@ -10,6 +10,7 @@ import type {
   NewApiToken,
   SessionInfo,
   SignedIn,
+  SsoConfig,
   TokenList,
   User,
   UserList,
@@ -22,6 +23,9 @@ const id = (s: string) => encodeURIComponent(s);
 export const authApi = {
   /** Public: is auth on, must the first account be created, who am I. */
   session: (signal?: AbortSignal) => request<SessionInfo>("/api/auth/session", { signal }),
+
+  /** Public: is single sign-on on (its button's label, why it is unavailable), is the password form on. */
+  ssoConfig: (signal?: AbortSignal) => request<SsoConfig>("/api/auth/oidc/config", { signal }),
 
   /** Create the first (admin) account; 409 `setup_done` once one exists. Sets the session cookie. */
   setup: (username: string, password: string) =>

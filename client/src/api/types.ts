@@ -96,6 +96,8 @@ export type ChatRequest = Schemas["ChatBody"];
 
 export type User = Schemas["User"];
 export type SessionInfo = Schemas["SessionInfo"];
+/** The login page's single sign-on button and password form. */
+export type SsoConfig = Schemas["SsoConfig"];
 export type SignedIn = Schemas["SignedIn"];
 /** A user as the admin page lists them (`last_seen_at` and `documents` are set in that listing). */
 export type AdminUser = User;

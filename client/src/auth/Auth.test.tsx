@@ -99,6 +99,42 @@ describe("login", () => {
     expect(screen.getByTestId("nav-collections")).toBeInTheDocument();
   });
 
+  it("offers single sign-on, says why it is unavailable, and hides the password form when local login is off", async () => {
+    window.history.replaceState(null, "", "/?sso_error=call%20555-0100%20now");
+    mockServer(
+      on("GET", "/api/auth/session", () => jsonResponse(session({ user: null }))),
+      on("GET", "/api/auth/oidc/config", () =>
+        jsonResponse({
+          sso: true,
+          label: "Sign in with Acme ID",
+          unavailable: null,
+          local_login: false,
+          error: "the ID token has expired",
+        }),
+      ),
+    );
+    const { unmount } = render(<App />);
+    const button = await screen.findByTestId("sso-login");
+    expect(button).toHaveTextContent("Sign in with Acme ID");
+    expect(button).toHaveAttribute("href", "/api/auth/oidc/login");
+    expect(screen.getByTestId("sso-error")).toHaveTextContent("Single sign-on failed: the ID token has expired");
+    expect(screen.queryByText(/555-0100/)).toBeNull(); // a message in the URL is never shown
+    expect(screen.queryByTestId("login-form")).toBeNull();
+    expect(await axeViolations()).toEqual([]);
+    unmount();
+
+    mockServer(
+      on("GET", "/api/auth/session", () => jsonResponse(session({ user: null }))),
+      on("GET", "/api/auth/oidc/config", () =>
+        jsonResponse({ sso: true, label: "Sign in with Acme ID", unavailable: "it did not answer", local_login: true }),
+      ),
+    );
+    render(<App />);
+    expect(await screen.findByTestId("sso-unavailable")).toHaveTextContent("SSO unavailable: it did not answer");
+    expect(screen.queryByTestId("sso-login")).toBeNull();
+    expect(screen.getByTestId("login-form")).toBeInTheDocument();
+  });
+
   it("says when to try again after too many attempts (429)", async () => {
     mockServer(
       on("GET", "/api/auth/session", () => jsonResponse(session({ user: null }))),

@@ -1,6 +1,7 @@
-import { useRef, useState, type FormEvent, type ReactNode } from "react";
+import { useEffect, useRef, useState, type FormEvent, type ReactNode } from "react";
 import { authApi } from "../api/accounts";
 import { errorMessage } from "../api/client";
+import type { SsoConfig } from "../api/types";
 import { Field } from "../components/Field";
 import { useAuth } from "./AuthContext";
 
@@ -12,6 +13,16 @@ export function LoginPage() {
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   const passwordRef = useRef<HTMLInputElement>(null);
+  const [sso, setSso] = useState<SsoConfig | null>(null);
+
+  // the server says why this browser's last single sign-on failed (once), never the URL
+  useEffect(() => {
+    const ctrl = new AbortController();
+    authApi.ssoConfig(ctrl.signal).then(setSso, () => setSso({ sso: false, local_login: true }));
+    return () => ctrl.abort();
+  }, []);
+  const ssoError = sso?.error;
+  const localLogin = sso?.local_login ?? true;
 
   const submit = async (e: FormEvent) => {
     e.preventDefault();
@@ -40,46 +51,66 @@ export function LoginPage() {
           Your session has ended. Log in again to continue — anything you were typing is kept.
         </p>
       )}
-      <form className="auth-form" aria-labelledby="login-title" onSubmit={submit} noValidate data-testid="login-form">
-        <Field
-          id="login-username"
-          label="Username"
-          name="username"
-          autoComplete="username"
-          autoCapitalize="none"
-          spellCheck={false}
-          required
-          autoFocus={!lastUsername}
-          value={username}
-          onChange={(e) => setUsername(e.target.value)}
-          aria-invalid={error ? true : undefined}
-          aria-describedby={error ? "login-error" : undefined}
-          data-testid="login-username"
-        />
-        <Field
-          id="login-password"
-          label="Password"
-          type="password"
-          name="password"
-          autoComplete="current-password"
-          required
-          autoFocus={!!lastUsername}
-          ref={passwordRef}
-          value={password}
-          onChange={(e) => setPassword(e.target.value)}
-          aria-invalid={error ? true : undefined}
-          aria-describedby={error ? "login-error" : undefined}
-          data-testid="login-password"
-        />
-        {error && (
-          <div className="error-box" role="alert" id="login-error" data-testid="login-error">
-            <div className="error-text">{error}</div>
-          </div>
-        )}
-        <button type="submit" className="btn btn-primary btn-block" disabled={busy} data-testid="login-submit">
-          {busy ? "Logging in…" : "Log in"}
-        </button>
-      </form>
+      {ssoError && (
+        <div className="error-box" role="alert" data-testid="sso-error">
+          <div className="error-text">Single sign-on failed: {ssoError}</div>
+        </div>
+      )}
+      {sso?.sso && (
+        <div className="auth-form" data-testid="sso">
+          {sso.unavailable ? (
+            <p className="notice" role="status" data-testid="sso-unavailable">
+              SSO unavailable: {sso.unavailable}
+            </p>
+          ) : (
+            <a className="btn btn-primary btn-block" href="/api/auth/oidc/login" data-testid="sso-login">
+              {sso.label}
+            </a>
+          )}
+        </div>
+      )}
+      {localLogin && (
+        <form className="auth-form" aria-labelledby="login-title" onSubmit={submit} noValidate data-testid="login-form">
+          <Field
+            id="login-username"
+            label="Username"
+            name="username"
+            autoComplete="username"
+            autoCapitalize="none"
+            spellCheck={false}
+            required
+            autoFocus={!lastUsername}
+            value={username}
+            onChange={(e) => setUsername(e.target.value)}
+            aria-invalid={error ? true : undefined}
+            aria-describedby={error ? "login-error" : undefined}
+            data-testid="login-username"
+          />
+          <Field
+            id="login-password"
+            label="Password"
+            type="password"
+            name="password"
+            autoComplete="current-password"
+            required
+            autoFocus={!!lastUsername}
+            ref={passwordRef}
+            value={password}
+            onChange={(e) => setPassword(e.target.value)}
+            aria-invalid={error ? true : undefined}
+            aria-describedby={error ? "login-error" : undefined}
+            data-testid="login-password"
+          />
+          {error && (
+            <div className="error-box" role="alert" id="login-error" data-testid="login-error">
+              <div className="error-text">{error}</div>
+            </div>
+          )}
+          <button type="submit" className="btn btn-primary btn-block" disabled={busy} data-testid="login-submit">
+            {busy ? "Logging in…" : "Log in"}
+          </button>
+        </form>
+      )}
     </AuthLayout>
   );
 }

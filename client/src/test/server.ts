@@ -69,6 +69,7 @@ export function mockServer(...handlers: Handler[]) {
     if (path === "/api/collections" && method === "GET") return jsonResponse({ collections: [] });
     if (path === "/api/threads" && method === "GET") return jsonResponse({ threads: [] });
     if (path === "/api/documents" && method === "GET") return jsonResponse({ documents: [] });
+    if (path === "/api/auth/oidc/config") return jsonResponse({ sso: false, local_login: true });
     throw new Error(`unmocked ${method} ${url}`);
   });
   vi.stubGlobal("fetch", fetchMock);

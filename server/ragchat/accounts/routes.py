@@ -65,21 +65,34 @@ def require_admin(principal: Principal) -> None:
         raise Forbidden("only an admin may do this")
 
 
-def _logged_in(
-    request: Request[Any, Any, Any], accounts: AccountService, result: LoggedIn, status: int
-) -> Response[SignedIn]:
-    secure = accounts.settings.cookie_secure == "true" or (
-        accounts.settings.cookie_secure == "auto" and request.url.scheme == "https"
-    )
-    cookie = Cookie(
+def cookie_secure(request: Request[Any, Any, Any], accounts: AccountService) -> bool:
+    setting = accounts.settings.cookie_secure
+    return setting == "true" or (setting == "auto" and request.url.scheme == "https")
+
+
+def session_cookie(request: Request[Any, Any, Any], accounts: AccountService, session_token: str) -> Cookie:
+    """The session cookie a sign-in sets (password or single sign-on)."""
+    return Cookie(
         key=SESSION_COOKIE,
-        value=result.session_token,
+        value=session_token,
         httponly=True,
         samesite="lax",
-        secure=secure,
+        secure=cookie_secure(request, accounts),
         path="/",
         max_age=int(accounts.session_ttl_s),
     )
+
+
+def local_login_allowed(accounts: AccountService) -> None:
+    if not accounts.settings.local_login_enabled:
+        name = accounts.settings.oidc_display_name if accounts.settings.oidc_enabled else "single sign-on"
+        raise Forbidden(f"sign-in with a username and password is turned off here: sign in with {name}")
+
+
+def _logged_in(
+    request: Request[Any, Any, Any], accounts: AccountService, result: LoggedIn, status: int
+) -> Response[SignedIn]:
+    cookie = session_cookie(request, accounts, result.session_token)
     return Response(SignedIn(user=User.of(result.user)), status_code=status, cookies=[cookie])
 
 
@@ -101,22 +114,25 @@ class AuthController(Controller):
                 user = User.of(await accounts.me(await authenticate(request, accounts)))
             except Unauthorized:
                 user = None
-        setup = accounts.auth_enabled and await accounts.setup_required()  # AUTH=off needs no account
+        # AUTH=off needs no account; with local login off the first admin comes through single sign-on
+        setup = accounts.auth_enabled and accounts.settings.local_login_enabled and await accounts.setup_required()
         return SessionInfo(auth=accounts.settings.auth, setup_required=setup, user=user)
 
-    @post("/setup", status_code=201, responses=error_responses(409, 429))
+    @post("/setup", status_code=201, responses=error_responses(403, 409, 429))
     async def setup(
         self, request: Request[Any, Any, Any], data: NewAccount, accounts: AccountService
     ) -> Response[SignedIn]:
         """Public, once: create the first account (an admin) and sign it in."""
+        local_login_allowed(accounts)
         ua = request.headers.get("user-agent", "")
         result = await accounts.setup(data.username, data.password, ip=client_ip(request), user_agent=ua)
         return _logged_in(request, accounts, result, 201)
 
-    @post("/login", status_code=200, responses=error_responses(401, 429))
+    @post("/login", status_code=200, responses=error_responses(401, 403, 429))
     async def login(
         self, request: Request[Any, Any, Any], data: Credentials, accounts: AccountService
     ) -> Response[SignedIn]:
+        local_login_allowed(accounts)
         ua = request.headers.get("user-agent", "")
         result = await accounts.login(data.username, data.password, ip=client_ip(request), user_agent=ua)
         return _logged_in(request, accounts, result, 200)

@@ -94,3 +94,24 @@ class RateLimited(RagchatError):
     def __init__(self, message: str, retry_after: int) -> None:
         super().__init__(message)
         self.retry_after = max(1, int(retry_after))
+
+
+class SsoFailed(RagchatError):
+    """A single sign-on that did not complete: a forged, replayed or expired callback, a token that does not verify."""
+
+    status_code = 400
+    code = "sso_failed"
+
+
+class SsoRefused(SsoFailed):
+    """The provider vouched for someone ragchat will not sign in (no matching account, a disabled one)."""
+
+    status_code = 403
+    code = "sso_refused"
+
+
+class SsoUnavailable(SsoFailed):
+    """The identity provider does not answer, or answers something that is not OpenID Connect."""
+
+    status_code = 503
+    code = "sso_unavailable"
