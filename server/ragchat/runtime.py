@@ -16,6 +16,7 @@ from typing import Any
 
 from ragchat.accounts import passwords
 from ragchat.accounts.service import AccountService
+from ragchat.audit.service import AuditLog
 from ragchat.chat.runs import RunRegistry
 from ragchat.chat.service import ChatService
 from ragchat.core.options import SearchPolicy
@@ -69,6 +70,7 @@ class Runtime:
     preferences: PreferencesService
     search_policy: SearchPolicy  # every entry point resolves a search's options (and its cost) here
     llm_status: StatusCache  # /api/health's view of the LLM, probed in the background
+    audit: AuditLog  # the audit log every domain records its actions in (the AuditWriter of core/audit.py)
     database: Database | None = None
     watchdog: DatabaseWatchdog | None = None  # when the runtime opened the database itself
     capabilities: Capabilities | None = None  # the database's versions and what they allow, read at start
@@ -159,7 +161,8 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
         runs = RunRegistry()  # chat answers in progress; closed first: they are saved before the pool closes
         stack.push_async_callback(runs.close)
         limiter = RateLimiter(pool)
-        preferences = PreferencesService(pool, settings)
+        audit = AuditLog(pool, settings.audit)
+        preferences = PreferencesService(pool, settings, audit)
         await passwords.warm()
         runtime = Runtime(
             settings=settings,
@@ -171,14 +174,17 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
                 pool, spaces, batch_size=settings.embed_batch_size * 4, grace_s=settings.reembed_grace_s
             ),
             searcher=searcher,
-            documents=build_document_service(pool, spaces, settings, MetadataExtractor(pool, llm, settings)),
-            chat=ChatService(pool, llm, searcher, settings, embedder=embedder, runs=runs),
-            accounts=AccountService(pool, settings, limiter),
-            collections=CollectionService(pool),
+            documents=build_document_service(
+                pool, spaces, settings, MetadataExtractor(pool, llm, settings), audit=audit
+            ),
+            chat=ChatService(pool, llm, searcher, settings, embedder=embedder, runs=runs, audit=audit),
+            accounts=AccountService(pool, settings, limiter, audit),
+            collections=CollectionService(pool, audit),
             limiter=limiter,
             preferences=preferences,
             search_policy=SearchPolicy(settings.retrieval, settings.limits, preferences.effective, limiter),
             llm_status=llm_status,
+            audit=audit,
             database=database,
             watchdog=watchdog,
             capabilities=capabilities,
@@ -208,7 +214,7 @@ async def open_accounts(settings: Settings) -> AsyncIterator[AccountService]:
         )
         await pool.open(wait=True)
         try:
-            yield AccountService(pool, settings, RateLimiter(pool))
+            yield AccountService(pool, settings, RateLimiter(pool), AuditLog(pool, settings.audit))
         finally:
             await pool.close()
     finally:

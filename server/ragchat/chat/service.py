@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 from typing import Any
 from uuid import UUID
@@ -29,6 +29,7 @@ from ragchat.chat.quality import FAILED, Failure, failure_of, previous_exchange
 from ragchat.chat.replies import citation_report
 from ragchat.chat.runs import STOPPED, Guard, Run, RunRegistry
 from ragchat.chat.turns import BUSY, DB_TIMEOUT_S, ChatRequest, TurnPlan, begin_turn
+from ragchat.core.audit import AuditAction, AuditWriter
 from ragchat.core.errors import Conflict, NotFound
 from ragchat.core.options import options_of
 from ragchat.core.principal import Principal
@@ -62,8 +63,11 @@ async def save_answer(
     status: str,
     error: ChatFault | None,
     citations: dict[str, Any] | None = None,
+    *,
+    audit: Callable[[Any, str], Awaitable[None]] | None = None,
 ) -> None:
-    """One transaction: the answer's row (text, tool calls, exact tool results, status) and the thread's time."""
+    """One transaction: the answer's row (text, tool calls, exact tool results, status), the thread's time, and
+    (`audit(conn, status)`) the audit row of what the answer showed."""
     async with pool.connection(timeout=SAVE_WAIT_S) as conn:
         await repo.relax_commit(conn)
         await repo.finish_message(
@@ -78,13 +82,25 @@ async def save_answer(
             citations=None if citations is None else _clean(citations),
         )
         await repo.touch_thread(conn, thread_id)
+        if audit is not None:
+            await audit(conn, status)
 
 
-async def _shielded_save(*args: Any) -> Exception | None:
+def answer_sources(tool_results: list[dict[str, Any]]) -> dict[str, Any]:
+    """The documents and chunks an answer showed: those of its `tool_result` events, in their order."""
+    chunks = [
+        {"chunk_id": chunk.get("id"), "document_id": chunk.get("document_id")}
+        for result in tool_results
+        for chunk in result.get("chunks") or []
+    ]
+    return {"chunks": chunks, "document_ids": list(dict.fromkeys(c["document_id"] for c in chunks))}
+
+
+async def _shielded_save(*args: Any, **kwargs: Any) -> Exception | None:
     """Save even while the run is being cancelled; return the failure instead of raising it."""
     with anyio.move_on_after(SAVE_TIMEOUT_S, shield=True):
         try:
-            await save_answer(*args)
+            await save_answer(*args, **kwargs)
             return None
         except Exception as exc:
             log.warning("could not save the assistant message: %s", exc)
@@ -131,8 +147,11 @@ class ChatService:
         settings: Settings,
         embedder: Embedder | None = None,
         runs: RunRegistry | None = None,
+        *,
+        audit: AuditWriter,
     ) -> None:
         self.pool = pool
+        self.audit = audit
         self.llm = llm
         self.search = search
         self.settings = settings
@@ -214,6 +233,13 @@ class ChatService:
             messages = continue_messages(plan.history, plan.question, turn.content, turn.tool_results)
         fault: ChatFault | None = None
         save = (self.pool, plan.thread_id, message_id, turn)
+
+        async def audited(conn: Any, status: str) -> None:
+            details = {"thread_id": plan.thread_id, "status": status, **answer_sources(turn.tool_results)}
+            await self.audit.record(
+                conn, AuditAction.CHAT_ANSWER, principal, target_type="message", target_id=message_id, details=details
+            )
+
         retried = False
         while True:
             try:
@@ -222,7 +248,7 @@ class ChatService:
                         yield event
             except (asyncio.CancelledError, GeneratorExit):
                 # stopped: the LLM request is already closed (aclosing above); keep the partial answer
-                await _shielded_save(*save, "incomplete", (run and run.stop_fault) or STOPPED)
+                await _shielded_save(*save, "incomplete", (run and run.stop_fault) or STOPPED, audit=audited)
                 raise
             except Exception as exc:
                 fault = describe_failure(exc)
@@ -247,9 +273,9 @@ class ChatService:
         try:
             citations = None if fault else await self.check_citations(turn, message_id, plan.model)
         except asyncio.CancelledError:  # stopped while the citations were checked
-            await _shielded_save(*save, "incomplete", (run and run.stop_fault) or STOPPED)
+            await _shielded_save(*save, "incomplete", (run and run.stop_fault) or STOPPED, audit=audited)
             raise
-        failed_save = await _shielded_save(*save, "error" if fault else "complete", fault, citations)
+        failed_save = await _shielded_save(*save, "error" if fault else "complete", fault, citations, audit=audited)
         if fault is None and failed_save is not None:
             fault = describe_failure(failed_save)
         if fault is not None:
