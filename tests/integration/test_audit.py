@@ -274,3 +274,20 @@ async def test_an_answer_lists_exactly_the_chunks_its_tool_results_carried(
     assert [(c["chunk_id"], c["document_id"]) for c in row["details"]["chunks"]] == shown
     assert row["details"]["document_ids"] == list(dict.fromkeys(d for _, d in shown))
     assert row["actor_name"] == "local" and row["client"] == "127.0.0.1"
+
+
+async def test_an_answer_without_a_thread_is_recorded_too(
+    corpus: dict[str, UUID], start: Callable[..., Any], llm: LLMFake
+) -> None:
+    """POST /api/rag (retrieve-then-answer): nothing else is saved, the audit row has the passages it returned."""
+    server = start()
+    llm.fake.enqueue(Reply.text("Employees get 25 days of paid holiday per year [1]."))
+    async with httpx.AsyncClient(base_url=server.url, timeout=30) as local:
+        r = await local.post("/api/rag", json={"query": "How many holiday days do I get?", "top_k": 3})
+        assert r.status_code == 200, r.text
+        passages = [(c["id"], c["document_id"]) for c in r.json()["chunks"]]
+        assert passages
+        [row] = await audit_rows(local, action="chat.answer")
+    assert row["target_id"] is None and row["details"]["route"] == "/api/rag"
+    assert row["details"]["status"] == "complete"
+    assert [(c["chunk_id"], c["document_id"]) for c in row["details"]["chunks"]] == passages

@@ -22,6 +22,7 @@ import anyio
 
 from ragchat.chat import repository as repo
 from ragchat.chat.answer import Answer, AnswerRequest, answer_events, collect, numbered_sources
+from ragchat.chat.audit import answer_sources, record_answer
 from ragchat.chat.citations import Embedder, check_citations
 from ragchat.chat.faults import ChatFault, describe_failure
 from ragchat.chat.loop import ChatContext, ChatEvent, Turn, continue_messages, initial_messages, run_loop
@@ -84,16 +85,6 @@ async def save_answer(
         await repo.touch_thread(conn, thread_id)
         if audit is not None:
             await audit(conn, status)
-
-
-def answer_sources(tool_results: list[dict[str, Any]]) -> dict[str, Any]:
-    """The documents and chunks an answer showed: those of its `tool_result` events, in their order."""
-    chunks = [
-        {"chunk_id": chunk.get("id"), "document_id": chunk.get("document_id")}
-        for result in tool_results
-        for chunk in result.get("chunks") or []
-    ]
-    return {"chunks": chunks, "document_ids": list(dict.fromkeys(c["document_id"] for c in chunks))}
 
 
 async def _shielded_save(*args: Any, **kwargs: Any) -> Exception | None:
@@ -297,14 +288,22 @@ class ChatService:
     async def answer_stream(
         self, principal: Principal, req: AnswerRequest, turn: Turn | None = None
     ) -> AsyncGenerator[ChatEvent, None]:
-        """The turn's events without persistence; pass `turn` to read the text and sources afterwards."""
-        async with aclosing(
-            answer_events(
-                self.llm, self.search, self.settings, principal, req, await self.context_tokens(), turn or Turn()
-            )
-        ) as events:
-            async for event in events:
-                yield event
+        """The turn's events without persistence; pass `turn` to read the text and sources afterwards. The audit
+        log gets what it showed once it ends (however it ends)."""
+        turn = turn or Turn()
+        status = "error"
+        try:
+            async with aclosing(
+                answer_events(self.llm, self.search, self.settings, principal, req, await self.context_tokens(), turn)
+            ) as events:
+                async for event in events:
+                    yield event
+            status = "complete"
+        except (asyncio.CancelledError, GeneratorExit):
+            status = "incomplete"
+            raise
+        finally:
+            await record_answer(self.pool, self.audit, principal, turn, status)
 
     async def answer(self, principal: Principal, req: AnswerRequest) -> Answer:
         """The whole answer at once; raises what the LLM or the search raise (see faults.describe_failure)."""
