@@ -16,12 +16,13 @@ CREATE TABLE audit_log (
     details      jsonb NOT NULL DEFAULT '{}'::jsonb,
     request_id   text CHECK (char_length(request_id) <= 200)
 );
--- newest first by id (the keyset); the filters each have an index that keeps that order
-CREATE INDEX audit_log_at_idx ON audit_log (at);
-CREATE INDEX audit_log_actor_idx ON audit_log (actor_id, id);
-CREATE INDEX audit_log_actor_name_idx ON audit_log (lower(actor_name), id);
-CREATE INDEX audit_log_action_idx ON audit_log (action, id);
-CREATE INDEX audit_log_target_idx ON audit_log (target_type, target_id, id);
+-- newest first by (at, id) (the keyset); each filter has an index in that order, so a filter and a time range
+-- together are one index range, however deep the page
+CREATE INDEX audit_log_at_idx ON audit_log (at, id);
+CREATE INDEX audit_log_actor_idx ON audit_log (actor_id, at, id);
+CREATE INDEX audit_log_actor_name_idx ON audit_log (lower(actor_name), at, id);
+CREATE INDEX audit_log_action_idx ON audit_log (action, at, id);
+CREATE INDEX audit_log_target_idx ON audit_log (target_type, target_id, at, id);
 
 -- The guard: UPDATE is always refused; DELETE only of rows older than the cutoff audit_purge() sets for its own
 -- transaction. (TRUNCATE and dropping the trigger need the table's owner: see docs/notes/audit.md.)

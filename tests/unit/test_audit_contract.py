@@ -32,15 +32,17 @@ def _migration_check() -> str:
 def test_a_cursor_round_trips_and_refuses_changes() -> None:
     where = parse_filter(**{**NO_FILTER, "actor": "Admin", "since": "2026-01-01"})
     assert where.actor_name == "Admin" and where.since == datetime(2026, 1, 1, tzinfo=UTC)
-    cursor = make_cursor(12345, where)
-    assert read_cursor(cursor, where) == 12345
+    at = datetime(2026, 5, 6, 7, 8, 9, 123456, tzinfo=UTC)
+    cursor = make_cursor((at, 12345), where)
+    assert read_cursor(cursor, where) == (at, 12345)
     assert read_cursor(None, where) is None
     other = parse_filter(**NO_FILTER)
     with pytest.raises(BadRequest):
         read_cursor(cursor, other)
-    forged = make_cursor(99, where).replace("OTk", "MTA")  # "99." -> "10." (its check no longer matches)
-    with pytest.raises(BadRequest):
-        read_cursor(forged, where)
+    for forged in (cursor.replace("MTc", "MTg", 1), cursor[:-2], cursor + "A", "x" + cursor[1:]):
+        assert forged != cursor
+        with pytest.raises(BadRequest):
+            read_cursor(forged, where)
 
 
 @pytest.mark.parametrize(

@@ -65,13 +65,17 @@ async def insert(
     )
 
 
-async def page(conn: Conn, where: AuditFilter, *, before_id: int | None, limit: int) -> list[dict[str, Any]]:
-    """Up to `limit` rows matching `where`, newest first, with ids below `before_id` (the keyset)."""
+#: a position in the log: (at, id) of the last row seen
+Position = tuple[datetime, int]
+
+
+async def page(conn: Conn, where: AuditFilter, *, before: Position | None, limit: int) -> list[dict[str, Any]]:
+    """Up to `limit` rows matching `where`, newest first (at, then id), after `before` (the keyset)."""
     clauses: list[LiteralString] = []
     params: dict[str, Any] = {"limit": limit}
-    if before_id is not None:
-        clauses.append("id < %(before)s")
-        params["before"] = before_id
+    if before is not None:
+        clauses.append("(at, id) < (%(before_at)s, %(before_id)s)")
+        params["before_at"], params["before_id"] = before
     if where.actor_id is not None:
         clauses.append("actor_id = %(actor_id)s")
         params["actor_id"] = where.actor_id
@@ -94,7 +98,9 @@ async def page(conn: Conn, where: AuditFilter, *, before_id: int | None, limit: 
         clauses.append("at < %(until)s")
         params["until"] = where.until
     condition: LiteralString = " AND ".join(clauses) if clauses else "true"
-    query: LiteralString = f"SELECT {COLUMNS} FROM audit_log WHERE {condition} ORDER BY id DESC LIMIT %(limit)s"
+    query: LiteralString = (
+        f"SELECT {COLUMNS} FROM audit_log WHERE {condition} ORDER BY at DESC, id DESC LIMIT %(limit)s"
+    )
     return await (await conn.execute(query, params)).fetchall()
 
 

@@ -60,12 +60,12 @@ async def list_audit(
         actor=actor, actions=action, target_type=target_type, target_id=target_id, since=since, until=until
     )
     before = read_cursor(cursor, where)
-    rows = await audit.page(where, before_id=before, limit=limit + 1)
+    rows = await audit.page(where, before=before, limit=limit + 1)
     more = len(rows) > limit
     rows = rows[:limit]
     return AuditPage(
         entries=[AuditEntry.model_validate(r) for r in rows],
-        next_cursor=make_cursor(rows[-1]["id"], where) if more else None,
+        next_cursor=make_cursor((rows[-1]["at"], rows[-1]["id"]), where) if more else None,
         actions=sorted(ACTIONS),
     )
 

@@ -6,20 +6,21 @@ import base64
 import binascii
 import hashlib
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
 from pydantic import BaseModel
 
-from ragchat.audit.repository import AuditFilter
+from ragchat.audit.repository import AuditFilter, Position
 from ragchat.core.audit import AuditAction
 from ragchat.core.errors import BadRequest
 
 MAX_LIMIT = 500
 TEXT_MAX = 200
 CURSOR_MAX = 200
-_CURSOR = re.compile(r"^([1-9][0-9]{0,18})\.([0-9a-f]{20})$")
+_CURSOR = re.compile(r"^(-?[0-9]{1,18})\.([1-9][0-9]{0,18})\.([0-9a-f]{20})$")
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 ACTIONS = {a.value for a in AuditAction}
 
 
@@ -104,17 +105,24 @@ def parse_filter(
     )
 
 
-def _check(last_id: int, where: AuditFilter) -> str:
-    return hashlib.sha256(f"{last_id}|{where.canonical()}".encode()).hexdigest()[:20]
+def _micros(at: datetime) -> int:
+    return (at - _EPOCH) // timedelta(microseconds=1)
 
 
-def make_cursor(last_id: int, where: AuditFilter) -> str:
-    """The position after `last_id`, bound to these filters."""
-    return base64.urlsafe_b64encode(f"{last_id}.{_check(last_id, where)}".encode()).decode().rstrip("=")
+def _check(micros: int, last_id: int, where: AuditFilter) -> str:
+    return hashlib.sha256(f"{micros}|{last_id}|{where.canonical()}".encode()).hexdigest()[:20]
 
 
-def read_cursor(cursor: str | None, where: AuditFilter) -> int | None:
-    """The id a cursor continues below; 400 for a cursor that was altered or made for other filters."""
+def make_cursor(last: Position, where: AuditFilter) -> str:
+    """The position after the row `last` (its at and id), bound to these filters."""
+    at, last_id = last
+    micros = _micros(at)
+    text = f"{micros}.{last_id}.{_check(micros, last_id, where)}"
+    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+
+def read_cursor(cursor: str | None, where: AuditFilter) -> Position | None:
+    """The position a cursor continues after; 400 for a cursor that was altered or made for other filters."""
     if cursor is None or cursor == "":
         return None
     bad = BadRequest("cursor: not a cursor from this listing (start again without one)")
@@ -127,7 +135,10 @@ def read_cursor(cursor: str | None, where: AuditFilter) -> int | None:
     match = _CURSOR.match(text)
     if match is None:
         raise bad
-    last_id = int(match.group(1))
-    if last_id > 2**63 - 1 or match.group(2) != _check(last_id, where):
+    micros, last_id = int(match.group(1)), int(match.group(2))
+    if last_id > 2**63 - 1 or match.group(3) != _check(micros, last_id, where):
         raise bad
-    return last_id
+    try:
+        return _EPOCH + timedelta(microseconds=micros), last_id
+    except OverflowError as exc:
+        raise bad from exc

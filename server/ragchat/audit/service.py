@@ -15,7 +15,7 @@ from typing import Any
 from uuid import UUID
 
 from ragchat.audit import repository as repo
-from ragchat.audit.repository import AuditFilter
+from ragchat.audit.repository import AuditFilter, Position
 from ragchat.core.audit import SYSTEM, Actor, AuditAction
 from ragchat.core.logs import current_fields
 from ragchat.core.principal import Principal
@@ -86,23 +86,23 @@ class AuditLog:
             await self.record(conn, action, actor, **kwargs)
 
     # ---- reading --------------------------------------------------------------------------------------------
-    async def page(self, where: AuditFilter, *, before_id: int | None, limit: int) -> list[dict[str, Any]]:
+    async def page(self, where: AuditFilter, *, before: Position | None, limit: int) -> list[dict[str, Any]]:
         async with self.pool.connection() as conn:
-            return await repo.page(conn, where, before_id=before_id, limit=limit)
+            return await repo.page(conn, where, before=before, limit=limit)
 
     async def export(self, where: AuditFilter) -> AsyncIterator[bytes]:
         """Every matching row as JSON lines, newest first, read in batches (a connection per batch, held briefly:
         memory stays bounded and a slow reader holds no connection)."""
-        before: int | None = None
+        before: Position | None = None
         while True:
-            rows = await self.page(where, before_id=before, limit=EXPORT_BATCH)
+            rows = await self.page(where, before=before, limit=EXPORT_BATCH)
             if not rows:
                 return
             lines = [json.dumps(_jsonable(row), ensure_ascii=False, default=str) for row in rows]
             yield ("\n".join(lines) + "\n").encode()
             if len(rows) < EXPORT_BATCH:
                 return
-            before = rows[-1]["id"]
+            before = (rows[-1]["at"], rows[-1]["id"])
 
     # ---- retention ------------------------------------------------------------------------------------------
     async def purge(self, keep_days: int | None = None) -> int:
