@@ -934,6 +934,12 @@ export interface components {
              */
             role: "assistant";
         };
+        /**
+         * AuditAction
+         * @description Every action the audit log records (`area.verb`; the database checks the shape, not the list).
+         * @enum {string}
+         */
+        AuditAction: "auth.sign_in" | "auth.sign_in_failed" | "auth.sign_out" | "auth.sign_out_everywhere" | "auth.setup" | "auth.password_change" | "token.create" | "token.revoke" | "user.create" | "user.disable" | "user.enable" | "user.role_change" | "user.password_reset" | "user.delete" | "collection.create" | "collection.delete" | "collection.share" | "collection.unshare" | "collection.document_add" | "collection.document_remove" | "document.delete" | "preferences.update" | "chat.answer";
         /** AuditEntry */
         AuditEntry: {
             action: string;
@@ -2304,7 +2310,7 @@ export interface operations {
                 /** @description a user id, or a name (any case) */
                 actor?: string | null;
                 /** @description one or more actions (any of them) */
-                action?: string[] | null;
+                action?: components["schemas"]["AuditAction"][] | null;
                 target_type?: string | null;
                 target_id?: string | null;
                 /** @description ISO 8601, inclusive (UTC if no zone) */
@@ -2383,7 +2389,7 @@ export interface operations {
                 /** @description a user id, or a name (any case) */
                 actor?: string | null;
                 /** @description one or more actions (any of them) */
-                action?: string[] | null;
+                action?: components["schemas"]["AuditAction"][] | null;
                 target_type?: string | null;
                 target_id?: string | null;
                 /** @description ISO 8601, inclusive (UTC if no zone) */

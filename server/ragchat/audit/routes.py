@@ -15,7 +15,9 @@ from litestar.response import Stream
 
 from ragchat.audit.schemas import (
     ACTIONS,
+    CURSOR_MAX,
     MAX_LIMIT,
+    TEXT_MAX,
     AuditEntry,
     AuditPage,
     make_cursor,
@@ -23,14 +25,16 @@ from ragchat.audit.schemas import (
     read_cursor,
 )
 from ragchat.audit.service import AuditLog
+from ragchat.core.audit import AuditAction
 from ragchat.core.errors import Forbidden
 from ragchat.core.http import error_responses, file_download
 from ragchat.core.principal import Principal
 
-Text = Annotated[str | None, Parameter(max_length=1000)]
-ActorQuery = Annotated[str | None, Parameter(max_length=1000, description="a user id, or a name (any case)")]
+Text = Annotated[str | None, Parameter(max_length=TEXT_MAX)]
+ActorQuery = Annotated[str | None, Parameter(max_length=TEXT_MAX, description="a user id, or a name (any case)")]
 ActionQuery = Annotated[
-    list[str] | None, Parameter(query="action", max_items=50, description="one or more actions (any of them)")
+    list[AuditAction] | None,
+    Parameter(query="action", max_items=50, description="one or more actions (any of them)"),
 ]
 SinceQuery = Annotated[str | None, Parameter(max_length=100, description="ISO 8601, inclusive (UTC if no zone)")]
 UntilQuery = Annotated[str | None, Parameter(max_length=100, description="ISO 8601, exclusive (UTC if no zone)")]
@@ -52,12 +56,19 @@ async def list_audit(
     since: SinceQuery = None,
     until: UntilQuery = None,
     limit: Annotated[int, Parameter(ge=1, le=MAX_LIMIT)] = 50,
-    cursor: Annotated[str | None, Parameter(max_length=1000, description="`next_cursor` of the page before")] = None,
+    cursor: Annotated[
+        str | None, Parameter(max_length=CURSOR_MAX, description="`next_cursor` of the page before")
+    ] = None,
 ) -> AuditPage:
     """The audit log, newest first, filtered by actor, action(s), target and time; `next_cursor` pages on."""
     _admin(principal)
     where = parse_filter(
-        actor=actor, actions=action, target_type=target_type, target_id=target_id, since=since, until=until
+        actor=actor,
+        actions=[a.value for a in action or []],
+        target_type=target_type,
+        target_id=target_id,
+        since=since,
+        until=until,
     )
     before = read_cursor(cursor, where)
     rows = await audit.page(where, before=before, limit=limit + 1)
@@ -88,7 +99,12 @@ async def export_audit(
     """Every matching row as JSON lines (newest first), streamed as an attachment."""
     _admin(principal)
     where = parse_filter(
-        actor=actor, actions=action, target_type=target_type, target_id=target_id, since=since, until=until
+        actor=actor,
+        actions=[a.value for a in action or []],
+        target_type=target_type,
+        target_id=target_id,
+        since=since,
+        until=until,
     )
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     return Stream(
