@@ -153,7 +153,9 @@ export function AuditLog() {
                   <td>
                     <code>{e.action}</code>
                   </td>
-                  <td className="audit-target">{target(e)}</td>
+                  <td className="audit-target" title={target(e)}>
+                    {target(e)}
+                  </td>
                   <td>{e.client ?? "—"}</td>
                   <td>
                     <Details details={e.details} />
