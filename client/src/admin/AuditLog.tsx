@@ -86,7 +86,14 @@ export function AuditLog() {
         never edited; they are removed only after the retention period (AUDIT_RETENTION_DAYS).
       </p>
       <form className="grid-form" onSubmit={apply} aria-label="Filter the audit log" data-testid="audit-filters">
-        <Field id="audit-actor" label="Actor" hint="A username or user id" value={draft.actor} onChange={edit("actor")} data-testid="audit-actor" />
+        <Field
+          id="audit-actor"
+          label="Actor"
+          hint="A username or user id"
+          value={draft.actor}
+          onChange={edit("actor")}
+          data-testid="audit-actor"
+        />
         <div className="field">
           <label htmlFor="audit-action">Action</label>
           <select id="audit-action" value={draft.action} onChange={edit("action")} data-testid="audit-action">
@@ -98,10 +105,37 @@ export function AuditLog() {
             ))}
           </select>
         </div>
-        <Field id="audit-target-type" label="Target type" hint="user, document, collection, token, message" value={draft.target_type} onChange={edit("target_type")} data-testid="audit-target-type" />
-        <Field id="audit-target-id" label="Target id" value={draft.target_id} onChange={edit("target_id")} data-testid="audit-target-id" />
-        <Field id="audit-since" label="From (UTC)" type="date" value={draft.since} onChange={edit("since")} data-testid="audit-since" />
-        <Field id="audit-before" label="Before (UTC)" type="date" value={draft.before} onChange={edit("before")} data-testid="audit-before" />
+        <Field
+          id="audit-target-type"
+          label="Target type"
+          hint="user, document, collection, token, message"
+          value={draft.target_type}
+          onChange={edit("target_type")}
+          data-testid="audit-target-type"
+        />
+        <Field
+          id="audit-target-id"
+          label="Target id"
+          value={draft.target_id}
+          onChange={edit("target_id")}
+          data-testid="audit-target-id"
+        />
+        <Field
+          id="audit-since"
+          label="From (UTC)"
+          type="date"
+          value={draft.since}
+          onChange={edit("since")}
+          data-testid="audit-since"
+        />
+        <Field
+          id="audit-before"
+          label="Before (UTC)"
+          type="date"
+          value={draft.before}
+          onChange={edit("before")}
+          data-testid="audit-before"
+        />
         <div className="form-row">
           <button type="submit" className="btn btn-primary" disabled={busy} data-testid="audit-apply">
             Apply filters
@@ -131,7 +165,9 @@ export function AuditLog() {
         <div className="table-wrap" role="region" aria-labelledby="audit-caption" tabIndex={0}>
           <table className="table" data-testid="audit-table">
             <caption id="audit-caption">
-              {entries.length === 0 ? "No matching entries" : `${entries.length} entries${cursor ? " (more older)" : ""}`}
+              {entries.length === 0
+                ? "No matching entries"
+                : `${entries.length} entries${cursor ? " (more older)" : ""}`}
             </caption>
             <thead>
               <tr>
@@ -168,7 +204,13 @@ export function AuditLog() {
       )}
       {cursor && (
         <div className="form-row audit-more">
-          <button type="button" className="btn" onClick={() => void load(applied, cursor)} disabled={busy} data-testid="audit-more">
+          <button
+            type="button"
+            className="btn"
+            onClick={() => void load(applied, cursor)}
+            disabled={busy}
+            data-testid="audit-more"
+          >
             {busy ? "Loading…" : "Load older entries"}
           </button>
         </div>

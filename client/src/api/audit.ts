@@ -16,7 +16,14 @@ export type AuditFilters = {
   before: string;
 };
 
-export const NO_FILTERS: AuditFilters = { actor: "", action: "", target_type: "", target_id: "", since: "", before: "" };
+export const NO_FILTERS: AuditFilters = {
+  actor: "",
+  action: "",
+  target_type: "",
+  target_id: "",
+  since: "",
+  before: "",
+};
 
 /** The query string of `filters` (and a cursor): only the fields that are set. */
 export function auditQuery(filters: AuditFilters, extra: Record<string, string> = {}): string {
