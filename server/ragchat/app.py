@@ -21,6 +21,8 @@ from ragchat.accounts.oidc_routes import oidc_handlers
 from ragchat.accounts.oidc_service import OidcService
 from ragchat.accounts.routes import account_handlers, authenticate
 from ragchat.accounts.service import AccountService
+from ragchat.audit.routes import audit_handlers
+from ragchat.audit.service import AuditLog
 from ragchat.chat.action_routes import action_handlers
 from ragchat.chat.routes import chat_handlers
 from ragchat.chat.service import ChatService
@@ -76,6 +78,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, overrides:
             rt = runtime or await stack.enter_async_context(open_runtime(settings, overrides))
             holder["runtime"] = rt
             rt.llm_status.start()  # /api/health reads it from memory
+            rt.spawn(rt.audit.run_retention, "audit-retention")  # AUDIT_RETENTION_DAYS
             if runtime is None:  # a real start: say what to fix before the first request needs it
                 for problem in await rt.startup_problems():
                     log.warning("%s", problem)
@@ -139,6 +142,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, overrides:
             *chat_handlers(),
             *action_handlers(),
             *preferences_handlers(),
+            *audit_handlers(),
             EvalController,
             mcp_endpoint,
             client_app,
@@ -156,6 +160,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, overrides:
             "search_policy": Provide(lambda: current().search_policy, sync_to_thread=False),
             "credential_check": Provide(lambda: current().accounts.still_valid, sync_to_thread=False),
             "preferences": Provide(lambda: current().preferences, sync_to_thread=False),
+            "audit": Provide(lambda: current().audit, sync_to_thread=False),
             "user_preferences": Provide(lambda: current().preferences.effective, sync_to_thread=False),
         },
         signature_namespace={
@@ -171,6 +176,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, overrides:
             "CredentialCheck": CredentialCheck,
             "PreferencesService": PreferencesService,
             "PreferencesLookup": PreferencesLookup,
+            "AuditLog": AuditLog,
         },
         lifespan=[lifespan],
         exception_handlers={Exception: error_response},

@@ -17,6 +17,7 @@ from typing import Any
 from ragchat.accounts import passwords
 from ragchat.accounts.oidc_service import OidcService
 from ragchat.accounts.service import AccountService
+from ragchat.audit.service import AuditLog
 from ragchat.chat.runs import RunRegistry
 from ragchat.chat.service import ChatService
 from ragchat.core.options import SearchPolicy
@@ -71,6 +72,7 @@ class Runtime:
     preferences: PreferencesService
     search_policy: SearchPolicy  # every entry point resolves a search's options (and its cost) here
     llm_status: StatusCache  # /api/health's view of the LLM, probed in the background
+    audit: AuditLog  # the audit log every domain records its actions in (the AuditWriter of core/audit.py)
     database: Database | None = None
     watchdog: DatabaseWatchdog | None = None  # when the runtime opened the database itself
     capabilities: Capabilities | None = None  # the database's versions and what they allow, read at start
@@ -161,8 +163,10 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
         runs = RunRegistry()  # chat answers in progress; closed first: they are saved before the pool closes
         stack.push_async_callback(runs.close)
         limiter = RateLimiter(pool)
-        preferences = PreferencesService(pool, settings)
-        oidc = OidcService(pool, settings, limiter)
+        audit = AuditLog(pool, settings.audit)
+        preferences = PreferencesService(pool, settings, audit)
+        accounts = AccountService(pool, settings, limiter, audit)
+        oidc = OidcService(pool, settings, limiter, accounts=accounts)
         stack.push_async_callback(oidc.close)
         await passwords.warm()
         runtime = Runtime(
@@ -175,15 +179,18 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
                 pool, spaces, batch_size=settings.embed_batch_size * 4, grace_s=settings.reembed_grace_s
             ),
             searcher=searcher,
-            documents=build_document_service(pool, spaces, settings, MetadataExtractor(pool, llm, settings)),
-            chat=ChatService(pool, llm, searcher, settings, embedder=embedder, runs=runs),
-            accounts=AccountService(pool, settings, limiter),
+            documents=build_document_service(
+                pool, spaces, settings, MetadataExtractor(pool, llm, settings), audit=audit
+            ),
+            chat=ChatService(pool, llm, searcher, settings, embedder=embedder, runs=runs, audit=audit),
+            accounts=accounts,
             oidc=oidc,
-            collections=CollectionService(pool),
+            collections=CollectionService(pool, audit),
             limiter=limiter,
             preferences=preferences,
             search_policy=SearchPolicy(settings.retrieval, settings.limits, preferences.effective, limiter),
             llm_status=llm_status,
+            audit=audit,
             database=database,
             watchdog=watchdog,
             capabilities=capabilities,
@@ -213,7 +220,7 @@ async def open_accounts(settings: Settings) -> AsyncIterator[AccountService]:
         )
         await pool.open(wait=True)
         try:
-            yield AccountService(pool, settings, RateLimiter(pool))
+            yield AccountService(pool, settings, RateLimiter(pool), AuditLog(pool, settings.audit))
         finally:
             await pool.close()
     finally:

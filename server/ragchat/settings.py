@@ -360,6 +360,13 @@ class LimitSettings(BaseModel):
     rerank_max_candidates: int = 60  # one request's limit × RERANK_CANDIDATES_FACTOR may not exceed this
 
 
+class AuditSettings(BaseModel):
+    """Settings group: the audit log (who signed in, shared, deleted, changed what; what each answer showed)."""
+
+    audit_retention_days: int = Field(default=365, ge=0, le=36500)  # rows older than this are purged; 0 keeps all
+    audit_purge_interval_s: float = Field(default=3600.0, gt=0)  # how often a server purges old rows
+
+
 # BaseSettings narrows BaseModel's `model_config` type; the groups keep BaseModel's (nothing else differs)
 class Settings(  # pyright: ignore[reportIncompatibleVariableOverride]
     BaseSettings,
@@ -372,6 +379,7 @@ class Settings(  # pyright: ignore[reportIncompatibleVariableOverride]
     AccountSettings,
     OidcSettings,
     LimitSettings,
+    AuditSettings,
 ):
     """Environment variables (case-insensitive). `.env.example` lists them all with defaults.
 
@@ -414,6 +422,10 @@ class Settings(  # pyright: ignore[reportIncompatibleVariableOverride]
 
     @property
     def limits(self) -> LimitSettings:
+        return self
+
+    @property
+    def audit(self) -> AuditSettings:
         return self
 
 

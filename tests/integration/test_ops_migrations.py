@@ -15,7 +15,7 @@ import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from ragchat.db.migrate import MIGRATIONS_DIR, SchemaError, applied_versions, head_version, migrate
+from ragchat.db.migrate import MIGRATIONS_DIR, SchemaError, applied_versions, head_version, migrate, migration_files
 
 HEAD = head_version()
 
@@ -88,7 +88,7 @@ def test_migrate_command(empty_db: str, tmp_path: Path) -> None:
 
     applied = ragchat(empty_db, tmp_path, "migrate")
     assert applied.returncode == 0, applied.stderr
-    assert f"applied {HEAD.lstrip('0')}: 0001_" in applied.stdout
+    assert f"applied {len(migration_files())}: 0001_" in applied.stdout  # numbers may have gaps between branches
     again = ragchat(empty_db, tmp_path, "migrate", "--status")
     assert "up to date" in again.stdout and f"schema version {HEAD}" in again.stdout
 

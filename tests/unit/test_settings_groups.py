@@ -14,7 +14,7 @@ import pytest
 from ragchat.settings import Settings, setting_names, unknown_settings
 
 ROOT = Path(__file__).resolve().parents[2]
-GROUPS = ("server", "database", "llm", "embeddings", "retrieval", "ingestion", "accounts", "oidc", "limits")
+GROUPS = ("server", "database", "llm", "embeddings", "retrieval", "ingestion", "accounts", "oidc", "limits", "audit")
 
 
 def test_every_setting_is_in_exactly_one_group() -> None:

@@ -44,6 +44,7 @@ OWNERS = {
     "user_settings": "preferences",
     "chunk_embeddings": "vectors",
     "embedding_spaces": "vectors",
+    "audit_log": "audit",  # append-only (migration 0020): every domain writes it through core/audit.py's contract
 }
 
 # Reads the owner grants, never writes. `readscope` is the one place that decides what a user may read (it reads

@@ -1,4 +1,4 @@
-import { useCallback, useEffect, useState, type FormEvent } from "react";
+import { useCallback, useEffect, useState, type FormEvent, type KeyboardEvent } from "react";
 import { adminApi } from "../api/accounts";
 import { errorMessage } from "../api/client";
 import type { AdminUser, User } from "../api/types";
@@ -6,6 +6,7 @@ import { useAuth } from "../auth/AuthContext";
 import { passwordProblem, PASSWORD_HINT, USERNAME_HINT, USERNAME_RE } from "../auth/SetupPage";
 import { Field } from "../components/Field";
 import { Spinner } from "../components/Spinner";
+import { AuditLog } from "./AuditLog";
 import { UserRow } from "./UserRow";
 
 export type Feedback = { ok: boolean; text: string } | null;
@@ -14,6 +15,7 @@ export function AdminPage() {
   const { isAdmin, user: me } = useAuth();
   const [users, setUsers] = useState<AdminUser[] | null>(null);
   const [feedback, setFeedback] = useState<Feedback>(null);
+  const [tab, setTab] = useState<Tab>("users");
 
   const load = useCallback(async () => {
     try {
@@ -56,9 +58,16 @@ export function AdminPage() {
     <div className="page page-wide">
       <header className="page-header">
         <h1>Admin</h1>
-        <p className="muted">Add users, disable or delete accounts, and reset passwords.</p>
+        <p className="muted">Add users, disable or delete accounts, reset passwords, and read the audit log.</p>
       </header>
 
+      <AdminTabs tab={tab} onChange={setTab} />
+      {tab === "audit" ? (
+        <div role="tabpanel" id="admin-panel-audit" aria-labelledby="admin-tab-audit">
+          <AuditLog />
+        </div>
+      ) : (
+      <div role="tabpanel" id="admin-panel-users" aria-labelledby="admin-tab-users">
       <AddUserForm
         onAdded={(u) => {
           setUsers((us) => [...(us ?? []), { ...u, documents: 0, last_seen_at: null }]);
@@ -106,6 +115,46 @@ export function AdminPage() {
           </table>
         </div>
       )}
+      </div>
+      )}
+    </div>
+  );
+}
+
+type Tab = "users" | "audit";
+const TABS: { id: Tab; label: string }[] = [
+  { id: "users", label: "Users" },
+  { id: "audit", label: "Audit log" },
+];
+
+/** ARIA tabs: arrow keys move between them, the selected one is the only one in the tab order. */
+function AdminTabs({ tab, onChange }: { tab: Tab; onChange: (t: Tab) => void }) {
+  const onKey = (e: KeyboardEvent<HTMLButtonElement>) => {
+    const step = e.key === "ArrowRight" ? 1 : e.key === "ArrowLeft" ? -1 : 0;
+    if (!step) return;
+    e.preventDefault();
+    const next = TABS[(TABS.findIndex((t) => t.id === tab) + step + TABS.length) % TABS.length];
+    onChange(next.id);
+    document.getElementById(`admin-tab-${next.id}`)?.focus();
+  };
+  return (
+    <div className="admin-tabs" role="tablist" aria-label="Admin sections">
+      {TABS.map((t) => (
+        <button
+          key={t.id}
+          type="button"
+          role="tab"
+          id={`admin-tab-${t.id}`}
+          aria-selected={tab === t.id}
+          aria-controls={`admin-panel-${t.id}`}
+          tabIndex={tab === t.id ? 0 : -1}
+          onClick={() => onChange(t.id)}
+          onKeyDown={onKey}
+          data-testid={`admin-tab-${t.id}`}
+        >
+          {t.label}
+        </button>
+      ))}
     </div>
   );
 }

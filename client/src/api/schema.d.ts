@@ -4,6 +4,40 @@
  */
 
 export interface paths {
+    "/api/admin/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** ListAudit */
+        get: operations["ApiAdminAuditListAudit"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/audit/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** ExportAudit */
+        get: operations["ApiAdminAuditExportExportAudit"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/admin/reembed": {
         parameters: {
             query?: never;
@@ -950,6 +984,34 @@ export interface components {
              * @constant
              */
             role: "assistant";
+        };
+        /**
+         * AuditAction
+         * @description Every action the audit log records (`area.verb`; the database checks the shape, not the list).
+         * @enum {string}
+         */
+        AuditAction: "auth.sign_in" | "auth.sign_in_failed" | "auth.sign_out" | "auth.sign_out_everywhere" | "auth.setup" | "auth.password_change" | "token.create" | "token.revoke" | "user.create" | "user.disable" | "user.enable" | "user.role_change" | "user.password_reset" | "user.delete" | "collection.create" | "collection.delete" | "collection.share" | "collection.unshare" | "collection.document_add" | "collection.document_remove" | "document.delete" | "preferences.update" | "chat.answer";
+        /** AuditEntry */
+        AuditEntry: {
+            action: string;
+            actor_id: string | null;
+            actor_name: string;
+            /** Format: date-time */
+            at: string;
+            client: string | null;
+            details: {
+                [key: string]: unknown;
+            };
+            id: number;
+            request_id: string | null;
+            target_id: string | null;
+            target_type: string | null;
+        };
+        /** AuditPage */
+        AuditPage: {
+            actions: string[];
+            entries: components["schemas"]["AuditEntry"][];
+            next_cursor: string | null;
         };
         /** BranchBody */
         BranchBody: {
@@ -2306,6 +2368,161 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    ApiAdminAuditListAudit: {
+        parameters: {
+            query?: {
+                /** @description a user id, or a name (any case) */
+                actor?: string | null;
+                /** @description one or more actions (any of them) */
+                action?: components["schemas"]["AuditAction"][] | null;
+                target_type?: string | null;
+                target_id?: string | null;
+                /** @description ISO 8601, inclusive (UTC if no zone) */
+                since?: string | null;
+                /** @description ISO 8601, exclusive (UTC if no zone) */
+                until?: string | null;
+                limit?: number;
+                /** @description `next_cursor` of the page before */
+                cursor?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditPage"];
+                };
+            };
+            /** @description Bad request: invalid parameters or body, a disallowed Host, a body nested too deeply */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not signed in, or the session or token no longer works */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed: another user's resource, an admin-only route, or a cross-origin write */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A bug: logged on the server with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The database or the LLM server is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    ApiAdminAuditExportExportAudit: {
+        parameters: {
+            query?: {
+                /** @description a user id, or a name (any case) */
+                actor?: string | null;
+                /** @description one or more actions (any of them) */
+                action?: components["schemas"]["AuditAction"][] | null;
+                target_type?: string | null;
+                target_id?: string | null;
+                /** @description ISO 8601, inclusive (UTC if no zone) */
+                since?: string | null;
+                /** @description ISO 8601, exclusive (UTC if no zone) */
+                until?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Stream Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-ndjson": string;
+                };
+            };
+            /** @description Bad request: invalid parameters or body, a disallowed Host, a body nested too deeply */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not signed in, or the session or token no longer works */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed: another user's resource, an admin-only route, or a cross-origin write */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A bug: logged on the server with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The database or the LLM server is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     ApiAdminReembedReembedProgress: {
         parameters: {
             query?: never;

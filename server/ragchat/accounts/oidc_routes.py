@@ -143,6 +143,7 @@ class OidcController(Controller):
                 user_agent=request.headers.get("user-agent", ""),
             )
         except SsoFailed as exc:
+            await accounts.record_sign_in_failure("?", ip=client_ip(request), reason=exc.message[:300], method="oidc")
             return _failed(request, accounts, exc)
         return Redirect("/", status_code=303, cookies=[session_cookie(request, accounts, result.session_token)])
 

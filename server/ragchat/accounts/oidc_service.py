@@ -27,7 +27,7 @@ import psycopg
 from ragchat.accounts import oidc_repository as orepo
 from ragchat.accounts import repository as repo
 from ragchat.accounts.oidc import OidcClient, Provider
-from ragchat.accounts.service import USERNAME_RE, LoggedIn, digest
+from ragchat.accounts.service import USERNAME_RE, AccountService, LoggedIn, digest
 from ragchat.core.errors import SsoFailed, SsoRefused, SsoUnavailable
 from ragchat.db.pool import Conn, Pool
 from ragchat.db.ratelimit import RateLimiter
@@ -117,8 +117,16 @@ def username_candidates(identity: Identity) -> list[str]:
 
 
 class OidcService:
-    def __init__(self, pool: Pool, settings: Settings, limiter: RateLimiter, client: OidcClient | None = None) -> None:
+    def __init__(
+        self,
+        pool: Pool,
+        settings: Settings,
+        limiter: RateLimiter,
+        client: OidcClient | None = None,
+        accounts: AccountService | None = None,
+    ) -> None:
         self.pool = pool
+        self.accounts = accounts  # records sign-ins in the audit log (same transaction as the session)
         self.settings = settings
         self.limiter = limiter
         self.client = client or OidcClient(settings.oidc)
@@ -235,6 +243,8 @@ class OidcService:
             token = secrets.token_urlsafe(32)
             ttl = s.session_ttl_hours * 3600
             await repo.insert_session(conn, digest(token), user["id"], ttl, user_agent, ip)
+            if self.accounts is not None:
+                await self.accounts.record_sign_in(conn, user, ip=ip, method="oidc")
         log.info("OIDC sign-in: user %s (%s) as %s", user["username"], user["id"], identity.subject)
         return LoggedIn(dict(user), token)
 

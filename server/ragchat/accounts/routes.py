@@ -183,7 +183,7 @@ class AdminUserController(Controller):
     @post("/", status_code=201, responses=error_responses(409))
     async def add_user(self, data: NewUser, accounts: AccountService, principal: Principal) -> User:
         require_admin(principal)
-        return User.of(await accounts.add_user(data.username, data.password, is_admin=data.is_admin))
+        return User.of(await accounts.add_user(data.username, data.password, is_admin=data.is_admin, admin=principal))
 
     @patch("/{user_id:uuid}", responses=error_responses(404, 409))
     async def update_user(self, user_id: UUID, data: UserPatch, accounts: AccountService, principal: Principal) -> User:
@@ -195,7 +195,7 @@ class AdminUserController(Controller):
         self, user_id: UUID, data: PasswordReset, accounts: AccountService, principal: Principal
     ) -> None:
         require_admin(principal)
-        await accounts.reset_password(user_id, data.password)
+        await accounts.reset_password(user_id, data.password, admin=principal)
 
     @delete("/{user_id:uuid}", status_code=204, responses=error_responses(404, 409))
     async def delete_user(self, user_id: UUID, accounts: AccountService, principal: Principal) -> None:

@@ -18,6 +18,7 @@ import psycopg
 
 from ragchat.accounts import passwords
 from ragchat.accounts import repository as repo
+from ragchat.core.audit import Actor, AuditAction, AuditWriter
 from ragchat.core.errors import BadRequest, Conflict, Forbidden, InvalidCredentials, NotFound, SetupDone
 from ragchat.core.principal import Principal, local_principal
 from ragchat.db.pool import Pool
@@ -53,10 +54,11 @@ def principal_of(row: dict[str, Any], via: str, credential: str | None) -> Princ
 
 
 class AccountService:
-    def __init__(self, pool: Pool, settings: Settings, limiter: RateLimiter) -> None:
+    def __init__(self, pool: Pool, settings: Settings, limiter: RateLimiter, audit: AuditWriter) -> None:
         self.pool = pool
         self.settings = settings
         self.limiter = limiter
+        self.audit = audit
 
     @property
     def auth_enabled(self) -> bool:
@@ -84,6 +86,9 @@ class AccountService:
                 conn, username, hashed, True
             )
             token = await self._new_session(conn, user["id"], ip, user_agent)
+            await self.audit.record(
+                conn, AuditAction.SETUP, _actor(user), target_type="user", target_id=user["id"], client=ip
+            )
         return LoggedIn(user, token)
 
     async def login(self, username: str, password: str, *, ip: str, user_agent: str) -> LoggedIn:
@@ -101,14 +106,17 @@ class AccountService:
         ok = await passwords.verify_password(row["password_hash"] if row else None, password)
         if not ok or row is None:
             await self.limiter.hit(key, 10**9, window_s=LOCKOUT_WINDOW_S)  # counted, never raises here
+            await self.record_sign_in_failure(name, ip=ip, reason="unknown_user" if row is None else "wrong_password")
             raise InvalidCredentials(WRONG)
         if row["disabled"]:
+            await self.record_sign_in_failure(name, ip=ip, reason="disabled", user_id=row["id"])
             raise InvalidCredentials("this account is disabled: ask an admin")
         async with self.pool.connection() as conn:
             if passwords.needs_rehash(row["password_hash"]):
                 await repo.set_password(conn, row["id"], await passwords.hash_password(password))
             token = await self._new_session(conn, row["id"], ip, user_agent)
             await repo.delete_expired_sessions(conn)
+            await self.record_sign_in(conn, row, ip=ip)
         return LoggedIn({k: v for k, v in row.items() if k != "password_hash"}, token)
 
     async def _new_session(self, conn: Any, user_id: UUID, ip: str, user_agent: str) -> str:
@@ -116,13 +124,46 @@ class AccountService:
         await repo.insert_session(conn, digest(token), user_id, self.session_ttl_s, user_agent, ip)
         return token
 
+    # ---- the audit trail of sign-ins (any sign-in method records through these) -------------------------------
+    async def record_sign_in(self, conn: Any, user: dict[str, Any], *, ip: str, method: str = "password") -> None:
+        """A successful sign-in of `user` (a users row), on the connection that creates its session."""
+        await self.audit.record(
+            conn,
+            AuditAction.SIGN_IN,
+            _actor(user),
+            target_type="user",
+            target_id=user["id"],
+            details={"method": method},
+            client=ip,
+        )
+
+    async def record_sign_in_failure(
+        self, username: str, *, ip: str, reason: str, method: str = "password", user_id: UUID | None = None
+    ) -> None:
+        """A refused sign-in, in a transaction of its own (nothing else is written): the actor is unknown, the
+        name is what was typed, the target the account it names when there is one."""
+        async with self.pool.connection() as conn:
+            await self.audit.record(
+                conn,
+                AuditAction.SIGN_IN_FAILED,
+                Actor(None, username[:64] or "?"),
+                target_type="user" if user_id else None,
+                target_id=user_id,
+                details={"method": method, "reason": reason},
+                client=ip,
+            )
+
     async def logout(self, session_token: str) -> None:
         async with self.pool.connection() as conn:
+            row = await repo.session_user(conn, digest(session_token))
             await repo.delete_session(conn, digest(session_token))
+            if row is not None:
+                await self.audit.record(conn, AuditAction.SIGN_OUT, _actor(row))
 
     async def logout_everywhere(self, principal: Principal) -> None:
         async with self.pool.connection() as conn:
-            await repo.delete_sessions(conn, principal.user_id)
+            ended = await repo.delete_sessions(conn, principal.user_id)
+            await self.audit.record(conn, AuditAction.SIGN_OUT_EVERYWHERE, principal, details={"sessions": ended})
 
     # ---- authentication -------------------------------------------------------------------------------------
     async def from_session(self, session_token: str) -> Principal | None:
@@ -174,6 +215,7 @@ class AccountService:
             await repo.set_password(conn, principal.user_id, hashed)
             keep = bytes.fromhex(principal.credential) if principal.via == "session" and principal.credential else None
             await repo.delete_sessions(conn, principal.user_id, keep=keep)
+            await self.audit.record(conn, AuditAction.PASSWORD_CHANGE, principal)
 
     async def directory(self) -> list[dict[str, Any]]:
         async with self.pool.connection() as conn:
@@ -187,6 +229,10 @@ class AccountService:
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
         async with self.pool.connection() as conn:
             row = await repo.insert_token(conn, principal.user_id, name, token[:10], digest(token))
+            details = {"name": name, "prefix": row["prefix"]}
+            await self.audit.record(
+                conn, AuditAction.TOKEN_CREATE, principal, target_type="token", target_id=row["id"], details=details
+            )
         return {**row, "token": token}
 
     async def list_tokens(self, principal: Principal) -> list[dict[str, Any]]:
@@ -197,6 +243,7 @@ class AccountService:
         async with self.pool.connection() as conn:
             if not await repo.revoke_token(conn, principal.user_id, token_id):
                 raise NotFound(f"token {token_id} not found")
+            await self.audit.record(conn, AuditAction.TOKEN_REVOKE, principal, target_type="token", target_id=token_id)
 
     # ---- admin ----------------------------------------------------------------------------------------------
     async def ensure_service_user(self, user_id: UUID, name: str) -> None:
@@ -208,14 +255,22 @@ class AccountService:
         async with self.pool.connection() as conn:
             return await repo.list_users(conn)
 
-    async def add_user(self, username: str, password: str, *, is_admin: bool = False) -> dict[str, Any]:
+    async def add_user(
+        self, username: str, password: str, *, is_admin: bool = False, admin: Principal | None = None
+    ) -> dict[str, Any]:
+        """`admin`: who adds it (None: the server's own CLI)."""
         username = clean_username(username)
         hashed = await passwords.hash_password(password)
         async with self.pool.connection() as conn:
             try:
-                return await repo.insert_user(conn, username, hashed, is_admin)
+                row = await repo.insert_user(conn, username, hashed, is_admin)
             except psycopg.errors.UniqueViolation as exc:
                 raise Conflict(f"the username {username!r} is taken") from exc
+            details = {"username": username, "is_admin": is_admin}
+            await self.audit.record(
+                conn, AuditAction.USER_CREATE, admin, target_type="user", target_id=row["id"], details=details
+            )
+            return row
 
     async def update_user(
         self, admin: Principal, user_id: UUID, *, disabled: bool | None = None, is_admin: bool | None = None
@@ -233,14 +288,17 @@ class AccountService:
                 raise NotFound(f"user {user_id} not found")
             if disabled:
                 await repo.delete_sessions(conn, user_id)
+            await _record_user_update(self.audit, conn, admin, row, disabled=disabled, is_admin=is_admin)
         return row
 
-    async def reset_password(self, user_id: UUID, password: str) -> None:
+    async def reset_password(self, user_id: UUID, password: str, *, admin: Principal | None = None) -> None:
+        """`admin`: who resets it (None: the server's own CLI)."""
         hashed = await passwords.hash_password(password)
         async with self.pool.connection() as conn:
             if not await repo.set_password(conn, user_id, hashed):
                 raise NotFound(f"user {user_id} not found")
             await repo.delete_sessions(conn, user_id)
+            await self.audit.record(conn, AuditAction.USER_PASSWORD_RESET, admin, target_type="user", target_id=user_id)
 
     async def delete_user(self, admin: Principal, user_id: UUID) -> None:
         """The user goes with their documents, threads, collections, sessions and tokens."""
@@ -250,8 +308,13 @@ class AccountService:
                 raise Forbidden("you cannot delete yourself")
             if await repo.other_active_admins(conn, user_id) == 0:
                 raise Forbidden("this is the last admin")
+            gone = await repo.user_by_id(conn, user_id)
             if not await repo.delete_user(conn, user_id):
                 raise NotFound(f"user {user_id} not found")
+            details = {"username": gone["username"] if gone else None}
+            await self.audit.record(
+                conn, AuditAction.USER_DELETE, admin, target_type="user", target_id=user_id, details=details
+            )
 
     async def find_user(self, username: str) -> dict[str, Any]:
         async with self.pool.connection() as conn:
@@ -259,3 +322,26 @@ class AccountService:
         if row is None:
             raise NotFound(f"no user named {username!r}")
         return {k: v for k, v in row.items() if k != "password_hash"}
+
+
+def _actor(user: dict[str, Any]) -> Actor:
+    return Actor(user["id"], user.get("username") or user.get("name") or "?")
+
+
+async def _record_user_update(
+    audit: AuditWriter,
+    conn: Any,
+    admin: Principal,
+    user: dict[str, Any],
+    *,
+    disabled: bool | None,
+    is_admin: bool | None,
+) -> None:
+    """One row per change an admin asked for: disable or enable, and the role."""
+    target = {"target_type": "user", "target_id": user["id"]}
+    name = {"username": user.get("username")}
+    if disabled is not None:
+        action = AuditAction.USER_DISABLE if disabled else AuditAction.USER_ENABLE
+        await audit.record(conn, action, admin, **target, details=name)
+    if is_admin is not None:
+        await audit.record(conn, AuditAction.USER_ROLE_CHANGE, admin, **target, details={**name, "is_admin": is_admin})

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 from typing import Any
 from uuid import UUID
@@ -22,6 +22,7 @@ import anyio
 
 from ragchat.chat import repository as repo
 from ragchat.chat.answer import Answer, AnswerRequest, answer_events, collect, numbered_sources
+from ragchat.chat.audit import answer_sources, record_answer
 from ragchat.chat.citations import Embedder, check_citations
 from ragchat.chat.faults import ChatFault, describe_failure
 from ragchat.chat.loop import ChatContext, ChatEvent, Turn, continue_messages, initial_messages, run_loop
@@ -29,6 +30,7 @@ from ragchat.chat.quality import FAILED, Failure, failure_of, previous_exchange
 from ragchat.chat.replies import citation_report
 from ragchat.chat.runs import STOPPED, Guard, Run, RunRegistry
 from ragchat.chat.turns import BUSY, DB_TIMEOUT_S, ChatRequest, TurnPlan, begin_turn
+from ragchat.core.audit import AuditAction, AuditWriter
 from ragchat.core.errors import Conflict, NotFound
 from ragchat.core.options import options_of
 from ragchat.core.principal import Principal
@@ -62,8 +64,11 @@ async def save_answer(
     status: str,
     error: ChatFault | None,
     citations: dict[str, Any] | None = None,
+    *,
+    audit: Callable[[Any, str], Awaitable[None]] | None = None,
 ) -> None:
-    """One transaction: the answer's row (text, tool calls, exact tool results, status) and the thread's time."""
+    """One transaction: the answer's row (text, tool calls, exact tool results, status), the thread's time, and
+    (`audit(conn, status)`) the audit row of what the answer showed."""
     async with pool.connection(timeout=SAVE_WAIT_S) as conn:
         await repo.relax_commit(conn)
         await repo.finish_message(
@@ -78,13 +83,15 @@ async def save_answer(
             citations=None if citations is None else _clean(citations),
         )
         await repo.touch_thread(conn, thread_id)
+        if audit is not None:
+            await audit(conn, status)
 
 
-async def _shielded_save(*args: Any) -> Exception | None:
+async def _shielded_save(*args: Any, **kwargs: Any) -> Exception | None:
     """Save even while the run is being cancelled; return the failure instead of raising it."""
     with anyio.move_on_after(SAVE_TIMEOUT_S, shield=True):
         try:
-            await save_answer(*args)
+            await save_answer(*args, **kwargs)
             return None
         except Exception as exc:
             log.warning("could not save the assistant message: %s", exc)
@@ -131,8 +138,11 @@ class ChatService:
         settings: Settings,
         embedder: Embedder | None = None,
         runs: RunRegistry | None = None,
+        *,
+        audit: AuditWriter,
     ) -> None:
         self.pool = pool
+        self.audit = audit
         self.llm = llm
         self.search = search
         self.settings = settings
@@ -214,6 +224,13 @@ class ChatService:
             messages = continue_messages(plan.history, plan.question, turn.content, turn.tool_results)
         fault: ChatFault | None = None
         save = (self.pool, plan.thread_id, message_id, turn)
+
+        async def audited(conn: Any, status: str) -> None:
+            details = {"thread_id": plan.thread_id, "status": status, **answer_sources(turn.tool_results)}
+            await self.audit.record(
+                conn, AuditAction.CHAT_ANSWER, principal, target_type="message", target_id=message_id, details=details
+            )
+
         retried = False
         while True:
             try:
@@ -222,7 +239,7 @@ class ChatService:
                         yield event
             except (asyncio.CancelledError, GeneratorExit):
                 # stopped: the LLM request is already closed (aclosing above); keep the partial answer
-                await _shielded_save(*save, "incomplete", (run and run.stop_fault) or STOPPED)
+                await _shielded_save(*save, "incomplete", (run and run.stop_fault) or STOPPED, audit=audited)
                 raise
             except Exception as exc:
                 fault = describe_failure(exc)
@@ -247,9 +264,9 @@ class ChatService:
         try:
             citations = None if fault else await self.check_citations(turn, message_id, plan.model)
         except asyncio.CancelledError:  # stopped while the citations were checked
-            await _shielded_save(*save, "incomplete", (run and run.stop_fault) or STOPPED)
+            await _shielded_save(*save, "incomplete", (run and run.stop_fault) or STOPPED, audit=audited)
             raise
-        failed_save = await _shielded_save(*save, "error" if fault else "complete", fault, citations)
+        failed_save = await _shielded_save(*save, "error" if fault else "complete", fault, citations, audit=audited)
         if fault is None and failed_save is not None:
             fault = describe_failure(failed_save)
         if fault is not None:
@@ -271,14 +288,22 @@ class ChatService:
     async def answer_stream(
         self, principal: Principal, req: AnswerRequest, turn: Turn | None = None
     ) -> AsyncGenerator[ChatEvent, None]:
-        """The turn's events without persistence; pass `turn` to read the text and sources afterwards."""
-        async with aclosing(
-            answer_events(
-                self.llm, self.search, self.settings, principal, req, await self.context_tokens(), turn or Turn()
-            )
-        ) as events:
-            async for event in events:
-                yield event
+        """The turn's events without persistence; pass `turn` to read the text and sources afterwards. The audit
+        log gets what it showed once it ends (however it ends)."""
+        turn = turn or Turn()
+        status = "error"
+        try:
+            async with aclosing(
+                answer_events(self.llm, self.search, self.settings, principal, req, await self.context_tokens(), turn)
+            ) as events:
+                async for event in events:
+                    yield event
+            status = "complete"
+        except (asyncio.CancelledError, GeneratorExit):
+            status = "incomplete"
+            raise
+        finally:
+            await record_answer(self.pool, self.audit, principal, turn, status)
 
     async def answer(self, principal: Principal, req: AnswerRequest) -> Answer:
         """The whole answer at once; raises what the LLM or the search raise (see faults.describe_failure)."""

@@ -8,6 +8,7 @@ from uuid import UUID
 
 from pydantic import ValidationError
 
+from ragchat.core.audit import AuditAction, AuditWriter
 from ragchat.core.options import SearchMode
 from ragchat.core.preferences import UserPreferences
 from ragchat.core.principal import Principal
@@ -30,9 +31,10 @@ def _text(value: Any) -> str:
 class PreferencesService:
     """Reads and changes one user's settings; `effective` is what the chat, uploads and ingestion apply."""
 
-    def __init__(self, pool: Pool, settings: Settings) -> None:
+    def __init__(self, pool: Pool, settings: Settings, audit: AuditWriter) -> None:
         self.pool = pool
         self.settings = settings
+        self.audit = audit
 
     def defaults(self) -> PreferenceValues:
         """The environment's values (CHAT_MODEL, SEARCH_MODE, RERANK_ENABLED, CHUNK_STRATEGY,
@@ -77,6 +79,15 @@ class PreferencesService:
         reset = sorted(k for k in sent if k not in changed)
         async with self.pool.connection() as conn:
             stored = await repo.merge(conn, principal.user_id, changed, reset)
+            details = {"changed": changed, "reset": reset}
+            await self.audit.record(
+                conn,
+                AuditAction.PREFERENCES_UPDATE,
+                principal,
+                target_type="user",
+                target_id=principal.user_id,
+                details=details,
+            )
         return self._view(stored)
 
     async def effective(self, user_id: UUID) -> UserPreferences:

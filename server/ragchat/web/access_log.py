@@ -25,7 +25,8 @@ class AccessLogMiddleware:
             await self.app(scope, receive, send)
             return
         began = time.perf_counter()
-        context = open_context(request_id=scope_request_id(scope), route="-")
+        peer = scope.get("client")  # after ProxyHeadersMiddleware: the client behind trusted proxies
+        context = open_context(request_id=scope_request_id(scope), route="-", client=peer[0] if peer else "")
         status = 0
 
         async def send_status(message: Message) -> None:

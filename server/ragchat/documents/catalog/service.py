@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 from uuid import UUID
 
+from ragchat.core.audit import AuditAction, AuditWriter
 from ragchat.core.errors import Forbidden, NotFound
 from ragchat.core.principal import Principal
 from ragchat.db.pool import Pool
@@ -35,10 +36,15 @@ async def writable_document(conn: Any, principal: Principal, document_id: UUID, 
     return row
 
 
+def _target(document_id: UUID) -> dict[str, Any]:
+    return {"target_type": "document", "target_id": document_id}
+
+
 class CatalogService:
-    def __init__(self, pool: Pool, on_requeued: Callable[[], None]) -> None:
+    def __init__(self, pool: Pool, on_requeued: Callable[[], None], audit: AuditWriter) -> None:
         self.pool = pool
         self._on_requeued = on_requeued  # wakes the ingestion worker after a bulk retry
+        self.audit = audit
 
     async def list(self, principal: Principal, collection_id: UUID | None = None) -> list[dict[str, Any]]:
         """Everything the principal may read: their own documents and those shared through collections."""
@@ -108,7 +114,12 @@ class CatalogService:
         unique = list(dict.fromkeys(ids))
         async with self.pool.connection() as conn:
             if action == "delete":
-                return await listing.bulk_delete(conn, principal.user_id, unique)
+                deleted = await listing.bulk_delete(conn, principal.user_id, unique)
+                for document_id in (i for i, why in deleted.items() if why is None):
+                    await self.audit.record(
+                        conn, AuditAction.DOCUMENT_DELETE, principal, **_target(document_id), details={"bulk": True}
+                    )
+                return deleted
             out = await listing.bulk_retry(conn, principal.user_id, unique)
         if any(v is None for v in out.values()):
             self._on_requeued()
@@ -117,7 +128,12 @@ class CatalogService:
     async def delete(self, principal: Principal, document_id: UUID) -> None:
         """The owner deletes; a reader gets 403 (they know it exists); anyone else 404."""
         async with self.pool.connection() as conn:
+            row = await repo.get_document(conn, principal.user_id, document_id)
             if await repo.delete_document(conn, principal.user_id, document_id):
+                details = {"filename": row["filename"]} if row else {}
+                await self.audit.record(
+                    conn, AuditAction.DOCUMENT_DELETE, principal, **_target(document_id), details=details
+                )
                 return
             if await repo.get_document(conn, principal.user_id, document_id) is not None:
                 raise Forbidden("only the document's owner can delete it (you can remove it from a collection)")
@@ -133,4 +149,12 @@ class CatalogService:
 
     async def add_to_collection(self, principal: Principal, document_id: UUID, collection_id: UUID) -> None:
         async with self.pool.connection() as conn:
-            await repo.add_to_collection(conn, principal.user_id, document_id, collection_id)
+            if await repo.add_to_collection(conn, principal.user_id, document_id, collection_id):
+                await self.audit.record(
+                    conn,
+                    AuditAction.COLLECTION_DOCUMENT_ADD,
+                    principal,
+                    target_type="collection",
+                    target_id=collection_id,
+                    details={"document_id": document_id, "upload": True},
+                )

@@ -12,6 +12,7 @@ from uuid import UUID
 
 import psycopg
 
+from ragchat.core.audit import AuditAction, AuditWriter
 from ragchat.core.errors import BadRequest, Conflict, Forbidden, NotFound
 from ragchat.core.principal import Principal
 from ragchat.db.pool import Conn, Pool
@@ -47,9 +48,14 @@ def clean_description(text: str) -> str:
     return text
 
 
+def _target(collection_id: UUID) -> dict[str, Any]:
+    return {"target_type": "collection", "target_id": collection_id}
+
+
 class CollectionService:
-    def __init__(self, pool: Pool) -> None:
+    def __init__(self, pool: Pool, audit: AuditWriter) -> None:
         self.pool = pool
+        self.audit = audit
 
     async def list(self, principal: Principal) -> list[dict[str, Any]]:
         async with self.pool.connection() as conn:
@@ -100,6 +106,9 @@ class CollectionService:
                         "INSERT INTO collection_members (collection_id, user_id, role) VALUES (%s, %s, 'owner')",
                         (row["id"], principal.user_id),
                     )
+                    await self.audit.record(
+                        conn, AuditAction.COLLECTION_CREATE, principal, **_target(row["id"]), details={"name": name}
+                    )
             except psycopg.errors.UniqueViolation as exc:
                 raise Conflict(f"you already have a collection named {name!r}") from exc
             return await self._get(conn, principal, row["id"])
@@ -128,6 +137,7 @@ class CollectionService:
         async with self.pool.connection() as conn:
             await self._require(conn, principal, collection_id, "owner")
             await conn.execute("DELETE FROM collections WHERE id = %s", (collection_id,))
+            await self.audit.record(conn, AuditAction.COLLECTION_DELETE, principal, **_target(collection_id))
 
     async def set_member(self, principal: Principal, collection_id: UUID, user_id: UUID, role: str) -> None:
         if role not in ("read", "write"):
@@ -146,6 +156,10 @@ class CollectionService:
                    ON CONFLICT (collection_id, user_id) DO UPDATE SET role = EXCLUDED.role""",
                 (collection_id, user_id, role),
             )
+            details = {"user_id": user_id, "role": role}
+            await self.audit.record(
+                conn, AuditAction.COLLECTION_SHARE, principal, **_target(collection_id), details=details
+            )
 
     async def remove_member(self, principal: Principal, collection_id: UUID, user_id: UUID) -> None:
         """The owner removes anyone else; a member may leave."""
@@ -162,6 +176,10 @@ class CollectionService:
             )
             if cur.rowcount == 0:
                 raise NotFound(f"user {user_id} is not a member of this collection")
+            details = {"user_id": user_id}
+            await self.audit.record(
+                conn, AuditAction.COLLECTION_UNSHARE, principal, **_target(collection_id), details=details
+            )
 
     async def add_document(self, principal: Principal, collection_id: UUID, document_id: UUID) -> None:
         async with self.pool.connection() as conn:
@@ -171,6 +189,10 @@ class CollectionService:
                 if readable is None:
                     raise NotFound(f"document {document_id} not found")
                 raise Forbidden("only a document's owner puts it into a collection")
+            details = {"document_id": document_id}
+            await self.audit.record(
+                conn, AuditAction.COLLECTION_DOCUMENT_ADD, principal, **_target(collection_id), details=details
+            )
 
     async def remove_document(self, principal: Principal, collection_id: UUID, document_id: UUID) -> None:
         """The collection's owner or writers, or the document's owner, take a document out."""
@@ -190,6 +212,10 @@ class CollectionService:
             await conn.execute(
                 "DELETE FROM document_collections WHERE collection_id = %s AND document_id = %s",
                 (collection_id, document_id),
+            )
+            details = {"document_id": document_id}
+            await self.audit.record(
+                conn, AuditAction.COLLECTION_DOCUMENT_REMOVE, principal, **_target(collection_id), details=details
             )
 
     async def _get(self, conn: Conn, principal: Principal, collection_id: UUID) -> dict[str, Any]:
