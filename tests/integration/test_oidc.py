@@ -133,6 +133,13 @@ async def test_sign_in_matches_a_verified_email_then_the_subject(
     refused_client, done = await sign_in_mock(server, ALICE.sub)
     assert sso_error(done) == "this account is disabled: ask an admin"
     assert await whoami(refused_client) is None
+
+    # both SSO sign-ins of alice and the two refusals are in the audit log
+    log = (await admin.get("/api/admin/audit", params={"limit": 100})).json()["entries"]
+    signed = [e for e in log if e["action"] == "auth.sign_in" and e["details"].get("method") == "oidc"]
+    assert [e["target_id"] for e in signed] == [alice_id, alice_id]
+    refused = [e for e in log if e["action"] == "auth.sign_in_failed" and e["details"].get("method") == "oidc"]
+    assert len(refused) == 2 and any("disabled" in e["details"]["reason"] for e in refused)
     for c in (admin, client, again, eve, refused_client):
         await c.aclose()
 
