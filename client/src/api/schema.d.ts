@@ -1223,6 +1223,13 @@ export interface components {
         CreatedToken: {
             /** Format: date-time */
             created_at: string;
+            /**
+             * @description past its expiry: refused with 401 until revoked
+             * @default false
+             */
+            expired: boolean;
+            /** @description null: the token never expires */
+            expires_at?: string | null;
             /** Format: uuid */
             id: string;
             last_used_at: string | null;
@@ -1567,6 +1574,14 @@ export interface components {
             /** @description transcript: the first cue's start, in seconds */
             start_s?: number | null;
         };
+        /** LogoutAll */
+        LogoutAll: {
+            /**
+             * @description also revoke every personal API token
+             * @default true
+             */
+            revoke_tokens: boolean;
+        };
         /** Member */
         Member: {
             /** @enum {string} */
@@ -1659,6 +1674,10 @@ export interface components {
         };
         /** NewToken */
         NewToken: {
+            /** @description or: the moment it stops working (at most 10 years away); neither: never */
+            expires_at?: string | null;
+            /** @description the token stops working this many days from now */
+            expires_in_days?: number | null;
             name: string;
         };
         /** NewUser */
@@ -2114,6 +2133,13 @@ export interface components {
         Token: {
             /** Format: date-time */
             created_at: string;
+            /**
+             * @description past its expiry: refused with 401 until revoked
+             * @default false
+             */
+            expired: boolean;
+            /** @description null: the token never expires */
+            expires_at?: string | null;
             /** Format: uuid */
             id: string;
             last_used_at: string | null;
@@ -3035,7 +3061,11 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LogoutAll"] | null;
+            };
+        };
         responses: {
             /** @description Request fulfilled, nothing follows */
             204: {

@@ -12,6 +12,7 @@ from ragchat.accounts.schemas import (
     CreatedToken,
     Credentials,
     Directory,
+    LogoutAll,
     NewAccount,
     NewToken,
     NewUser,
@@ -129,8 +130,9 @@ class AuthController(Controller):
             await accounts.logout(session)
 
     @post("/logout-all", status_code=204, response_cookies=CLEARED)
-    async def logout_all(self, accounts: AccountService, principal: Principal) -> None:
-        await accounts.logout_everywhere(principal)
+    async def logout_all(self, accounts: AccountService, principal: Principal, data: LogoutAll | None = None) -> None:
+        """Every session ends; API tokens are revoked too unless `revoke_tokens` is false."""
+        await accounts.logout_everywhere(principal, revoke_tokens=data.revoke_tokens if data else True)
 
     @post("/password", status_code=204)
     async def change_password(self, data: PasswordChange, accounts: AccountService, principal: Principal) -> None:
@@ -140,10 +142,13 @@ class AuthController(Controller):
     async def list_tokens(self, accounts: AccountService, principal: Principal) -> TokenList:
         return TokenList(tokens=[Token.of(t) for t in await accounts.list_tokens(principal)])
 
-    @post("/tokens", status_code=201)
+    @post("/tokens", status_code=201, responses=error_responses(400))
     async def create_token(self, data: NewToken, accounts: AccountService, principal: Principal) -> CreatedToken:
         """The token is in this response only; the server keeps its hash."""
-        return CreatedToken.model_validate(await accounts.create_token(principal, data.name), from_attributes=False)
+        created = await accounts.create_token(
+            principal, data.name, expires_in_days=data.expires_in_days, expires_at=data.expires_at
+        )
+        return CreatedToken.model_validate(created, from_attributes=False)
 
     @delete("/tokens/{token_id:uuid}", status_code=204, responses=error_responses(404))
     async def revoke_token(self, token_id: UUID, accounts: AccountService, principal: Principal) -> None:

@@ -11,6 +11,7 @@ import hashlib
 import re
 import secrets
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
@@ -18,7 +19,15 @@ import psycopg
 
 from ragchat.accounts import passwords
 from ragchat.accounts import repository as repo
-from ragchat.core.errors import BadRequest, Conflict, Forbidden, InvalidCredentials, NotFound, SetupDone
+from ragchat.core.errors import (
+    BadRequest,
+    Conflict,
+    Forbidden,
+    InvalidCredentials,
+    NotFound,
+    SetupDone,
+    Unauthorized,
+)
 from ragchat.core.principal import Principal, local_principal
 from ragchat.db.pool import Pool
 from ragchat.db.ratelimit import RateLimiter
@@ -27,6 +36,7 @@ from ragchat.settings import Settings
 USERNAME_RE = re.compile(r"^[A-Za-z0-9._@-]{1,64}$")
 TOKEN_PREFIX = "rc_"
 TOKEN_NAME_MAX = 100
+TOKEN_MAX_DAYS = 3650
 LOCKOUT_WINDOW_S = 15 * 60
 WRONG = "wrong username or password"
 
@@ -46,6 +56,24 @@ def clean_username(username: str) -> str:
     if not USERNAME_RE.match(username):
         raise BadRequest("a username is 1-64 letters, digits, '.', '_', '-' or '@'")
     return username.lower()
+
+
+def token_expiry(expires_in_days: int | None, expires_at: datetime | None) -> datetime | None:
+    """A token's expiry from either form (not both); None: it never expires."""
+    if expires_in_days is not None and expires_at is not None:
+        raise BadRequest("give a token expires_in_days or expires_at, not both")
+    if expires_in_days is not None:
+        if not 1 <= expires_in_days <= TOKEN_MAX_DAYS:
+            raise BadRequest(f"expires_in_days is 1-{TOKEN_MAX_DAYS}")
+        return datetime.now(UTC) + timedelta(days=expires_in_days)
+    if expires_at is not None:
+        if expires_at.tzinfo is None:
+            expires_at = expires_at.replace(tzinfo=UTC)
+        now = datetime.now(UTC)
+        if not now < expires_at <= now + timedelta(days=TOKEN_MAX_DAYS):
+            raise BadRequest(f"expires_at must be in the future and at most {TOKEN_MAX_DAYS} days away")
+        return expires_at
+    return None
 
 
 def principal_of(row: dict[str, Any], via: str, credential: str | None) -> Principal:
@@ -120,9 +148,12 @@ class AccountService:
         async with self.pool.connection() as conn:
             await repo.delete_session(conn, digest(session_token))
 
-    async def logout_everywhere(self, principal: Principal) -> None:
-        async with self.pool.connection() as conn:
+    async def logout_everywhere(self, principal: Principal, *, revoke_tokens: bool = True) -> None:
+        """Every session ends; with `revoke_tokens` (the default) every API token is revoked too."""
+        async with self.pool.connection() as conn, conn.transaction():
             await repo.delete_sessions(conn, principal.user_id)
+            if revoke_tokens:
+                await repo.revoke_tokens(conn, principal.user_id)
 
     # ---- authentication -------------------------------------------------------------------------------------
     async def from_session(self, session_token: str) -> Principal | None:
@@ -142,6 +173,9 @@ class AccountService:
             row = await repo.token_user(conn, digest(token))
             if row is None:
                 return None
+            if row["expired"]:
+                expired = row["expires_at"].astimezone(UTC)
+                raise Unauthorized(f"this API token expired at {expired:%Y-%m-%d %H:%M} UTC: make a new one")
             if row["stale"]:
                 await repo.touch_token(conn, row["token_id"])
         return principal_of(row, "token", str(row["token_id"]))
@@ -164,7 +198,7 @@ class AccountService:
         return {k: v for k, v in row.items() if k != "password_hash"}
 
     async def change_password(self, principal: Principal, current: str, new: str) -> None:
-        """Other sessions end; this one stays."""
+        """Other sessions end and every API token is revoked; the session or token this request came with stays."""
         async with self.pool.connection() as conn:
             row = await repo.user_by_id(conn, principal.user_id)
         if row is None or not await passwords.verify_password(row["password_hash"], current):
@@ -174,19 +208,29 @@ class AccountService:
             await repo.set_password(conn, principal.user_id, hashed)
             keep = bytes.fromhex(principal.credential) if principal.via == "session" and principal.credential else None
             await repo.delete_sessions(conn, principal.user_id, keep=keep)
+            keep_token = UUID(principal.credential) if principal.via == "token" and principal.credential else None
+            await repo.revoke_tokens(conn, principal.user_id, keep=keep_token)
 
     async def directory(self) -> list[dict[str, Any]]:
         async with self.pool.connection() as conn:
             return await repo.directory(conn)
 
     # ---- personal API tokens --------------------------------------------------------------------------------
-    async def create_token(self, principal: Principal, name: str) -> dict[str, Any]:
+    async def create_token(
+        self,
+        principal: Principal,
+        name: str,
+        *,
+        expires_in_days: int | None = None,
+        expires_at: datetime | None = None,
+    ) -> dict[str, Any]:
         name = " ".join(name.replace("\x00", "").split())
         if not name or len(name) > TOKEN_NAME_MAX:
             raise BadRequest(f"a token needs a name of 1-{TOKEN_NAME_MAX} characters")
+        expiry = token_expiry(expires_in_days, expires_at)
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
         async with self.pool.connection() as conn:
-            row = await repo.insert_token(conn, principal.user_id, name, token[:10], digest(token))
+            row = await repo.insert_token(conn, principal.user_id, name, token[:10], digest(token), expiry)
         return {**row, "token": token}
 
     async def list_tokens(self, principal: Principal) -> list[dict[str, Any]]:
@@ -220,7 +264,7 @@ class AccountService:
     async def update_user(
         self, admin: Principal, user_id: UUID, *, disabled: bool | None = None, is_admin: bool | None = None
     ) -> dict[str, Any]:
-        """Disable/enable or promote/demote; disabling ends the user's sessions (tokens stop working too)."""
+        """Disable/enable or promote/demote; disabling ends the user's sessions and revokes their API tokens."""
         demoting = disabled is True or is_admin is False
         async with self.pool.connection() as conn, conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock(hashtext('ragchat:admins'))")
@@ -233,14 +277,17 @@ class AccountService:
                 raise NotFound(f"user {user_id} not found")
             if disabled:
                 await repo.delete_sessions(conn, user_id)
+                await repo.revoke_tokens(conn, user_id)
         return row
 
     async def reset_password(self, user_id: UUID, password: str) -> None:
+        """An admin's reset (after a compromise): every session ends and every API token is revoked."""
         hashed = await passwords.hash_password(password)
-        async with self.pool.connection() as conn:
+        async with self.pool.connection() as conn, conn.transaction():
             if not await repo.set_password(conn, user_id, hashed):
                 raise NotFound(f"user {user_id} not found")
             await repo.delete_sessions(conn, user_id)
+            await repo.revoke_tokens(conn, user_id)
 
     async def delete_user(self, admin: Principal, user_id: UUID) -> None:
         """The user goes with their documents, threads, collections, sessions and tokens."""
