@@ -19,6 +19,7 @@ OWNERS = {
     "users": "accounts",
     "sessions": "accounts",
     "api_tokens": "accounts",
+    "login_failures": "accounts",
     "threads": "chat",
     "messages": "chat",
     "message_feedback": "chat",

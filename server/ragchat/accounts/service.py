@@ -19,6 +19,7 @@ import psycopg
 
 from ragchat.accounts import passwords
 from ragchat.accounts import repository as repo
+from ragchat.accounts.throttle import LoginThrottle
 from ragchat.core.errors import (
     BadRequest,
     Conflict,
@@ -37,7 +38,6 @@ USERNAME_RE = re.compile(r"^[A-Za-z0-9._@-]{1,64}$")
 TOKEN_PREFIX = "rc_"
 TOKEN_NAME_MAX = 100
 TOKEN_MAX_DAYS = 3650
-LOCKOUT_WINDOW_S = 15 * 60
 WRONG = "wrong username or password"
 
 
@@ -85,6 +85,7 @@ class AccountService:
         self.pool = pool
         self.settings = settings
         self.limiter = limiter
+        self.throttle = LoginThrottle(pool, settings)
 
     @property
     def auth_enabled(self) -> bool:
@@ -122,14 +123,14 @@ class AccountService:
         valid = bool(USERNAME_RE.match(name))
         # a name no account can have (NUL, lone surrogates...) is counted under its digest: never sent as text
         who = name.lower()[:64] if valid else "?" + hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()
-        key = f"login-fail:{who}"
-        await self.limiter.check(key, s.login_lockout_failures, window_s=LOCKOUT_WINDOW_S, what="failed logins")
+        await self.throttle.before(who, ip)  # 429 while this address must wait; the name's slow-down
         async with self.pool.connection() as conn:
             row = await repo.user_by_name(conn, name[:64]) if valid else None
         ok = await passwords.verify_password(row["password_hash"] if row else None, password)
         if not ok or row is None:
-            await self.limiter.hit(key, 10**9, window_s=LOCKOUT_WINDOW_S)  # counted, never raises here
+            await self.throttle.failed(who, ip)
             raise InvalidCredentials(WRONG)
+        await self.throttle.succeeded(who, ip)
         if row["disabled"]:
             raise InvalidCredentials("this account is disabled: ask an admin")
         async with self.pool.connection() as conn:
