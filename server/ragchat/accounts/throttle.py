@@ -81,9 +81,7 @@ class LoginThrottle:
         if pair is not None and float(pair["wait_s"]) > 0:
             wait = math.ceil(float(pair["wait_s"]))
             metrics.RATE_LIMITED.labels("login-fail").inc()
-            raise RateLimited(
-                f"too many failed logins for this name from your address: try again in {wait} s", wait
-            )
+            raise RateLimited(f"too many failed logins for this name from your address: try again in {wait} s", wait)
         name = by_key.get(name_key(who))
         hold = self.global_delay(int(name["failures"])) if name is not None else 0.0
         if hold > 0:
