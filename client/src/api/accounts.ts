@@ -34,7 +34,8 @@ export const authApi = {
   logout: () => request<void>("/api/auth/logout", { method: "POST" }),
 
   /** End every session of the signed-in user, this one too; with `revoke_tokens` every API token too. */
-  logoutAll: (revoke_tokens = true) => request<void>("/api/auth/logout-all", json("POST", { revoke_tokens })),
+  logoutAll: (revokeTokens = true) =>
+    request<void>(`/api/auth/logout-all?revoke_tokens=${revokeTokens}`, { method: "POST" }),
 
   changePassword: (current_password: string, new_password: string) =>
     request<void>("/api/auth/password", json("POST", { current_password, new_password })),

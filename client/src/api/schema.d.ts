@@ -1574,14 +1574,6 @@ export interface components {
             /** @description transcript: the first cue's start, in seconds */
             start_s?: number | null;
         };
-        /** LogoutAll */
-        LogoutAll: {
-            /**
-             * @description also revoke every personal API token
-             * @default true
-             */
-            revoke_tokens: boolean;
-        };
         /** Member */
         Member: {
             /** @enum {string} */
@@ -3056,16 +3048,14 @@ export interface operations {
     };
     ApiAuthLogoutAllLogoutAll: {
         parameters: {
-            query?: never;
+            query?: {
+                revoke_tokens?: boolean;
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["LogoutAll"] | null;
-            };
-        };
+        requestBody?: never;
         responses: {
             /** @description Request fulfilled, nothing follows */
             204: {
@@ -6685,6 +6675,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description No such route or resource (or one you may not see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Rate limited: retry after the Retry-After header's seconds */
             429: {
                 headers: {
@@ -6756,6 +6755,15 @@ export interface operations {
             };
             /** @description Not allowed: another user's resource, an admin-only route, or a cross-origin write */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such route or resource (or one you may not see) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -12,7 +12,6 @@ from ragchat.accounts.schemas import (
     CreatedToken,
     Credentials,
     Directory,
-    LogoutAll,
     NewAccount,
     NewToken,
     NewUser,
@@ -129,10 +128,10 @@ class AuthController(Controller):
         if session:
             await accounts.logout(session)
 
-    @post("/logout-all", status_code=204, response_cookies=CLEARED)
-    async def logout_all(self, accounts: AccountService, principal: Principal, data: LogoutAll | None = None) -> None:
-        """Every session ends; API tokens are revoked too unless `revoke_tokens` is false."""
-        await accounts.logout_everywhere(principal, revoke_tokens=data.revoke_tokens if data else True)
+    @post("/logout-all", status_code=204, response_cookies=CLEARED, responses=error_responses(400))
+    async def logout_all(self, accounts: AccountService, principal: Principal, revoke_tokens: bool = True) -> None:
+        """Every session ends (this one too); every API token is revoked too unless `?revoke_tokens=false`."""
+        await accounts.logout_everywhere(principal, revoke_tokens=revoke_tokens)
 
     @post("/password", status_code=204)
     async def change_password(self, data: PasswordChange, accounts: AccountService, principal: Principal) -> None:

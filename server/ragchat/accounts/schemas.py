@@ -49,10 +49,6 @@ class NewToken(BaseModel):
     )
 
 
-class LogoutAll(BaseModel):
-    revoke_tokens: Flag = Field(default=True, description="also revoke every personal API token")
-
-
 class NewUser(BaseModel):
     username: str = Field(pattern=USERNAME, description="1-64 letters, digits, '.', '_', '-' or '@'")
     password: str = new_password("the password")
