@@ -84,9 +84,9 @@ async def test_post_filters(http: httpx.AsyncClient, corpus: Corpus) -> None:
         assert {c["filename"] for c in geo.json()["chunks"]} == {"volcano.txt", "tides.txt"}
     both = await http.post("/api/search", json={"query": q, "filters": {"metadata": {"team": ["geo", "food"]}}})
     assert both.status_code == 200 and len({c["filename"] for c in both.json()["chunks"]}) == 4  # OR within a key
+    # a document's id is no collection: 404, as every unknown or unreadable id (test_unreadable_ids.py)
     none = await http.post("/api/search", json={"query": q, "filters": {"collection_ids": [str(corpus["bread.txt"])]}})
-    assert none.status_code == 200 and none.json()["chunks"] == []
-    assert none.json()["confidence"]["label"] == "insufficient"
+    assert none.status_code == 404 and none.json()["extra"] == {"kind": "collection", "ids": [str(corpus["bread.txt"])]}
 
 
 @pytest.mark.parametrize(

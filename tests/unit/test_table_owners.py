@@ -21,6 +21,7 @@ OWNERS = {
     "api_tokens": "accounts",
     "oidc_identities": "accounts",
     "oidc_flows": "accounts",
+    "login_failures": "accounts",
     "threads": "chat",
     "messages": "chat",
     "message_feedback": "chat",

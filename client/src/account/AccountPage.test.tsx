@@ -12,6 +12,8 @@ const token = (over: Partial<ApiToken> = {}): ApiToken => ({
   prefix: "rc_ab12",
   created_at: "2024-01-01T00:00:00Z",
   last_used_at: null,
+  expires_at: null,
+  expired: false,
   ...over,
 });
 
@@ -51,7 +53,7 @@ describe("AccountPage", () => {
     fireEvent.click(screen.getByTestId("token-create"));
     expect(await screen.findByTestId("token-secret")).toHaveValue("rc_zz99-secret-value");
     expect(screen.getByTestId("token-secret-box")).toHaveTextContent("won't be shown again");
-    expect(srv.find("POST", "/api/auth/tokens")[0].body).toEqual({ name: "ci script" });
+    expect(srv.find("POST", "/api/auth/tokens")[0].body).toEqual({ name: "ci script", expires_in_days: 90 });
     expect(screen.getAllByTestId("token-row")).toHaveLength(2);
     fireEvent.click(screen.getByTestId("token-secret-done"));
     expect(screen.queryByTestId("token-secret")).toBeNull();
@@ -110,5 +112,32 @@ describe("AccountPage", () => {
     fireEvent.click(await screen.findByTestId("logout-all"));
     expect(await screen.findByTestId("login-form")).toBeInTheDocument();
     expect(srv.find("POST", "/api/auth/logout-all")).toHaveLength(1);
+    expect(srv.find("POST", "/api/auth/logout-all")[0]!.url).toMatch(/\?revoke_tokens=true$/); // default on
+  });
+
+  it("logs out everywhere keeping API tokens when the box is unticked", async () => {
+    const srv = server();
+    render(<App />);
+    const box = await screen.findByTestId("logout-all-revoke-tokens");
+    expect(box).toBeChecked();
+    fireEvent.click(box);
+    fireEvent.click(screen.getByTestId("logout-all"));
+    expect(await screen.findByTestId("login-form")).toBeInTheDocument();
+    expect(srv.find("POST", "/api/auth/logout-all")[0]!.url).toMatch(/\?revoke_tokens=false$/);
+  });
+
+  it("creates tokens with an expiry and shows expired ones", async () => {
+    const srv = server([token({ expires_at: "2024-02-01T00:00:00Z", expired: true })]);
+    render(<App />);
+    expect(await screen.findByTestId("token-expired")).toHaveTextContent("expired");
+    type("token-name", "ci");
+    fireEvent.click(screen.getByTestId("token-create"));
+    await screen.findByTestId("token-secret-box");
+    expect(srv.find("POST", "/api/auth/tokens")[0]!.body).toEqual({ name: "ci", expires_in_days: 90 });
+    type("token-expiry", "");
+    type("token-name", "forever");
+    fireEvent.click(screen.getByTestId("token-create"));
+    await waitFor(() => expect(srv.find("POST", "/api/auth/tokens")).toHaveLength(2));
+    expect(srv.find("POST", "/api/auth/tokens")[1]!.body).toEqual({ name: "forever", expires_in_days: null });
   });
 });

@@ -9,6 +9,7 @@ import { TokensSection } from "./TokensSection";
 export function AccountPage() {
   const { auth, user, logout } = useAuth();
   const [leaving, setLeaving] = useState(false);
+  const [revokeTokens, setRevokeTokens] = useState(true);
 
   if (auth === "off")
     return (
@@ -41,15 +42,24 @@ export function AccountPage() {
       <section className="card" aria-labelledby="sessions-title">
         <h2 id="sessions-title">Sessions</h2>
         <p className="muted small">
-          Log out on every browser and device where you are signed in, this one included. API tokens keep working.
+          Log out on every browser and device where you are signed in, this one included.
         </p>
+        <label className="checkbox">
+          <input
+            type="checkbox"
+            checked={revokeTokens}
+            onChange={(e) => setRevokeTokens(e.target.checked)}
+            data-testid="logout-all-revoke-tokens"
+          />{" "}
+          Also revoke my API tokens (scripts and tools using them stop working)
+        </label>
         <button
           type="button"
           className="btn"
           disabled={leaving}
           onClick={() => {
             setLeaving(true);
-            void logout(true);
+            void logout(true, revokeTokens);
           }}
           data-testid="logout-all"
         >
@@ -82,7 +92,7 @@ function PasswordForm({ username }: { username: string }) {
       setCurrent("");
       setNext("");
       setConfirm("");
-      setResult({ ok: true, text: "Password changed. Your other sessions were logged out." });
+      setResult({ ok: true, text: "Password changed. Your other sessions were logged out and your API tokens revoked." });
     } catch (err) {
       setResult({ ok: false, text: errorMessage(err) });
     } finally {
@@ -93,6 +103,7 @@ function PasswordForm({ username }: { username: string }) {
   return (
     <section className="card" aria-labelledby="password-title">
       <h2 id="password-title">Change password</h2>
+      <p className="muted small">Changing it logs out your other sessions and revokes your API tokens.</p>
       <form className="stack-form" onSubmit={submit} noValidate aria-labelledby="password-title" data-testid="account-password-form">
         {/* Lets password managers tie the new password to this account. */}
         <input type="text" name="username" autoComplete="username" value={username} readOnly hidden />

@@ -9,6 +9,7 @@ export function TokensSection() {
   const [tokens, setTokens] = useState<ApiToken[] | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [name, setName] = useState("");
+  const [days, setDays] = useState("90");
   const [busy, setBusy] = useState(false);
   const [fresh, setFresh] = useState<NewApiToken | null>(null);
 
@@ -28,7 +29,7 @@ export function TokensSection() {
     setBusy(true);
     setError(null);
     try {
-      const t = await authApi.createToken(n);
+      const t = await authApi.createToken(n, days ? Number(days) : null);
       setFresh(t);
       setName("");
       const { token: _secret, ...row } = t;
@@ -56,7 +57,8 @@ export function TokensSection() {
       <h2 id="tokens-title">API tokens</h2>
       <p className="muted small">
         For scripts, the CLI and other tools: send <code>Authorization: Bearer rc_…</code>. A token acts as you;
-        revoke it when it is no longer needed.
+        revoke it when it is no longer needed. Logging out everywhere, a password change or an admin's reset revokes
+        every token.
       </p>
       <form className="inline-form" onSubmit={create} aria-label="Create an API token">
         <label htmlFor="token-name" className="sr-only">
@@ -71,6 +73,16 @@ export function TokensSection() {
           onChange={(e) => setName(e.target.value)}
           data-testid="token-name"
         />
+        <label htmlFor="token-expiry" className="sr-only">
+          Expires
+        </label>
+        <select id="token-expiry" value={days} onChange={(e) => setDays(e.target.value)} data-testid="token-expiry">
+          <option value="7">Expires in 7 days</option>
+          <option value="30">Expires in 30 days</option>
+          <option value="90">Expires in 90 days</option>
+          <option value="365">Expires in a year</option>
+          <option value="">Never expires</option>
+        </select>
         <button type="submit" className="btn btn-primary" disabled={busy || !name.trim()} data-testid="token-create">
           Create token
         </button>
@@ -106,6 +118,16 @@ function TokenRow({ token, onRevoke }: { token: ApiToken; onRevoke: (id: string)
         <strong>{token.name}</strong> <code>{token.prefix}…</code>
         <div className="muted small">
           Created {formatDate(token.created_at)} · {token.last_used_at ? `last used ${formatDate(token.last_used_at)}` : "never used"}
+          {" · "}
+          {token.expired ? (
+            <strong className="warn-text" data-testid="token-expired">
+              expired {formatDate(token.expires_at)}
+            </strong>
+          ) : token.expires_at ? (
+            `expires ${formatDate(token.expires_at)}`
+          ) : (
+            "never expires"
+          )}
         </div>
       </div>
       <div className="row-actions">

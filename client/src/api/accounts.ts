@@ -37,8 +37,9 @@ export const authApi = {
 
   logout: () => request<void>("/api/auth/logout", { method: "POST" }),
 
-  /** End every session of the signed-in user, this one too. */
-  logoutAll: () => request<void>("/api/auth/logout-all", { method: "POST" }),
+  /** End every session of the signed-in user, this one too; with `revoke_tokens` every API token too. */
+  logoutAll: (revokeTokens = true) =>
+    request<void>(`/api/auth/logout-all?revoke_tokens=${revokeTokens}`, { method: "POST" }),
 
   changePassword: (current_password: string, new_password: string) =>
     request<void>("/api/auth/password", json("POST", { current_password, new_password })),
@@ -47,7 +48,8 @@ export const authApi = {
     request<TokenList>("/api/auth/tokens", { signal }).then((r) => r.tokens),
 
   /** The answer's `token` is shown this once. */
-  createToken: (name: string) => request<NewApiToken>("/api/auth/tokens", json("POST", { name })),
+  createToken: (name: string, expires_in_days: number | null = null) =>
+    request<NewApiToken>("/api/auth/tokens", json("POST", { name, expires_in_days })),
 
   revokeToken: (tokenId: string) => request<void>(`/api/auth/tokens/${id(tokenId)}`, { method: "DELETE" }),
 

@@ -1336,6 +1336,13 @@ export interface components {
         CreatedToken: {
             /** Format: date-time */
             created_at: string;
+            /**
+             * @description past its expiry: refused with 401 until revoked
+             * @default false
+             */
+            expired: boolean;
+            /** @description null: the token never expires */
+            expires_at?: string | null;
             /** Format: uuid */
             id: string;
             last_used_at: string | null;
@@ -1772,6 +1779,10 @@ export interface components {
         };
         /** NewToken */
         NewToken: {
+            /** @description or: the moment it stops working (at most 10 years away); neither: never */
+            expires_at?: string | null;
+            /** @description the token stops working this many days from now */
+            expires_in_days?: number | null;
             name: string;
         };
         /** NewUser */
@@ -2240,6 +2251,13 @@ export interface components {
         Token: {
             /** Format: date-time */
             created_at: string;
+            /**
+             * @description past its expiry: refused with 401 until revoked
+             * @default false
+             */
+            expired: boolean;
+            /** @description null: the token never expires */
+            expires_at?: string | null;
             /** Format: uuid */
             id: string;
             last_used_at: string | null;
@@ -3311,7 +3329,9 @@ export interface operations {
     };
     ApiAuthLogoutAllLogoutAll: {
         parameters: {
-            query?: never;
+            query?: {
+                revoke_tokens?: boolean;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -7100,6 +7120,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description No such route or resource (or one you may not see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Rate limited: retry after the Retry-After header's seconds */
             429: {
                 headers: {
@@ -7171,6 +7200,15 @@ export interface operations {
             };
             /** @description Not allowed: another user's resource, an admin-only route, or a cross-origin write */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such route or resource (or one you may not see) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -25,8 +25,9 @@ export interface AuthValue {
   lastUsername: string | null;
   /** After a successful setup or login. */
   signedIn: (user: User) => void;
-  /** POST /api/auth/logout (or logout-all), forget drafts, back to the login page. */
-  logout: (everywhere?: boolean) => Promise<void>;
+  /** POST /api/auth/logout (or logout-all, which also revokes API tokens unless `revokeTokens` is false),
+   * forget drafts, back to the login page. */
+  logout: (everywhere?: boolean, revokeTokens?: boolean) => Promise<void>;
   /** Read GET /api/auth/session again. */
   recheck: () => Promise<void>;
 }
@@ -135,9 +136,9 @@ export function AuthProvider({ children }: { children: ReactNode }) {
     }));
   }, []);
 
-  const logout = useCallback(async (everywhere = false) => {
+  const logout = useCallback(async (everywhere = false, revokeTokens = true) => {
     try {
-      await (everywhere ? authApi.logoutAll() : authApi.logout());
+      await (everywhere ? authApi.logoutAll(revokeTokens) : authApi.logout());
     } catch {
       /* already logged out (401) or offline: the page still forgets the user */
     }

@@ -1,6 +1,6 @@
 import { useId, useMemo } from "react";
 import type { CitationCheck, CitationReport } from "../api/types";
-import { richHandlers, type RichHandlers } from "../components/Markdown";
+import { richHandlers, useExternalLinks, type RichHandlers } from "../components/Markdown";
 import { renderMarkdown } from "../lib/markdown";
 
 /**
@@ -223,13 +223,17 @@ export function CitedMarkdown({
     () => markCitations(renderMarkdown(content, sourceCount), content, report, `cite${prefix}`),
     [content, sourceCount, report, prefix],
   );
+  const [onExternal, dialog] = useExternalLinks();
   return (
-    <div
-      className={className}
-      data-testid="message-content"
-      {...richHandlers({ onCite, onPreview })}
-      dangerouslySetInnerHTML={{ __html: html }}
-    />
+    <>
+      <div
+        className={className}
+        data-testid="message-content"
+        {...richHandlers({ onCite, onPreview, onExternal })}
+        dangerouslySetInnerHTML={{ __html: html }}
+      />
+      {dialog}
+    </>
   );
 }
 

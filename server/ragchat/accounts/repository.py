@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -164,15 +165,19 @@ async def delete_expired_sessions(conn: Conn) -> None:
 
 # ---- API tokens -------------------------------------------------------------------------------------------
 
-TOKEN_COLUMNS = "id, name, prefix, created_at, last_used_at"
+TOKEN_COLUMNS = (
+    "id, name, prefix, created_at, last_used_at, expires_at, coalesce(expires_at <= now(), false) AS expired"
+)
 
 
-async def insert_token(conn: Conn, user_id: UUID, name: str, prefix: str, token_hash: bytes) -> dict[str, Any]:
+async def insert_token(
+    conn: Conn, user_id: UUID, name: str, prefix: str, token_hash: bytes, expires_at: datetime | None
+) -> dict[str, Any]:
     row = await (
         await conn.execute(
-            f"""INSERT INTO api_tokens (user_id, name, prefix, token_hash) VALUES (%s, %s, %s, %s)
+            f"""INSERT INTO api_tokens (user_id, name, prefix, token_hash, expires_at) VALUES (%s, %s, %s, %s, %s)
                 RETURNING {TOKEN_COLUMNS}""",
-            (user_id, name, prefix, token_hash),
+            (user_id, name, prefix, token_hash, expires_at),
         )
     ).fetchone()
     assert row is not None
@@ -180,6 +185,7 @@ async def insert_token(conn: Conn, user_id: UUID, name: str, prefix: str, token_
 
 
 async def list_tokens(conn: Conn, user_id: UUID) -> list[dict[str, Any]]:
+    """Live and expired tokens (revoked ones are gone from the list)."""
     return await (
         await conn.execute(
             f"""SELECT {TOKEN_COLUMNS} FROM api_tokens WHERE user_id = %s AND revoked_at IS NULL
@@ -197,10 +203,21 @@ async def revoke_token(conn: Conn, user_id: UUID, token_id: UUID) -> bool:
     return cur.rowcount == 1
 
 
+async def revoke_tokens(conn: Conn, user_id: UUID, keep: UUID | None = None) -> int:
+    """Every live token of the user but `keep` (a password change keeps the token it was made with)."""
+    cur = await conn.execute(
+        """UPDATE api_tokens SET revoked_at = now()
+           WHERE user_id = %s AND revoked_at IS NULL AND id IS DISTINCT FROM %s""",
+        (user_id, keep),
+    )
+    return cur.rowcount
+
+
 async def token_user(conn: Conn, token_hash: bytes) -> dict[str, Any] | None:
+    """The token's active user and whether the token has expired; None if unknown, revoked or the user disabled."""
     return await (
         await conn.execute(
-            f"""SELECT t.id AS token_id,
+            f"""SELECT t.id AS token_id, t.expires_at, coalesce(t.expires_at <= now(), false) AS expired,
                        (t.last_used_at IS NULL OR t.last_used_at < now() - interval '60 seconds') AS stale,
                        {_USER_U}
                 FROM api_tokens t JOIN users u ON u.id = t.user_id
@@ -223,7 +240,8 @@ async def credential_valid(conn: Conn, user_id: UUID, via: str, credential: str 
         return row is not None
     if via == "token" and credential:
         query = """SELECT 1 FROM api_tokens t JOIN users u ON u.id = t.user_id WHERE t.id = %s
-                   AND t.user_id = %s AND t.revoked_at IS NULL AND NOT u.disabled"""
+                   AND t.user_id = %s AND t.revoked_at IS NULL AND NOT u.disabled
+                   AND (t.expires_at IS NULL OR t.expires_at > now())"""
         row = await (await conn.execute(query, (UUID(credential), user_id))).fetchone()
         return row is not None
     return via == "local"

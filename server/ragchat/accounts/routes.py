@@ -144,9 +144,10 @@ class AuthController(Controller):
         if session:
             await accounts.logout(session)
 
-    @post("/logout-all", status_code=204, response_cookies=CLEARED)
-    async def logout_all(self, accounts: AccountService, principal: Principal) -> None:
-        await accounts.logout_everywhere(principal)
+    @post("/logout-all", status_code=204, response_cookies=CLEARED, responses=error_responses(400))
+    async def logout_all(self, accounts: AccountService, principal: Principal, revoke_tokens: bool = True) -> None:
+        """Every session ends (this one too); every API token is revoked too unless `?revoke_tokens=false`."""
+        await accounts.logout_everywhere(principal, revoke_tokens=revoke_tokens)
 
     @post("/password", status_code=204)
     async def change_password(self, data: PasswordChange, accounts: AccountService, principal: Principal) -> None:
@@ -156,10 +157,13 @@ class AuthController(Controller):
     async def list_tokens(self, accounts: AccountService, principal: Principal) -> TokenList:
         return TokenList(tokens=[Token.of(t) for t in await accounts.list_tokens(principal)])
 
-    @post("/tokens", status_code=201)
+    @post("/tokens", status_code=201, responses=error_responses(400))
     async def create_token(self, data: NewToken, accounts: AccountService, principal: Principal) -> CreatedToken:
         """The token is in this response only; the server keeps its hash."""
-        return CreatedToken.model_validate(await accounts.create_token(principal, data.name), from_attributes=False)
+        created = await accounts.create_token(
+            principal, data.name, expires_in_days=data.expires_in_days, expires_at=data.expires_at
+        )
+        return CreatedToken.model_validate(created, from_attributes=False)
 
     @delete("/tokens/{token_id:uuid}", status_code=204, responses=error_responses(404))
     async def revoke_token(self, token_id: UUID, accounts: AccountService, principal: Principal) -> None:

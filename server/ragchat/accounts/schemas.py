@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import Any, Literal
 from uuid import UUID
 
-from pydantic import BaseModel, Field
+from pydantic import AwareDatetime, BaseModel, Field
 
 from ragchat.accounts.passwords import MAX_LENGTH, MIN_LENGTH
 from ragchat.core.schemas import Flag, Person
@@ -41,6 +41,12 @@ class PasswordChange(BaseModel):
 
 class NewToken(BaseModel):
     name: str = Field(max_length=1000)
+    expires_in_days: int | None = Field(
+        default=None, ge=1, le=3650, description="the token stops working this many days from now"
+    )
+    expires_at: AwareDatetime | None = Field(
+        default=None, description="or: the moment it stops working (at most 10 years away); neither: never"
+    )
 
 
 class NewUser(BaseModel):
@@ -100,6 +106,8 @@ class Token(BaseModel):
     prefix: str = Field(description="the token's first characters, to tell tokens apart")
     created_at: datetime
     last_used_at: datetime | None
+    expires_at: datetime | None = Field(default=None, description="null: the token never expires")
+    expired: bool = Field(default=False, description="past its expiry: refused with 401 until revoked")
 
     @classmethod
     def of(cls, row: dict[str, Any]) -> Token:

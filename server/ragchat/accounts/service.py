@@ -11,6 +11,7 @@ import hashlib
 import re
 import secrets
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
@@ -18,8 +19,18 @@ import psycopg
 
 from ragchat.accounts import passwords
 from ragchat.accounts import repository as repo
+from ragchat.accounts.throttle import LoginThrottle
 from ragchat.core.audit import Actor, AuditAction, AuditWriter
-from ragchat.core.errors import BadRequest, Conflict, Forbidden, InvalidCredentials, NotFound, SetupDone
+from ragchat.core.errors import (
+    BadRequest,
+    Conflict,
+    Forbidden,
+    InvalidCredentials,
+    NotFound,
+    RateLimited,
+    SetupDone,
+    Unauthorized,
+)
 from ragchat.core.principal import Principal, local_principal
 from ragchat.db.pool import Pool
 from ragchat.db.ratelimit import RateLimiter
@@ -28,7 +39,7 @@ from ragchat.settings import Settings
 USERNAME_RE = re.compile(r"^[A-Za-z0-9._@-]{1,64}$")
 TOKEN_PREFIX = "rc_"
 TOKEN_NAME_MAX = 100
-LOCKOUT_WINDOW_S = 15 * 60
+TOKEN_MAX_DAYS = 3650
 WRONG = "wrong username or password"
 
 
@@ -49,6 +60,24 @@ def clean_username(username: str) -> str:
     return username.lower()
 
 
+def token_expiry(expires_in_days: int | None, expires_at: datetime | None) -> datetime | None:
+    """A token's expiry from either form (not both); None: it never expires."""
+    if expires_in_days is not None and expires_at is not None:
+        raise BadRequest("give a token expires_in_days or expires_at, not both")
+    if expires_in_days is not None:
+        if not 1 <= expires_in_days <= TOKEN_MAX_DAYS:
+            raise BadRequest(f"expires_in_days is 1-{TOKEN_MAX_DAYS}")
+        return datetime.now(UTC) + timedelta(days=expires_in_days)
+    if expires_at is not None:
+        if expires_at.tzinfo is None:
+            expires_at = expires_at.replace(tzinfo=UTC)
+        now = datetime.now(UTC)
+        if not now < expires_at <= now + timedelta(days=TOKEN_MAX_DAYS):
+            raise BadRequest(f"expires_at must be in the future and at most {TOKEN_MAX_DAYS} days away")
+        return expires_at
+    return None
+
+
 def principal_of(row: dict[str, Any], via: str, credential: str | None) -> Principal:
     return Principal(row["id"], row["username"], bool(row["is_admin"]), via, credential)  # type: ignore[arg-type]
 
@@ -59,6 +88,7 @@ class AccountService:
         self.settings = settings
         self.limiter = limiter
         self.audit = audit
+        self.throttle = LoginThrottle(pool, settings)
 
     @property
     def auth_enabled(self) -> bool:
@@ -99,15 +129,19 @@ class AccountService:
         valid = bool(USERNAME_RE.match(name))
         # a name no account can have (NUL, lone surrogates...) is counted under its digest: never sent as text
         who = name.lower()[:64] if valid else "?" + hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()
-        key = f"login-fail:{who}"
-        await self.limiter.check(key, s.login_lockout_failures, window_s=LOCKOUT_WINDOW_S, what="failed logins")
+        try:
+            await self.throttle.before(who, ip)  # 429 while this address must wait; the name's slow-down
+        except RateLimited:
+            await self.record_sign_in_failure(name if valid else "?", ip=ip, reason="throttled")
+            raise
         async with self.pool.connection() as conn:
             row = await repo.user_by_name(conn, name[:64]) if valid else None
         ok = await passwords.verify_password(row["password_hash"] if row else None, password)
         if not ok or row is None:
-            await self.limiter.hit(key, 10**9, window_s=LOCKOUT_WINDOW_S)  # counted, never raises here
+            await self.throttle.failed(who, ip)
             await self.record_sign_in_failure(name, ip=ip, reason="unknown_user" if row is None else "wrong_password")
             raise InvalidCredentials(WRONG)
+        await self.throttle.succeeded(who, ip)
         if row["disabled"]:
             await self.record_sign_in_failure(name, ip=ip, reason="disabled", user_id=row["id"])
             raise InvalidCredentials("this account is disabled: ask an admin")
@@ -160,10 +194,17 @@ class AccountService:
             if row is not None:
                 await self.audit.record(conn, AuditAction.SIGN_OUT, _actor(row))
 
-    async def logout_everywhere(self, principal: Principal) -> None:
-        async with self.pool.connection() as conn:
+    async def logout_everywhere(self, principal: Principal, *, revoke_tokens: bool = True) -> None:
+        """Every session ends; with `revoke_tokens` (the default) every API token is revoked too."""
+        async with self.pool.connection() as conn, conn.transaction():
             ended = await repo.delete_sessions(conn, principal.user_id)
-            await self.audit.record(conn, AuditAction.SIGN_OUT_EVERYWHERE, principal, details={"sessions": ended})
+            revoked = await repo.revoke_tokens(conn, principal.user_id) if revoke_tokens else 0
+            await self.audit.record(
+                conn,
+                AuditAction.SIGN_OUT_EVERYWHERE,
+                principal,
+                details={"sessions": ended, "tokens_revoked": revoked},
+            )
 
     # ---- authentication -------------------------------------------------------------------------------------
     async def from_session(self, session_token: str) -> Principal | None:
@@ -183,6 +224,9 @@ class AccountService:
             row = await repo.token_user(conn, digest(token))
             if row is None:
                 return None
+            if row["expired"]:
+                expired = row["expires_at"].astimezone(UTC)
+                raise Unauthorized(f"this API token expired at {expired:%Y-%m-%d %H:%M} UTC: make a new one")
             if row["stale"]:
                 await repo.touch_token(conn, row["token_id"])
         return principal_of(row, "token", str(row["token_id"]))
@@ -205,7 +249,7 @@ class AccountService:
         return {k: v for k, v in row.items() if k != "password_hash"}
 
     async def change_password(self, principal: Principal, current: str, new: str) -> None:
-        """Other sessions end; this one stays."""
+        """Other sessions end and every API token is revoked; the session or token this request came with stays."""
         async with self.pool.connection() as conn:
             row = await repo.user_by_id(conn, principal.user_id)
         if row is None or not await passwords.verify_password(row["password_hash"], current):
@@ -215,21 +259,31 @@ class AccountService:
             await repo.set_password(conn, principal.user_id, hashed)
             keep = bytes.fromhex(principal.credential) if principal.via == "session" and principal.credential else None
             await repo.delete_sessions(conn, principal.user_id, keep=keep)
-            await self.audit.record(conn, AuditAction.PASSWORD_CHANGE, principal)
+            keep_token = UUID(principal.credential) if principal.via == "token" and principal.credential else None
+            revoked = await repo.revoke_tokens(conn, principal.user_id, keep=keep_token)
+            await self.audit.record(conn, AuditAction.PASSWORD_CHANGE, principal, details={"tokens_revoked": revoked})
 
     async def directory(self) -> list[dict[str, Any]]:
         async with self.pool.connection() as conn:
             return await repo.directory(conn)
 
     # ---- personal API tokens --------------------------------------------------------------------------------
-    async def create_token(self, principal: Principal, name: str) -> dict[str, Any]:
+    async def create_token(
+        self,
+        principal: Principal,
+        name: str,
+        *,
+        expires_in_days: int | None = None,
+        expires_at: datetime | None = None,
+    ) -> dict[str, Any]:
         name = " ".join(name.replace("\x00", "").split())
         if not name or len(name) > TOKEN_NAME_MAX:
             raise BadRequest(f"a token needs a name of 1-{TOKEN_NAME_MAX} characters")
+        expiry = token_expiry(expires_in_days, expires_at)
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
         async with self.pool.connection() as conn:
-            row = await repo.insert_token(conn, principal.user_id, name, token[:10], digest(token))
-            details = {"name": name, "prefix": row["prefix"]}
+            row = await repo.insert_token(conn, principal.user_id, name, token[:10], digest(token), expiry)
+            details = {"name": name, "prefix": row["prefix"], "expires_at": expiry.isoformat() if expiry else None}
             await self.audit.record(
                 conn, AuditAction.TOKEN_CREATE, principal, target_type="token", target_id=row["id"], details=details
             )
@@ -275,7 +329,7 @@ class AccountService:
     async def update_user(
         self, admin: Principal, user_id: UUID, *, disabled: bool | None = None, is_admin: bool | None = None
     ) -> dict[str, Any]:
-        """Disable/enable or promote/demote; disabling ends the user's sessions (tokens stop working too)."""
+        """Disable/enable or promote/demote; disabling ends the user's sessions and revokes their API tokens."""
         demoting = disabled is True or is_admin is False
         async with self.pool.connection() as conn, conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock(hashtext('ragchat:admins'))")
@@ -288,17 +342,27 @@ class AccountService:
                 raise NotFound(f"user {user_id} not found")
             if disabled:
                 await repo.delete_sessions(conn, user_id)
+                await repo.revoke_tokens(conn, user_id)
             await _record_user_update(self.audit, conn, admin, row, disabled=disabled, is_admin=is_admin)
         return row
 
     async def reset_password(self, user_id: UUID, password: str, *, admin: Principal | None = None) -> None:
-        """`admin`: who resets it (None: the server's own CLI)."""
+        """An admin's reset (after a compromise): every session ends and every API token is revoked. `admin`: who
+        resets it (None: the server's own CLI)."""
         hashed = await passwords.hash_password(password)
-        async with self.pool.connection() as conn:
+        async with self.pool.connection() as conn, conn.transaction():
             if not await repo.set_password(conn, user_id, hashed):
                 raise NotFound(f"user {user_id} not found")
             await repo.delete_sessions(conn, user_id)
-            await self.audit.record(conn, AuditAction.USER_PASSWORD_RESET, admin, target_type="user", target_id=user_id)
+            revoked = await repo.revoke_tokens(conn, user_id)
+            await self.audit.record(
+                conn,
+                AuditAction.USER_PASSWORD_RESET,
+                admin,
+                target_type="user",
+                target_id=user_id,
+                details={"tokens_revoked": revoked},
+            )
 
     async def delete_user(self, admin: Principal, user_id: UUID) -> None:
         """The user goes with their documents, threads, collections, sessions and tokens."""

@@ -16,7 +16,7 @@ from ragchat.chat.schemas import TITLE_MAX_CHARS, FeedbackBody, ThreadPatch
 from ragchat.core.errors import BadRequest, Forbidden, NotFound
 from ragchat.core.principal import Principal
 from ragchat.db.pool import Pool
-from ragchat.readscope.sql import unreadable, unreadable_collections
+from ragchat.readscope.sql import require_readable
 
 FEEDBACK_EXPORT_MAX = 50_000  # rows in one export
 EXPORT_COLUMNS = [
@@ -131,12 +131,7 @@ async def update_thread(pool: Pool, principal: Principal, thread_id: UUID, patch
             s = patch.settings
             documents = list(dict.fromkeys(s.document_ids or []))
             collections = list(dict.fromkeys(s.collection_ids or []))
-            missing = await unreadable(conn, owner, documents)
-            if missing:
-                raise NotFound(f"documents not found: {', '.join(map(str, missing[:10]))}")
-            missing = await unreadable_collections(conn, owner, collections) if collections else []
-            if missing:
-                raise NotFound(f"collections not found: {', '.join(map(str, missing[:10]))}")
+            await require_readable(conn, owner, documents, collections)
             settings = s.model_copy(
                 update={
                     "document_ids": documents or None,

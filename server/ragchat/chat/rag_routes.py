@@ -21,12 +21,12 @@ from ragchat.chat.loop import ChatEvent
 from ragchat.chat.schemas import MAX_QUERY_CHARS, RagAnswer, RagBody, RagFilters
 from ragchat.chat.service import ChatService
 from ragchat.chat.sse import server_sent_events
-from ragchat.core.errors import BadRequest, NotFound
+from ragchat.core.errors import BadRequest
 from ragchat.core.http import EventStream, also_event_stream, error_responses, response_spec
 from ragchat.core.options import Asked, SearchOptions, SearchPolicy
 from ragchat.core.principal import Principal
 from ragchat.db.ratelimit import RateLimiter
-from ragchat.readscope.sql import unreadable
+from ragchat.readscope.sql import require_readable
 
 
 def _arm(chunks: list[dict[str, Any]], rank_key: str, score_key: str) -> list[dict[str, Any]]:
@@ -128,11 +128,8 @@ async def rag(
     With `stream: true` the answer comes as the chat SSE events instead (see docs/SSE.md), no `thread`."""
     options = await search_policy.resolve(principal, rag_asked(data), charge="none")
     req = rag_request(data, options)
-    if req.document_ids:
-        async with chat.pool.connection() as conn:
-            missing = await unreadable(conn, principal.user_id, req.document_ids)
-        if missing:
-            raise NotFound(f"document {missing[0]} not found")
+    async with chat.pool.connection() as conn:
+        await require_readable(conn, principal.user_id, req.document_ids, req.collection_ids)
     await limiter.hit(f"chat:{principal.user_id}", chat.settings.rate_chat_per_min, what="questions")
     await search_policy.charge(principal, options, "rerank")
     if data.stream:

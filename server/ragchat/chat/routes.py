@@ -36,6 +36,7 @@ from ragchat.core.options import Asked, SearchOptions, SearchPolicy
 from ragchat.core.preferences import PreferencesLookup, UserPreferences
 from ragchat.core.principal import CredentialCheck, Principal
 from ragchat.db.ratelimit import RateLimiter
+from ragchat.readscope.sql import require_readable
 from ragchat.settings import Settings
 
 PING_S = 15  # keep-alive comment lines, so proxies don't close a stream while the model thinks
@@ -124,6 +125,11 @@ async def chat(
     limit = chat.settings.chat_search_limit
     options = await search_policy.resolve(principal, asked, default_limit=limit, charge="none", preferences=preferences)
     req = validate_chat(data, chat.settings, options, preferences)
+    try:
+        async with chat.pool.connection() as conn:  # an id the caller cannot read: 404 before any stream starts
+            await require_readable(conn, principal.user_id, req.document_ids, req.collection_ids)
+    except psycopg.Error as exc:
+        raise DatabaseUnavailable(describe_failure(exc).message) from exc
     await limiter.hit(f"chat:{principal.user_id}", chat.settings.rate_chat_per_min, what="chat messages")
     await search_policy.charge(principal, options, "rerank")
     try:

@@ -12,11 +12,12 @@ from uuid import UUID
 
 from ragchat.chat.answer import AnswerRequest
 from ragchat.chat.faults import as_http_error
-from ragchat.core.errors import BadRequest, NotFound
+from ragchat.core.errors import BadRequest
 from ragchat.core.options import Asked
 from ragchat.core.principal import Principal
 from ragchat.core.search import SearchFilters, metadata_as_lists
 from ragchat.mcp.models import AskOutput, DocumentInfo, DocumentList, SearchOutput, Source
+from ragchat.readscope.sql import require_readable
 from ragchat.retrieval.filters import check_metadata_filters
 from ragchat.runtime import Runtime
 
@@ -48,12 +49,8 @@ async def check_readable(
     caller: Caller, document_ids: Sequence[UUID] | None, collection_ids: Sequence[UUID] | None
 ) -> None:
     """Unknown (or unreadable) document or collection ids are an error, not silently no results."""
-    rt, who = caller.runtime, caller.principal
-    for document_id in document_ids or ():
-        if await rt.documents.catalog.get(who, document_id) is None:
-            raise NotFound(f"document {document_id} not found: list_documents shows the ids you can use")
-    for collection_id in collection_ids or ():
-        await rt.collections.get(who, collection_id)
+    async with caller.runtime.pool.connection() as conn:
+        await require_readable(conn, caller.principal.user_id, document_ids, collection_ids)
 
 
 async def search_documents(

@@ -7,10 +7,12 @@ The fragments use the named parameter `%(uid)s`; `scope_params` gives it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
+from ragchat.core.errors import NotFound
 from ragchat.db.pool import Conn
 
 #: Documents shared with the user through a collection (the user's own documents in them included).
@@ -117,3 +119,23 @@ async def unreadable_collections(conn: Conn, user_id: UUID, collection_ids: list
     ).fetchall()
     found = {r["id"] for r in rows}
     return [i for i in collection_ids if i not in found]
+
+
+async def require_readable(
+    conn: Conn, user_id: UUID, document_ids: Sequence[UUID] | None, collection_ids: Sequence[UUID] | None
+) -> None:
+    """The one rule for a request that names documents or collections to search (chat, search, rag, MCP, a
+    thread's settings): any id the user may not read, or that does not exist, is a 404 `not_found` naming the kind
+    and the ids, the same whether the id is someone else's or nobody's (docs/API.md, "Unreadable ids")."""
+    for kind, ids, check in (
+        ("document", document_ids, unreadable),
+        ("collection", collection_ids, unreadable_collections),
+    ):
+        wanted = list(dict.fromkeys(ids or ()))
+        missing = await check(conn, user_id, wanted) if wanted else []
+        if missing:
+            shown = ", ".join(map(str, missing[:10])) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
+            raise NotFound(
+                f"{kind} {missing[0]} not found" if len(missing) == 1 else f"{kind}s not found: {shown}",
+                {"kind": kind, "ids": [str(i) for i in missing[:100]]},
+            )

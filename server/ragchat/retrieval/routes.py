@@ -15,13 +15,14 @@ from ragchat.core.http import error_responses
 from ragchat.core.options import Asked, SearchPolicy
 from ragchat.core.principal import Principal
 from ragchat.core.search import SearchFilters, SearchResponse, SearchResult
+from ragchat.readscope.sql import require_readable
 from ragchat.retrieval.facets import facet_counts
 from ragchat.retrieval.filters import parse_location_filters, parse_metadata_filters
 from ragchat.retrieval.schemas import MAX_FACET_KEYS, MAX_TOP_K, SEARCH_BODY_BYTES, SearchBody, check_query
 from ragchat.retrieval.search import Searcher
 
 
-@get("/api/search", responses=error_responses(429))
+@get("/api/search", responses=error_responses(404, 429))
 async def search(
     searcher: Searcher,
     principal: Principal,
@@ -65,6 +66,7 @@ async def search(
         metadata=parse_metadata_filters(filter_),
         location=parse_location_filters(location),
     )
+    await _check_ids(searcher, principal, filters)
     options = await search_policy.resolve(principal, Asked(mode=mode, rerank=rerank, limit=limit, filters=filters))
     search = searcher.search(q, principal=principal, options=options)
     return await _with_facets(searcher, principal, search, filters, facets)
@@ -74,7 +76,7 @@ async def search(
     "/api/search",
     status_code=200,
     request_max_body_size=SEARCH_BODY_BYTES,
-    responses=error_responses(413, 429),
+    responses=error_responses(404, 413, 429),
 )
 async def search_post(
     searcher: Searcher, principal: Principal, search_policy: SearchPolicy, data: SearchBody
@@ -83,10 +85,18 @@ async def search_post(
     {key: value or [values]}, location}, mode, rerank, facets}`; the same response."""
     query = check_query(data.query)
     filters = data.filters.to_filters() if data.filters else None
+    await _check_ids(searcher, principal, filters)
     asked = Asked(mode=data.mode, rerank=data.rerank, limit=data.top_k, filters=filters)
     options = await search_policy.resolve(principal, asked)
     search = searcher.search(query, principal=principal, options=options)
     return await _with_facets(searcher, principal, search, filters, data.facets)
+
+
+async def _check_ids(searcher: Searcher, principal: Principal, filters: SearchFilters | None) -> None:
+    """An id the caller cannot read is a 404, as on every route (readscope.sql.require_readable)."""
+    if filters and (filters.document_ids or filters.collection_ids):
+        async with searcher.pool.connection() as conn:
+            await require_readable(conn, principal.user_id, filters.document_ids, filters.collection_ids)
 
 
 async def _with_facets(
