@@ -112,7 +112,7 @@ async def test_every_action_is_recorded_with_actor_client_target_and_request(ser
     one(rows, "user.create", actor_id=admin_id, target_id=bob, **user)
     assert one(rows, "user.create", target_id=carol)["details"] == {"username": "carol", "is_admin": False}
     created = one(rows, "token.create", actor_id=admin_id, target_type="token", target_id=token["id"])
-    assert created["details"] == {"name": "ci script", "prefix": token["prefix"]}
+    assert created["details"] == {"name": "ci script", "prefix": token["prefix"], "expires_at": token.get("expires_at")}
     one(rows, "token.revoke", actor_id=admin_id, target_id=token["id"])
     one(rows, "user.disable", actor_id=admin_id, target_id=bob, **user)
     one(rows, "user.enable", actor_id=admin_id, target_id=bob)
