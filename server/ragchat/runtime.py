@@ -22,6 +22,7 @@ from ragchat.core.options import SearchPolicy
 from ragchat.db.capabilities import Capabilities, detect
 from ragchat.db.pool import Database, Pool, make_pool, prepare_database
 from ragchat.db.ratelimit import RateLimiter
+from ragchat.db.replicas import ReadRouter, build_router
 from ragchat.db.watchdog import DatabaseWatchdog
 from ragchat.documents.collections.service import CollectionService
 from ragchat.documents.metadata.extraction import MetadataExtractor
@@ -72,6 +73,7 @@ class Runtime:
     database: Database | None = None
     watchdog: DatabaseWatchdog | None = None  # when the runtime opened the database itself
     capabilities: Capabilities | None = None  # the database's versions and what they allow, read at start
+    reads: ReadRouter | None = None  # where searches and listings run (DATABASE_READ_URL's replicas, else `pool`)
     tasks: list[asyncio.Task[Any]] = field(default_factory=list)
 
     def spawn(self, make: Callable[[], Awaitable[Any]], name: str) -> asyncio.Task[Any]:
@@ -155,7 +157,11 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
 
         reranker = build_reranker(rerank_llm, settings)
         stack.push_async_callback(reranker.close)
-        searcher = Searcher(pool, spaces, settings.retrieval, reranker)
+        reads = build_router(pool, settings.database)
+        if reads.replicas:
+            await reads.open()  # says in the log which replicas are usable, and why not the others
+            stack.push_async_callback(reads.close)
+        searcher = Searcher(pool, spaces, settings.retrieval, reranker, reads)
         runs = RunRegistry()  # chat answers in progress; closed first: they are saved before the pool closes
         stack.push_async_callback(runs.close)
         limiter = RateLimiter(pool)
@@ -171,7 +177,7 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
                 pool, spaces, batch_size=settings.embed_batch_size * 4, grace_s=settings.reembed_grace_s
             ),
             searcher=searcher,
-            documents=build_document_service(pool, spaces, settings, MetadataExtractor(pool, llm, settings)),
+            documents=build_document_service(pool, spaces, settings, MetadataExtractor(pool, llm, settings), reads),
             chat=ChatService(pool, llm, searcher, settings, embedder=embedder, runs=runs),
             accounts=AccountService(pool, settings, limiter),
             collections=CollectionService(pool),
@@ -182,9 +188,12 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
             database=database,
             watchdog=watchdog,
             capabilities=capabilities,
+            reads=reads,
         )
         if watchdog is not None:
             runtime.spawn(watchdog.run, "db-watchdog")
+        if reads.replicas:
+            runtime.spawn(reads.loop, "read-replicas")
         try:
             yield runtime
         finally:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ragchat.db.pool import Pool
+from ragchat.db.replicas import ReadRouter
 from ragchat.documents.catalog.service import CatalogService
 from ragchat.documents.ingest.service import IngestService
 from ragchat.documents.metadata.extraction import MetadataExtractor
@@ -26,8 +27,13 @@ class DocumentService:
 
 
 def build_document_service(
-    pool: Pool, spaces: SpaceRegistry, settings: Settings, extractor: MetadataExtractor | None = None
+    pool: Pool,
+    spaces: SpaceRegistry,
+    settings: Settings,
+    extractor: MetadataExtractor | None = None,
+    reads: ReadRouter | None = None,
 ) -> DocumentService:
+    """`reads`: where the listings run (a read replica when one is usable); everything else is on `pool`."""
     metadata = MetadataService(pool, extractor)
     ingestion = IngestService(pool, spaces, settings, metadata)
-    return DocumentService(CatalogService(pool, ingestion.wake), ingestion, metadata)
+    return DocumentService(CatalogService(pool, ingestion.wake, reads), ingestion, metadata)
