@@ -48,6 +48,7 @@ from tests.support.replication import Cluster
 
 ROOT = Path(__file__).resolve().parent.parent
 PASSWORD = "correct horse battery"
+XACTS = "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = 'postgres'"
 LIMITS = httpx.Limits(max_connections=100, max_keepalive_connections=100)
 
 
@@ -85,6 +86,8 @@ def env_for(primary: str, replica: str | None, fake_url: str, data_dir: Path) ->
         "INGEST_WORKERS": "0",
         "LOG_LEVEL": "warning",
         "RATE_LOGIN_PER_MIN": "0",
+        # a LAN replica: skipped past 10 s of lag; a user's reads stay on the primary 12 s after their write
+        "DATABASE_READ_MAX_LAG": "10",
         "RATE_CHAT_PER_MIN": "0",
         "RATE_SEARCH_PER_MIN": "0",
         "RATE_RERANK_CANDIDATES_PER_MIN": "0",
@@ -129,11 +132,12 @@ async def wait_ready(base: str, proc: subprocess.Popen[Any], seconds: float = 60
 # ---- setup ------------------------------------------------------------------------------------------------
 async def check(response: httpx.Response, status: int = 200) -> Any:
     if response.status_code != status:
-        raise RuntimeError(f"{response.request.method} {response.request.url.path}: {response.status_code} {response.text}")
+        request = response.request
+        raise RuntimeError(f"{request.method} {request.url.path}: {response.status_code} {response.text}")
     return response.json() if response.content else None
 
 
-async def setup_team(bases: list[str], corpus: list[dict[str, Any]], users: int) -> dict[str, Any]:
+async def setup_team(bases: list[str], corpus: list[dict[str, Any]], users: int, searchers: int) -> dict[str, Any]:
     """The admin, `users` users with API tokens, the shared collection; 3 private documents per searching user."""
     async with httpx.AsyncClient(base_url=bases[0], timeout=120) as admin:
         await check(await admin.post("/api/auth/setup", json={"username": "admin", "password": PASSWORD}), 201)
@@ -151,14 +155,13 @@ async def setup_team(bases: list[str], corpus: list[dict[str, Any]], users: int)
             async with httpx.AsyncClient(base_url=bases[i % len(bases)], timeout=60) as user:
                 await check(await user.post("/api/auth/login", json={"username": f"user{i}", "password": PASSWORD}))
                 tokens.append((await check(await user.post("/api/auth/tokens", json={"name": "bench"}), 201))["token"])
-    private = corpus[: 3 * 10]
-    for i in range(10):  # the searching users' own documents
+    private = corpus[: 3 * searchers]
+    for i in range(searchers):  # the searching users' own documents
         async with httpx.AsyncClient(base_url=bases[i % len(bases)], timeout=120) as user:
             user.headers["authorization"] = f"Bearer {tokens[i]}"
-            files = [
-                ("files", (f"private-{i}-{d['_id']}.txt", f"{d.get('title', '')}\n\n{d['text']}".encode(), "text/plain"))
-                for d in private[3 * i : 3 * i + 3]
-            ]
+            mine = private[3 * i : 3 * i + 3]
+            texts = {f"private-{i}-{d['_id']}.txt": f"{d.get('title', '')}\n\n{d['text']}" for d in mine}
+            files = [("files", (name, text.encode(), "text/plain")) for name, text in texts.items()]
             await check(await user.post("/api/documents", files=files), 201)
     return {"admin": admin_token, "tokens": tokens, "team": team["id"]}
 
@@ -203,7 +206,9 @@ async def timed(stats: Stats, op: str, call: Any, expect: int = 200) -> Any:
     return response.json() if response.content else None
 
 
-async def searcher(client: httpx.AsyncClient, stats: Stats, queries: list[str], shared: str | None, until: float) -> None:
+async def searcher(
+    client: httpx.AsyncClient, stats: Stats, queries: list[str], shared: str | None, until: float
+) -> None:
     rng = random.Random(hash(shared) ^ id(client))
     op = "search (shared collection)" if shared else "search (own + shared)"
     while time.monotonic() < until:
@@ -220,6 +225,7 @@ async def chatter(client: httpx.AsyncClient, stats: Stats, queries: list[str], u
         started = time.perf_counter()
         first: float | None = None
         last = ""
+        thread = None
         try:
             async with aconnect_sse(client, "POST", "/api/chat", json={"message": rng.choice(queries)}) as source:
                 if source.response.status_code != 200:
@@ -230,6 +236,8 @@ async def chatter(client: httpx.AsyncClient, stats: Stats, queries: list[str], u
                     if not sse.data:
                         continue
                     last = sse.event
+                    if sse.event == "thread":
+                        thread = json.loads(sse.data)["thread_id"]
                     if sse.event == "token" and first is None:
                         first = time.perf_counter()
                     if sse.event in ("done", "error"):
@@ -245,6 +253,8 @@ async def chatter(client: httpx.AsyncClient, stats: Stats, queries: list[str], u
                 stats.ok("chat: first token", (first - started) * 1000)
         elif last != "error":
             stats.fail("chat: total", f"the stream ended after {last!r}")
+        if thread is not None:  # read right after the write: the primary
+            await timed(stats, "open thread (after chat)", client.get(f"/api/threads/{thread}"))
         await asyncio.sleep(rng.uniform(0.5, 1.5))
 
 
@@ -258,16 +268,15 @@ async def browser(client: httpx.AsyncClient, stats: Stats, until: float) -> None
             doc = rng.choice(ready)
             await timed(stats, "open document", client.get(f"/api/documents/{doc['id']}"))
             await timed(stats, "document chunks", client.get(f"/api/documents/{doc['id']}/chunks"))
-        threads = (await timed(stats, "list threads", client.get("/api/threads"))) or {}
-        if threads.get("threads"):
-            thread = rng.choice(threads["threads"])
-            await timed(stats, "open thread", client.get(f"/api/threads/{thread['id']}"))
+        await timed(stats, "list threads", client.get("/api/threads"))
         await timed(stats, "list collections", client.get("/api/collections/"))
         await asyncio.sleep(rng.uniform(0.5, 1.5))
 
 
 # ---- one mode ---------------------------------------------------------------------------------------------
-async def run_mode(mode: str, args: argparse.Namespace, corpus: list[dict[str, Any]], queries: list[str]) -> dict[str, Any]:
+async def run_mode(
+    mode: str, args: argparse.Namespace, corpus: list[dict[str, Any]], queries: list[str]
+) -> dict[str, Any]:
     root = Path(tempfile.mkdtemp(prefix=f"ragchat-team-{mode}-"))
     cluster = Cluster(root / "pg")
     procs: list[subprocess.Popen[Any]] = []
@@ -275,7 +284,7 @@ async def run_mode(mode: str, args: argparse.Namespace, corpus: list[dict[str, A
     try:
         primary = cluster.start_primary()
         replica = cluster.add_replica() if mode == "replica" else None
-        fake = subprocess.Popen(
+        fake = subprocess.Popen(  # noqa: ASYNC220 (once, at the start)
             [sys.executable, str(ROOT / "bench" / "chat.py"), "--role", "fake", "--tokens", str(args.tokens),
              "--pace-ms", str(args.pace_ms)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
@@ -297,11 +306,13 @@ async def run_mode(mode: str, args: argparse.Namespace, corpus: list[dict[str, A
             await wait_ready(base, proc)
         worker = spawn(["worker"], env, log)
         procs.append(worker)
-        team = await setup_team(bases, corpus, args.search_users + args.chat_users + args.browse_users)
+        users = args.search_users + args.chat_users + args.browse_users
+        team = await setup_team(bases, corpus, users, args.search_users)
         await wait_private(primary.uri())
         print(f"[{mode}] servers on {', '.join(bases)}; team ready", flush=True)
+        await asyncio.sleep(12)  # the setup's writes are past the read-your-writes window (both modes alike)
 
-        bulk = corpus[30 : 30 + args.docs]
+        bulk = corpus[3 * args.search_users :]
         body = "\n".join(json.dumps(d) for d in bulk).encode()
         load_before = [round(x, 2) for x in os.getloadavg()]
         async with httpx.AsyncClient(base_url=bases[0], timeout=300) as admin:
@@ -358,11 +369,12 @@ async def run_mode(mode: str, args: argparse.Namespace, corpus: list[dict[str, A
             chunks_per_s=round(counts["chunks"] / spent, 2),
         )
         replicas: list[Any] = []
-        async with httpx.AsyncClient(base_url=bases[0], timeout=10) as client:
-            replicas = (await client.get("/readyz")).json().get("replicas", [])
+        for base in bases:  # each server process's own view and counts
+            async with httpx.AsyncClient(base_url=base, timeout=10) as client:
+                replicas += (await client.get("/readyz")).json().get("replicas", [])
         replica_xacts = None
         if replica is not None:
-            replica_xacts = replica.sql("SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = 'postgres'")[0][0]
+            replica_xacts = replica.sql(XACTS)[0][0]
         for client in clients:
             await client.aclose()
         ops = {op: pct(v) for op, v in sorted(stats.times.items())}
@@ -410,10 +422,17 @@ def report(results: list[dict[str, Any]]) -> str:
          f"{r['load_before']} → {r['load_after']}")
         for r in results
     ]  # fmt: skip
-    out.append(
-        table(["mode", "ready", "failed", "queued", "load s", "all done s", "docs/s", "chunks/s", "load avg"], ing,
-              "ingestion while the users work")  # fmt: skip
-    )
+    headers = ["mode", "ready", "failed", "queued", "load s", "all done s", "docs/s", "chunks/s", "load avg"]
+    out.append(table(headers, ing, "ingestion while the users work"))
+    for r in results:
+        if r["replicas"]:
+            reads = sum(x["reads"] for x in r["replicas"])
+            fallbacks = sum(x["fallbacks"] for x in r["replicas"])
+            lags = [x["lag_s"] for x in r["replicas"] if x["lag_s"] is not None]
+            out.append(
+                f"{r['mode']}: {reads} reads on the replica ({fallbacks} run again on the primary), replica "
+                f"transactions {r['replica_transactions']}, lag at the end {max(lags, default=0):.2f} s"
+            )
     return "\n\n".join(out)
 
 
@@ -423,7 +442,8 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=600, help="the load phase's length (at most)")
     parser.add_argument("--stop-when-ingested", action="store_true", help="end the load phase when all are ready")
     parser.add_argument("--modes", default="primary,replica")
-    parser.add_argument("--corpus", type=Path, default=DATA / "corpus.jsonl")
+    default = DATA if DATA.exists() else Path("/work/shared/data/scifact-dev")  # a worktree's ../shared
+    parser.add_argument("--corpus", type=Path, default=default / "corpus.jsonl")
     parser.add_argument("--queries", type=Path, default=None, help="default: queries.jsonl beside the corpus")
     parser.add_argument("--servers", type=int, default=2)
     parser.add_argument("--search-users", type=int, default=10)
@@ -434,7 +454,7 @@ def main() -> int:
     parser.add_argument("--keep", action="store_true", help="keep the temporary directories (process logs)")
     parser.add_argument("--json", type=Path, default=RESULTS / "team.json")
     args = parser.parse_args()
-    corpus = read_jsonl(args.corpus, 30 + args.docs)
+    corpus = read_jsonl(args.corpus, 3 * args.search_users + args.docs)
     queries = [q["text"] for q in read_jsonl(args.queries or args.corpus.parent / "queries.jsonl")]
     context = cpu_context()
     results = []
