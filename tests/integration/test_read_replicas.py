@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pydantic
 import pytest
 
 from ragchat.core.options import options_of
@@ -243,17 +242,6 @@ async def test_a_url_to_another_server_is_not_used(started: Any, pg_uri: str, ca
     assert not status["healthy"]
     assert "not a replica of DATABASE_URL" in status["reason"] or "not a standby" in status["reason"]
     assert await found(rt, "what makes sourdough bread rise?", "bread.txt")
-
-
-@pytest.mark.parametrize(
-    "value",
-    ["postgresql://u@h:notaport/db", "host=h port=5432 dbname", "postgresql://ok@h/db, ftp://x y"],
-)
-def test_an_unparsable_read_url_is_a_clear_startup_error(value: str, tmp_path: Path) -> None:
-    with pytest.raises(pydantic.ValidationError) as caught:
-        make_settings("postgresql://x@127.0.0.1/x", tmp_path, database_read_url=value)
-    text = str(caught.value)
-    assert "DATABASE_READ_URL" in text and "not a PostgreSQL connection URL" in text
 
 
 async def test_over_http_readyz_and_read_your_writes(cluster: Cluster, replica: Server, started: Any) -> None:
