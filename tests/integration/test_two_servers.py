@@ -68,6 +68,7 @@ async def test_a_server_gone_mid_answer_leaves_it_stoppable_and_saved_elsewhere(
     owner = live_app(ollama_host=fake_ollama.url)
     other = live_app(ollama_host=fake_ollama.url)
     fake_ollama.enqueue(Reply.text(ANSWER, token_delay=0.25))
+    thread_id = ""
     async with (
         httpx.AsyncClient(base_url=owner.url, timeout=20) as client,
         aconnect_sse(client, "POST", "/api/chat", json={"message": "hi"}) as source,

@@ -32,7 +32,7 @@ from psycopg_pool import PoolTimeout
 
 from ragchat.core import metrics
 from ragchat.core.errors import DatabaseUnavailable
-from ragchat.db.pool import GatedPool, Pool, make_pool
+from ragchat.db.pool import Conn, GatedPool, Pool, make_pool
 from ragchat.settings import DatabaseSettings, split_urls
 
 log = logging.getLogger(__name__)
@@ -234,7 +234,7 @@ class ReadRouter:
         self._mark(replica, True, None, lag)
 
     async def _probe(self, url: str) -> dict[str, Any]:
-        conn = await psycopg.AsyncConnection.connect(
+        conn = await Conn.connect(
             url, autocommit=True, row_factory=dict_row, connect_timeout=max(2, int(self.probe_timeout_s))
         )
         async with conn:
