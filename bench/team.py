@@ -64,6 +64,34 @@ class Stats:
         self.errors[op].append(why[:300])
 
 
+# ---- the fake LLM (its own process) ----------------------------------------------------------------------
+def serve_fake(tokens: int, pace_s: float) -> None:
+    """The fake Ollama: a search tool call for a fresh question, then an answer that restates the question with
+    a citation, `tokens` tokens at `pace_s` each; until stdin closes. Idle connections are kept as Ollama keeps
+    them (the fake's default 5 s would close ones the server is about to reuse)."""
+    from ragchat.chat.tools import TOOL_NAME
+    from tests.fakes.ollama_server import FakeOllama, Reply
+
+    def respond(body: dict[str, Any]) -> Reply:
+        messages = body.get("messages") or []
+        question = next((m["content"] for m in reversed(messages) if m.get("role") == "user"), "")
+        if body.get("format"):
+            return Reply.json({"score": 0.5})
+        if not body.get("tools") or any(m.get("role") == "tool" for m in messages):
+            words = [f" {w}" for w in question.split()] + [" [1]."]
+            words += [" and", " the", " passage", " says", " so", " [1]."] * (tokens // 6 + 1)
+            return Reply.tokens(words[:tokens], token_delay=pace_s)
+        return Reply.tool_call(TOOL_NAME, {"query": question[:200]}, token_delay=pace_s)
+
+    FakeOllama.keep_alive_s = 600
+    fake = FakeOllama().start()
+    fake.responder = respond
+    print(fake.url, flush=True)
+    for _ in sys.stdin:
+        pass
+    fake.stop()
+
+
 # ---- processes --------------------------------------------------------------------------------------------
 def free_port() -> int:
     import socket
@@ -285,7 +313,7 @@ async def run_mode(
         primary = cluster.start_primary()
         replica = cluster.add_replica() if mode == "replica" else None
         fake = subprocess.Popen(  # noqa: ASYNC220 (once, at the start)
-            [sys.executable, str(ROOT / "bench" / "chat.py"), "--role", "fake", "--tokens", str(args.tokens),
+            [sys.executable, str(ROOT / "bench" / "team.py"), "--role", "fake", "--tokens", str(args.tokens),
              "--pace-ms", str(args.pace_ms)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
             env={**os.environ, "PYTHONPATH": f"{ROOT / 'server'}{os.pathsep}{ROOT}"},
@@ -453,7 +481,11 @@ def main() -> int:
     parser.add_argument("--pace-ms", type=float, default=40, help="the fake's delay per token (25 tokens/s)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directories (process logs)")
     parser.add_argument("--json", type=Path, default=RESULTS / "team.json")
+    parser.add_argument("--role", choices=["bench", "fake"], default="bench", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.role == "fake":
+        serve_fake(args.tokens, args.pace_ms / 1000)
+        return 0
     corpus = read_jsonl(args.corpus, 3 * args.search_users + args.docs)
     queries = [q["text"] for q in read_jsonl(args.queries or args.corpus.parent / "queries.jsonl")]
     context = cpu_context()

@@ -56,13 +56,16 @@ async def provide_principal(request: Request[Any, Any, Any], runtime: Runtime) -
     """The caller: API token, session cookie, or (AUTH=off) the local user; 401 otherwise."""
     principal = await authenticate(request, runtime.accounts)
     bind(user_id=str(principal.user_id), route=str(request.scope.get("path_template") or "-"))
-    if request.method not in _READ_METHODS and runtime.reads is not None:
+    if request.method not in _READ_METHODS and request.url.path.startswith(_CHANGES_READS) and runtime.reads:
         runtime.reads.note_write(principal.user_id)  # this user's next reads go to the primary (read-your-writes)
         request.state.writer = principal.user_id  # noted again once the response is sent (`after_write`)
     return principal
 
 
 _READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+#: writes that change what replica-routed reads (searches, document listings, facets) show: after one, the
+#: writer's reads stay on the primary for a while. A chat, a search by POST or a thread edit does not.
+_CHANGES_READS = ("/api/documents", "/api/collections", "/api/admin/")
 
 
 def _client_dist(settings: Settings) -> Path:

@@ -267,5 +267,8 @@ async def test_over_http_readyz_and_read_your_writes(cluster: Cluster, replica: 
             assert listing["total"] == 3  # the uploader's listing comes from the primary
             router(rt)._writes.clear()  # someone else's view (another process): the replica's
             assert (await client.get("/api/documents")).json()["total"] == 2
+            searched = await client.post("/api/search", json={"query": "narwhal tusk", "top_k": 3})
+            assert searched.status_code == 200, searched.text  # a search by POST is a read: no window opens
+            assert (await client.get("/api/documents")).json()["total"] == 2
             metrics = (await client.get("/metrics")).text
             assert "ragchat_db_replica_healthy" in metrics
