@@ -60,7 +60,16 @@ async def provide_principal(request: Request[Any, Any, Any], runtime: Runtime) -
     """The caller: API token, session cookie, or (AUTH=off) the local user; 401 otherwise."""
     principal = await authenticate(request, runtime.accounts)
     bind(user_id=str(principal.user_id), route=str(request.scope.get("path_template") or "-"))
+    if request.method not in _READ_METHODS and request.url.path.startswith(_CHANGES_READS) and runtime.reads:
+        runtime.reads.note_write(principal.user_id)  # this user's next reads go to the primary (read-your-writes)
+        request.state.writer = principal.user_id  # noted again once the response is sent (`after_write`)
     return principal
+
+
+_READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+#: writes that change what replica-routed reads (searches, document listings, facets) show: after one, the
+#: writer's reads stay on the primary for a while. A chat, a search by POST or a thread edit does not.
+_CHANGES_READS = ("/api/documents", "/api/collections", "/api/admin/")
 
 
 def _client_dist(settings: Settings) -> Path:
@@ -103,6 +112,13 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, overrides:
 
     def current() -> Runtime:
         return holder["runtime"]
+
+    async def after_write(request: Request[Any, Any, Any]) -> None:
+        """A write's read-your-writes window starts again when it is done (an upload can outlast the window)."""
+        writer = request.state.get("writer")
+        reads = holder["runtime"].reads if "runtime" in holder else None
+        if writer is not None and reads is not None:
+            reads.note_write(writer)
 
     allow: dict[str, str] = {}
     dist = _client_dist(settings)
@@ -188,6 +204,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, overrides:
             ),
         ],
         before_send=[response_headers(allow)],
+        after_response=after_write,
         openapi_config=openapi_config(__version__),
         request_max_body_size=settings.max_json_bytes,
         debug=False,

@@ -24,6 +24,7 @@ from ragchat.core.options import SearchPolicy
 from ragchat.db.capabilities import Capabilities, detect
 from ragchat.db.pool import Database, Pool, make_pool, prepare_database
 from ragchat.db.ratelimit import RateLimiter
+from ragchat.db.replicas import ReadRouter, build_router
 from ragchat.db.watchdog import DatabaseWatchdog
 from ragchat.documents.collections.service import CollectionService
 from ragchat.documents.metadata.extraction import MetadataExtractor
@@ -76,6 +77,7 @@ class Runtime:
     database: Database | None = None
     watchdog: DatabaseWatchdog | None = None  # when the runtime opened the database itself
     capabilities: Capabilities | None = None  # the database's versions and what they allow, read at start
+    reads: ReadRouter | None = None  # where searches and listings run (DATABASE_READ_URL's replicas, else `pool`)
     tasks: list[asyncio.Task[Any]] = field(default_factory=list)
 
     def spawn(self, make: Callable[[], Awaitable[Any]], name: str) -> asyncio.Task[Any]:
@@ -159,7 +161,11 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
 
         reranker = build_reranker(rerank_llm, settings)
         stack.push_async_callback(reranker.close)
-        searcher = Searcher(pool, spaces, settings.retrieval, reranker)
+        reads = build_router(pool, settings.database)
+        if reads.replicas:
+            await reads.open()  # says in the log which replicas are usable, and why not the others
+            stack.push_async_callback(reads.close)
+        searcher = Searcher(pool, spaces, settings.retrieval, reranker, reads)
         runs = RunRegistry()  # chat answers in progress; closed first: they are saved before the pool closes
         stack.push_async_callback(runs.close)
         limiter = RateLimiter(pool)
@@ -180,7 +186,7 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
             ),
             searcher=searcher,
             documents=build_document_service(
-                pool, spaces, settings, MetadataExtractor(pool, llm, settings), audit=audit
+                pool, spaces, settings, MetadataExtractor(pool, llm, settings), audit=audit, reads=reads
             ),
             chat=ChatService(pool, llm, searcher, settings, embedder=embedder, runs=runs, audit=audit),
             accounts=accounts,
@@ -194,9 +200,12 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
             database=database,
             watchdog=watchdog,
             capabilities=capabilities,
+            reads=reads,
         )
         if watchdog is not None:
             runtime.spawn(watchdog.run, "db-watchdog")
+        if reads.replicas:
+            runtime.spawn(reads.loop, "read-replicas")
         try:
             yield runtime
         finally:

@@ -14,6 +14,8 @@ from typing import Annotated, Literal, Self
 
 import platformdirs
 from dotenv import dotenv_values
+from psycopg import ProgrammingError
+from psycopg.conninfo import conninfo_to_dict
 from pydantic import AliasChoices, BaseModel, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
@@ -124,12 +126,41 @@ class ServerSettings(BaseModel):
         return self.max_json_kb * 1024
 
 
+def split_urls(value: str | None) -> list[str]:
+    """DATABASE_READ_URL: one URL or several, comma-separated (blank entries ignored)."""
+    return [part.strip() for part in (value or "").split(",") if part.strip()]
+
+
+def check_read_urls(value: str | None) -> None:
+    """ValueError naming the DATABASE_READ_URL entry psycopg cannot parse (the URL itself is not repeated: it may
+    hold a password)."""
+    urls = split_urls(value)
+    for i, url in enumerate(urls, 1):
+        where = f"entry {i} of {len(urls)}" if len(urls) > 1 else "the URL"
+        try:
+            info = conninfo_to_dict(url)
+        except ProgrammingError as exc:
+            raise ValueError(f"DATABASE_READ_URL: {where} is not a PostgreSQL connection URL ({exc})") from None
+        if not info:
+            raise ValueError(f"DATABASE_READ_URL: {where} is empty")
+        for port in str(info.get("port") or "5432").split(","):  # libpq checks ports only when it connects
+            if not port.isdigit() or not 0 < int(port) < 65536:
+                raise ValueError(f"DATABASE_READ_URL: {where} is not a PostgreSQL connection URL (port {port!r})")
+
+
 class DatabaseSettings(BaseModel):
     """Settings group: storage: the data directory, the database and its connection pool."""
 
     database_url: str | None = None
     # false behind a pooler in transaction mode that cannot keep prepared statements (PgBouncer < 1.21)
     database_prepared_statements: bool = True
+    # read replicas: one URL or several, comma-separated (streaming replicas of DATABASE_URL). Searches,
+    # listings and facets go to a healthy one; writes, job claims and a user's reads right after their own
+    # write go to the primary (docs: "When one machine is not enough")
+    database_read_url: str | None = None
+    # a replica further behind than this (seconds) is skipped until it catches up
+    database_read_max_lag: float = Field(default=30.0, gt=0)
+    database_read_check_s: float = Field(default=2.0, gt=0)  # how often replicas are checked
     data_dir: Path = Field(default_factory=_default_data_dir, validation_alias="RAGCHAT_DATA_DIR")
     db_pool_min: int = 1
     db_pool_max: int = 10
@@ -139,6 +170,12 @@ class DatabaseSettings(BaseModel):
     db_watchdog_interval_s: float = Field(default=1.0, ge=0)
     # a probe (the watchdog's, /api/health's) slower than this counts as no answer
     db_probe_timeout_s: float = Field(default=2.0, gt=0)
+
+    @field_validator("database_read_url", mode="after")
+    @classmethod
+    def _check_read_urls(cls, value: str | None) -> str | None:
+        check_read_urls(value)
+        return value
 
     @field_validator("data_dir", mode="after")
     @classmethod

@@ -161,6 +161,11 @@ class Readiness(BaseModel):
     code_schema_version: str = Field(description="the newest migration this server ships")
     embedder: str
     problems: list[str]
+    replicas: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="each DATABASE_READ_URL replica: healthy, lag_s, why it is skipped (reads then go to the "
+        "primary, so a skipped replica does not make this server unready), reads and fallbacks so far",
+    )
 
 
 @get(
@@ -200,6 +205,7 @@ async def readyz(runtime: Runtime) -> Response[Readiness]:
         code_schema_version=head,
         embedder=f"{runtime.embedder.model_name} ({runtime.embedder.provider})",
         problems=problems,
+        replicas=runtime.reads.status() if runtime.reads is not None else [],
     )
     return Response(body, status_code=503 if problems else 200)
 

@@ -266,6 +266,11 @@ class ScriptedServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._set_defaults()
 
+    #: uvicorn's idle keep-alive (its default 5 s). Ollama's Go server keeps idle connections far longer; a bench
+    #: whose clients pause about that long between calls sets more, or a reused connection the fake has just
+    #: closed fails the next request (ReadError) where the real server would not.
+    keep_alive_s: float = 5.0
+
     def _set_defaults(self) -> None:
         self.latency: float = 0.0  # seconds before the first byte of every chat answer
         self.token_delay: float = 0.0  # default pause between streamed chunks
@@ -304,6 +309,7 @@ class ScriptedServer:
         config = uvicorn.Config(
             self._app, interface="asgi3", lifespan="off", log_level="error", access_log=False,
             loop="asyncio", http="h11", backlog=4096, timeout_graceful_shutdown=1,
+            timeout_keep_alive=int(self.keep_alive_s),
         )  # fmt: skip
         server = self._server = uvicorn.Server(config)
         thread = self._thread = threading.Thread(target=self._serve, args=(server, sock), daemon=True)

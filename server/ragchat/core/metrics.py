@@ -69,6 +69,24 @@ POOL_CONNECTIONS = Gauge(
     ["state"],
     registry=REGISTRY,
 )
+REPLICA_HEALTHY = Gauge(
+    "ragchat_db_replica_healthy",
+    "1 while a read replica is in use, 0 while it is skipped",
+    ["replica"],
+    registry=REGISTRY,
+)
+REPLICA_LAG = Gauge(
+    "ragchat_db_replica_lag_seconds",
+    "a read replica's lag behind the primary at its last check",
+    ["replica"],
+    registry=REGISTRY,
+)
+REPLICA_FALLBACKS = Counter(
+    "ragchat_db_replica_fallbacks",
+    "reads that failed on a replica and ran again on the primary",
+    ["replica"],
+    registry=REGISTRY,
+)
 POOL_WAITING = Gauge("ragchat_db_pool_waiting", "requests waiting for a pooled connection", registry=REGISTRY)
 RATE_LIMITED = Counter(
     "ragchat_rate_limit_rejections", "requests refused by a rate limit (429)", ["limit"], registry=REGISTRY

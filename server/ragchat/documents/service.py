@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from ragchat.core.audit import AuditWriter
 from ragchat.db.pool import Pool
+from ragchat.db.replicas import ReadRouter
 from ragchat.documents.catalog.service import CatalogService
 from ragchat.documents.ingest.service import IngestService
 from ragchat.documents.metadata.extraction import MetadataExtractor
@@ -33,7 +34,9 @@ def build_document_service(
     extractor: MetadataExtractor | None = None,
     *,
     audit: AuditWriter,
+    reads: ReadRouter | None = None,
 ) -> DocumentService:
+    """`reads`: where the listings run (a read replica when one is usable); everything else is on `pool`."""
     metadata = MetadataService(pool, extractor)
     ingestion = IngestService(pool, spaces, settings, metadata)
-    return DocumentService(CatalogService(pool, ingestion.wake, audit), ingestion, metadata)
+    return DocumentService(CatalogService(pool, ingestion.wake, audit, reads), ingestion, metadata)

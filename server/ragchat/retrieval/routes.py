@@ -108,7 +108,9 @@ async def _with_facets(
 ) -> Response[SearchResponse]:
     """The search's response with the facet counts of its scope (server/retrieval/facets.py), counted on another
     connection while the search runs, so they add no latency of their own."""
-    facets = asyncio.ensure_future(facet_counts(searcher.pool, principal, filters, keys))
+    facets = asyncio.ensure_future(
+        searcher.reads.run(principal.user_id, lambda pool: facet_counts(pool, principal, filters, keys))
+    )
     try:
         body = (await search).to_api()
     except BaseException:

@@ -30,6 +30,7 @@ from ragchat.core.search import (
     Trace,
 )
 from ragchat.db.pool import Pool
+from ragchat.db.replicas import ReadRouter
 from ragchat.providers.embeddings.base import EmbeddingError
 from ragchat.readscope.sql import ReadScope, read_chunk_scope, readable_chunks, scope_params
 from ragchat.retrieval.fusion import Fused, fuse, keyword_only, vector_only
@@ -80,9 +81,15 @@ class Searcher:
     """Implements `ragchat.core.search.SearchService`."""
 
     def __init__(
-        self, pool: Pool, spaces: SpaceRegistry, settings: RetrievalSettings, reranker: Reranker | None = None
+        self,
+        pool: Pool,
+        spaces: SpaceRegistry,
+        settings: RetrievalSettings,
+        reranker: Reranker | None = None,
+        reads: ReadRouter | None = None,
     ) -> None:
         self.pool = pool
+        self.reads = reads or ReadRouter(pool)  # searches run on a read replica when there is a usable one
         self.spaces = spaces
         self.settings = settings
         self.reranker = reranker
@@ -113,8 +120,16 @@ class Searcher:
         options: SearchOptions,
     ) -> SearchResult:
         """Search with `options` as resolved by the entry point (`ragchat.core.options`): nothing is parsed or
-        defaulted here."""
+        defaulted here. The ranking runs on a read replica when one is usable (`ReadRouter`), else the primary."""
         started = time.perf_counter()
+        return await self.reads.run(
+            principal.user_id, lambda pool: self._search(pool, query, principal, options, started)
+        )
+
+    async def _search(
+        self, pool: Pool, query: str, principal: Principal, options: SearchOptions, started: float
+    ) -> SearchResult:
+        """The search with every query on `pool` (run again on the primary when a replica fails)."""
         s = self.settings
         search_mode, limit, filters = options.mode, options.limit, options.filters
         want_rerank = options.rerank
@@ -123,17 +138,21 @@ class Searcher:
         timings = Timings()
         text = query.replace("\x00", " ").strip()  # Postgres text cannot hold NUL
         active = await self.spaces.active()
-        scope = await self._scope(principal)
+        scope = await self._scope(pool, principal)
         if not text:
-            return self._result(text, search_mode, [], timings, started, await self._has_embeddings(active, scope))
+            return self._result(
+                text, search_mode, [], timings, started, await self._has_embeddings(pool, active, scope)
+            )
 
         depth = max(fetch, HYBRID_ARM_DEPTH) if search_mode is SearchMode.hybrid else fetch
         qvec_task = asyncio.create_task(self._timed_embed(active, text, timings))
         tasks: dict[str, asyncio.Task[Any]] = {}
         if search_mode in (SearchMode.vector, SearchMode.hybrid) and active is not None:
-            tasks["vector"] = asyncio.create_task(self._vector(active.space, qvec_task, scope, depth, filters, timings))
+            tasks["vector"] = asyncio.create_task(
+                self._vector(pool, active.space, qvec_task, scope, depth, filters, timings)
+            )
         if search_mode in (SearchMode.keyword, SearchMode.hybrid):
-            tasks["keyword"] = asyncio.create_task(self._keyword(text, scope, depth, filters, timings))
+            tasks["keyword"] = asyncio.create_task(self._keyword(pool, text, scope, depth, filters, timings))
         try:
             await asyncio.gather(*tasks.values())
             try:
@@ -157,7 +176,7 @@ class Searcher:
             fused = vector_only(vec)
         else:
             fused = keyword_only(kw)
-        hits = await self._hydrate(active, scope, fused, qvec, kind=_SCORE_KIND[search_mode])
+        hits = await self._hydrate(pool, active, scope, fused, qvec, kind=_SCORE_KIND[search_mode])
         timings.fuse_ms = _ms(fuse_start)
 
         status = RerankStatus(requested=bool(want_rerank))
@@ -172,7 +191,7 @@ class Searcher:
         elif want_rerank and self.reranker is None:
             status = RerankStatus(requested=True, warning="Rerank is not available: no language model is set up.")
         hits = monotone(hits[:limit])
-        has_embeddings = True if hits else await self._has_embeddings(active, scope)
+        has_embeddings = True if hits else await self._has_embeddings(pool, active, scope)
         return self._result(text, search_mode, hits, timings, started, has_embeddings, status)
 
     async def _timed_embed(self, active: ActiveSpace | None, text: str, timings: Timings) -> np.ndarray | None:
@@ -186,6 +205,7 @@ class Searcher:
 
     async def _vector(
         self,
+        pool: Pool,
         space: Space,
         qvec_task: asyncio.Task[np.ndarray | None],
         scope: ReadScope,
@@ -198,14 +218,14 @@ class Searcher:
             return []
         start = time.perf_counter()
         with tracing.span("search.vector", **{"ragchat.candidates": n}):
-            rows = await self._vector_rows(space, qvec, scope, n, filters)
+            rows = await self._vector_rows(pool, space, qvec, scope, n, filters)
         t.vector_ms = _ms(start)
         return rows
 
     async def _vector_rows(
-        self, space: Space, qvec: np.ndarray, scope: ReadScope, n: int, filters: SearchFilters | None
+        self, pool: Pool, space: Space, qvec: np.ndarray, scope: ReadScope, n: int, filters: SearchFilters | None
     ) -> list[tuple[int, float]]:
-        async with self.pool.connection() as conn:
+        async with pool.connection() as conn:
             return await vector_search(
                 conn,
                 space,
@@ -218,11 +238,11 @@ class Searcher:
             )
 
     async def _keyword(
-        self, text: str, scope: ReadScope, n: int, filters: SearchFilters | None, t: Timings
+        self, pool: Pool, text: str, scope: ReadScope, n: int, filters: SearchFilters | None, t: Timings
     ) -> list[tuple[int, float]]:
         start = time.perf_counter()
         with tracing.span("search.keyword", **{"ragchat.candidates": n}):
-            async with self.pool.connection() as conn:
+            async with pool.connection() as conn:
                 rows = await keyword_search(
                     conn,
                     text,
@@ -239,6 +259,7 @@ class Searcher:
 
     async def _hydrate(
         self,
+        pool: Pool,
         active: ActiveSpace | None,
         scope: ReadScope,
         fused: list[Fused],
@@ -264,7 +285,7 @@ class Searcher:
                WHERE c.id = ANY(%(ids)s) AND {}"""
         ).format(similarity, join, sql.SQL(readable_chunks(scope, "c.owner_id", "c.document_id")))  # type: ignore[arg-type]
         params = {**scope_params(scope), "q": qvec, "ids": [f.id for f in fused]}
-        async with self.pool.connection() as conn:
+        async with pool.connection() as conn:
             rows = await (await conn.execute(query, params)).fetchall()
         by_id = {r["id"]: r for r in rows}
         hits: list[ChunkHit] = []
@@ -302,18 +323,18 @@ class Searcher:
             )
         return hits
 
-    async def _scope(self, principal: Principal) -> ReadScope:
-        async with self.pool.connection() as conn:
+    async def _scope(self, pool: Pool, principal: Principal) -> ReadScope:
+        async with pool.connection() as conn:
             return await read_chunk_scope(conn, principal.user_id)
 
-    async def _has_embeddings(self, active: ActiveSpace | None, scope: ReadScope) -> bool:
+    async def _has_embeddings(self, pool: Pool, active: ActiveSpace | None, scope: ReadScope) -> bool:
         if active is None:
             return False
         query = sql.SQL("SELECT EXISTS (SELECT 1 FROM chunk_embeddings e WHERE e.space_id = {} AND {}) AS e").format(
             sql.Literal(active.space.id),
             sql.SQL(readable_chunks(scope, "e.owner_id", "e.document_id")),  # type: ignore[arg-type]
         )
-        async with self.pool.connection() as conn:
+        async with pool.connection() as conn:
             row = await (await conn.execute(query, scope_params(scope))).fetchone()
         return bool(row and row["e"])
 

@@ -31,7 +31,7 @@ async def suggestions(
     limit: Annotated[int, Parameter(ge=1, le=MAX_LIMIT, description="how many questions")] = 4,
 ) -> Suggestions:
     """Questions drawn from your newest ready documents (headings, key phrases, titles), without the LLM."""
-    found = await suggest(searcher.pool, principal.user_id, limit)
+    found = await searcher.reads.run(principal.user_id, lambda pool: suggest(pool, principal.user_id, limit))
     return Suggestions(
         questions=[
             SuggestedQuestion(text=s.text, document_id=s.document_id, document_title=s.document_title) for s in found

@@ -11,6 +11,7 @@ from ragchat.core.audit import AuditAction, AuditWriter
 from ragchat.core.errors import Forbidden, NotFound
 from ragchat.core.principal import Principal
 from ragchat.db.pool import Pool
+from ragchat.db.replicas import ReadRouter
 from ragchat.documents.catalog import chunk_store, listing
 from ragchat.documents.catalog import repository as repo
 from ragchat.documents.catalog.listing import ListQuery
@@ -41,15 +42,24 @@ def _target(document_id: UUID) -> dict[str, Any]:
 
 
 class CatalogService:
-    def __init__(self, pool: Pool, on_requeued: Callable[[], None], audit: AuditWriter) -> None:
+    def __init__(
+        self, pool: Pool, on_requeued: Callable[[], None], audit: AuditWriter, reads: ReadRouter | None = None
+    ) -> None:
         self.pool = pool
+        #: the listings (`list`, `list_page`) run on a read replica when one is usable; a document's own page,
+        #: its status and chunks are read on the primary (they are what a user opens right after an upload)
+        self.reads = reads or ReadRouter(pool)
         self._on_requeued = on_requeued  # wakes the ingestion worker after a bulk retry
         self.audit = audit
 
     async def list(self, principal: Principal, collection_id: UUID | None = None) -> list[dict[str, Any]]:
         """Everything the principal may read: their own documents and those shared through collections."""
-        async with self.pool.connection() as conn:
-            return await repo.list_documents(conn, principal.user_id, collection_id)
+
+        async def read(pool: Pool) -> list[dict[str, Any]]:
+            async with pool.connection() as conn:
+                return await repo.list_documents(conn, principal.user_id, collection_id)
+
+        return await self.reads.run(principal.user_id, read)
 
     async def get(self, principal: Principal, document_id: UUID) -> dict[str, Any] | None:
         async with self.pool.connection() as conn:
@@ -78,8 +88,12 @@ class CatalogService:
 
     async def list_page(self, principal: Principal, query: ListQuery) -> tuple[list[dict[str, Any]], int]:
         """One filtered, sorted page of what the principal may read, and how many match in all."""
-        async with self.pool.connection() as conn:
-            return await listing.list_page(conn, principal.user_id, query)
+
+        async def read(pool: Pool) -> tuple[list[dict[str, Any]], int]:
+            async with pool.connection() as conn:
+                return await listing.list_page(conn, principal.user_id, query)
+
+        return await self.reads.run(principal.user_id, read)
 
     async def chunk_page(
         self, principal: Principal, document_id: UUID, *, offset: int, limit: int, chunk_id: int | None = None
