@@ -132,7 +132,7 @@ async def test_every_action_is_recorded_with_actor_client_target_and_request(ser
     assert one(rows, "user.delete", target_id=carol)["details"] == {"username": "carol"}
     one(rows, "auth.password_change", actor_id=admin_id)
     one(rows, "auth.sign_out", actor_id=admin_id)
-    assert one(rows, "auth.sign_out_everywhere", actor_id=admin_id)["details"] == {"sessions": 1}
+    assert one(rows, "auth.sign_out_everywhere", actor_id=admin_id)["details"] == {"sessions": 1, "tokens_revoked": 0}
     for row in rows:
         assert row["actor_name"] and row["at"] and row["client"] == "127.0.0.1", row
 
