@@ -1,4 +1,4 @@
-""""Not in your documents" (issue 35 item 3) and titles from the first exchange (item 7). Real server, real
+""" "Not in your documents" (issue 35 item 3) and titles from the first exchange (item 7). Real server, real
 search and embeddings, the fake LLM over real HTTP."""
 
 from __future__ import annotations
