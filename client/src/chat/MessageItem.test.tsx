@@ -254,6 +254,7 @@ describe("not in your documents", () => {
       </ol>,
     );
     expect(screen.getByTestId("not-covered")).toHaveTextContent("Not in your documents.");
+    expect(screen.getByTestId("tool-summary")).toHaveTextContent("Found 2 chunks, none a close match");
     expect(screen.getByTestId("confidence-chip")).toHaveAttribute("data-label", "insufficient");
     fireEvent.click(screen.getByTestId("widen-scope"));
     expect(onWiden).toHaveBeenCalledWith("m1");

@@ -52,7 +52,9 @@ export function ToolIndicator({ step, firstIndex, open, onToggle, isCardOpen, on
           ✓
         </span>
         <span data-testid="tool-summary">
-          Found {n} relevant {n === 1 ? "chunk" : "chunks"}
+          {n > 0 && (r.confidence?.insufficient ?? r.confidence?.insufficient_confidence)
+            ? `Found ${n} ${n === 1 ? "chunk" : "chunks"}, none a close match`
+            : `Found ${n} relevant ${n === 1 ? "chunk" : "chunks"}`}
         </span>
         <SearchModeBadge mode={r.search_mode} reranked={r.reranked} />
         <ConfidenceChip confidence={r.confidence} />
