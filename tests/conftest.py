@@ -91,6 +91,9 @@ def make_settings(uri: str, tmp_path: Path, **overrides: Any) -> Settings:
         "rate_chat_per_min": 0,
         "rate_search_per_min": 0,
         "rate_rerank_candidates_per_min": 0,
+        # One more LLM call after a new thread's first answer would take replies scripted for the next turn:
+        # tests that want generated titles turn it on (tests/integration/test_not_covered.py, e2e).
+        "chat_title_generation": False,
     }
     values.update(overrides)
     return Settings(_env_file=None, **values)  # type: ignore[call-arg]

@@ -204,6 +204,14 @@ class LLMSettings(BaseModel):
     # false: retrieve-then-answer (search with the question, passages in the prompt) for models without tool
     # calling; also chosen automatically when the server says the model does not support tools
     chat_use_tools: bool = True
+    # true: when no passage matches the question well enough (every search of the turn below CONFIDENCE_FLOOR),
+    # answer "the documents do not cover this" instead of letting the model answer from its own knowledge.
+    # The default of the per-user preference `documents_only` (a thread may override it)
+    chat_documents_only: bool = False
+    # true: after a new thread's first answer, one short LLM call titles the thread (the trimmed question
+    # stays the title when it fails); it runs after the answer is saved and never delays the stream
+    chat_title_generation: bool = True
+    chat_title_timeout_s: float = 20.0
     chat_temperature: float | None = None  # None: the model server's default
     # Prompt + answer must fit the model's context: None asks the server (llama.cpp /props; Ollama's num_ctx).
     chat_context_tokens: int | None = None

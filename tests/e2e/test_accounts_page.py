@@ -147,10 +147,9 @@ def test_accounts_sharing_flow(live_app: Any, fake_ollama: FakeOllama, fake_llm:
     page.get_by_test_id("collection-create").click()
     expect(page.get_by_test_id("collection-title")).to_have_text("Handbooks")
     collection_id = urlsplit(page.url).path.rsplit("/", 1)[1]
-    picker = page.get_by_test_id("collection-doc-select")
-    expect(picker.locator("option")).to_have_count(2)  # the prompt + my one document
-    picker.select_option(label="Holiday policy")
-    page.get_by_test_id("collection-doc-add").click()
+    page.get_by_test_id("collection-doc-picker-search").fill("holiday")  # a searchable picker of my documents
+    expect(page.get_by_test_id("collection-doc-picker-option")).to_have_count(1)
+    page.get_by_test_id("collection-doc-picker-option").filter(has_text="Holiday policy").click()
     expect(page.get_by_test_id("collection-doc-row")).to_have_count(1)
     expect(page.get_by_test_id("collection-member-user").locator("option", has_text=BOB[0])).to_have_count(1)
     page.get_by_test_id("collection-member-user").select_option(label=BOB[0])

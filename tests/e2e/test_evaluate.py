@@ -61,6 +61,11 @@ def test_generated_eval_from_the_page(live_app: Any, fake_ollama: FakeOllama, fa
         text = page.evaluate("() => getComputedStyle(document.body).color")
         assert fill == text, (theme, fill, text)
     expect(page.get_by_test_id("eval-runs").locator("tr")).to_have_count(1)
+    # the questions it asked are listed, each with its document
+    asked = page.get_by_test_id("eval-question")
+    expect(asked).to_have_count(3)
+    assert all((asked.nth(i).text_content() or "").startswith("What about ") for i in range(3))
+    expect(page.get_by_test_id("eval-questions")).to_contain_text(re.compile(r"\((Volcanic|Sourdough|Ocean) "))
     screenshot(page, "evaluate", full_page=True)
 
     # a second run, then compare it with the first

@@ -119,6 +119,9 @@ async def test_multi_value_filters_and_facets(http: httpx.AsyncClient) -> None:
     assert _facet(body, "subject") == {"Polity": 2, "History": 2, "Geography": 1}
     assert _facet(body, "year") == {"2024": 3, "2023": 1}
     assert "source_path" not in body["facets"]
+    assert "encoding" not in body["facets"]  # what the parser says about the file: only when asked by name
+    asked = (await http.get("/api/search", params=[("q", q), ("facets", "encoding"), ("facets", "year")])).json()
+    assert list(asked["facets"]) == ["encoding", "year"] and sum(f["count"] for f in asked["facets"]["encoding"]) >= 4
     body = both.json()
     assert _facet(body, "subject") == {"Polity": 2, "History": 1, "Geography": 1}  # year=2024 applies, subject not
     assert _facet(body, "year") == {"2024": 2, "2023": 1}  # the subject filter applies, year not

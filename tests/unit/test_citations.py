@@ -16,6 +16,7 @@ from ragchat.chat.citations import (
     check_citations,
     find_claims,
     lexical_support,
+    states_fact,
     stem,
     verdict_of,
 )
@@ -206,3 +207,9 @@ def test_code_is_never_a_claim() -> None:
 
     text = "Run this:\n\n```\nThe server listens on port 8080 by default and logs to stdout.\n```\n"
     assert find_claims(text, uncited=True) == []
+
+
+def test_saying_the_documents_have_nothing_is_no_uncited_fact() -> None:
+    assert not states_fact("I found nothing about export tariffs in your documents.")
+    assert not states_fact("None of your documents mention export tariffs for Brazil.")
+    assert states_fact("Nothing but 25 days of holiday are granted to every employee.")

@@ -1055,6 +1055,8 @@ export interface components {
             continue_id?: string | null;
             /** @description search only these documents */
             document_ids?: string[] | null;
+            /** @description true: when no passage matches well enough, say the documents do not cover it instead of answering from the model's own knowledge (default: the thread's setting as the client sends it, else your preference, else CHAT_DOCUMENTS_ONLY) */
+            documents_only?: boolean | null;
             /** @description a question of the thread: `message` replaces it as a new sibling branch */
             edit_id?: string | null;
             /**
@@ -1863,6 +1865,11 @@ export interface components {
              * @enum {string}
              */
             chunk_strategy: "auto" | "line" | "sentence" | "semantic";
+            /**
+             * @description when the documents do not cover a question, say so instead of answering from the model's own knowledge (a thread may override it)
+             * @default false
+             */
+            documents_only: boolean;
             /** @description extract titles, topics… from new documents with the LLM */
             metadata_extraction: boolean;
             /** @description rerank chat searches with the LLM when the request does not say */
@@ -1883,6 +1890,7 @@ export interface components {
             chat_model?: string | null;
             /** @enum {null|string} */
             chunk_strategy?: "auto" | "line" | "sentence" | "semantic" | null;
+            documents_only?: boolean | null;
             metadata_extraction?: boolean | null;
             rerank?: boolean | null;
             /** @enum {null|string} */
@@ -2227,6 +2235,8 @@ export interface components {
             collection_ids?: string[] | null;
             /** @description search only these */
             document_ids?: string[] | null;
+            /** @description overrides your preference in this thread */
+            documents_only?: boolean | null;
             model?: string | null;
             rerank?: boolean | null;
             /** @enum {null|string} */

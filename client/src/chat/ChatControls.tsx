@@ -90,6 +90,18 @@ export function ChatControls({ settings, onChange }: Props) {
           </span>
         )}
       </label>
+      <label className="control small" title="When nothing in the documents matches the question well enough">
+        <span className="muted">Not in documents</span>
+        <select
+          value={settings.documents_only == null ? "" : settings.documents_only ? "refuse" : "answer"}
+          onChange={(e) => set({ documents_only: e.target.value === "" ? null : e.target.value === "refuse" })}
+          data-testid="chat-documents-only"
+        >
+          <option value="">Default</option>
+          <option value="refuse">Say so, don't answer</option>
+          <option value="answer">Let the model answer</option>
+        </select>
+      </label>
       <label className="control small" title={modelsError ?? undefined}>
         <span className="muted">Model</span>
         <select

@@ -19,8 +19,9 @@ import { useChat } from "./useChat";
 import { useThreads } from "./useThreads";
 
 const DEFAULT_MAX_CHARS = 8000;
+const TITLE_LOOKS_MS = [1500, 4000, 10000];
 const hasSettings = (s: ThreadSettings) =>
-  !!(s.document_ids?.length || s.collection_ids?.length || s.search_mode || s.rerank != null || s.model);
+  !!(s.document_ids?.length || s.collection_ids?.length || s.search_mode || s.rerank != null || s.model || s.documents_only != null);
 
 export function ChatPage({ threadId: routeThreadId }: { threadId: string | null }) {
   const [menuOpen, setMenuOpen] = useState(false);
@@ -40,8 +41,20 @@ export function ChatPage({ threadId: routeThreadId }: { threadId: string | null 
   const list = useThreads(onAnswerNews);
   const { threads, refresh: refreshThreads } = list;
 
+  // A new thread's title is generated after its first answer (server side, in the background): look again.
+  const titling = useRef<string | null>(null);
+  const timers = useRef<number[]>([]);
+  useEffect(() => () => timers.current.forEach((t) => window.clearTimeout(t)), []);
+  const onSettled = () => {
+    refreshThreads();
+    if (!titling.current) return;
+    titling.current = null;
+    timers.current = TITLE_LOOKS_MS.map((ms) => window.setTimeout(refreshThreads, ms));
+  };
+
   const chat = useChat({
     onThreadCreated: (id) => {
+      titling.current = id;
       shown.current = id;
       settingsFor.current = id;
       rememberThread(id);
@@ -49,7 +62,7 @@ export function ChatPage({ threadId: routeThreadId }: { threadId: string | null 
       refreshThreads();
       if (hasSettings(settingsRef.current)) void chatApi.saveSettings(id, settingsRef.current).catch(() => undefined);
     },
-    onSettled: refreshThreads,
+    onSettled,
   });
   // The limit from /api/health when it says; else as a refusal named it; else the default.
   const maxChars =
@@ -103,11 +116,14 @@ export function ChatPage({ threadId: routeThreadId }: { threadId: string | null 
     return () => window.removeEventListener("keydown", onKey);
   }, [menuOpen]);
 
+  const changeSettingsRef = useRef<(next: ThreadSettings) => void>(() => undefined);
   const changeSettings = (next: ThreadSettings) => {
     setSettings(next);
     if (activeId)
       chatApi.saveSettings(activeId, next).catch((e: unknown) => chat.setNotice(`Couldn't save the settings: ${errorMessage(e)}`));
   };
+
+  changeSettingsRef.current = changeSettings;
 
   const onDelete = async (id: string) => {
     if ((await list.remove(id)) && (id === chat.state.threadId || id === routeThreadId)) {
@@ -132,6 +148,11 @@ export function ChatPage({ threadId: routeThreadId }: { threadId: string | null 
       onEdit: async (id: string, text: string) => (await chatRef.current.edit(id, text, settingsRef.current)) === "sent",
       onBranch: (id: string) => void chatRef.current.branch(id),
       onRate: (id: string, rating: Rating | null, note: string | null) => chatRef.current.rate(id, rating, note),
+      onWiden: (id: string) => {
+        const wide = { ...settingsRef.current, document_ids: null, collection_ids: null };
+        changeSettingsRef.current(wide);
+        void chatRef.current.regenerate(id, wide);
+      },
     }),
     [],
   );
@@ -210,7 +231,13 @@ export function ChatPage({ threadId: routeThreadId }: { threadId: string | null 
         ) : messages.length === 0 ? (
           <EmptyChat onAsk={(q) => void onSend(q)} />
         ) : (
-          <MessageList messages={messages} sending={sending} onRetry={chat.retry} {...handlers} />
+          <MessageList
+            messages={messages}
+            sending={sending}
+            onRetry={chat.retry}
+            scoped={!!(settings.document_ids?.length || settings.collection_ids?.length)}
+            {...handlers}
+          />
         )}
         <Composer
           sending={sending}

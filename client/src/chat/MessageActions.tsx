@@ -23,6 +23,8 @@ export interface MessageHandlers {
   onEdit?: (id: string, text: string) => Promise<boolean> | void;
   onBranch?: (id: string) => void;
   onRate?: (id: string, rating: Rating | null, note: string | null) => Promise<void>;
+  /** Answer this question again over all the user's documents (the thread's scope cleared). */
+  onWiden?: (id: string) => void;
 }
 
 /** Copy text to the clipboard; the button says "Copied" for a moment. */

@@ -1,6 +1,6 @@
 import { act, fireEvent, render, screen, within } from "@testing-library/react";
 import { describe, expect, it, vi } from "vitest";
-import { bareToolResult, chunk, serverMessage, toolResult } from "../test/fixtures";
+import { bareToolResult, chunk, confidence, serverMessage, toolResult } from "../test/fixtures";
 import { MessageItem } from "./MessageItem";
 import { fromServerMessage, type ChatMessage } from "./state";
 
@@ -239,5 +239,36 @@ describe("message actions", () => {
     fireEvent.click(screen.getByTestId("edit-message"));
     fireEvent.keyDown(screen.getByTestId("edit-input"), { key: "Escape" });
     expect(screen.getByTestId("message-content")).toHaveTextContent("Old question");
+  });
+});
+
+describe("not in your documents", () => {
+  const weak = { id: "c", query: "tariffs", status: "done" as const, result: toolResult({ confidence: confidence("insufficient", 0.12) }) };
+  const good = { id: "d", query: "lava", status: "done" as const, result: toolResult({ confidence: confidence("high", 0.8) }) };
+
+  it("says it plainly when every search fell below the floor, and offers to widen a scoped chat", () => {
+    const onWiden = vi.fn();
+    render(
+      <ol>
+        <MessageItem message={{ ...base, id: "m1", status: "complete", content: "No.", searches: [weak] }} onRetry={vi.fn()} canRetry scoped onWiden={onWiden} />
+      </ol>,
+    );
+    expect(screen.getByTestId("not-covered")).toHaveTextContent("Not in your documents.");
+    expect(screen.getByTestId("tool-summary")).toHaveTextContent("Found 2 chunks, none a close match");
+    expect(screen.getByTestId("confidence-chip")).toHaveAttribute("data-label", "insufficient");
+    fireEvent.click(screen.getByTestId("widen-scope"));
+    expect(onWiden).toHaveBeenCalledWith("m1");
+  });
+
+  it("shows a chip on every search, and no note when one search matched", () => {
+    renderMsg({ ...base, id: "m2", status: "complete", content: "Lava [2].", searches: [weak, good] });
+    expect(screen.queryByTestId("not-covered")).toBeNull();
+    expect(screen.getAllByTestId("confidence-chip").map((c) => c.getAttribute("data-label"))).toEqual(["insufficient", "high"]);
+  });
+
+  it("offers no widening when the chat already searches everything", () => {
+    renderMsg({ ...base, id: "m3", status: "complete", content: "No.", searches: [weak] });
+    expect(screen.getByTestId("not-covered")).toBeInTheDocument();
+    expect(screen.queryByTestId("widen-scope")).toBeNull();
   });
 });

@@ -6,6 +6,7 @@ import { ToolIndicator } from "./ToolIndicator";
 import { CitationSummary, CitedMarkdown } from "./Citations";
 import { CitePopover, type Preview } from "./CitePopover";
 import { EditQuestion, MessageActions, type MessageHandlers } from "./MessageActions";
+import { notCovered } from "./coverage";
 
 interface Props extends MessageHandlers {
   message: ChatMessage;
@@ -13,6 +14,8 @@ interface Props extends MessageHandlers {
   canRetry: boolean;
   /** An answer is being generated in this thread. */
   running?: boolean;
+  /** The thread searches only some documents or collections ("Search all my documents" can widen it). */
+  scoped?: boolean;
 }
 
 export const MessageItem = memo(function MessageItem(props: Props) {
@@ -52,7 +55,7 @@ function UserMessage({ message, running = false, ...handlers }: Props) {
 /** Hover previews wait this long before closing (the pointer may be on its way into the popover). */
 const HOVER_GRACE_MS = 250;
 
-function AssistantMessage({ message, onRetry, canRetry, running = false, ...handlers }: Props) {
+function AssistantMessage({ message, onRetry, canRetry, running = false, scoped = false, ...handlers }: Props) {
   const [openSearches, setOpenSearches] = useState<Set<string>>(() => new Set());
   const [openCards, setOpenCards] = useState<Set<number>>(() => new Set());
   const [flash, setFlash] = useState<{ n: number; nonce: number } | null>(null);
@@ -207,6 +210,27 @@ function AssistantMessage({ message, onRetry, canRetry, running = false, ...hand
           onHover={(inside) => (inside ? cancelClose() : onPreview(preview.n, null, "hover"))}
           onShowInSources={onCite}
         />
+      )}
+      {notCovered(message) && (
+        <div className="not-covered" role="note" data-testid="not-covered">
+          <p>
+            <strong>Not in your documents.</strong>{" "}
+            {scoped
+              ? "Nothing in the documents this chat searches matches the question closely."
+              : "Nothing in your documents matches the question closely, so this answer has no source to rest on."}
+          </p>
+          {scoped && message.id && handlers.onWiden && (
+            <button
+              type="button"
+              className="btn btn-small"
+              disabled={running}
+              onClick={() => handlers.onWiden?.(message.id as string)}
+              data-testid="widen-scope"
+            >
+              Search all my documents
+            </button>
+          )}
+        </div>
       )}
       {message.citations && <CitationSummary report={message.citations} />}
       {streaming && message.retried && (

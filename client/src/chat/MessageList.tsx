@@ -7,10 +7,11 @@ interface Props extends MessageHandlers {
   messages: ChatMessage[];
   sending: boolean;
   onRetry: (assistantKey: string) => void;
+  scoped?: boolean;
 }
 
 /** Scrolls to the bottom while new content arrives, unless the reader scrolled up. */
-export function MessageList({ messages, sending, onRetry, ...handlers }: Props) {
+export function MessageList({ messages, sending, onRetry, scoped = false, ...handlers }: Props) {
   const box = useRef<HTMLDivElement>(null);
   const stick = useRef(true);
   const last = messages[messages.length - 1];
@@ -36,6 +37,7 @@ export function MessageList({ messages, sending, onRetry, ...handlers }: Props) 
             onRetry={onRetry}
             canRetry={!sending && i === messages.length - 1}
             running={sending}
+            scoped={scoped}
             {...handlers}
           />
         ))}

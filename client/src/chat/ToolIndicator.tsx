@@ -2,6 +2,7 @@ import type { SearchStep } from "./state";
 import { SearchModeBadge } from "../components/SearchModeBadge";
 import { Spinner } from "../components/Spinner";
 import { SourceCard } from "./SourceCard";
+import { ConfidenceChip } from "../components/ConfidenceChip";
 
 interface Props {
   step: SearchStep;
@@ -51,14 +52,12 @@ export function ToolIndicator({ step, firstIndex, open, onToggle, isCardOpen, on
           ✓
         </span>
         <span data-testid="tool-summary">
-          Found {n} relevant {n === 1 ? "chunk" : "chunks"}
+          {n > 0 && (r.confidence?.insufficient ?? r.confidence?.insufficient_confidence)
+            ? `Found ${n} ${n === 1 ? "chunk" : "chunks"}, none a close match`
+            : `Found ${n} relevant ${n === 1 ? "chunk" : "chunks"}`}
         </span>
         <SearchModeBadge mode={r.search_mode} reranked={r.reranked} />
-        {r.confidence?.insufficient_confidence && (
-          <span className="chip chip-warn" title={r.confidence.message ?? undefined}>
-            {r.confidence.text ?? "Low confidence"}
-          </span>
-        )}
+        <ConfidenceChip confidence={r.confidence} />
         {r.rerank?.warning && (
           <span className="chip chip-warn" title={r.rerank.warning} data-testid="tool-rerank-warning">
             {r.rerank.status === "partial" ? "Rerank partial" : "Rerank failed"}

@@ -28,6 +28,7 @@ const settingsBody = (s: ThreadSettings): Partial<ChatBody> => {
   if (s.search_mode) out.search_mode = s.search_mode;
   if (s.rerank != null) out.rerank = s.rerank;
   if (s.model) out.model = s.model;
+  if (s.documents_only != null) out.documents_only = s.documents_only;
   return out;
 };
 

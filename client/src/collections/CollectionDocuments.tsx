@@ -1,7 +1,7 @@
-import { useEffect, useState, type FormEvent } from "react";
 import { collectionsApi } from "../api/accounts";
-import { api } from "../api/client";
+import { request } from "../api/client";
 import type { CollectionDetail, Document } from "../api/types";
+import { DocumentPicker } from "../components/DocumentPicker";
 import type { CollectionAct } from "./CollectionDetailPage";
 
 interface Props {
@@ -14,30 +14,21 @@ interface Props {
 /** The collection's documents; owners and writers add one of their own documents or remove any. */
 export function CollectionDocuments({ detail, act, myId }: Props) {
   const canWrite = detail.role === "owner" || detail.role === "write";
-  const [mine, setMine] = useState<Document[] | null>(null);
-  const [docId, setDocId] = useState("");
-
-  useEffect(() => {
-    if (!canWrite) return;
-    const ctrl = new AbortController();
-    api
-      .listDocuments(ctrl.signal)
-      .then((docs) => setMine(docs.filter((d) => !d.access || d.access === "owner")))
-      .catch(() => !ctrl.signal.aborted && setMine([]));
-    return () => ctrl.abort();
-  }, [canWrite]);
-
   const inside = new Set(detail.documents.map((d) => d.id));
-  const candidates = (mine ?? []).filter((d) => !inside.has(d.id));
-  const chosen = candidates.some((d) => d.id === docId) ? docId : "";
 
-  const add = async (e: FormEvent) => {
-    e.preventDefault();
-    const doc = candidates.find((d) => d.id === chosen);
-    if (!doc) return;
-    if (await act(() => collectionsApi.addDocument(detail.id, doc.id), { done: `Added ${doc.title || doc.filename}.` }))
-      setDocId("");
+  /** My documents whose title or file name matches `q` (the server searches: any number of documents). */
+  const findMine = async (q: string, signal: AbortSignal): Promise<Document[]> => {
+    const qs = new URLSearchParams({ limit: "30", sort: "title", order: "asc", owner: "me" });
+    if (q.trim()) qs.set("q", q.trim());
+    const { documents } = await request<{ documents: Document[] }>(`/api/documents?${qs.toString()}`, { signal });
+    const needle = q.trim().toLowerCase();
+    return documents.filter(
+      (d) => (!d.access || d.access === "owner") && (!needle || `${d.title ?? ""} ${d.filename}`.toLowerCase().includes(needle)),
+    );
   };
+
+  const add = (doc: Document) =>
+    void act(() => collectionsApi.addDocument(detail.id, doc.id), { done: `Added ${doc.title || doc.filename}.` });
 
   return (
     <section className="card" aria-labelledby="docs-title">
@@ -78,24 +69,16 @@ export function CollectionDocuments({ detail, act, myId }: Props) {
       )}
 
       {canWrite && (
-        <form className="inline-form" onSubmit={add} aria-label="Add one of your documents" data-testid="collection-doc-form">
-          <label htmlFor="collection-doc" className="sr-only">
-            Document to add
-          </label>
-          <select id="collection-doc" value={chosen} onChange={(e) => setDocId(e.target.value)} data-testid="collection-doc-select">
-            <option value="">
-              {mine === null ? "Loading your documents…" : candidates.length ? "Add one of your documents…" : "No other documents of yours"}
-            </option>
-            {candidates.map((d) => (
-              <option key={d.id} value={d.id}>
-                {d.title || d.filename}
-              </option>
-            ))}
-          </select>
-          <button type="submit" className="btn btn-primary" disabled={!chosen} data-testid="collection-doc-add">
-            Add
-          </button>
-        </form>
+        <div className="inline-form" role="group" aria-label="Add one of your documents" data-testid="collection-doc-form">
+          <DocumentPicker
+            search={findMine}
+            onPick={add}
+            exclude={inside}
+            label="Add one of your documents"
+            placeholder="Find one of your documents to add…"
+            testId="collection-doc-picker"
+          />
+        </div>
       )}
     </section>
   );

@@ -141,12 +141,15 @@ describe("CollectionDetailPage", () => {
     const srv = server();
     render(<App />);
     await screen.findByTestId("collection-detail");
-    const picker = screen.getByTestId("collection-doc-select");
-    // Only my documents that are not in it yet: d2 (d1 is in it, d9 is carol's).
-    await waitFor(() => expect(within(picker).getAllByRole("option").map((o) => o.textContent)).toContain("Expenses"));
-    expect(within(picker).getAllByRole("option")).toHaveLength(2);
-    select("collection-doc-select", "d2");
-    fireEvent.click(screen.getByTestId("collection-doc-add"));
+    // A searchable picker: only my documents that are not in it yet (d1 is in it, d9 is carol's).
+    const search = screen.getByTestId("collection-doc-picker-search");
+    fireEvent.focus(search);
+    await waitFor(() => expect(screen.getAllByTestId("collection-doc-picker-option").map((o) => o.textContent)).toEqual(["Expenses · d2.md"]));
+    fireEvent.change(search, { target: { value: "zzz" } });
+    await screen.findByTestId("collection-doc-picker-empty");
+    fireEvent.change(search, { target: { value: "exp" } });
+    await waitFor(() => expect(screen.getAllByTestId("collection-doc-picker-option")).toHaveLength(1));
+    fireEvent.keyDown(search, { key: "Enter" });
     await waitFor(() => expect(screen.getAllByTestId("collection-doc-row")).toHaveLength(2));
     expect(srv.find("PUT", "/api/collections/c1/documents/d2")).toHaveLength(1);
 
@@ -175,7 +178,7 @@ describe("CollectionDetailPage", () => {
     render(<App />);
     await screen.findByTestId("collection-detail");
     expect(screen.getByTestId("collection-my-role")).toHaveTextContent("Read only");
-    for (const id of ["collection-rename", "collection-delete", "collection-member-add", "collection-doc-add", "collection-member-remove"])
+    for (const id of ["collection-rename", "collection-delete", "collection-member-add", "collection-doc-picker", "collection-member-remove"])
       expect(screen.queryByTestId(id)).toBeNull();
     // My own document in a collection I only read: I may still take it out.
     expect(screen.getByTestId("collection-doc-remove")).toBeInTheDocument();

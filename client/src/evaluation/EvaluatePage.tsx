@@ -67,6 +67,26 @@ function RunCharts({ run }: { run: EvalRun }) {
   );
 }
 
+/** The questions a generated evaluation asked, each with the document it was written from. */
+function AskedQuestions({ run }: { run: EvalRun }) {
+  const asked = run.results.examples ?? [];
+  if (!asked.length) return null;
+  return (
+    <details className="eval-questions" open={asked.length <= 20} data-testid="eval-questions">
+      <summary>
+        The {asked.length} {asked.length === 1 ? "question" : "questions"} it asked
+      </summary>
+      <ol>
+        {asked.map((q, i) => (
+          <li key={i} data-testid="eval-question">
+            {q.question} {q.document && <span className="muted small">({q.document})</span>}
+          </li>
+        ))}
+      </ol>
+    </details>
+  );
+}
+
 function CompareTable({ a, b }: { a: EvalRun; b: EvalRun }) {
   const ca = a.results.configs ?? {};
   const cb = b.results.configs ?? {};
@@ -158,6 +178,7 @@ export function EvaluatePage() {
           )}
           {current.notes && <p>{current.notes}{current.partial ? " (partial corpus)" : ""}</p>}
           {current.status === "done" && <RunCharts run={current} />}
+          {current.status === "done" && <AskedQuestions run={current} />}
           {other && other.id !== current.id && <CompareTable a={other} b={current} />}
         </section>
       )}

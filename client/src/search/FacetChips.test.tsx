@@ -50,6 +50,9 @@ describe("FacetChips", () => {
   it("shows counts, marks active values and toggles them", () => {
     const onChange = vi.fn();
     render(<FacetChips facets={FACETS} filters={{ subject: ["Polity"] }} onChange={onChange} />);
+    // folded by default (the first result stays in view); the active filter shows outside the fold
+    expect(screen.getByTestId("facet-details")).not.toHaveAttribute("open");
+    expect(screen.getByTestId("facets-toggle")).toHaveTextContent("Filter by metadata (2 properties)");
     const chips = screen.getAllByTestId("facet-chip");
     expect(chips.map((c) => c.textContent)).toEqual(["Polity 2", "History 1", "2024 3"]);
     expect(chips[0]).toHaveAttribute("aria-pressed", "true");

@@ -1,3 +1,4 @@
+import { ConfidenceChip } from "../components/ConfidenceChip";
 import { useEffect, useState } from "react";
 import { api } from "../api/client";
 import type { MetadataFilters, SearchMode, SearchResponse } from "../api/types";
@@ -178,24 +179,6 @@ export function SearchPage() {
   );
 }
 
-/** "High confidence (82%)"; a warning chip when low or insufficient (older servers: only the latter). */
-export function ConfidenceChip({ confidence }: { confidence: SearchResponse["confidence"] | null | undefined }) {
-  if (!confidence) return null;
-  const weak = confidence.insufficient_confidence || confidence.label === "low" || confidence.label === "insufficient";
-  const text = confidence.text ?? (weak ? "Low confidence" : null);
-  if (!text) return null;
-  return (
-    <span
-      className={weak ? "chip chip-warn" : "chip"}
-      title={confidence.message ?? "How closely the best passage matches the question (cosine similarity)"}
-      data-testid="confidence-chip"
-      data-label={confidence.label}
-    >
-      {text}
-    </span>
-  );
-}
-
 function timingTitle(d: SearchResponse): string {
   const t = d.timing_ms ?? {};
   return [
@@ -209,3 +192,4 @@ function timingTitle(d: SearchResponse): string {
     .map(([k, v]) => `${k} ${formatMs(v as number)} ms`)
     .join(" · ");
 }
+

@@ -11,6 +11,7 @@ const defaults: UserSettings = {
   rerank: false,
   chunk_strategy: "auto",
   metadata_extraction: false,
+  documents_only: false,
   theme: "system",
 };
 
@@ -71,6 +72,7 @@ describe("SettingsPage", () => {
       rerank: null,
       chunk_strategy: null,
       metadata_extraction: null,
+      documents_only: null,
     });
   }, 30_000);
 

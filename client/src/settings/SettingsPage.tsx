@@ -38,10 +38,11 @@ const ENV: Record<keyof UserSettings, string | null> = {
   rerank: "RERANK_ENABLED",
   chunk_strategy: "CHUNK_STRATEGY",
   metadata_extraction: "METADATA_EXTRACTION",
+  documents_only: "CHAT_DOCUMENTS_ONLY",
   theme: null,
 };
 type FormValues = Omit<UserSettings, "theme">;
-const FORM_KEYS: (keyof FormValues)[] = ["chat_model", "search_mode", "rerank", "chunk_strategy", "metadata_extraction"];
+const FORM_KEYS: (keyof FormValues)[] = ["chat_model", "search_mode", "rerank", "chunk_strategy", "metadata_extraction", "documents_only"];
 
 const shown = (value: unknown) => (typeof value === "boolean" ? (value ? "on" : "off") : String(value));
 
@@ -242,6 +243,13 @@ export function SettingsPage() {
           checked={form.metadata_extraction}
           onChange={(v) => set("metadata_extraction", v)}
           hint={`Default: ${shown(view.defaults.metadata_extraction)} (METADATA_EXTRACTION).`}
+        />
+        <Check
+          id="set-documents-only"
+          label="Answer only from my documents: when nothing matches, say so instead of answering from the model's own knowledge"
+          checked={form.documents_only}
+          onChange={(v) => set("documents_only", v)}
+          hint={`Default: ${shown(view.defaults.documents_only)} (CHAT_DOCUMENTS_ONLY). A conversation may override it.`}
         />
         <div className="form-row">
           <button type="submit" className="btn btn-primary" disabled={busy || !changed.length} data-testid="settings-save">

@@ -75,7 +75,7 @@ EMBED_TIMEOUT_S = 15.0
 FACT_MIN_TERMS = 4  # content words that make an uncited sentence a claim (labelled set: bench/verifier.py)
 _CODE = re.compile(r"```[\s\S]*?(?:```|$)|`[^`\n]*`")
 _NOT_COVERED = re.compile(
-    r"\b(?:(?:do|does|did)(?:n't| not)|cannot|can't|could not|couldn't|no)\b[^.]{0,80}"
+    r"\b(?:(?:do|does|did)(?:n't| not)|cannot|can't|could not|couldn't|no|nothing|none)\b[^.]{0,80}"
     r"\b(?:document|passage|source|information|mention|cover|say|contain)",
     re.IGNORECASE,
 )

@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 from uuid import UUID
 
 from ragchat.chat.budget import fit
+from ragchat.chat.coverage import NOT_COVERED, REFUSAL, not_covered
 from ragchat.chat.prompts import FALLBACK_SYSTEM_PROMPT, SYSTEM_PROMPT, fallback_user_message, tool_message
 from ragchat.chat.replies import HoldBack
 from ragchat.chat.tools import (
@@ -103,6 +104,7 @@ class ChatContext:
     collection_ids: list[UUID] | None = None
     metadata: dict[str, list[str]] | None = None  # document metadata filter (the RAG endpoint's `filters`)
     context_tokens: int | None = None  # the model's window; None: requests are not fitted
+    documents_only: bool = False  # nothing matched well enough: refuse (coverage.REFUSAL), never ask the model
 
 
 def initial_messages(history: list[dict[str, str]], question: str) -> list[dict[str, Any]]:
@@ -173,10 +175,13 @@ async def _run_loop(
             async for event in events:
                 yield event
     while True:
+        if ctx.documents_only and not_covered(turn.tool_results):
+            yield _refuse(turn)
+            return
         offer_tools = tools_supported and rounds < ctx.settings.chat_max_tool_rounds and not turn.stop_tools
         round_parts: list[str] = []
         calls: list[ToolCall] = []
-        require = offer_tools and rounds == 0 and ctx.settings.chat_search_first
+        require = offer_tools and rounds == 0 and (ctx.settings.chat_search_first or ctx.documents_only)
         if turn.passages:  # the model now reads the passages: the page says so until the first token
             yield ChatEvent("reading", {"passages": turn.passages})
         try:
@@ -206,6 +211,13 @@ async def _run_loop(
             async with aclosing(_run_tool(ctx, call, index, messages, turn)) as events:
                 async for event in events:
                     yield event
+
+
+def _refuse(turn: Turn) -> ChatEvent:
+    """documents_only and every search fell below the floor: the turn's answer is the refusal, unasked."""
+    turn.parts[:] = [REFUSAL]
+    turn.finish_reason = NOT_COVERED
+    return ChatEvent("token", {"delta": REFUSAL})
 
 
 async def _stream_reply(

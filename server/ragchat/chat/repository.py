@@ -267,3 +267,9 @@ async def insert_message(
             status,
         ),
     )
+
+
+async def retitle_thread(conn: Conn, thread_id: UUID, old: str, new: str) -> bool:
+    """The generated title, unless the thread was renamed (or deleted) since it was titled `old`."""
+    cur = await conn.execute("UPDATE threads SET title = %s WHERE id = %s AND title = %s", (new, thread_id, old))
+    return cur.rowcount > 0

@@ -78,6 +78,11 @@ def validate_chat(
         regenerate_id=body.regenerate_id,
         continue_id=body.continue_id,
         edit_id=body.edit_id,
+        documents_only=bool(
+            body.documents_only
+            if body.documents_only is not None
+            else (preferences.documents_only if preferences is not None else settings.chat_documents_only)
+        ),
     )
 
 

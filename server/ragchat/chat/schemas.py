@@ -37,6 +37,12 @@ class ChatBody(BaseModel):
         default=None, min_length=1, max_length=200, pattern=MODEL_NAME_PATTERN,
         description="the chat model for this answer (default: the user's setting, else CHAT_MODEL)",
     )  # fmt: skip
+    documents_only: Flag | None = Field(
+        default=None,
+        description="true: when no passage matches well enough, say the documents do not cover it instead of "
+        "answering from the model's own knowledge (default: the thread's setting as the client sends it, else "
+        "your preference, else CHAT_DOCUMENTS_ONLY)",
+    )
     regenerate_id: UUID | None = Field(
         default=None, description="an answer of the thread: answer its question again, as a new sibling branch"
     )
@@ -64,6 +70,7 @@ class ThreadSettings(BaseModel):
     search_mode: SearchModeName | None = None
     rerank: Flag | None = None
     model: str | None = Field(default=None, min_length=1, max_length=200, pattern=MODEL_NAME_PATTERN)
+    documents_only: Flag | None = Field(default=None, description="overrides your preference in this thread")
 
 
 class ThreadPatch(BaseModel):

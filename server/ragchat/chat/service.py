@@ -24,11 +24,13 @@ from ragchat.chat import repository as repo
 from ragchat.chat.answer import Answer, AnswerRequest, answer_events, collect, numbered_sources
 from ragchat.chat.audit import answer_sources, record_answer
 from ragchat.chat.citations import Embedder, check_citations
+from ragchat.chat.coverage import NOT_COVERED
 from ragchat.chat.faults import ChatFault, describe_failure
 from ragchat.chat.loop import ChatContext, ChatEvent, Turn, continue_messages, initial_messages, run_loop
 from ragchat.chat.quality import FAILED, Failure, failure_of, previous_exchange
 from ragchat.chat.replies import citation_report
 from ragchat.chat.runs import STOPPED, Guard, Run, RunRegistry
+from ragchat.chat.titles import generate_title
 from ragchat.chat.turns import BUSY, DB_TIMEOUT_S, ChatRequest, TurnPlan, begin_turn
 from ragchat.core.audit import AuditAction, AuditWriter
 from ragchat.core.errors import Conflict, NotFound
@@ -149,6 +151,25 @@ class ChatService:
         self.embedder = embedder  # for the citation check; None: lexical scores only
         self.runs = runs or RunRegistry()
         self._windows: dict[str, int | None] = {}
+        self._titling: set[asyncio.Task[None]] = set()  # titles being generated (kept so they are not collected)
+
+    def _title_later(self, plan: TurnPlan, answer: str) -> None:
+        """Title the new thread from its first exchange, in the background: the stream never waits for it."""
+
+        async def title() -> None:
+            timeout = self.settings.chat_title_timeout_s
+            new = await generate_title(self.llm, plan.model, plan.question, answer, timeout)
+            if not new or new == plan.title:
+                return
+            try:
+                async with self.pool.connection(timeout=DB_TIMEOUT_S) as conn:
+                    await repo.retitle_thread(conn, plan.thread_id, plan.title, new)
+            except Exception as exc:
+                log.info("chat: the generated title was not saved (%s)", exc)
+
+        task = asyncio.get_running_loop().create_task(title())
+        self._titling.add(task)
+        task.add_done_callback(self._titling.discard)
 
     async def context_tokens(self, model: str | None = None) -> int | None:
         """The chat model's context window: CHAT_CONTEXT_TOKENS, else what its server says (asked once)."""
@@ -217,6 +238,7 @@ class ChatService:
             document_ids=req.document_ids,
             collection_ids=req.collection_ids,
             context_tokens=await self.context_tokens(plan.model),
+            documents_only=req.documents_only,
         )
         if plan.continued is None:
             messages = initial_messages(plan.history, plan.question)
@@ -245,7 +267,8 @@ class ChatService:
                 fault = describe_failure(exc)
                 log.warning("chat: %s: %r", fault.code, exc)
                 break
-            failure = None if plan.continued is not None else _failure(turn, plan)
+            refused = turn.finish_reason == NOT_COVERED
+            failure = None if plan.continued is not None or refused else _failure(turn, plan)
             if failure is None:
                 break
             if retried:  # failed twice: an error with Regenerate, never shown as a normal answer
@@ -274,6 +297,8 @@ class ChatService:
             return
         if citations is not None:
             yield ChatEvent("citations", citations)
+        if plan.first and self.settings.chat_title_generation:
+            self._title_later(plan, turn.content)
         yield ChatEvent(
             "done",
             {

@@ -44,6 +44,7 @@ class ChatRequest:
     regenerate_id: UUID | None = None
     continue_id: UUID | None = None
     edit_id: UUID | None = None
+    documents_only: bool = False  # refuse instead of answering from the model's own knowledge
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,8 @@ class TurnPlan:
     history: list[dict[str, str]]
     model: str
     continued: dict[str, Any] | None = None  # the saved answer being continued
+    first: bool = False  # the thread's first exchange (its title may be generated after the answer)
+    title: str = ""  # the thread's title when the turn began
 
 
 async def _message(conn: Any, principal: Principal, thread_id: UUID, message_id: UUID, role: str) -> dict[str, Any]:
@@ -141,4 +144,5 @@ async def begin_turn(pool: Pool, settings: LLMSettings, principal: Principal, re
         await repo.touch_thread(conn, thread_id)
     if continued is not None and req.model is None and continued["model"]:
         model = continued["model"]
-    return TurnPlan(thread_id, question_id, answer_id, text, history, model, continued)
+    first = req.thread_id is None
+    return TurnPlan(thread_id, question_id, answer_id, text, history, model, continued, first, str(thread["title"]))

@@ -21,6 +21,7 @@ class UserPreferences:
     chunk_strategy: str  # auto | line | sentence | semantic
     metadata_extraction: bool
     theme: str  # light | dark | system (the web client applies it)
+    documents_only: bool = False  # refuse rather than answer from the model's own knowledge
 
 
 #: The effective preferences of a user (by id).

@@ -49,7 +49,9 @@ class EvalResults(BaseModel):
     sampled: int = 0
     skipped: int = 0
     seconds: float | None = None
-    examples: list[dict[str, str]] = Field(default_factory=list)
+    examples: list[dict[str, str]] = Field(
+        default_factory=list, description="the generated questions asked ({question, document}), all of them"
+    )
     configs: dict[str, ConfigResult] = Field(default_factory=dict)
 
 

@@ -114,7 +114,8 @@ async def run_generated(
         "questions": len(queries),
         "sampled": generation.sampled,
         "skipped": generation.skipped,
-        "examples": [{"question": q.text, "document": q.chunk.title} for q in generation.questions[:10]],
+        # every question asked (at most 500), so the page can list them with the document each came from
+        "examples": [{"question": q.text, "document": q.chunk.title} for q in generation.questions],
         "configs": {name: m.to_json() for name, m in measured.items()},
     }
     notes = [f"{len(queries)} questions from {generation.sampled} sampled chunks"]

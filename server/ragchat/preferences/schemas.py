@@ -24,6 +24,11 @@ class PreferenceValues(BaseModel):
     chunk_strategy: ChunkStrategy = Field(description="how uploads are chunked when the upload does not say")
     metadata_extraction: bool = Field(description="extract titles, topics… from new documents with the LLM")
     theme: Theme = Field(description="the web client's colours")
+    documents_only: bool = Field(
+        default=False,
+        description="when the documents do not cover a question, say so instead of answering from the model's "
+        "own knowledge (a thread may override it)",
+    )
 
 
 class PreferencesPatch(BaseModel):
@@ -37,6 +42,7 @@ class PreferencesPatch(BaseModel):
     chunk_strategy: ChunkStrategy | None = None
     metadata_extraction: Flag | None = None
     theme: Theme | None = None
+    documents_only: Flag | None = None
 
 
 class PreferencesView(BaseModel):

@@ -38,7 +38,7 @@ class PreferencesService:
 
     def defaults(self) -> PreferenceValues:
         """The environment's values (CHAT_MODEL, SEARCH_MODE, RERANK_ENABLED, CHUNK_STRATEGY,
-        METADATA_EXTRACTION); the theme follows the system unless a user picks one."""
+        METADATA_EXTRACTION, CHAT_DOCUMENTS_ONLY); the theme follows the system unless a user picks one."""
         s = self.settings
         return PreferenceValues(
             chat_model=s.chat_model,
@@ -47,6 +47,7 @@ class PreferencesService:
             chunk_strategy=_text(getattr(s, "chunk_strategy", "auto")),  # type: ignore[arg-type]
             metadata_extraction=bool(getattr(s, "metadata_extraction", False)),
             theme="system",
+            documents_only=s.chat_documents_only,
         )
 
     def _apply(self, stored: dict[str, Any]) -> PreferenceValues:
@@ -101,4 +102,5 @@ class PreferencesService:
             chunk_strategy=values.chunk_strategy,
             metadata_extraction=values.metadata_extraction,
             theme=values.theme,
+            documents_only=values.documents_only,
         )

@@ -20,6 +20,10 @@ DEFAULT_KEYS = 12  # without an explicit list: the keys most documents have
 MAX_VALUE_CHARS = 200  # longer values (a summary, a path) are no facet
 #: Keys every document has its own value of, set by the server or the extractor: no use as a facet.
 HIDDEN_KEYS = ("source_path", "source_id", "source_url", "fetched_at", "title", "summary", "key_dates")
+#: What the parsers record about a file (its encoding, a CSV's delimiter, a transcript's cues and length, pages,
+#: sheets, slides, chapters): counted only when asked by name (`facets=encoding`), so that by default the facets
+#: are the metadata people set or extracted (issue 35: these keys filled the top of the results).
+SYSTEM_KEYS = ("encoding", "delimiter", "cues", "duration_s", "page_count", "sheets", "slides", "chapters")
 
 _COUNTS = """
 WITH counted AS (
@@ -63,7 +67,7 @@ async def facet_counts(
     pool: Pool, principal: Principal, filters: SearchFilters | None, keys: list[str] | None = None
 ) -> Facets:
     """Value → document counts per key: `keys` (in that order), or else the DEFAULT_KEYS keys most documents
-    have (HIDDEN_KEYS left out); at most TOP_VALUES values per key, most documents first."""
+    have (HIDDEN_KEYS and SYSTEM_KEYS left out); at most TOP_VALUES values per key, most documents first."""
     metadata = (filters.metadata if filters else None) or {}
     wanted = list(dict.fromkeys(keys)) if keys else None
     counts: dict[str, list[FacetValue]] = {}
@@ -82,7 +86,8 @@ async def facet_counts(
             where, params = _scope_sql(scope, filters, applied)
             if only is None:
                 key_clause = "e.key <> ALL(%(hidden)s) AND e.key <> ALL(%(filtered)s)"
-                params.update(hidden=list(HIDDEN_KEYS), filtered=list(metadata), max_keys=DEFAULT_KEYS)
+                hidden = [*HIDDEN_KEYS, *SYSTEM_KEYS]
+                params.update(hidden=hidden, filtered=list(metadata), max_keys=DEFAULT_KEYS)
             else:
                 key_clause = "e.key = ANY(%(keys)s)"
                 params.update(keys=only, max_keys=len(only))
