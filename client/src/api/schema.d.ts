@@ -1536,6 +1536,7 @@ export interface components {
             };
             /** @default  */
             dataset: string;
+            /** @description the generated questions asked ({question, document}), all of them */
             examples?: {
                 [key: string]: string;
             }[];
@@ -1962,6 +1963,10 @@ export interface components {
             database: boolean;
             embedder: string;
             problems: string[];
+            /** @description each DATABASE_READ_URL replica: healthy, lag_s, why it is skipped (reads then go to the primary, so a skipped replica does not make this server unready), reads and fallbacks so far */
+            replicas?: {
+                [key: string]: unknown;
+            }[];
             /** @description the database's newest applied migration */
             schema_version: string | null;
             /** @enum {string} */
