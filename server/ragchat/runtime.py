@@ -23,6 +23,7 @@ from ragchat.db.capabilities import Capabilities, detect
 from ragchat.db.pool import Database, Pool, make_pool, prepare_database
 from ragchat.db.ratelimit import RateLimiter
 from ragchat.db.watchdog import DatabaseWatchdog
+from ragchat.documents.catalog.service import owner_counts
 from ragchat.documents.collections.service import CollectionService
 from ragchat.documents.metadata.extraction import MetadataExtractor
 from ragchat.documents.service import DocumentService, build_document_service
@@ -173,7 +174,7 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
             searcher=searcher,
             documents=build_document_service(pool, spaces, settings, MetadataExtractor(pool, llm, settings)),
             chat=ChatService(pool, llm, searcher, settings, embedder=embedder, runs=runs),
-            accounts=AccountService(pool, settings, limiter),
+            accounts=AccountService(pool, settings, limiter, documents=owner_counts(pool)),
             collections=CollectionService(pool),
             limiter=limiter,
             preferences=preferences,
@@ -208,7 +209,7 @@ async def open_accounts(settings: Settings) -> AsyncIterator[AccountService]:
         )
         await pool.open(wait=True)
         try:
-            yield AccountService(pool, settings, RateLimiter(pool))
+            yield AccountService(pool, settings, RateLimiter(pool), documents=owner_counts(pool))
         finally:
             await pool.close()
     finally:

@@ -61,8 +61,7 @@ async def list_users(conn: Conn) -> list[dict[str, Any]]:
     return await (
         await conn.execute(
             f"""SELECT {USER_COLUMNS},
-                   (SELECT max(s.last_seen_at) FROM sessions s WHERE s.user_id = u.id) AS last_seen_at,
-                   (SELECT count(*) FROM documents d WHERE d.owner_id = u.id) AS documents
+                   (SELECT max(s.last_seen_at) FROM sessions s WHERE s.user_id = u.id) AS last_seen_at
                 FROM users u WHERE password_hash IS NOT NULL ORDER BY lower(username)"""
         )
     ).fetchall()

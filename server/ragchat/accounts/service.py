@@ -19,6 +19,7 @@ import psycopg
 from ragchat.accounts import passwords
 from ragchat.accounts import repository as repo
 from ragchat.core.errors import BadRequest, Conflict, Forbidden, InvalidCredentials, NotFound, SetupDone
+from ragchat.core.ownership import DocumentCounts
 from ragchat.core.principal import Principal, local_principal
 from ragchat.db.pool import Pool
 from ragchat.db.ratelimit import RateLimiter
@@ -53,10 +54,11 @@ def principal_of(row: dict[str, Any], via: str, credential: str | None) -> Princ
 
 
 class AccountService:
-    def __init__(self, pool: Pool, settings: Settings, limiter: RateLimiter) -> None:
+    def __init__(self, pool: Pool, settings: Settings, limiter: RateLimiter, *, documents: DocumentCounts) -> None:
         self.pool = pool
         self.settings = settings
         self.limiter = limiter
+        self.documents = documents  # the documents domain counts each user's documents for the user list
 
     @property
     def auth_enabled(self) -> bool:
@@ -206,7 +208,9 @@ class AccountService:
 
     async def list_users(self) -> list[dict[str, Any]]:
         async with self.pool.connection() as conn:
-            return await repo.list_users(conn)
+            rows = await repo.list_users(conn)
+        counts = await self.documents([r["id"] for r in rows])
+        return [{**r, "documents": counts.get(r["id"], 0)} for r in rows]
 
     async def add_user(self, username: str, password: str, *, is_admin: bool = False) -> dict[str, Any]:
         username = clean_username(username)

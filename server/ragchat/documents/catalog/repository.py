@@ -3,7 +3,7 @@ query takes bound parameters and an owner or a reader."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
@@ -122,6 +122,16 @@ async def get_document(conn: Conn, reader: UUID, document_id: UUID) -> dict[str,
     """The document if `reader` may read it; None for anything else (missing or not theirs: no difference)."""
     query = _DOCUMENT_SELECT + " AND d.id = %(id)s"
     return await (await conn.execute(query, {"uid": reader, "id": document_id})).fetchone()  # type: ignore[arg-type]
+
+
+async def count_by_owner(conn: Conn, owners: Collection[UUID]) -> dict[UUID, int]:
+    """How many documents each of `owners` owns (those with none are left out)."""
+    rows = await (
+        await conn.execute(
+            "SELECT owner_id, count(*) AS n FROM documents WHERE owner_id = ANY(%s) GROUP BY owner_id", (list(owners),)
+        )
+    ).fetchall()
+    return {r["owner_id"]: int(r["n"]) for r in rows}
 
 
 async def delete_document(conn: Conn, owner: UUID, document_id: UUID) -> bool:

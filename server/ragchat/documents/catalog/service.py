@@ -3,11 +3,12 @@ add to a collection."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from typing import Any
 from uuid import UUID
 
 from ragchat.core.errors import Forbidden, NotFound
+from ragchat.core.ownership import DocumentCounts
 from ragchat.core.principal import Principal
 from ragchat.db.pool import Pool
 from ragchat.documents.catalog import chunk_store, listing
@@ -33,6 +34,16 @@ async def writable_document(conn: Any, principal: Principal, document_id: UUID, 
     if row.get("access", "owner") == "read":
         raise Forbidden(f"only the document's owner or a collection writer can {what}")
     return row
+
+
+def owner_counts(pool: Pool) -> DocumentCounts:
+    """How many documents each user owns, for the accounts domain's user list (core/ownership.py)."""
+
+    async def count(owners: Collection[UUID]) -> dict[UUID, int]:
+        async with pool.connection() as conn:
+            return await repo.count_by_owner(conn, owners)
+
+    return count
 
 
 class CatalogService:
