@@ -162,6 +162,7 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
         limiter = RateLimiter(pool)
         preferences = PreferencesService(pool, settings)
         await passwords.warm()
+        extractor = MetadataExtractor(pool, llm, settings, preferences.chose_metadata_extraction)
         runtime = Runtime(
             settings=settings,
             pool=pool,
@@ -172,7 +173,7 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
                 pool, spaces, batch_size=settings.embed_batch_size * 4, grace_s=settings.reembed_grace_s
             ),
             searcher=searcher,
-            documents=build_document_service(pool, spaces, settings, MetadataExtractor(pool, llm, settings)),
+            documents=build_document_service(pool, spaces, settings, extractor),
             chat=ChatService(pool, llm, searcher, settings, embedder=embedder, runs=runs),
             accounts=AccountService(pool, settings, limiter, documents=owner_counts(pool)),
             collections=CollectionService(pool),

@@ -65,7 +65,6 @@ DEBT = {
     ("documents/catalog/repository.py", "users"),  # a document's owner name
     ("documents/catalog/listing.py", "users"),  # a document's owner name
     ("documents/collections/service.py", "users"),  # member and owner names; a new member must exist
-    ("documents/metadata/repository.py", "user_settings"),  # who opted in or out of metadata extraction
     ("evaluation/runner.py", "documents"),  # how much of an eval corpus is ready
     ("evaluation/generate.py", "documents"),  # sampling chunks of ready documents for generated questions
     ("evaluation/generate.py", "document_chunks"),

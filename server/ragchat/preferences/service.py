@@ -91,3 +91,8 @@ class PreferencesService:
             metadata_extraction=values.metadata_extraction,
             theme=values.theme,
         )
+
+    async def chose_metadata_extraction(self, value: bool) -> list[UUID]:
+        """Who turned metadata extraction on (`value` True) or off on their page (core/preferences.py)."""
+        async with self.pool.connection() as conn:
+            return await repo.users_with(conn, "metadata_extraction", "true" if value else "false")
