@@ -23,7 +23,7 @@ from ragchat.db.capabilities import Capabilities, detect
 from ragchat.db.pool import Database, Pool, make_pool, prepare_database
 from ragchat.db.ratelimit import RateLimiter
 from ragchat.db.watchdog import DatabaseWatchdog
-from ragchat.documents.catalog.service import owner_counts
+from ragchat.documents.catalog.service import CatalogService, owner_counts
 from ragchat.documents.collections.service import CollectionService
 from ragchat.documents.metadata.extraction import MetadataExtractor
 from ragchat.documents.service import DocumentService, build_document_service
@@ -74,6 +74,11 @@ class Runtime:
     watchdog: DatabaseWatchdog | None = None  # when the runtime opened the database itself
     capabilities: Capabilities | None = None  # the database's versions and what they allow, read at start
     tasks: list[asyncio.Task[Any]] = field(default_factory=list)
+
+    @property
+    def corpus(self) -> CatalogService:
+        """An owner's documents as the evaluation reads them (core/ownership.py `Corpus`)."""
+        return self.documents.catalog
 
     def spawn(self, make: Callable[[], Awaitable[Any]], name: str) -> asyncio.Task[Any]:
         """A background task owned by the runtime (cancelled when it closes)."""

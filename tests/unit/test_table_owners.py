@@ -65,9 +65,6 @@ DEBT = {
     ("documents/catalog/repository.py", "users"),  # a document's owner name
     ("documents/catalog/listing.py", "users"),  # a document's owner name
     ("documents/collections/service.py", "users"),  # member and owner names; a new member must exist
-    ("evaluation/runner.py", "documents"),  # how much of an eval corpus is ready
-    ("evaluation/generate.py", "documents"),  # sampling chunks of ready documents for generated questions
-    ("evaluation/generate.py", "document_chunks"),
 }
 
 _STATEMENT = re.compile(r"\b(DELETE FROM|FROM|JOIN|INTO|UPDATE|TRUNCATE|COPY)\s+([a-z0-9_]+)\b")

@@ -8,10 +8,10 @@ from typing import Any
 from uuid import UUID
 
 from ragchat.core.errors import Forbidden, NotFound
-from ragchat.core.ownership import DocumentCounts
+from ragchat.core.ownership import CorpusState, DocumentCounts, SampledChunk
 from ragchat.core.principal import Principal
 from ragchat.db.pool import Pool
-from ragchat.documents.catalog import chunk_store, listing
+from ragchat.documents.catalog import chunk_store, corpus, listing
 from ragchat.documents.catalog import repository as repo
 from ragchat.documents.catalog.listing import ListQuery
 
@@ -50,6 +50,15 @@ class CatalogService:
     def __init__(self, pool: Pool, on_requeued: Callable[[], None]) -> None:
         self.pool = pool
         self._on_requeued = on_requeued  # wakes the ingestion worker after a bulk retry
+
+    async def corpus_state(self, owner: UUID, max_failures: int) -> CorpusState:
+        """How much of an owner's corpus is ingested (core/ownership.py `Corpus`, for the evaluation)."""
+        async with self.pool.connection() as conn:
+            return await corpus.corpus_state(conn, owner, max_failures)
+
+    async def sample_chunks(self, owner: UUID, n: int, *, seed: str, min_chars: int) -> list[SampledChunk]:
+        async with self.pool.connection() as conn:
+            return await corpus.sample_chunks(conn, owner, n, seed=seed, min_chars=min_chars)
 
     async def list(self, principal: Principal, collection_id: UUID | None = None) -> list[dict[str, Any]]:
         """Everything the principal may read: their own documents and those shared through collections."""
