@@ -153,6 +153,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, overrides:
             "credential_check": Provide(lambda: current().accounts.still_valid, sync_to_thread=False),
             "preferences": Provide(lambda: current().preferences, sync_to_thread=False),
             "user_preferences": Provide(lambda: current().preferences.effective, sync_to_thread=False),
+            "user_names": Provide(lambda: current().accounts.names, sync_to_thread=False),
         },
         signature_namespace={
             "Runtime": Runtime,

@@ -167,6 +167,7 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
         limiter = RateLimiter(pool)
         preferences = PreferencesService(pool, settings)
         await passwords.warm()
+        accounts = AccountService(pool, settings, limiter, documents=owner_counts(pool))
         extractor = MetadataExtractor(pool, llm, settings, preferences.chose_metadata_extraction)
         runtime = Runtime(
             settings=settings,
@@ -180,8 +181,8 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
             searcher=searcher,
             documents=build_document_service(pool, spaces, settings, extractor),
             chat=ChatService(pool, llm, searcher, settings, embedder=embedder, runs=runs),
-            accounts=AccountService(pool, settings, limiter, documents=owner_counts(pool)),
-            collections=CollectionService(pool),
+            accounts=accounts,
+            collections=CollectionService(pool, accounts.names, accounts.is_active),
             limiter=limiter,
             preferences=preferences,
             search_policy=SearchPolicy(settings.retrieval, settings.limits, preferences.effective, limiter),

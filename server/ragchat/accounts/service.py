@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
@@ -205,6 +206,18 @@ class AccountService:
         """A user row with no login (an evaluation dataset's owner), created once."""
         async with self.pool.connection() as conn:
             await repo.ensure_service_user(conn, user_id, name)
+
+    async def names(self, user_ids: Collection[UUID]) -> dict[UUID, str]:
+        """core/ownership.py `UserNames`: how other domains name a user (an owner, a member)."""
+        if not user_ids:
+            return {}
+        async with self.pool.connection() as conn:
+            return await repo.display_names(conn, user_ids)
+
+    async def is_active(self, user_id: UUID) -> bool:
+        """core/ownership.py `UserActive`: may this user be given something (a collection membership)?"""
+        async with self.pool.connection() as conn:
+            return await repo.is_active(conn, user_id)
 
     async def list_users(self) -> list[dict[str, Any]]:
         async with self.pool.connection() as conn:

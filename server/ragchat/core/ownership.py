@@ -9,6 +9,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 from uuid import UUID
 
+#: The names others see of these users (those that exist); the accounts domain answers.
+UserNames = Callable[[Collection[UUID]], Awaitable[dict[UUID, str]]]
+#: Whether a user exists and is not disabled (before they are made a collection's member).
+UserActive = Callable[[UUID], Awaitable[bool]]
 #: How many documents each of these users owns (the documents domain answers; the accounts' user list asks).
 DocumentCounts = Callable[[Collection[UUID]], Awaitable[dict[UUID, int]]]
 
