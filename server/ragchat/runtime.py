@@ -179,7 +179,7 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
                 pool, spaces, batch_size=settings.embed_batch_size * 4, grace_s=settings.reembed_grace_s
             ),
             searcher=searcher,
-            documents=build_document_service(pool, spaces, settings, extractor),
+            documents=build_document_service(pool, spaces, settings, accounts.names, extractor),
             chat=ChatService(pool, llm, searcher, settings, embedder=embedder, runs=runs),
             accounts=accounts,
             collections=CollectionService(pool, accounts.names, accounts.is_active),

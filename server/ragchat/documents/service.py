@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ragchat.core.ownership import UserNames
 from ragchat.db.pool import Pool
 from ragchat.documents.catalog.service import CatalogService
 from ragchat.documents.ingest.service import IngestService
@@ -26,8 +27,9 @@ class DocumentService:
 
 
 def build_document_service(
-    pool: Pool, spaces: SpaceRegistry, settings: Settings, extractor: MetadataExtractor | None = None
+    pool: Pool, spaces: SpaceRegistry, settings: Settings, names: UserNames, extractor: MetadataExtractor | None = None
 ) -> DocumentService:
+    """`names` names the documents' owners (the accounts domain's lookup, core/ownership.py)."""
     metadata = MetadataService(pool, extractor)
     ingestion = IngestService(pool, spaces, settings, metadata)
-    return DocumentService(CatalogService(pool, ingestion.wake), ingestion, metadata)
+    return DocumentService(CatalogService(pool, ingestion.wake, names), ingestion, metadata)

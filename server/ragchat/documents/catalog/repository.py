@@ -90,8 +90,7 @@ async def blob(conn: Conn, document_id: UUID) -> bytes | None:
 READABLE = f"(d.owner_id = %(uid)s OR d.id IN ({SHARED_DOCUMENTS}))"
 
 
-SHARED_COLUMNS = """coalesce(u.username, u.name) AS owner_name,
-    CASE WHEN d.owner_id = %(uid)s THEN 'owner'
+SHARED_COLUMNS = """CASE WHEN d.owner_id = %(uid)s THEN 'owner'
          WHEN EXISTS (SELECT 1 FROM document_collections dc JOIN collection_members m
                       ON m.collection_id = dc.collection_id
                       WHERE dc.document_id = d.id AND m.user_id = %(uid)s AND m.role IN ('owner', 'write'))
@@ -103,7 +102,7 @@ SHARED_COLUMNS = """coalesce(u.username, u.name) AS owner_name,
 
 
 _DOCUMENT_SELECT = f"""SELECT {", ".join("d." + c.strip() for c in DOCUMENT_COLUMNS.split(","))}, {SHARED_COLUMNS}
-    FROM documents d JOIN users u ON u.id = d.owner_id WHERE {READABLE}"""
+    FROM documents d WHERE {READABLE}"""
 
 
 async def list_documents(conn: Conn, reader: UUID, collection_id: UUID | None = None) -> list[dict[str, Any]]:

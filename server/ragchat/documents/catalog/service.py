@@ -8,7 +8,7 @@ from typing import Any
 from uuid import UUID
 
 from ragchat.core.errors import Forbidden, NotFound
-from ragchat.core.ownership import CorpusState, DocumentCounts, SampledChunk
+from ragchat.core.ownership import CorpusState, DocumentCounts, SampledChunk, UserNames
 from ragchat.core.principal import Principal
 from ragchat.db.pool import Pool
 from ragchat.documents.catalog import chunk_store, corpus, listing
@@ -47,9 +47,18 @@ def owner_counts(pool: Pool) -> DocumentCounts:
 
 
 class CatalogService:
-    def __init__(self, pool: Pool, on_requeued: Callable[[], None]) -> None:
+    def __init__(self, pool: Pool, on_requeued: Callable[[], None], names: UserNames) -> None:
         self.pool = pool
         self._on_requeued = on_requeued  # wakes the ingestion worker after a bulk retry
+        self._names = names  # owners' names: the accounts domain's
+
+    async def named(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Document rows with their owner's name (`owner_name`), as the routes and MCP show them."""
+        names = await self._names({r["owner_id"] for r in rows})
+        return [{**r, "owner_name": names.get(r["owner_id"])} for r in rows]
+
+    async def named_one(self, row: dict[str, Any]) -> dict[str, Any]:
+        return (await self.named([row]))[0]
 
     async def corpus_state(self, owner: UUID, max_failures: int) -> CorpusState:
         """How much of an owner's corpus is ingested (core/ownership.py `Corpus`, for the evaluation)."""
@@ -63,11 +72,13 @@ class CatalogService:
     async def list(self, principal: Principal, collection_id: UUID | None = None) -> list[dict[str, Any]]:
         """Everything the principal may read: their own documents and those shared through collections."""
         async with self.pool.connection() as conn:
-            return await repo.list_documents(conn, principal.user_id, collection_id)
+            rows = await repo.list_documents(conn, principal.user_id, collection_id)
+        return await self.named(rows)
 
     async def get(self, principal: Principal, document_id: UUID) -> dict[str, Any] | None:
         async with self.pool.connection() as conn:
-            return await repo.get_document(conn, principal.user_id, document_id)
+            row = await repo.get_document(conn, principal.user_id, document_id)
+        return None if row is None else await self.named_one(row)
 
     async def read_chunks(
         self,
@@ -88,12 +99,13 @@ class CatalogService:
             chunks = await chunk_store.read_chunks(
                 conn, principal.user_id, document_id, start=start, end=end, page=page, limit=limit
             )
-        return document, chunks
+        return await self.named_one(document), chunks
 
     async def list_page(self, principal: Principal, query: ListQuery) -> tuple[list[dict[str, Any]], int]:
         """One filtered, sorted page of what the principal may read, and how many match in all."""
         async with self.pool.connection() as conn:
-            return await listing.list_page(conn, principal.user_id, query)
+            rows, total = await listing.list_page(conn, principal.user_id, query)
+        return await self.named(rows), total
 
     async def chunk_page(
         self, principal: Principal, document_id: UUID, *, offset: int, limit: int, chunk_id: int | None = None
