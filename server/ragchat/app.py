@@ -178,6 +178,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, overrides:
             "preferences": Provide(lambda: current().preferences, sync_to_thread=False),
             "audit": Provide(lambda: current().audit, sync_to_thread=False),
             "user_preferences": Provide(lambda: current().preferences.effective, sync_to_thread=False),
+            "user_names": Provide(lambda: current().accounts.names, sync_to_thread=False),
         },
         signature_namespace={
             "Runtime": Runtime,

@@ -26,6 +26,7 @@ from ragchat.db.pool import Database, Pool, make_pool, prepare_database
 from ragchat.db.ratelimit import RateLimiter
 from ragchat.db.replicas import ReadRouter, build_router
 from ragchat.db.watchdog import DatabaseWatchdog
+from ragchat.documents.catalog.service import CatalogService, owner_counts
 from ragchat.documents.collections.service import CollectionService
 from ragchat.documents.metadata.extraction import MetadataExtractor
 from ragchat.documents.service import DocumentService, build_document_service
@@ -79,6 +80,11 @@ class Runtime:
     capabilities: Capabilities | None = None  # the database's versions and what they allow, read at start
     reads: ReadRouter | None = None  # where searches and listings run (DATABASE_READ_URL's replicas, else `pool`)
     tasks: list[asyncio.Task[Any]] = field(default_factory=list)
+
+    @property
+    def corpus(self) -> CatalogService:
+        """An owner's documents as the evaluation reads them (core/ownership.py `Corpus`)."""
+        return self.documents.catalog
 
     def spawn(self, make: Callable[[], Awaitable[Any]], name: str) -> asyncio.Task[Any]:
         """A background task owned by the runtime (cancelled when it closes)."""
@@ -171,10 +177,11 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
         limiter = RateLimiter(pool)
         audit = AuditLog(pool, settings.audit)
         preferences = PreferencesService(pool, settings, audit)
-        accounts = AccountService(pool, settings, limiter, audit)
+        accounts = AccountService(pool, settings, limiter, audit, documents=owner_counts(pool))
         oidc = OidcService(pool, settings, limiter, accounts=accounts)
         stack.push_async_callback(oidc.close)
         await passwords.warm()
+        extractor = MetadataExtractor(pool, llm, settings, preferences.chose_metadata_extraction)
         runtime = Runtime(
             settings=settings,
             pool=pool,
@@ -186,12 +193,12 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
             ),
             searcher=searcher,
             documents=build_document_service(
-                pool, spaces, settings, MetadataExtractor(pool, llm, settings), audit=audit, reads=reads
+                pool, spaces, settings, accounts.names, extractor, audit=audit, reads=reads
             ),
             chat=ChatService(pool, llm, searcher, settings, embedder=embedder, runs=runs, audit=audit),
             accounts=accounts,
             oidc=oidc,
-            collections=CollectionService(pool, audit),
+            collections=CollectionService(pool, audit, accounts.names, accounts.is_active),
             limiter=limiter,
             preferences=preferences,
             search_policy=SearchPolicy(settings.retrieval, settings.limits, preferences.effective, limiter),
@@ -229,7 +236,9 @@ async def open_accounts(settings: Settings) -> AsyncIterator[AccountService]:
         )
         await pool.open(wait=True)
         try:
-            yield AccountService(pool, settings, RateLimiter(pool), AuditLog(pool, settings.audit))
+            yield AccountService(
+                pool, settings, RateLimiter(pool), AuditLog(pool, settings.audit), documents=owner_counts(pool)
+            )
         finally:
             await pool.close()
     finally:

@@ -22,6 +22,7 @@ from ragchat.core.errors import BadRequest, DatabaseUnavailable
 from ragchat.core.principal import Principal
 from ragchat.db.migrate import CURRENT_VERSION_SQL, head_version
 from ragchat.db.watchdog import DatabaseStatus, bounded, describe_failure, probe_pool
+from ragchat.documents.ingest.queue import status_counts
 from ragchat.runtime import Runtime
 from ragchat.settings import EmbedProvider
 
@@ -225,13 +226,12 @@ async def metrics_endpoint(request: Request[Any, Any, Any], runtime: Runtime) ->
     metrics.POOL_WAITING.set(stats.get("requests_waiting", 0))
     limit = runtime.settings.db_probe_timeout_s
 
-    async def queue() -> list[dict[str, Any]]:
+    async def queue() -> dict[str, int]:
         async with runtime.pool.connection(timeout=limit) as conn:
-            cur = await conn.execute("SELECT status, count(*) AS n FROM documents GROUP BY status")
-            return await cur.fetchall()
+            return await status_counts(conn)
 
     try:
-        counts = {row["status"]: int(row["n"]) for row in await bounded(queue(), limit)}
+        counts = await bounded(queue(), limit)
     except Exception as exc:  # the database is down: the rest still answers
         log.warning("metrics: the ingestion queue could not be read: %s", describe_failure(exc))
     else:

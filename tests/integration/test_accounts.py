@@ -152,6 +152,8 @@ async def test_admin_manages_users(server: Any) -> None:
     assert r.status_code == 204
     bob = await signed_in(server.url, "bob", "bobs new password")
     doc = await upload(bob, "bob.txt", "Bob's notes about sailing.")
+    counts = {u["username"]: u["documents"] for u in (await admin.get("/api/admin/users")).json()["users"]}
+    assert counts == {"admin": 0, "bob": 1}  # counted by the documents domain (core/ownership.py)
     assert (await admin.delete(f"/api/admin/users/{bob_id}")).status_code == 204
     assert (await bob.get("/api/documents")).status_code == 401
     assert (await admin.get(f"/api/documents/{doc}")).status_code == 404  # gone with its owner

@@ -33,8 +33,11 @@ async def test_rename_keeps_the_file_name_and_survives_rechunking(http: httpx.As
     listed = (await http.get("/api/documents", params={"q": "Lighthouse"})).json()["documents"]
     assert [d["title"] for d in listed] == ["Lighthouse ledger"]
 
+    owner = (await http.get(f"/api/documents/{doc_id}")).json()["owner"]
+    assert owner["username"] and r.json()["owner"] == owner  # named by the accounts domain (core/ownership.py)
     r = await http.post(f"/api/documents/{doc_id}/rechunk", json={"strategy": "sentence"})
     assert r.status_code in (200, 202), r.text
+    assert r.json()["owner"] == owner
     await wait_ready(http, [doc_id])
     assert (await http.get(f"/api/documents/{doc_id}")).json()["title"] == "Lighthouse ledger"
 

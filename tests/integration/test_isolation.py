@@ -4,6 +4,7 @@ the BM25 statistics; then sharing through a collection opens exactly the shared 
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -228,6 +229,20 @@ async def test_writers_add_their_own_documents_to_a_shared_collection(server: An
     assert (await c.put(f"/api/collections/{team}/members/{carol_id}", json={"role": "write"})).status_code == 403
     hits = (await c.get("/api/search", params={"q": "launch plan March"})).json()["chunks"]
     assert hits and hits[0]["document_id"] == doc
+
+    # names come from the accounts domain (core/ownership.py): the owner first, then by name
+    detail = (await c.get(f"/api/collections/{team}")).json()
+    assert detail["owner"]["username"] == "alice" and [d["owner"]["username"] for d in detail["documents"]] == ["bob"]
+    assert [(m["user"]["username"], m["role"]) for m in detail["members"]] == [
+        ("alice", "owner"), ("bob", "write"), ("carol", "read"),
+    ]  # fmt: skip
+    assert [x["owner"]["username"] for x in (await c.get("/api/collections")).json()["collections"]] == ["alice"]
+    nobody = await a.put(f"/api/collections/{team}/members/{uuid.uuid4()}", json={"role": "read"})
+    assert nobody.status_code == 404 and "user" in nobody.json()["detail"]
+    dave_id = await add_user(a, "dave")
+    assert (await a.patch(f"/api/admin/users/{dave_id}", json={"disabled": True})).status_code == 200
+    disabled = await a.put(f"/api/collections/{team}/members/{dave_id}", json={"role": "read"})
+    assert disabled.status_code == 404  # a disabled user is given nothing
     assert (await a.delete(f"/api/collections/{team}")).status_code == 204  # the collection goes, the document stays
     assert (await b.get(f"/api/documents/{doc}")).status_code == 200
     assert (await c.get(f"/api/documents/{doc}")).status_code == 404

@@ -21,6 +21,7 @@ from ragchat.db.backup import BackupError, backup, restore, table_counts
 from ragchat.db.migrate import head_version
 from ragchat.runtime import Overrides, open_runtime
 from ragchat.settings import Settings
+from ragchat.vectors.store import manifest_spaces
 from tests.support.chat import ingest_corpus
 
 QUERIES = ["when does the volcano erupt", "how long should bread dough rise", "holiday allowance days"]
@@ -57,7 +58,7 @@ async def test_backup_restore_round_trip(
 ) -> None:
     await ingest_corpus(pool, embedder, settings)
     archive = tmp_path / "ragchat.backup"
-    manifest = backup(db, archive)
+    manifest = backup(db, archive, spaces=manifest_spaces)
     assert manifest.schema_version == head_version() and manifest.rows["documents"] == 3
     assert manifest.embedding_spaces[0]["model"] == embedder.model_name and manifest.rows["document_blobs"] == 3
 
@@ -91,7 +92,7 @@ def _tar(parts: dict[str, bytes]) -> bytes:
 
 def test_bad_backups_are_refused_and_nothing_is_touched(db: str, new_db: Any, tmp_path: Path) -> None:
     good = tmp_path / "good.backup"
-    backup(db, good)
+    backup(db, good, spaces=manifest_spaces)
     with tarfile.open(good) as tar:
         manifest = json.loads(tar.extractfile("manifest.json").read())  # type: ignore[union-attr]
         dump = tar.extractfile("database.dump").read()  # type: ignore[union-attr]

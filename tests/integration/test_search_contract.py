@@ -10,9 +10,10 @@ from typing import Any
 import httpx
 import pytest
 
-from ragchat.core.search import INSUFFICIENT_MESSAGE, ChunkHit, Confidence, Location, citation_of, snippet_of
+from ragchat.core.search import ChunkHit, Location, citation_of, snippet_of
 from ragchat.retrieval.schemas import MAX_SEARCH_QUERY_CHARS, SEARCH_BODY_BYTES
 from ragchat.retrieval.search import Searcher
+from ragchat.retrieval.wording import INSUFFICIENT_MESSAGE, confidence_of
 from ragchat.settings import Settings
 from tests.support.corpus import Corpus, ingest_files
 
@@ -201,7 +202,7 @@ def test_citation_parts() -> None:
     ],
 )
 def test_confidence_tiers(best: float | None, label: str, percent: int) -> None:
-    conf = Confidence.of(best, high=0.55, moderate=0.40, floor=0.25)
+    conf = confidence_of(best, high=0.55, moderate=0.40, floor=0.25)
     assert conf.label == label and conf.percent == percent
     assert conf.insufficient == conf.insufficient_confidence == (label == "insufficient")
     assert conf.text == f"{label.capitalize()} confidence ({percent}%)"
@@ -241,6 +242,7 @@ def test_a_confidence_stored_before_the_tiers_still_reads() -> None:
     result = ToolResult.model_validate({**stored, "timings": {}, "confidence": old})
     assert result.confidence.label == "insufficient" and result.confidence.insufficient
     assert result.confidence.text == "Insufficient confidence (20%)" and result.rerank is None
-    fine = Confidence.model_validate({"label": "high", "best_similarity": 0.71, "insufficient_confidence": False})
+    older = {"label": "high", "best_similarity": 0.71, "insufficient_confidence": False}
+    fine = ToolResult.model_validate({**stored, "timings": {}, "confidence": older}).confidence
     assert (fine.label, fine.percent, fine.text) == ("high", 71, "High confidence (71%)")
-    assert Confidence.model_validate(fine.model_dump()) == fine
+    assert type(fine).model_validate(fine.model_dump()) == fine

@@ -15,9 +15,10 @@ from pydantic import BaseModel
 from ragchat.chat.faults import describe_failure
 from ragchat.chat.prompts import fallback_user_message, history_messages, thread_title, tool_message
 from ragchat.chat.tools import SEARCH_TOOL, ToolArgumentError, parse_search_args, tool_result_payload
-from ragchat.core.search import ChunkHit, Confidence, SearchResult, Timings
+from ragchat.core.search import ChunkHit, SearchResult, Timings
 from ragchat.providers.llm.base import LLMError, ToolsUnsupported
 from ragchat.providers.llm.ollama import OllamaProvider
+from ragchat.retrieval.wording import confidence_of
 from tests.fakes.ollama_server import no_tools_message
 
 
@@ -44,7 +45,7 @@ def result(hits: list[ChunkHit], *, insufficient: bool = False, has_embeddings: 
         reranked=False,
         chunks=hits,
         timings=Timings(total_ms=3.0),
-        confidence=Confidence.of(0.1 if insufficient else 0.8, high=0.6, moderate=0.45, floor=0.35),
+        confidence=confidence_of(0.1 if insufficient else 0.8, high=0.6, moderate=0.45, floor=0.35),
         has_embeddings=has_embeddings,
     )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -62,8 +63,7 @@ async def list_users(conn: Conn) -> list[dict[str, Any]]:
     return await (
         await conn.execute(
             f"""SELECT {USER_COLUMNS},
-                   (SELECT max(s.last_seen_at) FROM sessions s WHERE s.user_id = u.id) AS last_seen_at,
-                   (SELECT count(*) FROM documents d WHERE d.owner_id = u.id) AS documents
+                   (SELECT max(s.last_seen_at) FROM sessions s WHERE s.user_id = u.id) AS last_seen_at
                 FROM users u WHERE password_hash IS NOT NULL ORDER BY lower(username)"""
         )
     ).fetchall()
@@ -249,3 +249,16 @@ async def credential_valid(conn: Conn, user_id: UUID, via: str, credential: str 
 
 async def ensure_service_user(conn: Conn, user_id: UUID, name: str) -> None:
     await conn.execute("INSERT INTO users (id, name) VALUES (%s, %s) ON CONFLICT (id) DO NOTHING", (user_id, name))
+
+
+async def display_names(conn: Conn, user_ids: Collection[UUID]) -> dict[UUID, str]:
+    """The name others see (username, else the service user's name) of each of `user_ids` that exists."""
+    query = "SELECT id, coalesce(username, name) AS name FROM users WHERE id = ANY(%s)"
+    rows = await (await conn.execute(query, (list(user_ids),))).fetchall()
+    return {r["id"]: r["name"] for r in rows}
+
+
+async def is_active(conn: Conn, user_id: UUID) -> bool:
+    """The user exists and is not disabled (a service user without a login counts)."""
+    row = await (await conn.execute("SELECT 1 FROM users WHERE id = %s AND NOT disabled", (user_id,))).fetchone()
+    return row is not None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -31,6 +32,7 @@ from ragchat.core.errors import (
     SetupDone,
     Unauthorized,
 )
+from ragchat.core.ownership import DocumentCounts
 from ragchat.core.principal import Principal, local_principal
 from ragchat.db.pool import Pool
 from ragchat.db.ratelimit import RateLimiter
@@ -83,12 +85,15 @@ def principal_of(row: dict[str, Any], via: str, credential: str | None) -> Princ
 
 
 class AccountService:
-    def __init__(self, pool: Pool, settings: Settings, limiter: RateLimiter, audit: AuditWriter) -> None:
+    def __init__(
+        self, pool: Pool, settings: Settings, limiter: RateLimiter, audit: AuditWriter, *, documents: DocumentCounts
+    ) -> None:
         self.pool = pool
         self.settings = settings
         self.limiter = limiter
         self.audit = audit
         self.throttle = LoginThrottle(pool, settings)
+        self.documents = documents  # the documents domain counts each user's documents for the user list
 
     @property
     def auth_enabled(self) -> bool:
@@ -305,9 +310,23 @@ class AccountService:
         async with self.pool.connection() as conn:
             await repo.ensure_service_user(conn, user_id, name)
 
+    async def names(self, user_ids: Collection[UUID]) -> dict[UUID, str]:
+        """core/ownership.py `UserNames`: how other domains name a user (an owner, a member)."""
+        if not user_ids:
+            return {}
+        async with self.pool.connection() as conn:
+            return await repo.display_names(conn, user_ids)
+
+    async def is_active(self, user_id: UUID) -> bool:
+        """core/ownership.py `UserActive`: may this user be given something (a collection membership)?"""
+        async with self.pool.connection() as conn:
+            return await repo.is_active(conn, user_id)
+
     async def list_users(self) -> list[dict[str, Any]]:
         async with self.pool.connection() as conn:
-            return await repo.list_users(conn)
+            rows = await repo.list_users(conn)
+        counts = await self.documents([r["id"] for r in rows])
+        return [{**r, "documents": counts.get(r["id"], 0)} for r in rows]
 
     async def add_user(
         self, username: str, password: str, *, is_admin: bool = False, admin: Principal | None = None

@@ -17,6 +17,7 @@ from ragchat.chat.schemas import ChatModel, ChatModels, Feedback, FeedbackBody
 from ragchat.chat.service import ChatService
 from ragchat.core.errors import ServiceUnavailable
 from ragchat.core.http import error_responses, file_download
+from ragchat.core.ownership import UserNames
 from ragchat.core.preferences import PreferencesLookup
 from ragchat.core.principal import Principal
 from ragchat.providers.llm.base import LLMError
@@ -46,11 +47,12 @@ async def put_feedback(message_id: UUID, data: FeedbackBody, chat: ChatService, 
 async def export_feedback(
     chat: ChatService,
     principal: Principal,
+    user_names: UserNames,
     format: Literal["jsonl", "csv"] = "jsonl",
     everyone: Annotated[bool, Parameter(query="all", description="admins: every user's feedback")] = False,
 ) -> Response[str]:
     """Your rated answers with their question, thread and model, as JSON lines or CSV (an attachment)."""
-    rows = await feedback_rows(chat.pool, principal, everyone=everyone)
+    rows = await feedback_rows(chat.pool, principal, user_names, everyone=everyone)
     stamp = datetime.now(UTC).strftime("%Y%m%d")
     if format == "csv":
         return _attachment(feedback_csv(rows), f"ragchat-feedback-{stamp}.csv", "text/csv")

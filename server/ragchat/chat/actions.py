@@ -14,6 +14,7 @@ from psycopg.types.json import Jsonb
 
 from ragchat.chat.schemas import TITLE_MAX_CHARS, FeedbackBody, ThreadPatch
 from ragchat.core.errors import BadRequest, Forbidden, NotFound
+from ragchat.core.ownership import UserNames
 from ragchat.core.principal import Principal
 from ragchat.db.pool import Pool
 from ragchat.readscope.sql import require_readable
@@ -54,27 +55,31 @@ async def set_feedback(pool: Pool, principal: Principal, message_id: UUID, body:
     return saved
 
 
-async def feedback_rows(pool: Pool, principal: Principal, *, everyone: bool = False) -> list[dict[str, Any]]:
+async def feedback_rows(
+    pool: Pool, principal: Principal, names: UserNames, *, everyone: bool = False
+) -> list[dict[str, Any]]:
     """The caller's rated answers (admins with `everyone`: all users'), oldest rating first, with the question
-    each answers (its parent), the thread and the model that answered."""
+    each answers (its parent), the thread, the model that answered and who rated it (`names`: the accounts')."""
     if everyone and not principal.is_admin:
         raise Forbidden("only an admin may export everyone's feedback (all=true)")
     async with pool.connection() as conn:
         cur = await conn.execute(
             """SELECT f.message_id, a.thread_id, t.title AS thread_title, q.content AS question,
-                      a.content AS answer, a.status, a.model, f.rating, f.note, f.updated_at,
-                      coalesce(u.username, u.name) AS "user"
+                      a.content AS answer, a.status, a.model, f.rating, f.note, f.updated_at, f.owner_id
                FROM message_feedback f
                JOIN messages a ON a.id = f.message_id
                JOIN threads t ON t.id = a.thread_id
-               JOIN users u ON u.id = f.owner_id
                LEFT JOIN messages q ON q.id = a.parent_id
                WHERE (f.rating IS NOT NULL OR f.note IS NOT NULL) AND (%(all)s OR f.owner_id = %(uid)s)
                ORDER BY f.updated_at, f.message_id
                LIMIT %(limit)s""",
             {"all": everyone, "uid": principal.user_id, "limit": FEEDBACK_EXPORT_MAX},
         )
-        return list(await cur.fetchall())
+        rows = list(await cur.fetchall())
+    named = await names({r["owner_id"] for r in rows})
+    for row in rows:
+        row["user"] = named.get(row.pop("owner_id"))
+    return rows
 
 
 def _cell(value: Any) -> str:

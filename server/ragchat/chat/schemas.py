@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any, Literal
 from uuid import UUID
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from ragchat.core.options import SearchModeName
 from ragchat.core.schemas import Flag
@@ -168,6 +168,19 @@ class ToolResult(BaseModel):
     timings: Timings
     confidence: Confidence
     rerank: RerankStatus | None = Field(default=None, description="what the LLM rerank did (absent: older messages)")
+
+    @field_validator("confidence", mode="before")
+    @classmethod
+    def _stored_before_tiers(cls, value: Any) -> Any:
+        """A confidence saved (chat history) before `percent`, `text` and `insufficient` existed reads as one."""
+        if not isinstance(value, dict) or "text" in value:
+            return value
+        best = value.get("best_similarity")
+        percent = round(min(1.0, max(0.0, float(best))) * 100) if isinstance(best, int | float) else 0
+        insufficient = bool(value.get("insufficient_confidence", value.get("insufficient", False)))
+        label = "insufficient" if insufficient else value.get("label", "low")
+        text = f"{str(label).capitalize()} confidence ({percent}%)"
+        return {"percent": percent, "insufficient": insufficient, **value, "label": label, "text": text}
 
 
 class ErrorEvent(BaseModel):

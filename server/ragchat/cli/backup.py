@@ -10,12 +10,13 @@ from ragchat.cli.common import where
 from ragchat.db.backup import backup, restore
 from ragchat.db.pool import open_database
 from ragchat.settings import Settings
+from ragchat.vectors.store import manifest_spaces
 
 
 def backup_command(settings: Settings, args: argparse.Namespace) -> int:
     database = open_database(settings)
     try:
-        manifest = backup(database.uri, Path(args.file), bin_dir=settings.pg_bin_dir)
+        manifest = backup(database.uri, Path(args.file), spaces=manifest_spaces, bin_dir=settings.pg_bin_dir)
     finally:
         database.close()
     documents = manifest.rows.get("documents", 0)

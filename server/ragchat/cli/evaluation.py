@@ -122,7 +122,7 @@ async def _beir(rt: Any, args: argparse.Namespace) -> tuple[int, int, dict[str, 
 
     ingested = await ensure_corpus(rt.accounts, rt.documents.ingestion, dataset, owner, report)
     bar.close()
-    check = await check_ingest(rt.pool, owner)
+    check = await check_ingest(rt.corpus, owner)
     print(f"ingested {ingested} corpus documents now; {check.ready} ready in all", file=sys.stderr)
     notes = ""
     if not check.complete:

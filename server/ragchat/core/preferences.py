@@ -26,3 +26,7 @@ class UserPreferences:
 
 #: The effective preferences of a user (by id).
 PreferencesLookup = Callable[[UUID], Awaitable[UserPreferences]]
+
+#: The users who chose `metadata_extraction` = the given value on their own page (their choice overrides the
+#: environment's METADATA_EXTRACTION for their documents).
+ChoseMetadataExtraction = Callable[[bool], Awaitable[list[UUID]]]

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from typing import Annotated, Any, Literal, Protocol
 from uuid import UUID
 
-from pydantic import BaseModel, BeforeValidator, Field, computed_field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, Field, computed_field, field_validator
 
 from ragchat.core.principal import Principal
 from ragchat.settings import Fusion, SearchMode, SearchModeName
@@ -217,13 +217,12 @@ class Timings(BaseModel):
 
 
 ConfidenceLabel = Literal["high", "moderate", "low", "insufficient"]
-INSUFFICIENT_MESSAGE = "No passage matches this question well; try other words or check that the document is uploaded."
-LOW_MESSAGE = "Only weak matches: check the passages before relying on them."
 
 
 class Confidence(BaseModel):
     """How well the best passage matches the question, from its cosine similarity (whatever the ranking):
-    high ≥ CONFIDENCE_HIGH > moderate ≥ CONFIDENCE_MODERATE > low ≥ CONFIDENCE_FLOOR > insufficient."""
+    high ≥ CONFIDENCE_HIGH > moderate ≥ CONFIDENCE_MODERATE > low ≥ CONFIDENCE_FLOOR > insufficient. Retrieval
+    decides and words it (retrieval/wording.py)."""
 
     label: ConfidenceLabel
     percent: int = Field(ge=0, le=100, description="the best passage's cosine similarity × 100 (0: none)")
@@ -232,42 +231,6 @@ class Confidence(BaseModel):
     message: str | None = Field(default=None, description="what to do about a low or insufficient result")
     best_similarity: float | None = Field(description="the best cosine similarity, 4 decimals (older field)")
     insufficient_confidence: bool = Field(description="the same as `insufficient` (older field)")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _stored_before_tiers(cls, value: Any) -> Any:
-        """A confidence saved (chat history) before `percent`, `text` and `insufficient` existed reads as one."""
-        if not isinstance(value, dict) or "text" in value:
-            return value
-        best = value.get("best_similarity")
-        percent = round(min(1.0, max(0.0, float(best))) * 100) if isinstance(best, int | float) else 0
-        insufficient = bool(value.get("insufficient_confidence", value.get("insufficient", False)))
-        label = "insufficient" if insufficient else value.get("label", "low")
-        text = f"{str(label).capitalize()} confidence ({percent}%)"
-        return {"percent": percent, "insufficient": insufficient, **value, "label": label, "text": text}
-
-    @classmethod
-    def of(cls, best: float | None, *, high: float, moderate: float, floor: float) -> Confidence:
-        """The tier of a best similarity (None: no passage, or none with a vector)."""
-        if best is None or best < floor:
-            label: ConfidenceLabel = "insufficient"
-        elif best < moderate:
-            label = "low"
-        elif best < high:
-            label = "moderate"
-        else:
-            label = "high"
-        percent = 0 if best is None else round(min(1.0, max(0.0, best)) * 100)
-        insufficient = label == "insufficient"
-        return cls(
-            label=label,
-            percent=percent,
-            text=f"{label.capitalize()} confidence ({percent}%)",
-            insufficient=insufficient,
-            message=INSUFFICIENT_MESSAGE if insufficient else LOW_MESSAGE if label == "low" else None,
-            best_similarity=None if best is None else round(best, 4),
-            insufficient_confidence=insufficient,
-        )
 
 
 RerankState = Literal["off", "ok", "partial", "failed"]
@@ -283,25 +246,6 @@ class RerankStatus(BaseModel):
     scored: int = Field(default=0, description="candidates the LLM scored")
     candidates: int = Field(default=0, description="candidates sent to the LLM")
     warning: str | None = Field(default=None, description="for people, when the rerank failed or was partial")
-
-    @classmethod
-    def of(cls, requested: bool, scored: int, candidates: int, scorer: str = "the language model") -> RerankStatus:
-        """`scorer` names who scored in the warning: the language model, or the rerank server (RERANK_PROVIDER=http)."""
-        if not requested or candidates == 0:
-            return cls(requested=requested)
-        if scored >= candidates:
-            return cls(requested=True, status="ok", scored=scored, candidates=candidates)
-        if scored == 0:
-            warning = (
-                f"Rerank failed: {scorer} scored none of the {candidates} passages (unreachable, "
-                "erroring or too slow), so the results are in search order."
-            )
-            return cls(requested=True, status="failed", candidates=candidates, warning=warning)
-        warning = (
-            f"Rerank was partial: {scorer} scored {scored} of {candidates} passages; the "
-            f"{candidates - scored} it did not score follow the scored ones, in search order."
-        )
-        return cls(requested=True, status="partial", scored=scored, candidates=candidates, warning=warning)
 
     @property
     def reranked(self) -> bool:

@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,6 +38,8 @@ FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 DUMP = "database.dump"
 MAX_MANIFEST_BYTES = 1 << 20
+
+DescribeSpaces = Callable[[psycopg.Connection[Any]], list[dict[str, Any]]]
 
 
 class BackupError(RagchatError):
@@ -92,14 +95,12 @@ class Manifest:
         return {"format": FORMAT, "format_version": FORMAT_VERSION, **self.__dict__}
 
 
-def backup(uri: str, target: Path, *, bin_dir: Path | None = None) -> Manifest:
-    """Dump the database at `uri` into the tar file `target` (written beside it, then renamed)."""
+def backup(uri: str, target: Path, *, spaces: DescribeSpaces, bin_dir: Path | None = None) -> Manifest:
+    """Dump the database at `uri` into the tar file `target` (written beside it, then renamed). `spaces` names
+    the embedding spaces for the manifest (the vectors domain's `manifest_spaces`: it owns that table)."""
     with psycopg.connect(uri) as conn:
         rows = _counts(conn)
-        spaces: list[dict[str, Any]] = []
-        if "embedding_spaces" in rows:
-            cur = conn.execute("SELECT provider, model, dim, state FROM embedding_spaces ORDER BY id")
-            spaces = [{"provider": r[0], "model": r[1], "dim": r[2], "state": r[3]} for r in cur]
+        embedding_spaces = spaces(conn)
     done = applied_versions(uri)
     with tempfile.TemporaryDirectory(prefix="ragchat-backup-") as tmp:
         dump = Path(tmp) / DUMP
@@ -118,7 +119,7 @@ def backup(uri: str, target: Path, *, bin_dir: Path | None = None) -> Manifest:
             app_version=__version__,
             schema_version=done[-1][0] if done else None,
             created_at=datetime.now(UTC).isoformat(timespec="seconds"),
-            embedding_spaces=spaces,
+            embedding_spaces=embedding_spaces,
             rows=rows,
             dump_sha256=digest.hexdigest(),
             dump_bytes=dump.stat().st_size,

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ragchat.core.audit import AuditWriter
+from ragchat.core.ownership import UserNames
 from ragchat.db.pool import Pool
 from ragchat.db.replicas import ReadRouter
 from ragchat.documents.catalog.service import CatalogService
@@ -31,12 +32,14 @@ def build_document_service(
     pool: Pool,
     spaces: SpaceRegistry,
     settings: Settings,
+    names: UserNames,
     extractor: MetadataExtractor | None = None,
     *,
     audit: AuditWriter,
     reads: ReadRouter | None = None,
 ) -> DocumentService:
-    """`reads`: where the listings run (a read replica when one is usable); everything else is on `pool`."""
+    """`names` names the documents' owners (the accounts domain's lookup, core/ownership.py); `reads`: where the
+    listings run (a read replica when one is usable); everything else is on `pool`."""
     metadata = MetadataService(pool, extractor)
     ingestion = IngestService(pool, spaces, settings, metadata)
-    return DocumentService(CatalogService(pool, ingestion.wake, audit, reads), ingestion, metadata)
+    return DocumentService(CatalogService(pool, ingestion.wake, names, audit, reads), ingestion, metadata)

@@ -20,7 +20,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, Field, field_validator
 
-from ragchat.db.pool import Pool
+from ragchat.core.ownership import Corpus, SampledChunk
 from ragchat.providers.llm.base import LLMError, LLMProvider
 from ragchat.providers.llm.replies import parse_reply
 
@@ -67,15 +67,6 @@ USER_PROMPT = 'Passage from "{title}":\n"""\n{passage}\n"""\n\nWrite one questio
 
 
 @dataclass(frozen=True)
-class SampledChunk:
-    chunk_id: int
-    document_id: UUID
-    title: str
-    content: str
-    metadata: dict[str, Any]
-
-
-@dataclass(frozen=True)
 class Question:
     qid: str
     text: str
@@ -95,29 +86,12 @@ def parse_question(text: str | None) -> str | None:
     return None if reply is None else reply.question
 
 
-async def sample_chunks(pool: Pool, owner: UUID, n: int, seed: str = "ragchat") -> list[SampledChunk]:
-    """Up to `n` chunks of the owner's ready documents, one per document per round, in a seeded random order."""
+async def sample_chunks(corpus: Corpus, owner: UUID, n: int, seed: str = "ragchat") -> list[SampledChunk]:
+    """Up to `n` chunks of the owner's ready documents, one per document per round, in a seeded random order
+    (the documents domain samples them)."""
     if not 1 <= n <= MAX_SAMPLE:
         raise ValueError(f"the number of questions must be between 1 and {MAX_SAMPLE}, got {n}")
-    async with pool.connection() as conn:
-        rows = await (
-            await conn.execute(
-                """
-                SELECT id, document_id, title, content, metadata FROM (
-                    SELECT c.id, c.document_id, d.title, c.content, d.metadata,
-                           row_number() OVER (PARTITION BY c.document_id ORDER BY md5(c.id::text || %(seed)s)) AS rn,
-                           md5(c.document_id::text || %(seed)s) AS doc_order
-                    FROM document_chunks c JOIN documents d ON d.id = c.document_id
-                    WHERE c.owner_id = %(owner)s AND d.owner_id = %(owner)s AND d.status = 'ready'
-                      AND length(c.content) >= %(min_chars)s
-                ) s
-                ORDER BY rn, doc_order
-                LIMIT %(n)s
-                """,
-                {"owner": owner, "seed": seed, "n": n, "min_chars": MIN_CHUNK_CHARS},
-            )
-        ).fetchall()
-    return [SampledChunk(r["id"], r["document_id"], r["title"], r["content"], dict(r["metadata"] or {})) for r in rows]
+    return await corpus.sample_chunks(owner, n, seed=seed, min_chars=MIN_CHUNK_CHARS)
 
 
 async def _ask(llm: LLMProvider, model: str, chunk: SampledChunk, timeout_s: float) -> str | None:

@@ -11,9 +11,9 @@ from typing import Any, Protocol
 from uuid import UUID
 
 from ragchat.core.options import options_of
+from ragchat.core.ownership import Corpus
 from ragchat.core.principal import Principal
 from ragchat.core.search import SearchOptions, SearchService
-from ragchat.db.pool import Pool
 from ragchat.evaluation.beir import BeirDataset
 from ragchat.evaluation.metrics import dedup_keep_first, percentiles
 from ragchat.evaluation.scoring import mean_scores, measure_names, per_query_scores
@@ -100,31 +100,10 @@ class IngestCheck:
         return "\n".join(lines)
 
 
-async def check_ingest(pool: Pool, owner: UUID) -> IngestCheck:
-    async with pool.connection() as conn:
-        counts = await (
-            await conn.execute(
-                "SELECT count(*) FILTER (WHERE status = 'ready') AS ready, "
-                "count(*) FILTER (WHERE status = 'failed') AS failed, "
-                "count(*) FILTER (WHERE status IN ('queued', 'processing')) AS pending "
-                "FROM documents WHERE owner_id = %s",
-                (owner,),
-            )
-        ).fetchone()
-        rows = await (
-            await conn.execute(
-                "SELECT coalesce(metadata->>'source_id', filename) AS doc, coalesce(error, 'unknown error') AS error "
-                "FROM documents WHERE owner_id = %s AND status = 'failed' ORDER BY created_at, doc, id LIMIT %s",
-                (owner, MAX_LISTED_FAILURES),
-            )
-        ).fetchall()
-    assert counts is not None
-    return IngestCheck(
-        int(counts["ready"]),
-        int(counts["failed"]),
-        int(counts["pending"]),
-        [(str(r["doc"]), " ".join(str(r["error"]).split())[:300]) for r in rows],
-    )
+async def check_ingest(corpus: Corpus, owner: UUID) -> IngestCheck:
+    state = await corpus.corpus_state(owner, MAX_LISTED_FAILURES)
+    failures = [(doc, " ".join(error.split())[:300]) for doc, error in state.failures]
+    return IngestCheck(state.ready, state.failed, state.pending, failures)
 
 
 @dataclass(frozen=True)

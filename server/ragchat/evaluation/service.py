@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from ragchat.core.errors import BadRequest, ServiceUnavailable
+from ragchat.core.ownership import Corpus
 from ragchat.core.principal import Principal
 from ragchat.core.search import SearchService
 from ragchat.db.pool import Pool
@@ -41,6 +42,9 @@ class EvalRuntime(Protocol):
 
     @property
     def searcher(self) -> SearchService: ...
+
+    @property
+    def corpus(self) -> Corpus: ...
 
     def spawn(self, make: Callable[[], Awaitable[Any]], name: str) -> asyncio.Task[Any]: ...
 
@@ -74,7 +78,7 @@ async def run_generated(
 ) -> tuple[dict[str, Any], str]:
     """Results (as stored) and notes of a generated evaluation over `principal`'s ready documents."""
     report = on_progress or (lambda _p: None)
-    chunks = await sample_chunks(rt.pool, principal.user_id, spec.n, spec.seed)
+    chunks = await sample_chunks(rt.corpus, principal.user_id, spec.n, spec.seed)
     if not chunks:
         raise BadRequest("no ingested documents to generate questions from: add documents first")
     report({"stage": "generating", "done": 0, "total": len(chunks)})
@@ -121,7 +125,7 @@ async def run_generated(
     notes = [f"{len(queries)} questions from {generation.sampled} sampled chunks"]
     if generation.skipped:
         notes.append(f"{generation.skipped} chunks skipped: the LLM's reply stayed invalid after a retry")
-    ingest = await check_ingest(rt.pool, principal.user_id)
+    ingest = await check_ingest(rt.corpus, principal.user_id)
     if not ingest.complete:
         notes.append(f"library not fully ingested ({ingest.failed} failed, {ingest.pending} not done)")
     return results, "; ".join(notes)

@@ -29,3 +29,9 @@ async def merge(conn: Conn, user_id: UUID, changed: dict[str, Any], reset: list[
     row = await cur.fetchone()
     value = row["settings"] if row else None
     return dict(value) if isinstance(value, dict) else {}
+
+
+async def users_with(conn: Conn, key: str, value: str) -> list[UUID]:
+    """The users who set `key` to `value` (as JSON text, e.g. 'true')."""
+    cur = await conn.execute("SELECT user_id FROM user_settings WHERE settings->>%s = %s", (key, value))
+    return [r["user_id"] for r in await cur.fetchall()]

@@ -104,3 +104,8 @@ class PreferencesService:
             theme=values.theme,
             documents_only=values.documents_only,
         )
+
+    async def chose_metadata_extraction(self, value: bool) -> list[UUID]:
+        """Who turned metadata extraction on (`value` True) or off on their page (core/preferences.py)."""
+        async with self.pool.connection() as conn:
+            return await repo.users_with(conn, "metadata_extraction", "true" if value else "false")

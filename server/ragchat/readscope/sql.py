@@ -68,11 +68,14 @@ def readable(scope: ReadScope, owner_col: str, document_col: str) -> str:
     return f"({owner_col} = %(uid)s OR {document_col} IN ({SHARED_DOCUMENTS}))"
 
 
-#: Share groups (migrations/0017) with a collection the user is a member of: an InitPlan, once per statement.
-READER_GROUPS = (
-    "ARRAY(SELECT gc.group_id FROM collection_members m "
-    "JOIN bm25_group_collections gc ON gc.collection_id = m.collection_id WHERE m.user_id = %(uid)s)"
+#: Share groups (migrations/0017) with a collection the user is a member of, as a subquery (the keyword arm sums
+#: the BM25 statistics of these groups and the reader's own).
+SHARED_GROUPS = (
+    "SELECT gc.group_id FROM collection_members m "
+    "JOIN bm25_group_collections gc ON gc.collection_id = m.collection_id WHERE m.user_id = %(uid)s"
 )
+#: The same groups as an array: an InitPlan, once per statement.
+READER_GROUPS = f"ARRAY({SHARED_GROUPS})"
 
 
 def readable_chunks(scope: ReadScope, owner_col: str, document_col: str) -> str:

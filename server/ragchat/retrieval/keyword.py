@@ -18,7 +18,7 @@ from typing import Literal, LiteralString, cast
 
 from ragchat.core.search import SearchFilters
 from ragchat.db.pool import Conn
-from ragchat.readscope.sql import ReadScope
+from ragchat.readscope.sql import SHARED_GROUPS, ReadScope
 from ragchat.retrieval.filters import filter_sql
 
 Scorer = Literal["bm25", "ts_rank"]
@@ -78,8 +78,7 @@ _OWN_GROUPS_SQL = "SELECT g.id FROM bm25_groups g WHERE g.owner_id = %(uid)s"
 #: Theirs, and every group with a collection they are a member of (UNION: each group once).
 _SHARED_GROUPS_SQL = f"""{_OWN_GROUPS_SQL}
     UNION
-    SELECT gc.group_id FROM collection_members m
-    JOIN bm25_group_collections gc ON gc.collection_id = m.collection_id WHERE m.user_id = %(uid)s"""
+    {SHARED_GROUPS}"""
 
 _STATS_SQL = """
 SELECT coalesce(sum(s.n_chunks), 0) AS n, coalesce(sum(s.total_len), 0) AS len

@@ -37,6 +37,7 @@ from ragchat.retrieval.fusion import Fused, fuse, keyword_only, vector_only
 from ragchat.retrieval.keyword import keyword_search
 from ragchat.retrieval.rerank import Reranked
 from ragchat.retrieval.vector import vector_search
+from ragchat.retrieval.wording import NO_RERANKER, confidence_of, rerank_status
 from ragchat.settings import RetrievalSettings
 from ragchat.vectors.registry import ActiveSpace, SpaceRegistry
 from ragchat.vectors.store import Space
@@ -185,11 +186,11 @@ class Searcher:
             rerank_start = time.perf_counter()
             outcome = await self.reranker.rerank_with_status(text, hits, limit)
             timings.rerank_ms = _ms(rerank_start)
-            status = RerankStatus.of(True, outcome.scored, outcome.candidates, outcome.scorer)
+            status = rerank_status(True, outcome.scored, outcome.candidates, outcome.scorer)
             if status.reranked:  # none scored: keep the retrieval order and scores as they were
                 hits = outcome.hits
         elif want_rerank and self.reranker is None:
-            status = RerankStatus(requested=True, warning="Rerank is not available: no language model is set up.")
+            status = RerankStatus(requested=True, warning=NO_RERANKER)
         hits = monotone(hits[:limit])
         has_embeddings = True if hits else await self._has_embeddings(pool, active, scope)
         return self._result(text, search_mode, hits, timings, started, has_embeddings, status)
@@ -341,7 +342,7 @@ class Searcher:
     def confidence(self, hits: list[ChunkHit]) -> Confidence:
         sims = [h.similarity for h in hits if h.similarity is not None]
         s = self.settings
-        return Confidence.of(
+        return confidence_of(
             max(sims) if sims else None,
             high=s.confidence_high,
             moderate=s.confidence_moderate,

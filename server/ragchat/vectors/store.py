@@ -14,6 +14,7 @@ from typing import Any
 from uuid import UUID
 
 import numpy as np
+import psycopg
 from psycopg import sql
 from psycopg.rows import class_row
 
@@ -119,6 +120,16 @@ async def list_spaces(conn: Conn) -> list[Space]:
     async with conn.cursor(row_factory=class_row(Space)) as cur:
         await cur.execute(f"SELECT {_SPACE_COLUMNS} FROM embedding_spaces ORDER BY id")
         return await cur.fetchall()
+
+
+def manifest_spaces(conn: psycopg.Connection[Any]) -> list[dict[str, Any]]:
+    """The embedding spaces as a backup's manifest names them (server/ragchat/db/backup.py); none in a database
+    the migrations have not made yet."""
+    made = conn.execute("SELECT to_regclass('embedding_spaces') IS NOT NULL").fetchone()
+    if not (made and made[0]):
+        return []
+    cur = conn.execute("SELECT provider, model, dim, state FROM embedding_spaces ORDER BY id")
+    return [{"provider": r[0], "model": r[1], "dim": r[2], "state": r[3]} for r in cur]
 
 
 async def space_in_state(conn: Conn, state: str) -> Space | None:

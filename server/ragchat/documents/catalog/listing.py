@@ -103,7 +103,7 @@ async def list_page(conn: Conn, reader: UUID, query: ListQuery) -> tuple[list[di
     columns = ", ".join("d." + c.strip() for c in DOCUMENT_COLUMNS.split(","))
     rows = await (
         await conn.execute(
-            f"""SELECT {columns}, {SHARED_COLUMNS} FROM documents d JOIN users u ON u.id = d.owner_id
+            f"""SELECT {columns}, {SHARED_COLUMNS} FROM documents d
                 WHERE {clause} ORDER BY {_SORT_SQL[query.sort]} {direction}, d.id {direction}
                 LIMIT %(limit)s OFFSET %(offset)s""",  # type: ignore[arg-type]  # whitelisted SQL fragments
             params,

@@ -3,7 +3,7 @@ query takes bound parameters and an owner or a reader."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
@@ -90,8 +90,7 @@ async def blob(conn: Conn, document_id: UUID) -> bytes | None:
 READABLE = f"(d.owner_id = %(uid)s OR d.id IN ({SHARED_DOCUMENTS}))"
 
 
-SHARED_COLUMNS = """coalesce(u.username, u.name) AS owner_name,
-    CASE WHEN d.owner_id = %(uid)s THEN 'owner'
+SHARED_COLUMNS = """CASE WHEN d.owner_id = %(uid)s THEN 'owner'
          WHEN EXISTS (SELECT 1 FROM document_collections dc JOIN collection_members m
                       ON m.collection_id = dc.collection_id
                       WHERE dc.document_id = d.id AND m.user_id = %(uid)s AND m.role IN ('owner', 'write'))
@@ -103,7 +102,7 @@ SHARED_COLUMNS = """coalesce(u.username, u.name) AS owner_name,
 
 
 _DOCUMENT_SELECT = f"""SELECT {", ".join("d." + c.strip() for c in DOCUMENT_COLUMNS.split(","))}, {SHARED_COLUMNS}
-    FROM documents d JOIN users u ON u.id = d.owner_id WHERE {READABLE}"""
+    FROM documents d WHERE {READABLE}"""
 
 
 async def list_documents(conn: Conn, reader: UUID, collection_id: UUID | None = None) -> list[dict[str, Any]]:
@@ -122,6 +121,16 @@ async def get_document(conn: Conn, reader: UUID, document_id: UUID) -> dict[str,
     """The document if `reader` may read it; None for anything else (missing or not theirs: no difference)."""
     query = _DOCUMENT_SELECT + " AND d.id = %(id)s"
     return await (await conn.execute(query, {"uid": reader, "id": document_id})).fetchone()  # type: ignore[arg-type]
+
+
+async def count_by_owner(conn: Conn, owners: Collection[UUID]) -> dict[UUID, int]:
+    """How many documents each of `owners` owns (those with none are left out)."""
+    rows = await (
+        await conn.execute(
+            "SELECT owner_id, count(*) AS n FROM documents WHERE owner_id = ANY(%s) GROUP BY owner_id", (list(owners),)
+        )
+    ).fetchall()
+    return {r["owner_id"]: int(r["n"]) for r in rows}
 
 
 async def delete_document(conn: Conn, owner: UUID, document_id: UUID) -> bool:

@@ -176,13 +176,13 @@ class DocumentController(Controller):
     async def retry_document(self, document_id: UUID, documents: DocumentService, principal: Principal) -> Document:
         """Queue a failed document again (or a stuck one: processing whose worker's lease ran out), with its
         attempts reset. Only the owner (403 for a reader); 409 when it is queued, processing or ready."""
-        return Document.of(await documents.ingestion.retry(principal, document_id))
+        return Document.of(await documents.catalog.named_one(await documents.ingestion.retry(principal, document_id)))
 
     @post("/{document_id:uuid}/cancel", status_code=200, responses=error_responses(403, 404, 409))
     async def cancel_document(self, document_id: UUID, documents: DocumentService, principal: Principal) -> Document:
         """Stop a queued or processing document: it becomes failed with the error "cancelled" and its worker
         drops the work at the next batch (Retry queues it again). Only the owner; 409 when ready or failed."""
-        return Document.of(await documents.ingestion.cancel(principal, document_id))
+        return Document.of(await documents.catalog.named_one(await documents.ingestion.cancel(principal, document_id)))
 
     @post(
         "/{document_id:uuid}/rechunk",
@@ -198,7 +198,8 @@ class DocumentController(Controller):
         searchable until the new ones replace them. The owner or a collection writer (403 for a reader); 409
         while it is queued or processing."""
         chunking = {"requested": data.strategy, "tokens": data.chunk_tokens}
-        return Document.of(await documents.ingestion.rechunk(principal, document_id, chunking))
+        row = await documents.ingestion.rechunk(principal, document_id, chunking)
+        return Document.of(await documents.catalog.named_one(row))
 
     @patch("/{document_id:uuid}", request_max_body_size=PATCH_BODY_BYTES, responses=error_responses(400, 403, 404, 413))
     async def update_document(
@@ -210,7 +211,8 @@ class DocumentController(Controller):
         most 20 strings (500 characters each), at most 50 keys of 64 characters; the server's keys (source_path,
         source_url, ...) cannot be changed. The owner or a collection writer (403 for a reader, 404 otherwise)."""
         checked = check_metadata(data.metadata, allow_null=True) if data.metadata is not None else None
-        return Document.of(await documents.metadata.update_metadata(principal, document_id, checked, title=data.title))
+        row = await documents.metadata.update_metadata(principal, document_id, checked, title=data.title)
+        return Document.of(await documents.catalog.named_one(row))
 
     @delete("/{document_id:uuid}", status_code=204, responses=error_responses(404))
     async def delete_document(self, document_id: UUID, documents: DocumentService, principal: Principal) -> None:

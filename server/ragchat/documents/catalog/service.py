@@ -3,16 +3,17 @@ add to a collection."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from typing import Any
 from uuid import UUID
 
 from ragchat.core.audit import AuditAction, AuditWriter
 from ragchat.core.errors import Forbidden, NotFound
+from ragchat.core.ownership import CorpusState, DocumentCounts, SampledChunk, UserNames
 from ragchat.core.principal import Principal
 from ragchat.db.pool import Pool
 from ragchat.db.replicas import ReadRouter
-from ragchat.documents.catalog import chunk_store, listing
+from ragchat.documents.catalog import chunk_store, corpus, listing
 from ragchat.documents.catalog import repository as repo
 from ragchat.documents.catalog.listing import ListQuery
 
@@ -41,9 +42,24 @@ def _target(document_id: UUID) -> dict[str, Any]:
     return {"target_type": "document", "target_id": document_id}
 
 
+def owner_counts(pool: Pool) -> DocumentCounts:
+    """How many documents each user owns, for the accounts domain's user list (core/ownership.py)."""
+
+    async def count(owners: Collection[UUID]) -> dict[UUID, int]:
+        async with pool.connection() as conn:
+            return await repo.count_by_owner(conn, owners)
+
+    return count
+
+
 class CatalogService:
     def __init__(
-        self, pool: Pool, on_requeued: Callable[[], None], audit: AuditWriter, reads: ReadRouter | None = None
+        self,
+        pool: Pool,
+        on_requeued: Callable[[], None],
+        names: UserNames,
+        audit: AuditWriter,
+        reads: ReadRouter | None = None,
     ) -> None:
         self.pool = pool
         #: the listings (`list`, `list_page`) run on a read replica when one is usable; a document's own page,
@@ -51,6 +67,24 @@ class CatalogService:
         self.reads = reads or ReadRouter(pool)
         self._on_requeued = on_requeued  # wakes the ingestion worker after a bulk retry
         self.audit = audit
+        self._names = names  # owners' names: the accounts domain's
+
+    async def named(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Document rows with their owner's name (`owner_name`), as the routes and MCP show them."""
+        names = await self._names({r["owner_id"] for r in rows})
+        return [{**r, "owner_name": names.get(r["owner_id"])} for r in rows]
+
+    async def named_one(self, row: dict[str, Any]) -> dict[str, Any]:
+        return (await self.named([row]))[0]
+
+    async def corpus_state(self, owner: UUID, max_failures: int) -> CorpusState:
+        """How much of an owner's corpus is ingested (core/ownership.py `Corpus`, for the evaluation)."""
+        async with self.pool.connection() as conn:
+            return await corpus.corpus_state(conn, owner, max_failures)
+
+    async def sample_chunks(self, owner: UUID, n: int, *, seed: str, min_chars: int) -> list[SampledChunk]:
+        async with self.pool.connection() as conn:
+            return await corpus.sample_chunks(conn, owner, n, seed=seed, min_chars=min_chars)
 
     async def list(self, principal: Principal, collection_id: UUID | None = None) -> list[dict[str, Any]]:
         """Everything the principal may read: their own documents and those shared through collections."""
@@ -59,11 +93,12 @@ class CatalogService:
             async with pool.connection() as conn:
                 return await repo.list_documents(conn, principal.user_id, collection_id)
 
-        return await self.reads.run(principal.user_id, read)
+        return await self.named(await self.reads.run(principal.user_id, read))
 
     async def get(self, principal: Principal, document_id: UUID) -> dict[str, Any] | None:
         async with self.pool.connection() as conn:
-            return await repo.get_document(conn, principal.user_id, document_id)
+            row = await repo.get_document(conn, principal.user_id, document_id)
+        return None if row is None else await self.named_one(row)
 
     async def read_chunks(
         self,
@@ -84,7 +119,7 @@ class CatalogService:
             chunks = await chunk_store.read_chunks(
                 conn, principal.user_id, document_id, start=start, end=end, page=page, limit=limit
             )
-        return document, chunks
+        return await self.named_one(document), chunks
 
     async def list_page(self, principal: Principal, query: ListQuery) -> tuple[list[dict[str, Any]], int]:
         """One filtered, sorted page of what the principal may read, and how many match in all."""
@@ -93,7 +128,8 @@ class CatalogService:
             async with pool.connection() as conn:
                 return await listing.list_page(conn, principal.user_id, query)
 
-        return await self.reads.run(principal.user_id, read)
+        rows, total = await self.reads.run(principal.user_id, read)
+        return await self.named(rows), total
 
     async def chunk_page(
         self, principal: Principal, document_id: UUID, *, offset: int, limit: int, chunk_id: int | None = None

@@ -14,6 +14,7 @@ import psycopg
 
 from ragchat.core.audit import AuditAction, AuditWriter
 from ragchat.core.errors import BadRequest, Conflict, Forbidden, NotFound
+from ragchat.core.ownership import UserActive, UserNames
 from ragchat.core.principal import Principal
 from ragchat.db.pool import Conn, Pool
 from ragchat.documents.catalog import repository as repo
@@ -23,12 +24,11 @@ NAME_MAX = 200
 DESCRIPTION_MAX = 2000
 
 _COLLECTION_SELECT = """
-SELECT c.id, c.name, c.description, c.owner_id, coalesce(u.username, u.name) AS owner_name, m.role,
+SELECT c.id, c.name, c.description, c.owner_id, m.role,
        (SELECT count(*) FROM document_collections dc WHERE dc.collection_id = c.id) AS document_count,
        c.created_at, c.updated_at
 FROM collections c
 JOIN collection_members m ON m.collection_id = c.id AND m.user_id = %(uid)s
-JOIN users u ON u.id = c.owner_id
 """
 
 
@@ -53,18 +53,27 @@ def _target(collection_id: UUID) -> dict[str, Any]:
 
 
 class CollectionService:
-    def __init__(self, pool: Pool, audit: AuditWriter) -> None:
+    def __init__(self, pool: Pool, audit: AuditWriter, names: UserNames, active: UserActive) -> None:
         self.pool = pool
         self.audit = audit
+        self.names = names  # owners' and members' names, and who may become a member: the accounts domain's
+        self.active = active
 
     async def list(self, principal: Principal) -> list[dict[str, Any]]:
         async with self.pool.connection() as conn:
             query = _COLLECTION_SELECT + " ORDER BY lower(c.name), c.created_at"
-            return await (await conn.execute(query, {"uid": principal.user_id})).fetchall()
+            rows = await (await conn.execute(query, {"uid": principal.user_id})).fetchall()
+        return await self._named(rows)
 
     async def get(self, principal: Principal, collection_id: UUID) -> dict[str, Any]:
         async with self.pool.connection() as conn:
-            return await self._get(conn, principal, collection_id)
+            row = await self._get(conn, principal, collection_id)
+        return (await self._named([row]))[0]
+
+    async def _named(self, rows: list[dict[str, Any]], key: str = "owner_id", into: str = "owner_name") -> Any:
+        """`rows` with the name of the user in `key` in `into`."""
+        names = await self.names({r[key] for r in rows})
+        return [{**r, into: names.get(r[key])} for r in rows]
 
     async def detail(self, principal: Principal, collection_id: UUID) -> dict[str, Any]:
         """The collection with its members and documents."""
@@ -72,22 +81,21 @@ class CollectionService:
             row = await self._get(conn, principal, collection_id)
             members = await (
                 await conn.execute(
-                    """SELECT m.user_id, coalesce(u.username, u.name) AS username, m.role FROM collection_members m
-                       JOIN users u ON u.id = m.user_id WHERE m.collection_id = %s
-                       ORDER BY m.role = 'owner' DESC, lower(coalesce(u.username, u.name))""",
-                    (collection_id,),
+                    "SELECT m.user_id, m.role FROM collection_members m WHERE m.collection_id = %s", (collection_id,)
                 )
             ).fetchall()
             documents = await (
                 await conn.execute(
-                    """SELECT d.id, d.filename, d.title, d.status, d.owner_id,
-                              coalesce(u.username, u.name) AS owner_name
+                    """SELECT d.id, d.filename, d.title, d.status, d.owner_id
                        FROM document_collections dc JOIN documents d ON d.id = dc.document_id
-                       JOIN users u ON u.id = d.owner_id WHERE dc.collection_id = %s ORDER BY dc.created_at DESC""",
+                       WHERE dc.collection_id = %s ORDER BY dc.created_at DESC""",
                     (collection_id,),
                 )
             ).fetchall()
-        return {**row, "members": members, "documents": documents}
+        [row] = await self._named([row])
+        members = await self._named(members, "user_id", "username")
+        members.sort(key=lambda m: (m["role"] != "owner", (m["username"] or "").lower()))
+        return {**row, "members": members, "documents": await self._named(documents)}
 
     async def create(self, principal: Principal, name: str, description: str = "") -> dict[str, Any]:
         name, description = clean_name(name), clean_description(description)
@@ -111,7 +119,7 @@ class CollectionService:
                     )
             except psycopg.errors.UniqueViolation as exc:
                 raise Conflict(f"you already have a collection named {name!r}") from exc
-            return await self._get(conn, principal, row["id"])
+        return await self.get(principal, row["id"])
 
     async def update(
         self, principal: Principal, collection_id: UUID, name: str | None, description: str | None
@@ -130,7 +138,7 @@ class CollectionService:
                 )
             except psycopg.errors.UniqueViolation as exc:
                 raise Conflict(f"you already have a collection named {name!r}") from exc
-            return await self._get(conn, principal, collection_id)
+        return await self.get(principal, collection_id)
 
     async def delete(self, principal: Principal, collection_id: UUID) -> None:
         """The collection goes; its documents stay with their owners."""
@@ -142,14 +150,12 @@ class CollectionService:
     async def set_member(self, principal: Principal, collection_id: UUID, user_id: UUID, role: str) -> None:
         if role not in ("read", "write"):
             raise BadRequest("role must be 'read' or 'write'")
+        active = await self.active(user_id)  # asked first: never a second connection while this one is held
         async with self.pool.connection() as conn:
             await self._require(conn, principal, collection_id, "owner")
             if user_id == principal.user_id:
                 raise BadRequest("you own this collection: your role cannot change")
-            user = await (
-                await conn.execute("SELECT 1 FROM users WHERE id = %s AND NOT disabled", (user_id,))
-            ).fetchone()
-            if user is None:
+            if not active:
                 raise NotFound(f"user {user_id} not found")
             await conn.execute(
                 """INSERT INTO collection_members (collection_id, user_id, role) VALUES (%s, %s, %s)

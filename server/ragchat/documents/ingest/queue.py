@@ -74,6 +74,12 @@ async def give_up_expired(conn: Conn, *, max_attempts: int) -> int:
     return cur.rowcount
 
 
+async def status_counts(conn: Conn) -> dict[str, int]:
+    """How many documents are in each status (queued, processing, ready, failed): the queue's gauge."""
+    rows = await (await conn.execute("SELECT status, count(*) AS n FROM documents GROUP BY status")).fetchall()
+    return {r["status"]: int(r["n"]) for r in rows}
+
+
 _DUE = "(not_before IS NULL OR not_before <= now())"  # a requeued document waits out its backoff
 
 

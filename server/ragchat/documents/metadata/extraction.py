@@ -16,6 +16,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, Field, field_validator
 
+from ragchat.core.preferences import ChoseMetadataExtraction
 from ragchat.db.pool import Pool
 from ragchat.documents.metadata import repository as repo
 from ragchat.providers.llm.base import LLMProvider
@@ -116,10 +117,11 @@ class ExtractionFailed(Exception):
 class MetadataExtractor:
     """Extracts metadata for documents queued for it (documents.metadata_status = pending)."""
 
-    def __init__(self, pool: Pool, llm: LLMProvider, settings: Settings) -> None:
+    def __init__(self, pool: Pool, llm: LLMProvider, settings: Settings, chose: ChoseMetadataExtraction) -> None:
         self.pool = pool
         self.llm = llm
         self.settings = settings
+        self.chose = chose  # who chose otherwise than METADATA_EXTRACTION on their page (the preferences domain)
 
     async def ask(self, filename: str, text: str) -> ExtractedMetadata:
         """One call, and one retry after a timeout, an error or an invalid reply; ExtractionFailed after both."""
@@ -167,9 +169,11 @@ class MetadataExtractor:
         """Extract every ready document waiting (only `ids` when given) until none is left: (done, failed)."""
         done = failed = 0
         while True:
+            new_ones = self.settings.metadata_extraction
+            chose_otherwise = await self.chose(not new_ones)
             async with self.pool.connection() as conn:
                 row = await repo.claim(
-                    conn, ids=ids, stale_after_s=STALE_AFTER_S, new_ones=self.settings.metadata_extraction
+                    conn, ids=ids, stale_after_s=STALE_AFTER_S, new_ones=new_ones, chose_otherwise=chose_otherwise
                 )
             if row is None:
                 return done, failed

@@ -66,12 +66,12 @@ async def owned_ids(conn: Conn, owner: UUID) -> list[UUID]:
 
 
 async def claim(
-    conn: Conn, *, ids: Sequence[UUID] | None, stale_after_s: float, new_ones: bool
+    conn: Conn, *, ids: Sequence[UUID] | None, stale_after_s: float, new_ones: bool, chose_otherwise: list[UUID]
 ) -> dict[str, Any] | None:
     """Take a ready document for extraction, marked running: one asked for (pending) or whose extractor
     vanished (running for longer than `stale_after_s`), oldest request first; else, with `new_ones`
-    (METADATA_EXTRACTION on, unless the owner turned it off; or off, when the owner turned it on), the newest
-    never extracted (not a BEIR record). None when there is none."""
+    (METADATA_EXTRACTION on, unless the owner turned it off; or off, when the owner turned it on: the owners in
+    `chose_otherwise`), the newest never extracted (not a BEIR record). None when there is none."""
     params = {"stale": stale_after_s, "ids": None if ids is None else list(ids), "beir": BEIR_RECORD_TYPE}
     picks = [
         """SELECT id FROM documents
@@ -81,13 +81,9 @@ async def claim(
            ORDER BY metadata_claimed_at NULLS FIRST, created_at
            LIMIT 1 FOR UPDATE SKIP LOCKED"""
     ]
-    # an owner's Settings page (user_settings, migration 0016) overrides METADATA_EXTRACTION for their documents:
-    # with it on, those who turned it off are left out; with it off, those who turned it on are taken
-    cur = await conn.execute(
-        "SELECT user_id FROM user_settings WHERE settings->>'metadata_extraction' = %s",
-        ("false" if new_ones else "true",),
-    )
-    params["owners"] = [r["user_id"] for r in await cur.fetchall()]
+    # an owner's Settings page overrides METADATA_EXTRACTION for their documents: with it on, those who turned
+    # it off are left out; with it off, those who turned it on are taken
+    params["owners"] = chose_otherwise
     if new_ones or params["owners"]:
         owners = "NOT (owner_id = ANY(%(owners)s::uuid[]))" if new_ones else "owner_id = ANY(%(owners)s::uuid[])"
         picks.append(
