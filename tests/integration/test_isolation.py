@@ -24,6 +24,11 @@ PUBLIC = {
     ("POST", "/api/auth/setup"),
     ("POST", "/api/auth/login"),
     ("POST", "/api/auth/logout"),
+    # single sign-on: the login page's SSO button, the redirect to the provider and its way back (tests/integration/
+    # test_oidc.py checks forged and replayed callbacks)
+    ("GET", "/api/auth/oidc/config"),
+    ("GET", "/api/auth/oidc/login"),
+    ("GET", "/api/auth/oidc/callback"),
 }
 #: A body each id route accepts, so the answer is about the id and not a 400 for the body.
 BODIES = {
