@@ -19,6 +19,7 @@ from ragchat.documents.catalog import repository as repo
 from ragchat.documents.ingest import queue
 from ragchat.documents.metadata import repository as meta_repo
 from ragchat.documents.parsing.limits import ParseLimits
+from ragchat.documents.parsing.scanned import ocr_unavailable
 from ragchat.documents.parsing.parsers import (
     ParseError,
     UnsupportedFormat,
@@ -73,9 +74,14 @@ def validate_upload(filename: str, size: int, settings: IngestionSettings, *, ch
             f"{filename}: {size / 1048576:.1f} MB is over the {settings.max_upload_mb:g} MB limit (MAX_UPLOAD_MB)"
         )
     try:
-        return content_type_for(filename)
+        content_type = content_type_for(filename)
     except UnsupportedFormat as exc:
         raise UnsupportedMediaType(str(exc)) from exc  # it names the file already
+    if content_type.startswith("image/"):
+        why = ocr_unavailable(ParseLimits(ocr_enabled=settings.ocr_enabled))
+        if why:
+            raise UnsupportedMediaType(f"{filename}: images are read by OCR, and {why}")
+    return content_type
 
 
 async def register_bytes(
