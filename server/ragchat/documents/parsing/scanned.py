@@ -111,6 +111,9 @@ def read_pages(
         budget = min(limits.ocr_page_timeout_s, max(budget_end - time.monotonic(), 0.0))
         page = ocr.recognise(image, budget)
         del image
+        if page.cut_short and not page.text.strip():
+            report.failed[number] = f"not read: the {limits.ocr_page_timeout_s:g} s OCR_PAGE_TIMEOUT_S ran out"
+            continue
         if page.cut_short:
             report.cut_short.append(number)
         if not page.text.strip():

@@ -69,7 +69,7 @@ def parse_pdf(data: bytes, stem: str, limits: ParseLimits, deadline: Deadline) -
         except Exception:  # a single broken page should not sink the document
             raw = ""
         paras = paragraphs(dehyphenate(raw))
-        if sum(len(p) for p in paras) < limits.ocr_min_text_chars:
+        if sum(len(p) for p in paras) < limits.ocr_min_text_chars and _draws_image(reader.pages[number - 1]):
             scanned.append(number)
         if paras:
             sections.append(Section(text="\n\n".join(paras), page=number))
@@ -89,13 +89,38 @@ def parse_pdf(data: bytes, stem: str, limits: ParseLimits, deadline: Deadline) -
                 f"PDF has no extractable text (scanned or image-only?) and {why_not}; run OCR first, "
                 "e.g. `ocrmypdf in.pdf out.pdf`, and upload the result"
             )
-        raise ParseError(f"PDF has no extractable text, and {ocr_meta.get('ocr', 'no page was read by OCR')}")
+        raise ParseError(
+            f"PDF has no extractable text, and {ocr_meta.get('ocr', 'no page has a scanned image to read by OCR')}"
+        )
     metadata = {"page_count": page_count} | {k: v for k, v in (("title", title), ("author", author)) if v}
     metadata |= ocr_meta
     return make_document(title or stem, sections, metadata)
 
 
 _RENDER_DPI = 300
+
+
+def _draws_image(page: Any) -> bool:
+    """Whether the page draws an image (an image XObject of its own or inside one of its forms, or an inline
+    image): a page with too little text and no image has nothing for OCR to read."""
+    try:
+        resources = page.get("/Resources")
+        todo = [resources.get_object()] if resources is not None else []
+        for _ in range(3):  # forms inside forms, a few levels deep
+            nested = []
+            for res in todo:
+                xobjects = res.get("/XObject")
+                for ref in (xobjects.get_object() if xobjects is not None else {}).values():
+                    xobject = ref.get_object()
+                    if xobject.get("/Subtype") == "/Image":
+                        return True
+                    if xobject.get("/Subtype") == "/Form" and xobject.get("/Resources") is not None:
+                        nested.append(xobject["/Resources"].get_object())
+            todo = nested
+        contents = page.get_contents()
+        return contents is not None and b"\nBI" in contents.get_data()[:1_000_000]
+    except Exception:  # a damaged page: let OCR have a look
+        return True
 
 
 def _rendered(data: bytes, numbers: list[int], limits: ParseLimits) -> Iterator[PageSource]:
