@@ -39,9 +39,11 @@ def text_page(
 ) -> Image.Image:
     """Lines of text on a white page; `angle` degrees of rotation, `noise` the share of pixels flipped."""
     step = int(size * 1.7)
+    face = font(size, font_name)
+    longest = max((face.getlength(line) for line in lines), default=0)
+    width = max(width, int(longest) + 80)  # never cut a line
     page = Image.new("L", (width, step * len(lines) + 2 * size + 40), 255)
     draw = ImageDraw.Draw(page)
-    face = font(size, font_name)
     for i, line in enumerate(lines):
         draw.text((40, 20 + size + i * step), line, font=face, fill=0)
     if angle:

@@ -105,8 +105,8 @@ def recognise(image: Any, budget_s: float) -> PageText:
         boxes, _ = engine.auto_text_det(img)
         if boxes is None or len(boxes) == 0:
             return PageText("", None, 0, time.monotonic() - started)
-        crops = engine.get_crop_img_list(img, boxes)
-        crops, _, _ = engine.text_cls(crops)
+        # no 180° line classifier: on upright English lines it turned a third of them over (and read nothing)
+        crops = [_enlarged(c, _scale_for(boxes)) for c in engine.get_crop_img_list(img, boxes)]
         read: list[tuple[str, float]] = []
         cut = False
         for start in range(0, len(crops), _REC_BATCH):
@@ -128,6 +128,23 @@ def recognise(image: Any, budget_s: float) -> PageText:
     confidence = sum(b.score * len(b.text) for b in kept) / chars
     text = "\n".join(" ".join(b.text for b in line) for line in reading_order(kept, img.shape[1]))
     return PageText(text, round(confidence, 4), len(kept), seconds, cut)
+
+
+def _scale_for(boxes: Any) -> float:
+    """How much to enlarge the line images before recognition: small print (lines under 48 px high, the
+    recogniser's input height) read with its spaces dropped ("Tidetablesfor"); enlarged up to 2× they come back
+    (bench/ocr.py: CER 0.105 -> 0.0 on 18 px text). The recogniser scales every line to 48 px anyway: no cost."""
+    heights = sorted(float(b[:, 1].max() - b[:, 1].min()) for b in boxes)
+    median = heights[len(heights) // 2] if heights else 48.0
+    return min(2.0, max(1.0, 48.0 / max(median, 1.0)))
+
+
+def _enlarged(crop: Any, scale: float) -> Any:
+    import cv2
+
+    if scale <= 1.0:
+        return crop
+    return cv2.resize(crop, None, fx=scale, fy=scale, interpolation=cv2.INTER_CUBIC)
 
 
 def _lines(boxes: list[_Box]) -> list[list[_Box]]:
