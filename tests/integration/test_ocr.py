@@ -113,7 +113,9 @@ def _png_header_only(width: int, height: int) -> bytes:
         return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
 
     ihdr = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\x00" * 64)) + chunk(b"IEND", b"")
+    return (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\x00" * 64)) + chunk(b"IEND", b"")
+    )
 
 
 async def test_hostile_images_fail_alone_with_a_reason_in_bounded_time(start: Callable[..., Any]) -> None:
@@ -130,7 +132,9 @@ async def test_hostile_images_fail_alone_with_a_reason_in_bounded_time(start: Ca
         "garbage.tiff": b"II*\x00" + bytes(range(256)) * 4,
     }
     async with httpx.AsyncClient(base_url=server.url, timeout=60) as client:
-        ids = {name: (await _upload(client, name, data))["results"][0]["document"]["id"] for name, data in files.items()}
+        ids = {
+            name: (await _upload(client, name, data))["results"][0]["document"]["id"] for name, data in files.items()
+        }
         began = time.monotonic()
         errors = {}
         for name, doc_id in ids.items():
@@ -148,7 +152,9 @@ async def test_hostile_images_fail_alone_with_a_reason_in_bounded_time(start: Ca
 async def test_ocr_off_refuses_images_and_says_so_for_scans(start: Callable[..., Any]) -> None:
     server = start(ingest_workers=1, ocr_enabled=False)
     async with httpx.AsyncClient(base_url=server.url, timeout=60) as client:
-        refused = await client.post("/api/documents", files=[("files", ("page.png", scans.png(scans.noise_page(20, 20))))])
+        refused = await client.post(
+            "/api/documents", files=[("files", ("page.png", scans.png(scans.noise_page(20, 20))))]
+        )
         assert refused.status_code == 415
         assert "OCR_ENABLED=false" in refused.json()["extra"]["results"][0]["error"]
         scan = scans.scanned_pdf([scans.text_page(FENDER, width=700)])

@@ -34,8 +34,14 @@ def sentences(n: int, seed: int, words: int = 9) -> list[str]:
 
 
 def text_page(
-    lines: list[str], *, size: int = 28, font_name: str = FONTS[0], width: int = 1400, angle: float = 0.0,
-    noise: float = 0.0, seed: int = 0,
+    lines: list[str],
+    *,
+    size: int = 28,
+    font_name: str = FONTS[0],
+    width: int = 1400,
+    angle: float = 0.0,
+    noise: float = 0.0,
+    seed: int = 0,
 ) -> Image.Image:
     """Lines of text on a white page; `angle` degrees of rotation, `noise` the share of pixels flipped."""
     step = int(size * 1.7)

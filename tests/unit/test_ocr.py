@@ -30,7 +30,9 @@ def png_header(width: int, height: int) -> bytes:
         return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
 
     ihdr = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\x00" * 64)) + chunk(b"IEND", b"")
+    return (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\x00" * 64)) + chunk(b"IEND", b"")
+    )
 
 
 def squash(text: str) -> str:
@@ -81,7 +83,7 @@ def test_ocr_off_refuses_images_and_scans_say_so() -> None:
     off = ParseLimits(ocr_enabled=False)
     with pytest.raises(ParseError, match=r"images are read by OCR and OCR is off \(OCR_ENABLED=false\)"):
         parse(scans.png(scans.text_page(LINES, width=600)), "page.png", off)
-    with pytest.raises(ParseError, match="no extractable text.*OCR_ENABLED=false.*ocrmypdf"):
+    with pytest.raises(ParseError, match=r"no extractable text.*OCR_ENABLED=false.*ocrmypdf"):
         parse(scans.scanned_pdf([scans.text_page(LINES, width=600)]), "scan.pdf", off)
 
 
@@ -128,7 +130,7 @@ def test_the_page_timeout_stops_recognition_and_says_so() -> None:
 def test_a_mixed_pdf_keeps_its_text_pages() -> None:
     text = "This page has a real text layer, long enough to be kept exactly as it is."
     doc = parse(scans.scanned_pdf([text, scans.text_page(LINES, width=700)]), "mixed.pdf")
-    assert [(s.page, s.location) for s in doc.sections][0] == (1, None)
+    assert (doc.sections[0].page, doc.sections[0].location) == (1, None)
     assert doc.sections[0].text == text
     assert doc.sections[1].page == 2 and "westernpier" in squash(doc.sections[1].text)
     assert doc.metadata["ocr"].startswith("OCR read 1 of 1 page")
@@ -143,8 +145,20 @@ def test_reading_order_two_columns_under_a_title_and_a_table_by_rows() -> None:
     left = [_box(40, 100 + 40 * i, 700, 130 + 40 * i, f"L{i}") for i in range(4)]
     right = [_box(800, 100 + 40 * i, 1480, 130 + 40 * i, f"R{i}") for i in range(4)]
     lines = ocr.reading_order([*right, title, *left], 1500)
-    assert [" ".join(b.text for b in line) for line in lines] == ["Title", "L0", "L1", "L2", "L3", "R0", "R1", "R2", "R3"]
-    cells = [_box(40 + 300 * c, 100 + 50 * r, 200 + 300 * c, 130 + 50 * r, f"{r}{c}") for r in range(4) for c in range(3)]
+    assert [" ".join(b.text for b in line) for line in lines] == [
+        "Title",
+        "L0",
+        "L1",
+        "L2",
+        "L3",
+        "R0",
+        "R1",
+        "R2",
+        "R3",
+    ]
+    cells = [
+        _box(40 + 300 * c, 100 + 50 * r, 200 + 300 * c, 130 + 50 * r, f"{r}{c}") for r in range(4) for c in range(3)
+    ]
     lines = ocr.reading_order(cells, 1000)
     assert [" ".join(b.text for b in line) for line in lines] == ["00 01 02", "10 11 12", "20 21 22", "30 31 32"]
 

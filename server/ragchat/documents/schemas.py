@@ -75,7 +75,7 @@ class Document(BaseModel):
     )
     chunking: ChunkingInfo | None = Field(default=None, description="strategy requested and used, and why")
     progress_note: str | None = Field(
-        default=None, description="stage reading: what the worker is doing, e.g. \"OCR page 3 of 12\""
+        default=None, description='stage reading: what the worker is doing, e.g. "OCR page 3 of 12"'
     )
 
     @classmethod

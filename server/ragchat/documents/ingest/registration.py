@@ -19,13 +19,13 @@ from ragchat.documents.catalog import repository as repo
 from ragchat.documents.ingest import queue
 from ragchat.documents.metadata import repository as meta_repo
 from ragchat.documents.parsing.limits import ParseLimits
-from ragchat.documents.parsing.scanned import ocr_unavailable
 from ragchat.documents.parsing.parsers import (
     ParseError,
     UnsupportedFormat,
     content_type_for,
     iter_beir_jsonl,
 )
+from ragchat.documents.parsing.scanned import ocr_unavailable
 from ragchat.settings import IngestionSettings, Settings
 
 log = logging.getLogger(__name__)

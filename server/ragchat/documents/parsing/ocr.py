@@ -45,7 +45,9 @@ def _get_engine() -> Any:
     if _engine is None:
         from rapidocr_onnxruntime import RapidOCR
 
-        _engine = RapidOCR(print_verbose=False)
+        # the detector sees the page as it is (at most MAX_SIDE): RapidOCR's default enlarges a small image
+        # until its short side is 736 px, which split lines into overlapping boxes read twice ("western 1 pier")
+        _engine = RapidOCR(print_verbose=False, det_limit_type="max", det_limit_side_len=MAX_SIDE)
     return _engine
 
 

@@ -76,7 +76,9 @@ def _frame(image: Any, index: int, limits: ParseLimits) -> Any:
     except ParseError:
         raise
     except Exception as exc:  # Pillow raises OSError, ValueError, SyntaxError, struct.error on damaged data
-        raise ParseError(f"could not decode the image: {short_error(exc)} (is the file damaged or cut short?)") from None
+        raise ParseError(
+            f"could not decode the image: {short_error(exc)} (is the file damaged or cut short?)"
+        ) from None
 
 
 def image_parser(ext: str) -> Callable[[bytes, str, ParseLimits, Deadline], ParsedDocument]:

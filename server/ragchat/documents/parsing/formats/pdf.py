@@ -142,7 +142,7 @@ def _rendered(data: bytes, numbers: list[int], limits: ParseLimits) -> Iterator[
                 scale = min(_RENDER_DPI / 72, ocr.MAX_SIDE / max(width, height, 1.0))
                 if width * height * scale * scale > limits.ocr_max_pixels:
                     scale = (limits.ocr_max_pixels / (width * height)) ** 0.5
-                bitmap = page.render(scale=scale, grayscale=True)
+                bitmap = page.render(scale=scale, grayscale=True)  # pyright: ignore[reportArgumentType]  (a float is fine)
                 image = bitmap.to_pil()
                 page.close()
                 return image
