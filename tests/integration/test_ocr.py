@@ -74,7 +74,7 @@ async def test_scanned_pdf_and_photo_are_searchable_and_cited_at_their_page(
         # pages 2 and 3 had no text layer: OCR'd; the noise page skipped and said so, not an error
         assert doc["metadata"]["ocr"].startswith("OCR read 1 of 2 pages"), doc["metadata"]
         assert "page 3: no text found (skipped)" in doc["metadata"]["ocr"]
-        assert notes <= {"OCR page 1 of 2", "OCR page 2 of 2"}
+        assert notes and notes <= {"OCR page 1 of 2", "OCR page 2 of 2"}  # seen while it was read
         chunks = (await client.get(f"/api/documents/{pdf_id}/chunks")).json()["chunks"]
         by_page = {c["page"]: c for c in chunks}
         assert set(by_page) == {1, 2}
