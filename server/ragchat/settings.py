@@ -314,6 +314,14 @@ class IngestionSettings(BaseModel):
     max_pdf_pages: int = Field(default=2000, ge=1)  # pages in one PDF
     parse_timeout_s: float = Field(default=120.0, gt=0)  # parsing one file (checked between pages / elements)
     max_jsonl_records: int = Field(default=200_000, ge=1)  # records in one BEIR .jsonl corpus
+    # OCR (rapidocr-onnxruntime): scanned PDF pages and images (.png .jpg .jpeg .tif .tiff .webp); off when the
+    # engine does not import. Off: a scanned PDF fails with a message, images are refused at upload
+    ocr_enabled: bool = True
+    ocr_max_pixels: int = Field(default=40_000_000, ge=10_000)  # an image (one TIFF frame) over this is refused
+    ocr_max_pages: int = Field(default=100, ge=1)  # pages (frames) OCR'd in one document; the rest not read
+    ocr_page_timeout_s: float = Field(default=60.0, gt=0)  # recognition on one page, then what was read is kept
+    ocr_time_budget_s: float = Field(default=1800.0, gt=0)  # all OCR of one document; later pages not read
+    ocr_min_text_chars: int = Field(default=20, ge=0)  # a PDF page whose text layer has fewer characters is OCR'd
     max_jsonl_record_kb: int = Field(default=1024, ge=1)  # one line of a BEIR .jsonl corpus
     ingest_lease_s: float = Field(default=60.0, ge=1)  # a worker's hold on a document, renewed every third of it
     ingest_max_attempts: int = Field(default=3, ge=1)  # claims of one document before it is failed for good

@@ -192,14 +192,14 @@ async def test_rejected_before_storage_leave_the_database_unchanged(
 ) -> None:
     (tmp_path / "empty.txt").write_bytes(b"")
     (tmp_path / "huge.txt").write_bytes(b"a" * (2 * 1024 * 1024))
-    (tmp_path / "image.png").write_bytes(b"\x89PNG\r\n")
+    (tmp_path / "image.gif").write_bytes(b"GIF89a")
     limited = settings.model_copy(update={"max_upload_mb": 1})
     registered, _ = await ingest(pool, embedder, limited, [tmp_path])
     errors = {Path(r.filename).name: r.error for r in registered}
     assert all(r.status == "rejected" for r in registered)
     assert "empty" in errors["empty.txt"]
     assert "MAX_UPLOAD_MB" in errors["huge.txt"]
-    assert "unsupported" in errors["image.png"]
+    assert "unsupported" in errors["image.gif"]
     assert counts(db) == {"documents": 0, "document_chunks": 0, "document_blobs": 0}
 
 

@@ -97,7 +97,7 @@ def test_supported_extensions_and_content_types() -> None:
         ".xlsx",
         ".pptx",
         ".epub",
-    } == SUPPORTED_EXTENSIONS
+    } | {".png", ".jpg", ".jpeg", ".tif", ".tiff", ".webp"} == SUPPORTED_EXTENSIONS
     assert set(CONTENT_TYPES) == SUPPORTED_EXTENSIONS
     assert content_type_for("Report.PDF") == "application/pdf"
     assert content_type_for("notes.md") == "text/markdown"
@@ -105,7 +105,7 @@ def test_supported_extensions_and_content_types() -> None:
     assert content_type_for("a.docx").startswith("application/vnd.openxmlformats")
 
 
-@pytest.mark.parametrize("name", ["image.png", "archive.zip", "README", "old.doc"])
+@pytest.mark.parametrize("name", ["image.gif", "archive.zip", "README", "old.doc"])
 def test_unsupported_extension(name: str) -> None:
     with pytest.raises(UnsupportedFormat, match=r"supported types: .*\.pdf"):
         content_type_for(name)

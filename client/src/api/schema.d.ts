@@ -1432,6 +1432,8 @@ export interface components {
             metadata_status?: "pending" | "running" | "done" | "failed" | null;
             owner: components["schemas"]["Person"];
             page_count: number | null;
+            /** @description stage reading: what the worker is doing, e.g. "OCR page 3 of 12" */
+            progress_note?: string | null;
             /** @description stage waiting: when it is tried again */
             retry_at?: string | null;
             /**
@@ -1679,6 +1681,8 @@ export interface components {
             end_s?: number | null;
             /** @description For people and citations: "00:12:31–00:12:58", "Slide 3", "Sheet Q1, rows 2–41", "Chapter: Title". */
             readonly label: string;
+            /** @description scanned page or image: the OCR's mean confidence on the page, 0..1 */
+            ocr_confidence?: number | null;
             /** @description spreadsheet: last row */
             row_end?: number | null;
             /** @description spreadsheet: first row, as the spreadsheet numbers it */

@@ -90,4 +90,18 @@ describe("passage locations", () => {
     expect(screen.queryByTestId("source-location")).toBeNull();
     expect(screen.queryByTestId("source-url")).toBeNull();
   });
+
+  it("marks a passage read by OCR with its confidence, low confidence as a warning", () => {
+    const scanned = (c: number) =>
+      chunk({ filename: "scan.pdf", page: 2, location: { ocr_confidence: c, label: `OCR ${Math.round(c * 100)}% confidence` } });
+    card(scanned(0.93));
+    const good = screen.getByTestId("source-location");
+    expect(good).toHaveTextContent("OCR 93% confidence");
+    expect(good).toHaveAttribute("title", "Text read by OCR from a scan or image, 93% confidence");
+    expect(good).not.toHaveClass("ocr-low");
+    render(<ResultsByChunk data={response(scanned(0.61))} />);
+    const low = screen.getAllByTestId("source-location")[1];
+    expect(low).toHaveClass("ocr-low");
+    expect(low.getAttribute("title")).toContain("words may be misread");
+  });
 });

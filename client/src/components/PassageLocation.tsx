@@ -21,11 +21,27 @@ export function mediaFragmentUrl(chunk: Located): string | null {
   return `${url.split("#")[0]}#t=${Math.floor(start)}`;
 }
 
+/** Under this OCR confidence a passage is marked: some of its words are likely misread. */
+export const OCR_LOW = 0.8;
+
 /** "00:12:31–00:12:58", "Slide 3", "Sheet Q1, rows 2–41": a link to the moment when there is one. */
 export function LocationLabel({ chunk, link = true }: { chunk: Located; link?: boolean }) {
   const label = chunk.location?.label;
   if (!label) return null;
   const href = link ? mediaFragmentUrl(chunk) : null;
+  const ocr = chunk.location?.ocr_confidence;
+  if (ocr != null) {
+    // a scanned page or an image: its text was read by OCR, so a word may be misread (more likely when low)
+    return (
+      <span
+        data-testid="source-location"
+        className={ocr < OCR_LOW ? "ocr-confidence ocr-low" : "ocr-confidence"}
+        title={`Text read by OCR from a scan or image, ${Math.round(ocr * 100)}% confidence${ocr < OCR_LOW ? ": check the page, words may be misread" : ""}`}
+      >
+        {label}
+      </span>
+    );
+  }
   return href ? (
     <a href={href} target="_blank" rel="noopener noreferrer" data-testid="source-location">
       {label}

@@ -60,6 +60,9 @@ describe("a document's stage in words", () => {
     expect(stageText(makeDocument({ status: "processing", chunks_total: null, chunks_done: 0, attempts: 2 }))).toBe(
       "Reading the file (attempt 2)…",
     );
+    expect(stageText(makeDocument({ status: "processing", chunks_total: null, chunks_done: 0, progress_note: "OCR page 3 of 12" }))).toBe(
+      "OCR page 3 of 12…",
+    );
     const retryAt = new Date(Date.parse("2026-01-01T00:00:10Z")).toISOString();
     expect(
       stageText(

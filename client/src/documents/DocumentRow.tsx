@@ -21,7 +21,8 @@ export function stageText(doc: Document, now = Date.now()): string | null {
       return `Waiting to retry${wait != null ? ` in ${wait} s` : ""}${doc.error ? ` — last error: ${doc.error}` : ""}`;
     }
     case "reading":
-      return `Reading the file${attempt}…`;
+      // a long read says what it is doing: "OCR page 3 of 12"
+      return doc.progress_note ? `${doc.progress_note}${attempt}…` : `Reading the file${attempt}…`;
     case "embedding": {
       const eta = formatEta(doc.eta_s);
       return `Embedding ${doc.chunks_done} of ${doc.chunks_total ?? "?"} chunks${eta ? ` · ${eta} left` : ""}${attempt}`;

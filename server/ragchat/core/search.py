@@ -33,6 +33,9 @@ class Location(BaseModel):
     row_start: int | None = Field(default=None, description="spreadsheet: first row, as the spreadsheet numbers it")
     row_end: int | None = Field(default=None, description="spreadsheet: last row")
     chapter: str | None = Field(default=None, description="e-book: the chapter's title")
+    ocr_confidence: float | None = Field(
+        default=None, description="scanned page or image: the OCR's mean confidence on the page, 0..1"
+    )
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -52,6 +55,8 @@ class Location(BaseModel):
             parts.append(", ".join(p for p in (f"Sheet {self.sheet}" if self.sheet else "", rows) if p))
         if self.chapter:
             parts.append(self.chapter if self.chapter.lower().startswith("chapter") else f"Chapter: {self.chapter}")
+        if self.ocr_confidence is not None:
+            parts.append(f"OCR {self.ocr_confidence:.0%} confidence")
         return ", ".join(parts)
 
 

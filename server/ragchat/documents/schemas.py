@@ -74,10 +74,13 @@ class Document(BaseModel):
         default=None, description="stage embedding: seconds left at the rate since embedding started"
     )
     chunking: ChunkingInfo | None = Field(default=None, description="strategy requested and used, and why")
+    progress_note: str | None = Field(
+        default=None, description='stage reading: what the worker is doing, e.g. "OCR page 3 of 12"'
+    )
 
     @classmethod
     def of(cls, row: dict[str, Any]) -> Document:
-        computed = ("owner", "access", "collection_ids", "stage", "retry_at", "eta_s")
+        computed = ("owner", "access", "collection_ids", "stage", "retry_at", "eta_s", "progress_note")
         stage, eta = ingest_stage(row)
         return cls(
             **{k: row[k] for k in cls.model_fields if k in row and k not in computed},
@@ -87,6 +90,7 @@ class Document(BaseModel):
             stage=stage,
             retry_at=row.get("not_before") if stage == "waiting" else None,
             eta_s=eta,
+            progress_note=row.get("progress_note") if stage == "reading" else None,
         )
 
 

@@ -34,7 +34,8 @@ REDIRECTS = (301, 302, 303, 307, 308)
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 # types a server sends when it does not know better: the URL path's extension decides
 GENERIC_TYPES = ("application/octet-stream", "binary/octet-stream", "application/x-download", "text/plain", "")
-NOT_FROM_URLS = (".jsonl", ".html", ".htm")  # a BEIR corpus is a bulk import; HTML is extracted, not stored
+# a BEIR corpus is a bulk import; HTML is extracted, not stored; images (OCR) are uploaded, not fetched
+NOT_FROM_URLS = (".jsonl", ".html", ".htm", ".png", ".jpg", ".jpeg", ".tif", ".tiff", ".webp")
 _EXTENSIONS = {
     "text/x-markdown": ".md",
     "application/x-pdf": ".pdf",

@@ -125,8 +125,15 @@ def _batches(rows: Sequence[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
         yield small
 
 
-def parse_document(content_type: str, filename: str, data: bytes, limits: ParseLimits | None = None) -> ParsedDocument:
-    """The parsed file (a BEIR record is already text), within `limits` (the defaults when None)."""
+def parse_document(
+    content_type: str,
+    filename: str,
+    data: bytes,
+    limits: ParseLimits | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> ParsedDocument:
+    """The parsed file (a BEIR record is already text), within `limits` (the defaults when None); `progress`
+    hears what a long parse is doing (OCR: "OCR page 3 of 12")."""
     if content_type == BEIR_RECORD_TYPE:
         record = json.loads(data)
         return ParsedDocument(
@@ -134,7 +141,7 @@ def parse_document(content_type: str, filename: str, data: bytes, limits: ParseL
             sections=[Section(text=record.get("text") or "")] if (record.get("text") or "").strip() else [],
             metadata={},
         )
-    return parse(data, filename, limits)
+    return parse(data, filename, limits, progress)
 
 
 class IngestionPipeline:
@@ -306,7 +313,7 @@ class IngestionPipeline:
         if data is None:
             raise ParseError("the file's bytes are missing; upload it again")
         limits = ParseLimits.from_settings(self.settings)
-        parsed = parse_document(row["content_type"], row["filename"], bytes(data), limits)
+        parsed = parse_document(row["content_type"], row["filename"], bytes(data), limits, self._noter(row["id"]))
         del data
         asked = row.get("chunking") or {}  # set at upload, by `ingest --chunk` or a re-chunk
         tokens = min(int(asked.get("tokens") or self.settings.chunk_tokens), embedder.max_tokens)
@@ -339,6 +346,24 @@ class IngestionPipeline:
             source_path=(row["metadata"] or {}).get("source_path"),
             chunking=chunked.record,
         )
+
+    def _noter(self, document_id: UUID) -> Callable[[str], None]:
+        """For the parse (in a worker thread): each progress line goes to the document's row (`progress_note`,
+        shown while it is read), without waiting for it."""
+        loop = self.loop
+
+        async def note(text: str) -> None:
+            try:
+                async with self.pool.connection() as conn:
+                    await queue.set_note(conn, document_id, self.worker_id, text)
+            except Exception as exc:  # a progress line is worth no failure
+                log.warning("could not record the progress of %s: %s", document_id, exc)
+
+        def send(text: str) -> None:
+            if loop is not None and not loop.is_closed():
+                asyncio.run_coroutine_threadsafe(note(text), loop)
+
+        return send
 
     async def _embed_stage(
         self, inp: asyncio.Queue[list[Prepared] | None], out: asyncio.Queue[list[Prepared] | None]

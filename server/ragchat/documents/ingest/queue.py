@@ -133,7 +133,8 @@ async def claim(
                                 ORDER BY created_at LIMIT %s)
                 UPDATE documents d SET status = 'processing', locked_at = now(), attempts = attempts + 1,
                        lease_until = now() + make_interval(secs => %s), worker_id = %s, updated_at = now(),
-                       chunks_done = 0, chunks_total = NULL, progress_started_at = NULL, not_before = NULL
+                       chunks_done = 0, chunks_total = NULL, progress_started_at = NULL, not_before = NULL,
+                       progress_note = NULL
                 FROM picked
                 WHERE d.id = picked.id
                 RETURNING picked.taken_over, d.id, d.owner_id, d.filename, d.title, d.content_type, d.metadata,
@@ -187,6 +188,15 @@ async def set_progress(conn: Conn, done: dict[UUID, int], *, total: bool = False
             FROM unnest(%s::uuid[], %s::int[]) AS p(id, n)
             WHERE d.id = p.id AND d.status = 'processing'""",
         (list(done), list(done.values())),
+    )
+
+
+async def set_note(conn: Conn, document_id: UUID, worker_id: str, note: str) -> None:
+    """What the worker holding the document is doing now ("OCR page 3 of 12"), shown while it reads it."""
+    await conn.execute(
+        """UPDATE documents SET progress_note = left(%s, 200), updated_at = now()
+           WHERE id = %s AND worker_id = %s AND status = 'processing'""",
+        (note, document_id, worker_id),
     )
 
 

@@ -25,6 +25,7 @@ from ragchat.documents.parsing.parsers import (
     content_type_for,
     iter_beir_jsonl,
 )
+from ragchat.documents.parsing.scanned import ocr_unavailable
 from ragchat.settings import IngestionSettings, Settings
 
 log = logging.getLogger(__name__)
@@ -73,9 +74,14 @@ def validate_upload(filename: str, size: int, settings: IngestionSettings, *, ch
             f"{filename}: {size / 1048576:.1f} MB is over the {settings.max_upload_mb:g} MB limit (MAX_UPLOAD_MB)"
         )
     try:
-        return content_type_for(filename)
+        content_type = content_type_for(filename)
     except UnsupportedFormat as exc:
         raise UnsupportedMediaType(str(exc)) from exc  # it names the file already
+    if content_type.startswith("image/"):
+        why = ocr_unavailable(ParseLimits(ocr_enabled=settings.ocr_enabled))
+        if why:
+            raise UnsupportedMediaType(f"{filename}: images are read by OCR, and {why}")
+    return content_type
 
 
 async def register_bytes(

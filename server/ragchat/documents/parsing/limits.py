@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from io import BytesIO
 from typing import IO, Any, Self
@@ -39,6 +40,12 @@ class ParseLimits:
     parse_timeout_s: float = _setting_default("parse_timeout_s")
     max_jsonl_records: int = _setting_default("max_jsonl_records")
     max_jsonl_record_kb: int = _setting_default("max_jsonl_record_kb")
+    ocr_enabled: bool = _setting_default("ocr_enabled")
+    ocr_max_pixels: int = _setting_default("ocr_max_pixels")
+    ocr_max_pages: int = _setting_default("ocr_max_pages")
+    ocr_page_timeout_s: float = _setting_default("ocr_page_timeout_s")
+    ocr_time_budget_s: float = _setting_default("ocr_time_budget_s")
+    ocr_min_text_chars: int = _setting_default("ocr_min_text_chars")
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Self:
@@ -46,11 +53,17 @@ class ParseLimits:
 
 
 class Deadline:
-    """PARSE_TIMEOUT_S for one parse; `check()` between pages / elements raises once it has passed."""
+    """PARSE_TIMEOUT_S for one parse; `check()` between pages / elements raises once it has passed. It also
+    carries the parse's progress line (`note`: "OCR page 3 of 12"), for the worker to show while it runs."""
 
-    def __init__(self, limits: ParseLimits) -> None:
+    def __init__(self, limits: ParseLimits, progress: Callable[[str], None] | None = None) -> None:
         self.seconds = limits.parse_timeout_s
         self.end = time.monotonic() + self.seconds
+        self.progress = progress
+
+    def note(self, text: str) -> None:
+        if self.progress is not None:
+            self.progress(text)
 
     def check(self, where: str) -> None:
         if time.monotonic() > self.end:

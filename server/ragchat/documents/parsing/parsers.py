@@ -14,6 +14,7 @@ from ragchat.documents.parsing.document import BeirRecord, ParsedDocument, Secti
 from ragchat.documents.parsing.formats.docx import parse_docx
 from ragchat.documents.parsing.formats.epub import parse_epub
 from ragchat.documents.parsing.formats.html import parse_html
+from ragchat.documents.parsing.formats.image import IMAGE_TYPES, image_parser
 from ragchat.documents.parsing.formats.markdown import parse_markdown
 from ragchat.documents.parsing.formats.pdf import parse_pdf
 from ragchat.documents.parsing.formats.slides import parse_pptx
@@ -57,6 +58,7 @@ CONTENT_TYPES: dict[str, str] = {
     ".xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
     ".pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
     ".epub": "application/epub+zip",
+    **IMAGE_TYPES,
 }
 SUPPORTED_EXTENSIONS: frozenset[str] = frozenset(CONTENT_TYPES)
 
@@ -78,6 +80,7 @@ PARSERS: dict[str, Parser] = {
     ".xlsx": parse_xlsx,
     ".pptx": parse_pptx,
     ".epub": parse_epub,
+    **{ext: image_parser(ext) for ext in IMAGE_TYPES},
 }
 
 
@@ -95,10 +98,13 @@ def content_type_for(filename: str) -> str:
     return CONTENT_TYPES[ext]
 
 
-def parse(data: bytes, filename: str, limits: ParseLimits | None = None) -> ParsedDocument:
+def parse(
+    data: bytes, filename: str, limits: ParseLimits | None = None, progress: Callable[[str], None] | None = None
+) -> ParsedDocument:
     """Parse file bytes by (case-insensitive) extension. Raises ParseError / UnsupportedFormat.
 
     Runs under `limits` (default: the Settings defaults): sizes, element counts, pages and PARSE_TIMEOUT_S.
+    `progress` is told what a long parse is doing ("OCR page 3 of 12").
     """
     limits = limits or ParseLimits()
     ext, stem = split_name(filename)
@@ -110,7 +116,7 @@ def parse(data: bytes, filename: str, limits: ParseLimits | None = None) -> Pars
     if not data:
         raise ParseError("file is empty (0 bytes); upload a file with content")
     try:
-        return parser(data, one_line(stem) or filename, limits, Deadline(limits))
+        return parser(data, one_line(stem) or filename, limits, Deadline(limits, progress))
     except RecursionError as exc:
         raise ParseError("document is too deeply nested to parse") from exc
 
