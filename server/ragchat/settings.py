@@ -217,6 +217,10 @@ class RetrievalSettings(BaseModel):
     keyword_candidates: int = 1000
     hnsw_ef_search: int = 100
     exact_scan_max_rows: int = 20000  # filtered vector queries over at most this many rows scan exactly
+    # exhaustive search (GET /api/search/documents): matching passages scanned by default, and the most a
+    # caller may ask for (the answer says when it stopped at the bound)
+    search_all_limit: int = Field(default=20000, ge=1)
+    search_all_max_limit: int = Field(default=200000, ge=1)
     # best-hit cosine tiers, for all-MiniLM-L6-v2 (bench/confidence.py; README "Search API")
     confidence_high: float = 0.60
     confidence_moderate: float = 0.45
