@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 TIDES = "Ocean tides are caused mainly by the gravity of the moon, and partly by the sun."
 BREAD = "Sourdough bread rises because wild yeast ferments the dough overnight."
 SECRET = "Bob's private notes: the volcano expedition leaves on Tuesday."
-TOOLS = {"search_documents", "list_documents", "read_document", "ask"}
+TOOLS = {"search_documents", "find_documents", "list_documents", "read_document", "ask"}
 MCP_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 INIT = {
     "jsonrpc": "2.0",
@@ -135,6 +135,26 @@ async def test_http_tools_search_list_read_and_isolation(served: dict[str, Any])
         assert not again.is_error
 
 
+async def test_http_find_documents_lists_every_readable_match(served: dict[str, Any]) -> None:
+    docs = served["docs"]
+    async with http_session(served["url"], served["token"]) as session:
+        found = await session.call_tool("find_documents", {"query": "moon sourdough", "match": "any"})
+        assert not found.is_error, text(found)
+        out = found.structured_content
+        assert out is not None and out["complete"] and out["total_documents"] == 2
+        assert {d["document_id"] for d in out["documents"]} == {docs["tides.txt"], docs["bread.txt"]}
+        assert "every matching document" in text(found) and "[1] " in text(found) and "[2] " in text(found)
+        # bob's volcano note is never listed, and naming it is an error
+        none = await session.call_tool("find_documents", {"query": "volcano expedition"})
+        assert none.structured_content["total_documents"] == 0  # type: ignore[index]
+        denied = await session.call_tool("find_documents", {"query": "volcano", "document_ids": [docs["secret.txt"]]})
+        assert denied.is_error and "not found" in text(denied)
+        bad = await session.call_tool("find_documents", {"query": "moon", "cursor": "%%%"})
+        assert bad.is_error and "cursor" in text(bad)
+        paged = await session.call_tool("find_documents", {"query": "moon sourdough", "match": "any", "page_size": 1})
+        assert paged.structured_content["next_cursor"] and "more pages follow" in text(paged)  # type: ignore[index]
+
+
 async def test_http_ask_answers_with_citations(served: dict[str, Any], fake_ollama: Any) -> None:
     fake_ollama.enqueue(
         Reply.tool_call("search_documents", {"query": "ocean tides cause"}),
@@ -184,6 +204,7 @@ async def test_stdio_serves_the_install_user(served: dict[str, Any], db: str, tm
             "QUERY_EMBED_PRECISION": "fp32",  # no bf16 calibration at start: a faster test
             "OLLAMA_HOST": fake_ollama.url,
             "PATH": os.environ.get("PATH", ""),
+            "PYTHONPATH": os.environ.get("PYTHONPATH", ""),  # a checkout's own code, as the test process runs it
         },
     )
     docs = served["docs"]

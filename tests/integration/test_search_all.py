@@ -145,3 +145,27 @@ async def test_cursor_of_another_query_and_tsquery_syntax(server: Any) -> None:
         assert r.status_code == 200, (q, r.text)
         r = await a.get("/api/search/documents", params={"q": q})
         assert r.status_code == 200, (q, r.text)
+
+
+async def test_cli_search_all_lists_every_page(server: Any, tmp_path: Any) -> None:
+    import asyncio
+    import json
+
+    from tests.integration.test_accounts import run_cli
+
+    a = await setup_admin(server.url, "alice")
+    ids = [await upload(a, f"c{i}.txt", f"Contract {i}. {PENALTY}") for i in range(7)]
+    ids.append(await upload(a, "volcano.txt", OTHER))
+    await wait_ready(a, ids)
+    token = (await a.post("/api/auth/tokens", json={"name": "cli"})).json()["token"]
+    env = {"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path), "RAGCHAT_TOKEN": token}
+    args = ("search", "penalty", "--all", "--page-size", "3", "--server", server.url)
+    out = await asyncio.to_thread(run_cli, *args, "--json", env=env)
+    assert out.returncode == 0, out.stderr
+    body = json.loads(out.stdout)
+    assert body["pages"] == 3 and body["complete"] and {d["document_id"] for d in body["documents"]} == set(ids[:7])
+    table = await asyncio.to_thread(run_cli, *args, "--limit", "4", env=env)
+    assert table.returncode == 0, table.stderr
+    assert "stopped early" in table.stdout and "Stopped early after 4 matching passages" in table.stdout + table.stderr
+    bad = await asyncio.to_thread(run_cli, *args, "--cursor", "garbage", env=env)
+    assert bad.returncode == 2 and "cursor" in bad.stderr

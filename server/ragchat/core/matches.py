@@ -64,3 +64,32 @@ class DocumentMatches(BaseModel):
 
 class DocumentFinder(Protocol):
     async def find_documents(self, request: MatchRequest, *, principal: Principal) -> DocumentMatches: ...
+
+
+def matches_text(found: DocumentMatches, start: int = 1) -> str:
+    """For a model: the documents with their counts, each best passage numbered from `start` for citing as
+    [n], and whether the list is complete (or how it stopped)."""
+    head = (
+        f'{found.total_documents} documents have passages matching "{found.query}" '
+        f"({found.total_passages} matching passages"
+        + (", every matching document" if found.complete else ", STOPPED EARLY")
+        + f"; full-text query {found.tsquery or '(none)'})."
+    )
+    if found.note:
+        head += f" {found.note}"
+    shown = len(found.documents)
+    if found.next_cursor:
+        head += f" Showing the first {shown} (most matches first); more pages follow (cursor {found.next_cursor})."
+    if not found.documents:
+        return head + (" Nothing matched: try other or fewer words, or match any." if found.tsquery else "")
+    blocks = []
+    for n, doc in enumerate(found.documents, start):
+        best = doc.best
+        where = doc.title or doc.filename
+        if best.page is not None:
+            where += f", page {best.page}"
+        blocks.append(
+            f"[{n}] {where} · {doc.matches} matching passage{'' if doc.matches == 1 else 's'} "
+            f"(document_id {doc.document_id}, file {doc.filename})\n{best.content}"
+        )
+    return "\n\n".join([head, *blocks])

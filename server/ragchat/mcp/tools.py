@@ -13,6 +13,7 @@ from uuid import UUID
 from ragchat.chat.answer import AnswerRequest
 from ragchat.chat.faults import as_http_error
 from ragchat.core.errors import BadRequest, NotFound
+from ragchat.core.matches import DocumentMatches, MatchMode, MatchRequest
 from ragchat.core.options import Asked
 from ragchat.core.principal import Principal
 from ragchat.core.search import SearchFilters, metadata_as_lists
@@ -82,6 +83,35 @@ async def search_documents(
     )
     result = await rt.searcher.search(text, principal=caller.principal, options=options)
     return SearchOutput.of(result)
+
+
+async def find_documents(
+    caller: Caller,
+    query: str,
+    *,
+    match: MatchMode = "all",
+    page_size: int = 50,
+    cursor: str | None = None,
+    limit: int | None = None,
+    document_ids: list[UUID] | None = None,
+    collection_ids: list[UUID] | None = None,
+) -> DocumentMatches:
+    """Every readable document with a matching passage (GET /api/search/documents), one page."""
+    text = check_query(query)
+    rt = caller.runtime
+    await check_readable(caller, document_ids, collection_ids)
+    if caller.limited:
+        await rt.limiter.hit(f"search:{caller.principal.user_id}", rt.settings.rate_search_per_min, what="searches")
+    scope = SearchFilters(document_ids=document_ids or None, collection_ids=collection_ids or None)
+    request = MatchRequest(
+        query=text,
+        match=match,
+        page_size=page_size,
+        cursor=cursor,
+        limit=limit,
+        filters=scope if scope.active else None,
+    )
+    return await rt.searcher.find_documents(request, principal=caller.principal)
 
 
 async def list_documents(caller: Caller, query: str | None = None, limit: int = 100) -> DocumentList:
