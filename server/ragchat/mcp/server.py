@@ -33,7 +33,8 @@ PRINCIPAL_KEY = "ragchat.principal"
 
 INSTRUCTIONS = (
     "ragchat holds the user's own documents (PDF, Word, Markdown, HTML, text). search_documents finds passages "
-    "(cite them as [n]); find_documents lists every document that mentions something; list_documents shows what there is; read_document reads a document's text; ask answers "
+    "(cite them as [n]); find_documents lists every document that mentions something; list_documents shows "
+    "what there is; read_document reads a document's text; ask answers "
     "a question with the server's own LLM, with numbered citations."
 )
 
@@ -117,7 +118,7 @@ async def search_documents(
 
 
 async def find_documents(
-    query: Annotated[str, Field(description="the words to find (every word; \"a phrase\", or, -word work)")],
+    query: Annotated[str, Field(description='the words to find (every word; "a phrase", or, -word work)')],
     ctx: Context[McpState, Any],
     match: Annotated[MatchMode, Field(description="all: every word (default); any: one word is enough")] = "all",
     page_size: Annotated[int, Field(ge=1, le=200, description="documents per page")] = 50,
