@@ -172,7 +172,7 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
             ),
             searcher=searcher,
             documents=build_document_service(pool, spaces, settings, MetadataExtractor(pool, llm, settings)),
-            chat=ChatService(pool, llm, searcher, settings, embedder=embedder, runs=runs),
+            chat=ChatService(pool, llm, searcher, settings, embedder=embedder, runs=runs, finder=searcher),
             accounts=AccountService(pool, settings, limiter),
             collections=CollectionService(pool),
             limiter=limiter,

@@ -648,6 +648,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/search/documents": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** SearchDocumentsAll */
+        get: operations["ApiSearchDocumentsSearchDocumentsAll"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/settings": {
         parameters: {
             query?: never;
@@ -1353,6 +1370,43 @@ export interface components {
              */
             total: number;
         };
+        /** DocumentMatches */
+        DocumentMatches: {
+            /** @description false: the scan stopped at `limit` passages; documents may be missing */
+            complete: boolean;
+            documents: components["schemas"]["MatchedDocument"][];
+            /** @description the bound on matching passages scanned */
+            limit: number;
+            /** @enum {string} */
+            match: "all" | "any";
+            /** @description how far the caller may raise `limit` */
+            max_limit: number;
+            /** @description pass as `cursor` for the next page; null: last page */
+            next_cursor?: string | null;
+            /** @description in words: stopped early, or nothing searchable in the query */
+            note?: string | null;
+            query: string;
+            timing_ms: number;
+            /** @description matching documents in all pages (among the passages scanned) */
+            total_documents: number;
+            /** @description matching passages scanned */
+            total_passages: number;
+            /** @description the full-text query that ran (Postgres tsquery syntax) */
+            tsquery: string;
+        };
+        /** DocumentsFound */
+        DocumentsFound: {
+            /** @description false: the scan stopped at its bound (`note` says so) */
+            complete: boolean;
+            /** @description matching passages per listed document, in `chunks` order */
+            matches: number[];
+            /** @description more documents match than the model was shown */
+            more: boolean;
+            note?: string | null;
+            total_documents: number;
+            /** @description matching passages scanned */
+            total_passages: number;
+        };
         /** DoneEvent */
         DoneEvent: {
             citations: components["schemas"]["Citations"];
@@ -1566,6 +1620,17 @@ export interface components {
             slide?: number | null;
             /** @description transcript: the first cue's start, in seconds */
             start_s?: number | null;
+        };
+        /** MatchedDocument */
+        MatchedDocument: {
+            /** @description the document's best matching passage (BM25; `score` relative to the page's best) */
+            best: components["schemas"]["Passage"];
+            /** Format: uuid */
+            document_id: string;
+            filename: string;
+            /** @description passages of the document that match (among those scanned) */
+            matches: number;
+            title: string;
         };
         /** Member */
         Member: {
@@ -2141,6 +2206,8 @@ export interface components {
         ToolResult: {
             chunks: components["schemas"]["Passage"][];
             confidence: components["schemas"]["Confidence"];
+            /** @description find_documents: every matching document */
+            documents?: components["schemas"]["DocumentsFound"] | null;
             /** @description the tool_call's id */
             id: string;
             name: string;
@@ -6744,6 +6811,93 @@ export interface operations {
             };
             /** @description Wrong Content-Type (JSON routes take application/json, uploads multipart/form-data) */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited: retry after the Retry-After header's seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A bug: logged on the server with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The database or the LLM server is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    ApiSearchDocumentsSearchDocumentsAll: {
+        parameters: {
+            query?: {
+                q?: string;
+                /** @description all: every word ("a phrase", or, -word: web-search syntax); any: one word is enough */
+                match?: "all" | "any";
+                page_size?: number;
+                /** @description next_cursor of the previous page */
+                cursor?: string | null;
+                /** @description matching passages to scan at most (default SEARCH_ALL_LIMIT; up to SEARCH_ALL_MAX_LIMIT) */
+                limit?: number | null;
+                document_ids?: string[] | null;
+                collection_ids?: string[] | null;
+                /** @description document metadata key=value, repeatable */
+                filter?: string[] | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DocumentMatches"];
+                };
+            };
+            /** @description Bad request: invalid parameters or body, a disallowed Host, a body nested too deeply */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not signed in, or the session or token no longer works */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed: another user's resource, an admin-only route, or a cross-origin write */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -13,8 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
+from ragchat.chat.document_tools import DocumentTools
 from ragchat.chat.loop import ChatContext, ChatEvent, Turn, initial_messages, run_loop
 from ragchat.chat.replies import citation_report
+from ragchat.core.matches import DocumentFinder
 from ragchat.core.options import options_of
 from ragchat.core.principal import Principal
 from ragchat.core.search import SearchOptions, SearchService
@@ -57,6 +59,7 @@ async def answer_events(
     req: AnswerRequest,
     context_tokens: int | None,
     turn: Turn,
+    finder: DocumentFinder | None = None,
 ) -> AsyncGenerator[ChatEvent, None]:
     """`tool_call`, `tool_result` and `token` events, then `done` (the same payloads as chat, no `thread`)."""
     ctx = ChatContext(
@@ -71,6 +74,9 @@ async def answer_events(
         collection_ids=req.collection_ids,
         metadata=req.metadata,
         context_tokens=context_tokens,
+        documents=None
+        if finder is None
+        else DocumentTools(finder, principal, req.document_ids, req.collection_ids, req.metadata),
     )
     async with aclosing(run_loop(ctx, initial_messages(req.history, req.question), req.question, turn)) as events:
         async for event in events:

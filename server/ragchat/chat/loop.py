@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 from uuid import UUID
 
 from ragchat.chat.budget import fit
+from ragchat.chat.document_tools import DocumentTools, ToolOutcome, run_document_tool
 from ragchat.chat.prompts import FALLBACK_SYSTEM_PROMPT, SYSTEM_PROMPT, fallback_user_message, tool_message
 from ragchat.chat.replies import HoldBack
 from ragchat.chat.tools import (
@@ -103,6 +104,10 @@ class ChatContext:
     collection_ids: list[UUID] | None = None
     metadata: dict[str, list[str]] | None = None  # document metadata filter (the RAG endpoint's `filters`)
     context_tokens: int | None = None  # the model's window; None: requests are not fitted
+    documents: DocumentTools | None = None  # find_documents (chat/document_tools.py); None: search only
+
+    def tools(self) -> list[dict[str, Any]]:
+        return [SEARCH_TOOL, *(self.documents.schemas if self.documents else [])]
 
 
 def initial_messages(history: list[dict[str, str]], question: str) -> list[dict[str, Any]]:
@@ -221,7 +226,7 @@ async def _stream_reply(
 
     While tools are offered, text is held back until it is clearly an answer (`HoldBack`); a request the
     server finds too long is fitted again with half the budget, once."""
-    tools = [SEARCH_TOOL] if offer_tools else None
+    tools = ctx.tools() if offer_tools else None
     s = ctx.settings
     budget = None if ctx.context_tokens is None else ctx.context_tokens - s.chat_answer_reserve_tokens
     for attempt in range(2):
@@ -318,6 +323,18 @@ async def _run_tool(
 ) -> AsyncGenerator[ChatEvent, None]:
     name = call.name
     arguments = call.arguments
+    if ctx.documents is not None and name in ctx.documents.names and index < MAX_CALLS_PER_ROUND:
+        outcome = ToolOutcome(turn.next_call_id(), turn.passages + 1)
+        async with aclosing(run_document_tool(ctx.documents, name, arguments, outcome)) as events:
+            async for event, data in events:
+                if event == "tool_call":
+                    turn.tool_calls.append(data)
+                elif event == "tool_result":
+                    turn.tool_results.append(data)
+                    turn.passages += len(data["chunks"])
+                yield ChatEvent(event, data)
+        messages.append({"role": "tool", "tool_call_id": call.id, "name": name, "content": outcome.message})
+        return
     repeated = _repeated_search(call, ctx, turn)
     if repeated is not None:
         log.info("the model repeated a search (%r): answering from the earlier passages", arguments)

@@ -150,6 +150,18 @@ class ToolCall(BaseModel):
     arguments: dict[str, Any]
 
 
+class DocumentsFound(BaseModel):
+    """`find_documents`' tally: every matching document is counted; the chunks are the best passages of the
+    first ones (most matches first)."""
+
+    total_documents: int
+    total_passages: int = Field(description="matching passages scanned")
+    complete: bool = Field(description="false: the scan stopped at its bound (`note` says so)")
+    note: str | None = None
+    matches: list[int] = Field(description="matching passages per listed document, in `chunks` order")
+    more: bool = Field(description="more documents match than the model was shown")
+
+
 class ToolResult(BaseModel):
     """`tool_result`: what the search returned, exactly as the model received it."""
 
@@ -161,6 +173,7 @@ class ToolResult(BaseModel):
     timings: Timings
     confidence: Confidence
     rerank: RerankStatus | None = Field(default=None, description="what the LLM rerank did (absent: older messages)")
+    documents: DocumentsFound | None = Field(default=None, description="find_documents: every matching document")
 
 
 class ErrorEvent(BaseModel):

@@ -23,6 +23,7 @@ import anyio
 from ragchat.chat import repository as repo
 from ragchat.chat.answer import Answer, AnswerRequest, answer_events, collect, numbered_sources
 from ragchat.chat.citations import Embedder, check_citations
+from ragchat.chat.document_tools import DocumentTools
 from ragchat.chat.faults import ChatFault, describe_failure
 from ragchat.chat.loop import ChatContext, ChatEvent, Turn, continue_messages, initial_messages, run_loop
 from ragchat.chat.quality import FAILED, Failure, failure_of, previous_exchange
@@ -31,6 +32,7 @@ from ragchat.chat.runs import STOPPED, Guard, Run, RunRegistry
 from ragchat.chat.turns import BUSY, DB_TIMEOUT_S, ChatRequest, TurnPlan, begin_turn
 from ragchat.core.errors import Conflict, NotFound
 from ragchat.core.options import options_of
+from ragchat.core.matches import DocumentFinder
 from ragchat.core.principal import Principal
 from ragchat.core.search import SearchService
 from ragchat.db.pool import Pool
@@ -131,8 +133,10 @@ class ChatService:
         settings: Settings,
         embedder: Embedder | None = None,
         runs: RunRegistry | None = None,
+        finder: DocumentFinder | None = None,
     ) -> None:
         self.pool = pool
+        self.finder = finder  # find_documents for the model; None: search_documents only
         self.llm = llm
         self.search = search
         self.settings = settings
@@ -207,6 +211,9 @@ class ChatService:
             document_ids=req.document_ids,
             collection_ids=req.collection_ids,
             context_tokens=await self.context_tokens(plan.model),
+            documents=None
+            if self.finder is None
+            else DocumentTools(self.finder, principal, req.document_ids, req.collection_ids),
         )
         if plan.continued is None:
             messages = initial_messages(plan.history, plan.question)
@@ -274,7 +281,14 @@ class ChatService:
         """The turn's events without persistence; pass `turn` to read the text and sources afterwards."""
         async with aclosing(
             answer_events(
-                self.llm, self.search, self.settings, principal, req, await self.context_tokens(), turn or Turn()
+                self.llm,
+                self.search,
+                self.settings,
+                principal,
+                req,
+                await self.context_tokens(),
+                turn or Turn(),
+                finder=self.finder,
             )
         ) as events:
             async for event in events:
