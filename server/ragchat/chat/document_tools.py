@@ -130,7 +130,8 @@ async def run_document_tool(
         collection_ids=tools.collection_ids,
         metadata=narrow_metadata(tools.metadata, None),
     )
-    request = MatchRequest(query=query, match=match, page_size=FIND_PAGE_SIZE, filters=filters if filters.active else None)
+    scope = filters if filters.active else None
+    request = MatchRequest(query=query, match=match, page_size=FIND_PAGE_SIZE, filters=scope)
     try:
         found = await tools.finder.find_documents(request, principal=tools.principal)
     except BadRequest as exc:
@@ -141,21 +142,24 @@ async def run_document_tool(
     outcome.message = matches_text(found, outcome.start)
     chunks = [d.best.model_dump(mode="json") for d in found.documents]
     outcome.chunks = chunks
-    yield "tool_result", {
-        "id": outcome.call_id,
-        "name": name,
-        "chunks": chunks,
-        "search_mode": "keyword",
-        "reranked": False,
-        "timings": Timings(keyword_ms=found.timing_ms, total_ms=found.timing_ms).model_dump(),
-        "confidence": confidence_of(found).model_dump(),
-        "rerank": None,
-        "documents": {
-            "total_documents": found.total_documents,
-            "total_passages": found.total_passages,
-            "complete": found.complete,
-            "note": found.note,
-            "matches": [d.matches for d in found.documents],
-            "more": found.next_cursor is not None,
+    yield (
+        "tool_result",
+        {
+            "id": outcome.call_id,
+            "name": name,
+            "chunks": chunks,
+            "search_mode": "keyword",
+            "reranked": False,
+            "timings": Timings(keyword_ms=found.timing_ms, total_ms=found.timing_ms).model_dump(),
+            "confidence": confidence_of(found).model_dump(),
+            "rerank": None,
+            "documents": {
+                "total_documents": found.total_documents,
+                "total_passages": found.total_passages,
+                "complete": found.complete,
+                "note": found.note,
+                "matches": [d.matches for d in found.documents],
+                "more": found.next_cursor is not None,
+            },
         },
-    }
+    )

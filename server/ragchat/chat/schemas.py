@@ -173,7 +173,11 @@ class ToolResult(BaseModel):
     timings: Timings
     confidence: Confidence
     rerank: RerankStatus | None = Field(default=None, description="what the LLM rerank did (absent: older messages)")
-    documents: DocumentsFound | None = Field(default=None, description="find_documents: every matching document")
+    documents: DocumentsFound | None = Field(
+        default=None,
+        exclude_if=lambda v: v is None,  # search_documents' results keep their shape
+        description="find_documents: the tally of every matching document (absent for search_documents)",
+    )
 
 
 class ErrorEvent(BaseModel):

@@ -31,8 +31,8 @@ from ragchat.chat.replies import citation_report
 from ragchat.chat.runs import STOPPED, Guard, Run, RunRegistry
 from ragchat.chat.turns import BUSY, DB_TIMEOUT_S, ChatRequest, TurnPlan, begin_turn
 from ragchat.core.errors import Conflict, NotFound
-from ragchat.core.options import options_of
 from ragchat.core.matches import DocumentFinder
+from ragchat.core.options import options_of
 from ragchat.core.principal import Principal
 from ragchat.core.search import SearchService
 from ragchat.db.pool import Pool
