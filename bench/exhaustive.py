@@ -45,8 +45,8 @@ QUERIES: list[tuple[str, str]] = [
 ]
 
 
-async def ingest(rt: Runtime, n: int) -> tuple[int, int, float]:
-    lines = (DATA / "corpus.jsonl").read_text(encoding="utf-8").splitlines()[:n]
+async def ingest(rt: Runtime, n: int, data_dir: Path) -> tuple[int, int, float]:
+    lines = (data_dir / "corpus.jsonl").read_text(encoding="utf-8").splitlines()[:n]
     data = ("\n".join(lines) + "\n").encode()
     started = time.perf_counter()
     registered = await rt.documents.ingestion.register_bulk(PRINCIPAL, "scifact-1000.jsonl", data)
@@ -98,6 +98,7 @@ async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--docs", type=int, default=1000)
     parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--data", type=Path, default=DATA, help="a BEIR folder (default: the shared SciFact dev)")
     args = parser.parse_args()
     out: dict[str, Any] = {"bench": "exhaustive", "docs": args.docs, "reps": args.reps, "load_before": os.getloadavg()}
     with tempfile.TemporaryDirectory(prefix="bench-exhaustive-") as tmp:
@@ -105,7 +106,7 @@ async def main() -> None:
         embedder = load_embedder(settings)
         try:
             async with bench_runtime(settings, embedder=embedder) as rt:
-                docs, chunks, ingest_s = await ingest(rt, args.docs)
+                docs, chunks, ingest_s = await ingest(rt, args.docs, args.data)
                 out |= {"documents": docs, "chunks": chunks, "ingest_s": round(ingest_s, 1)}
                 print(f"ingested {docs} documents, {chunks} chunks in {ingest_s:.0f} s", file=sys.stderr)
                 rows: list[dict[str, Any]] = []

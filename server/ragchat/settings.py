@@ -167,6 +167,10 @@ class LLMSettings(BaseModel):
     # false: retrieve-then-answer (search with the question, passages in the prompt) for models without tool
     # calling; also chosen automatically when the server says the model does not support tools
     chat_use_tools: bool = True
+    # retrieve-then-answer: a follow-up is rewritten into a standalone search query from the thread (one short
+    # call, at most CHAT_REWRITE_TIMEOUT_S; the raw question on timeout, error or garbage)
+    chat_rewrite_followups: bool = True
+    chat_rewrite_timeout_s: float = Field(default=10.0, gt=0, le=120)
     chat_temperature: float | None = None  # None: the model server's default
     # Prompt + answer must fit the model's context: None asks the server (llama.cpp /props; Ollama's num_ctx).
     chat_context_tokens: int | None = None

@@ -25,6 +25,7 @@ from ragchat.chat.budget import fit
 from ragchat.chat.document_tools import DocumentTools, ToolOutcome, run_document_tool
 from ragchat.chat.prompts import FALLBACK_SYSTEM_PROMPT, SYSTEM_PROMPT, fallback_user_message, tool_message
 from ragchat.chat.replies import HoldBack
+from ragchat.chat.rewrite import standalone_query
 from ragchat.chat.tools import (
     SEARCH_TOOL,
     TOOL_NAME,
@@ -397,7 +398,13 @@ async def _retrieve_then_answer(
         last_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
         messages[last_user] = {"role": "user", "content": fallback_user_message(question, result, start)}
 
-    arguments = {"query": question}
-    async with aclosing(_search_events(ctx, arguments, question, ctx.document_ids, turn, feed)) as events:
+    arguments: dict[str, Any] = {"query": question}
+    if ctx.settings.chat_rewrite_followups and len(messages) > 2:  # a follow-up: search a standalone query
+        turn.usage["llm_calls"] += 1
+        timeout = ctx.settings.chat_rewrite_timeout_s
+        rewrite = await standalone_query(ctx.llm, ctx.model, messages[1:-1], question, timeout)
+        arguments = {"query": rewrite.query, "question": question, "rewrite": rewrite.outcome}
+    query = arguments["query"]
+    async with aclosing(_search_events(ctx, arguments, query, ctx.document_ids, turn, feed)) as events:
         async for event in events:
             yield event
