@@ -75,7 +75,10 @@ async def every_page(rt: Runtime, query: str, match: str, limit: int | None = No
 
 async def truth(rt: Runtime, query: str, match: str) -> set[Any]:
     if match == "all":
-        sql = "SELECT DISTINCT document_id FROM document_chunks WHERE search_vector @@ websearch_to_tsquery('english', %s)"
+        sql = (
+            "SELECT DISTINCT document_id FROM document_chunks "
+            "WHERE search_vector @@ websearch_to_tsquery('english', %s)"
+        )
         params: tuple[Any, ...] = (query,)
     else:
         sql = (
