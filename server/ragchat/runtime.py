@@ -161,6 +161,7 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
         limiter = RateLimiter(pool)
         preferences = PreferencesService(pool, settings)
         await passwords.warm()
+        documents = build_document_service(pool, spaces, settings, MetadataExtractor(pool, llm, settings))
         runtime = Runtime(
             settings=settings,
             pool=pool,
@@ -171,8 +172,10 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
                 pool, spaces, batch_size=settings.embed_batch_size * 4, grace_s=settings.reembed_grace_s
             ),
             searcher=searcher,
-            documents=build_document_service(pool, spaces, settings, MetadataExtractor(pool, llm, settings)),
-            chat=ChatService(pool, llm, searcher, settings, embedder=embedder, runs=runs, finder=searcher),
+            documents=documents,
+            chat=ChatService(
+                pool, llm, searcher, settings, embedder=embedder, runs=runs, finder=searcher, reader=documents.catalog
+            ),
             accounts=AccountService(pool, settings, limiter),
             collections=CollectionService(pool),
             limiter=limiter,

@@ -172,6 +172,11 @@ class LLMSettings(BaseModel):
     chat_rewrite_followups: bool = True
     chat_rewrite_timeout_s: float = Field(default=10.0, gt=0, le=120)
     chat_temperature: float | None = None  # None: the model server's default
+    # whole-document summaries and comparisons (chat/summarize.py): sections read per request, map calls per
+    # request, and the window assumed when the model's is unknown (CHAT_CONTEXT_TOKENS, else the server's)
+    summary_max_sections: int = Field(default=2000, ge=1, le=100_000)
+    summary_max_parts: int = Field(default=48, ge=1, le=1000)
+    summary_context_tokens: int = Field(default=4096, ge=1024)
     # Prompt + answer must fit the model's context: None asks the server (llama.cpp /props; Ollama's num_ctx).
     chat_context_tokens: int | None = None
     chat_answer_reserve_tokens: int = 512

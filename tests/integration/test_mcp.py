@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 TIDES = "Ocean tides are caused mainly by the gravity of the moon, and partly by the sun."
 BREAD = "Sourdough bread rises because wild yeast ferments the dough overnight."
 SECRET = "Bob's private notes: the volcano expedition leaves on Tuesday."
-TOOLS = {"search_documents", "find_documents", "list_documents", "read_document", "ask"}
+TOOLS = {"search_documents", "find_documents", "list_documents", "read_document", "ask", "summarize_documents"}
 MCP_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 INIT = {
     "jsonrpc": "2.0",

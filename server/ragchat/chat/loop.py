@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 from uuid import UUID
 
 from ragchat.chat.budget import fit
-from ragchat.chat.document_tools import DocumentTools, ToolOutcome, run_document_tool
+from ragchat.chat.document_tools import SUMMARIZE_TOOL_NAME, DocumentTools, ToolOutcome, run_document_tool
 from ragchat.chat.prompts import FALLBACK_SYSTEM_PROMPT, SYSTEM_PROMPT, fallback_user_message, tool_message
 from ragchat.chat.replies import HoldBack
 from ragchat.chat.rewrite import standalone_query
@@ -106,6 +106,7 @@ class ChatContext:
     metadata: dict[str, list[str]] | None = None  # document metadata filter (the RAG endpoint's `filters`)
     context_tokens: int | None = None  # the model's window; None: requests are not fitted
     documents: DocumentTools | None = None  # find_documents (chat/document_tools.py); None: search only
+    task: str = "answer"  # summarize | compare: summarize_documents over `document_ids`, then the answer
 
     def tools(self) -> list[dict[str, Any]]:
         return [SEARCH_TOOL, *(self.documents.schemas if self.documents else [])]
@@ -174,7 +175,12 @@ async def _run_loop(
 ) -> AsyncGenerator[ChatEvent, None]:
     rounds = 0
     tools_supported = ctx.use_tools
-    if not tools_supported:  # CHAT_USE_TOOLS=false: retrieve first, then one answer without tools
+    if ctx.task != "answer":  # a Summarise/Compare action: the whole documents first, then one answer
+        tools_supported = False
+        async with aclosing(_task_then_answer(ctx, messages, question, turn)) as events:
+            async for event in events:
+                yield event
+    elif not tools_supported:  # CHAT_USE_TOOLS=false: retrieve first, then one answer without tools
         async with aclosing(_retrieve_then_answer(ctx, messages, question, turn)) as events:
             async for event in events:
                 yield event
@@ -408,3 +414,19 @@ async def _retrieve_then_answer(
     async with aclosing(_search_events(ctx, arguments, query, ctx.document_ids, turn, feed)) as events:
         async for event in events:
             yield event
+
+
+async def _task_then_answer(
+    ctx: ChatContext, messages: list[dict[str, Any]], question: str, turn: Turn
+) -> AsyncGenerator[ChatEvent, None]:
+    """Summarise or compare the request's documents (map-reduce, with progress), then answer from the parts."""
+    if ctx.documents is None or not ctx.documents.whole_documents:
+        raise LLMBadResponse("summaries are not available here: no document reader is set up")
+    call = ToolCall(id="task", name=SUMMARIZE_TOOL_NAME, arguments={"focus": question})
+    results: list[dict[str, Any]] = []
+    async with aclosing(_run_tool(ctx, call, 0, results, turn)) as events:
+        async for event in events:
+            yield event
+    text = results[-1]["content"] if results else ""
+    messages[0] = {"role": "system", "content": FALLBACK_SYSTEM_PROMPT}
+    messages[-1] = {"role": "user", "content": f"{question}\n\n{text}"}

@@ -27,6 +27,7 @@ from ragchat.chat.schemas import (
     ThreadDetail,
     ThreadList,
     ThreadPatch,
+    check_task,
 )
 from ragchat.chat.service import ChatRequest, ChatService
 from ragchat.chat.sse import run_events
@@ -64,6 +65,7 @@ def validate_chat(
             f"message is too long ({len(message)} characters; the limit is {settings.chat_max_message_chars}, "
             "set by CHAT_MAX_MESSAGE_CHARS)"
         )
+    check_task(body.task, body.document_ids, "document_ids")
     model = body.model.strip() if body.model else None
     if model is None and preferences is not None and preferences.chat_model != settings.chat_model:
         model = preferences.chat_model
@@ -77,6 +79,7 @@ def validate_chat(
         regenerate_id=body.regenerate_id,
         continue_id=body.continue_id,
         edit_id=body.edit_id,
+        task=body.task,
     )
 
 

@@ -29,11 +29,13 @@ from ragchat.chat.loop import ChatContext, ChatEvent, Turn, continue_messages, i
 from ragchat.chat.quality import FAILED, Failure, failure_of, previous_exchange
 from ragchat.chat.replies import citation_report
 from ragchat.chat.runs import STOPPED, Guard, Run, RunRegistry
+from ragchat.chat.summarize import SummaryLimits
 from ragchat.chat.turns import BUSY, DB_TIMEOUT_S, ChatRequest, TurnPlan, begin_turn
 from ragchat.core.errors import Conflict, NotFound
 from ragchat.core.matches import DocumentFinder
 from ragchat.core.options import options_of
 from ragchat.core.principal import Principal
+from ragchat.core.reading import DocumentReader
 from ragchat.core.search import SearchService
 from ragchat.db.pool import Pool
 from ragchat.providers.llm.base import LLMProvider
@@ -134,9 +136,11 @@ class ChatService:
         embedder: Embedder | None = None,
         runs: RunRegistry | None = None,
         finder: DocumentFinder | None = None,
+        reader: DocumentReader | None = None,
     ) -> None:
         self.pool = pool
         self.finder = finder  # find_documents for the model; None: search_documents only
+        self.reader = reader  # read_document and summarize_documents; None: not offered
         self.llm = llm
         self.search = search
         self.settings = settings
@@ -155,6 +159,30 @@ class ChatService:
             except Exception:
                 return None  # unknown for now: ask again next turn
         return self._windows[model]
+
+    def document_tools(
+        self,
+        principal: Principal,
+        document_ids: list[UUID] | None,
+        collection_ids: list[UUID] | None,
+        metadata: dict[str, list[str]] | None,
+        model: str,
+        window: int | None,
+    ) -> DocumentTools | None:
+        """The turn's document tools (find, read, summarise), bounded by the request's scope."""
+        if self.finder is None:
+            return None
+        s = self.settings
+        limits = SummaryLimits(
+            context_tokens=window or s.summary_context_tokens,
+            answer_reserve=s.chat_answer_reserve_tokens,
+            max_sections=s.summary_max_sections,
+            max_parts=s.summary_max_parts,
+        )
+        return DocumentTools(
+            self.finder, principal, document_ids, collection_ids, metadata,
+            reader=self.reader, llm=self.llm, model=model, limits=limits, temperature=s.chat_temperature,
+        )  # fmt: skip
 
     async def check_citations(self, turn: Turn, message_id: UUID, model: str | None = None) -> dict[str, Any] | None:
         """The `citations` event's payload (server/chat/citations.py); None when the answer cites nothing."""
@@ -200,6 +228,7 @@ class ChatService:
         settings = self.settings
         # another model than CHAT_MODEL, or a continuation, goes through the tool loop (which falls back itself)
         use_tools = settings.chat_use_tools or plan.model != settings.chat_model or plan.continued is not None
+        window = await self.context_tokens(plan.model)
         ctx = ChatContext(
             llm=self.llm,
             search=self.search,
@@ -210,10 +239,9 @@ class ChatService:
             use_tools=use_tools,
             document_ids=req.document_ids,
             collection_ids=req.collection_ids,
-            context_tokens=await self.context_tokens(plan.model),
-            documents=None
-            if self.finder is None
-            else DocumentTools(self.finder, principal, req.document_ids, req.collection_ids),
+            context_tokens=window,
+            documents=self.document_tools(principal, req.document_ids, req.collection_ids, None, plan.model, window),
+            task=req.task if plan.continued is None else "answer",
         )
         if plan.continued is None:
             messages = initial_messages(plan.history, plan.question)
@@ -279,6 +307,7 @@ class ChatService:
         self, principal: Principal, req: AnswerRequest, turn: Turn | None = None
     ) -> AsyncGenerator[ChatEvent, None]:
         """The turn's events without persistence; pass `turn` to read the text and sources afterwards."""
+        window = await self.context_tokens()
         async with aclosing(
             answer_events(
                 self.llm,
@@ -286,9 +315,11 @@ class ChatService:
                 self.settings,
                 principal,
                 req,
-                await self.context_tokens(),
+                window,
                 turn or Turn(),
-                finder=self.finder,
+                tools=self.document_tools(
+                    principal, req.document_ids, req.collection_ids, req.metadata, self.settings.chat_model, window
+                ),
             )
         ) as events:
             async for event in events:

@@ -44,6 +44,7 @@ class ChatRequest:
     regenerate_id: UUID | None = None
     continue_id: UUID | None = None
     edit_id: UUID | None = None
+    task: str = "answer"  # summarize | compare (the Summarise action): see ChatBody.task
 
 
 @dataclass(frozen=True)

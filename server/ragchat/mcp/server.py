@@ -171,6 +171,21 @@ async def read_document(
         )
 
 
+async def summarize_documents(
+    document_ids: Annotated[list[UUID], Field(description="1 to 4 document ids (list_documents, find_documents)")],
+    ctx: Context[McpState, Any],
+    request: Annotated[str | None, Field(description='what you want, e.g. "list the obligations"')] = None,
+    compare: Annotated[bool, Field(description="true: compare the documents (2 to 4)")] = False,
+) -> Annotated[CallToolResult, AskOutput]:
+    """Summarise whole documents, or compare them, with ragchat's own LLM: every part of each document is read
+    and summarised (a map-reduce that fits the model's context), then the answer cites the parts as [n]; the
+    sources say which pages each [n] covers. Long documents are cut at the server's bound, and the answer says
+    so. Slow: one LLM call per part."""
+    with tool_errors():
+        out = await tools.summarize_documents(caller(ctx), document_ids, request=request, compare=compare)
+    return _result(ask_text(out), out)
+
+
 async def ask(
     question: Annotated[str, Field(description="the question (at most 2000 characters)")],
     ctx: Context[McpState, Any],
@@ -200,6 +215,7 @@ def build_server(lifespan: Lifespan) -> MCPServer[McpState]:
         (list_documents, "List documents"),
         (read_document, "Read a document"),
         (ask, "Ask (an answer with citations)"),
+        (summarize_documents, "Summarise or compare documents"),
     ]:
         server.add_tool(
             fn,

@@ -166,6 +166,33 @@ async def read_document(
     return "\n\n".join([f"{title}; {span}:", *blocks, tail])
 
 
+async def summarize_documents(
+    caller: Caller, document_ids: list[UUID], *, request: str | None = None, compare: bool = False
+) -> AskOutput:
+    """The Summarise / Compare action: a map-reduce over the whole documents, then the answer citing parts."""
+    ids = list(dict.fromkeys(document_ids))
+    least = 2 if compare else 1
+    if not least <= len(ids) <= 4:
+        raise BadRequest(f"{'compare' if compare else 'summarize'} needs {least} to 4 document_ids (got {len(ids)})")
+    await check_readable(caller, ids, None)
+    rt = caller.runtime
+    if caller.limited:
+        await rt.limiter.hit(f"chat:{caller.principal.user_id}", rt.settings.rate_chat_per_min, what="chat messages")
+    default = "Compare these documents." if compare else "Summarise this document."
+    text = check_query(request, "request") if request and request.strip() else default
+    answer_request = AnswerRequest(question=text, document_ids=ids, task="compare" if compare else "summarize")
+    try:
+        answer = await rt.chat.answer(caller.principal, answer_request)
+    except Exception as exc:
+        raise as_http_error(exc) from exc
+    return AskOutput(
+        answer=answer.text,
+        sources=[Source.of(n, chunk) for n, chunk in enumerate(answer.sources, 1)],
+        finish_reason=answer.finish_reason,
+        usage=dict(answer.usage or {}),
+    )
+
+
 def _located(row: dict[str, object]) -> str:
     page, section = row.get("page"), row.get("section")
     return (f", page {page}" if page is not None else "") + (f", § {section}" if section else "")
