@@ -223,3 +223,35 @@ async def test_the_model_reads_and_summarises_through_its_tools(
     events = await chat(server.url, {"message": "Read it"})
     assert "tool_call" not in names(events)
     assert llm.fake.chat_requests[1].messages[-1]["content"].startswith("Error: 'report.pdf' is not a document id")
+
+
+async def test_a_5000_page_request_is_bounded_and_says_so(
+    corpus: Corpus, pool: Any, start: Callable[..., Any], llm: LLMFake
+) -> None:
+    """A 5,000-page document (v1.txt's row, given 5,000 page chunks in SQL: ingesting them through the model
+    would take minutes) is summarised within SUMMARY_MAX_SECTIONS and SUMMARY_MAX_PARTS, in bounded time."""
+    doc = corpus["v1.txt"]
+    async with pool.connection() as conn:
+        await conn.execute(
+            """INSERT INTO document_chunks (document_id, owner_id, chunk_index, content, page, token_count, content_hash)
+               SELECT c.document_id, c.owner_id, p, 'Page ' || p || '. ' || repeat('Clause text of this page. ', 40),
+                      p, 200, md5(p::text)
+               FROM document_chunks c, generate_series(1, 4999) p WHERE c.document_id = %s AND c.chunk_index = 0""",
+            (doc,),
+        )
+        await conn.execute("UPDATE documents SET chunks_total = 5000 WHERE id = %s", (doc,))
+    server = start(chat_context_tokens=WINDOW, chat_answer_reserve_tokens=RESERVE, summary_max_parts=12)
+    llm.fake.responder = responder
+    started = time.monotonic()
+    events = await chat(server.url, {"message": "Summarise.", "document_ids": [str(doc)], "task": "summarize"})
+    assert time.monotonic() - started < 60
+    result = first(events, "tool_result")
+    notes = result["summary"]["notes"]
+    assert notes[0] == (
+        "Summarised the first 2000 of 5000 sections of Contract v1. Delivery within 30 days. Penalty 2% per week.: "
+        "the rest was not read (the request's bound)."
+    )
+    assert notes[1].startswith("Summarised the first ") and "(up to pages " in notes[1]
+    maps = [b for b in check_budget(llm) if b["messages"][0]["content"] == MAP_PROMPT]
+    assert len(maps) == len(result["chunks"]) == 12
+    assert "Say this to the user: Summarised the first 2000 of 5000" in llm.fake.chat_requests[-1].messages[-1]["content"]

@@ -974,6 +974,12 @@ export interface components {
             rerank?: boolean | null;
             /** @description vector, keyword or hybrid (default: your preference, else SEARCH_MODE) */
             search_mode?: string | null;
+            /**
+             * @description summarize or compare: read the whole of `document_ids` (1 to 4) with a map-reduce over their sections (`progress` events), then answer `message` from the parts' summaries; answer: the usual turn
+             * @default answer
+             * @enum {string}
+             */
+            task: "answer" | "summarize" | "compare";
             /** @description continue this thread; omitted: a new thread */
             thread_id?: string | null;
         };
@@ -1012,6 +1018,7 @@ export interface components {
             citations?: components["schemas"]["CitationsEvent"] | null;
             done?: components["schemas"]["DoneEvent"] | null;
             error?: components["schemas"]["ErrorEvent"] | null;
+            progress?: components["schemas"]["ProgressEvent"] | null;
             reading?: components["schemas"]["ReadingEvent"] | null;
             retry?: components["schemas"]["RetryEvent"] | null;
             thread?: components["schemas"]["ThreadEvent"] | null;
@@ -1840,6 +1847,20 @@ export interface components {
             /** @description what applies to this user now */
             values: components["schemas"]["PreferenceValues"];
         };
+        /** ProgressEvent */
+        ProgressEvent: {
+            done: number;
+            /** @description the tool_call's id */
+            id: string;
+            /**
+             * @description the document, part (pages) or level being worked on
+             * @default
+             */
+            message: string;
+            /** @enum {string} */
+            stage: "read" | "map" | "reduce";
+            total: number;
+        };
         /** RagAnswer */
         RagAnswer: {
             answer: string;
@@ -1863,6 +1884,12 @@ export interface components {
              * @default false
              */
             stream: boolean;
+            /**
+             * @description summarize or compare the whole of `filters.document_ids` (1 to 4; `query` is the request, e.g. "Summarise this report"), citing each part; answer: retrieve, then answer
+             * @default answer
+             * @enum {string}
+             */
+            task: "answer" | "summarize" | "compare";
             /** @default 5 */
             top_k: number;
         };
@@ -2094,6 +2121,15 @@ export interface components {
         Suggestions: {
             questions: components["schemas"]["SuggestedQuestion"][];
         };
+        /** SummaryTally */
+        SummaryTally: {
+            /** @description map and reduce calls */
+            llm_calls: number;
+            /** @description what was cut or failed, e.g. "Summarised the first 200 of 900 sections…" */
+            notes: string[];
+            /** @description parts summarised (each is one of `chunks`, numbered [n]) */
+            parts: number;
+        };
         /** Thread */
         Thread: {
             /** Format: date-time */
@@ -2206,7 +2242,7 @@ export interface components {
         ToolResult: {
             chunks: components["schemas"]["Passage"][];
             confidence: components["schemas"]["Confidence"];
-            /** @description find_documents: every matching document */
+            /** @description find_documents: the tally of every matching document (absent for search_documents) */
             documents?: components["schemas"]["DocumentsFound"] | null;
             /** @description the tool_call's id */
             id: string;
@@ -2216,6 +2252,8 @@ export interface components {
             reranked: boolean;
             /** @enum {string} */
             search_mode: "vector" | "keyword" | "hybrid";
+            /** @description summarize_documents: what the map-reduce did */
+            summary?: components["schemas"]["SummaryTally"] | null;
             timings: components["schemas"]["Timings"];
         };
         /** Trace */
