@@ -254,4 +254,6 @@ async def test_a_5000_page_request_is_bounded_and_says_so(
     assert notes[1].startswith("Summarised the first ") and "(up to pages " in notes[1]
     maps = [b for b in check_budget(llm) if b["messages"][0]["content"] == MAP_PROMPT]
     assert len(maps) == len(result["chunks"]) == 12
-    assert "Say this to the user: Summarised the first 2000 of 5000" in llm.fake.chat_requests[-1].messages[-1]["content"]
+    assert (
+        "Say this to the user: Summarised the first 2000 of 5000" in llm.fake.chat_requests[-1].messages[-1]["content"]
+    )
