@@ -233,7 +233,8 @@ async def test_a_5000_page_request_is_bounded_and_says_so(
     doc = corpus["v1.txt"]
     async with pool.connection() as conn:
         await conn.execute(
-            """INSERT INTO document_chunks (document_id, owner_id, chunk_index, content, page, token_count, content_hash)
+            """INSERT INTO document_chunks
+                   (document_id, owner_id, chunk_index, content, page, token_count, content_hash)
                SELECT c.document_id, c.owner_id, p, 'Page ' || p || '. ' || repeat('Clause text of this page. ', 40),
                       p, 200, md5(p::text)
                FROM document_chunks c, generate_series(1, 4999) p WHERE c.document_id = %s AND c.chunk_index = 0""",
