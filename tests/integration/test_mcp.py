@@ -155,6 +155,26 @@ async def test_http_find_documents_lists_every_readable_match(served: dict[str, 
         assert paged.structured_content["next_cursor"] and "more pages follow" in text(paged)  # type: ignore[index]
 
 
+async def test_http_summarize_documents_reads_them_whole(served: dict[str, Any], fake_ollama: Any) -> None:
+    docs = served["docs"]
+    fake_ollama.enqueue(
+        Reply.text("Tides come from the moon's gravity."),  # the map call of tides.txt's one part
+        Reply.text("Ocean tides are caused by the moon [1]."),
+    )
+    async with http_session(served["url"], served["token"]) as session:
+        out = await session.call_tool("summarize_documents", {"document_ids": [docs["tides.txt"]]})
+        assert not out.is_error, text(out)
+        body = out.structured_content
+        assert body is not None and body["answer"] == "Ocean tides are caused by the moon [1]."
+        assert body["sources"][0]["filename"] == "tides.txt" and "moon's gravity" in body["sources"][0]["content"]
+        mapped = fake_ollama.chat_requests[0].messages[-1]["content"]
+        assert TIDES in mapped and "Part [1]" in mapped
+        denied = await session.call_tool("summarize_documents", {"document_ids": [docs["secret.txt"]]})
+        assert denied.is_error and "not found" in text(denied)
+        one = await session.call_tool("summarize_documents", {"document_ids": [docs["tides.txt"]], "compare": True})
+        assert one.is_error and "compare needs 2 to 4" in text(one)
+
+
 async def test_http_ask_answers_with_citations(served: dict[str, Any], fake_ollama: Any) -> None:
     fake_ollama.enqueue(
         Reply.tool_call("search_documents", {"query": "ocean tides cause"}),
