@@ -23,7 +23,12 @@ from uuid import UUID
 
 from ragchat.chat.budget import fit
 from ragchat.chat.document_tools import SUMMARIZE_TOOL_NAME, DocumentTools, ToolOutcome, run_document_tool
-from ragchat.chat.prompts import FALLBACK_SYSTEM_PROMPT, SYSTEM_PROMPT, fallback_user_message, tool_message
+from ragchat.chat.prompts import (
+    FALLBACK_SYSTEM_PROMPT,
+    SYSTEM_PROMPT,
+    fallback_user_message,
+    tool_message,
+)
 from ragchat.chat.replies import HoldBack
 from ragchat.chat.rewrite import standalone_query
 from ragchat.chat.tools import (
@@ -114,36 +119,6 @@ class ChatContext:
 
 def initial_messages(history: list[dict[str, str]], question: str) -> list[dict[str, Any]]:
     return [{"role": "system", "content": SYSTEM_PROMPT}, *history, {"role": "user", "content": question}]
-
-
-CONTINUE_PROMPT = (
-    "Your answer above was cut off. Continue it exactly where it stopped: do not repeat any of it, do not "
-    "start over, and keep citing the passages by their numbers."
-)
-
-
-def continue_messages(
-    history: list[dict[str, str]], question: str, partial: str, tool_results: list[dict[str, Any]]
-) -> list[dict[str, Any]]:
-    """Continuing a cut-off answer: the question with the passages it had (same numbers), the partial answer,
-    and a request to go on (servers differ on completing a trailing assistant message; this works on all)."""
-    chunks = [chunk for result in tool_results for chunk in result.get("chunks") or []]
-    content = question
-    if chunks:
-        passages = "\n\n".join(
-            f"[{n}] {chunk.get('filename', '')}"
-            + (f", page {chunk['page']}" if chunk.get("page") is not None else "")
-            + f"\n{str(chunk.get('content', '')).strip()}"
-            for n, chunk in enumerate(chunks, 1)
-        )
-        content = f"{question}\n\nPassages from my documents:\n\n{passages}"
-    return [
-        {"role": "system", "content": SYSTEM_PROMPT},
-        *history,
-        {"role": "user", "content": content},
-        {"role": "assistant", "content": partial},
-        {"role": "user", "content": CONTINUE_PROMPT},
-    ]
 
 
 async def run_loop(

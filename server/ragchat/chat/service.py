@@ -25,7 +25,8 @@ from ragchat.chat.answer import Answer, AnswerRequest, answer_events, collect, n
 from ragchat.chat.citations import Embedder, check_citations
 from ragchat.chat.document_tools import DocumentTools
 from ragchat.chat.faults import ChatFault, describe_failure
-from ragchat.chat.loop import ChatContext, ChatEvent, Turn, continue_messages, initial_messages, run_loop
+from ragchat.chat.loop import ChatContext, ChatEvent, Turn, initial_messages, run_loop
+from ragchat.chat.prompts import continue_messages
 from ragchat.chat.quality import FAILED, Failure, failure_of, previous_exchange
 from ragchat.chat.replies import citation_report
 from ragchat.chat.runs import STOPPED, Guard, Run, RunRegistry
