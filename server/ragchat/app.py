@@ -41,6 +41,7 @@ from ragchat.mcp.http import McpHttp
 from ragchat.preferences.routes import preferences_handlers
 from ragchat.preferences.service import PreferencesService
 from ragchat.resources import client_dist
+from ragchat.retrieval.exhaustive_routes import exhaustive_handlers
 from ragchat.retrieval.routes import search_handlers
 from ragchat.retrieval.search import Searcher
 from ragchat.retrieval.suggestion_routes import suggestion_handlers
@@ -154,6 +155,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, overrides:
             CollectionController,
             MetadataController,
             *search_handlers(),
+            *exhaustive_handlers(),
             *suggestion_handlers(),
             *chat_handlers(),
             *action_handlers(),

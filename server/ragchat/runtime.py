@@ -182,6 +182,7 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
         stack.push_async_callback(oidc.close)
         await passwords.warm()
         extractor = MetadataExtractor(pool, llm, settings, preferences.chose_metadata_extraction)
+        documents = build_document_service(pool, spaces, settings, accounts.names, extractor, audit=audit, reads=reads)
         runtime = Runtime(
             settings=settings,
             pool=pool,
@@ -192,10 +193,18 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
                 pool, spaces, batch_size=settings.embed_batch_size * 4, grace_s=settings.reembed_grace_s
             ),
             searcher=searcher,
-            documents=build_document_service(
-                pool, spaces, settings, accounts.names, extractor, audit=audit, reads=reads
+            documents=documents,
+            chat=ChatService(
+                pool,
+                llm,
+                searcher,
+                settings,
+                embedder=embedder,
+                runs=runs,
+                audit=audit,
+                finder=searcher,
+                reader=documents.catalog,
             ),
-            chat=ChatService(pool, llm, searcher, settings, embedder=embedder, runs=runs, audit=audit),
             accounts=accounts,
             oidc=oidc,
             collections=CollectionService(pool, audit, accounts.names, accounts.is_active),

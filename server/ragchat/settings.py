@@ -212,7 +212,16 @@ class LLMSettings(BaseModel):
     # stays the title when it fails); it runs after the answer is saved and never delays the stream
     chat_title_generation: bool = True
     chat_title_timeout_s: float = 20.0
+    # retrieve-then-answer: a follow-up is rewritten into a standalone search query from the thread (one short
+    # call, at most CHAT_REWRITE_TIMEOUT_S; the raw question on timeout, error or garbage)
+    chat_rewrite_followups: bool = True
+    chat_rewrite_timeout_s: float = Field(default=10.0, gt=0, le=120)
     chat_temperature: float | None = None  # None: the model server's default
+    # whole-document summaries and comparisons (chat/summarize.py): sections read per request, map calls per
+    # request, and the window assumed when the model's is unknown (CHAT_CONTEXT_TOKENS, else the server's)
+    summary_max_sections: int = Field(default=2000, ge=1, le=100_000)
+    summary_max_parts: int = Field(default=48, ge=1, le=1000)
+    summary_context_tokens: int = Field(default=4096, ge=1024)
     # Prompt + answer must fit the model's context: None asks the server (llama.cpp /props; Ollama's num_ctx).
     chat_context_tokens: int | None = None
     chat_answer_reserve_tokens: int = 512
@@ -262,6 +271,10 @@ class RetrievalSettings(BaseModel):
     keyword_candidates: int = 1000
     hnsw_ef_search: int = 100
     exact_scan_max_rows: int = 20000  # filtered vector queries over at most this many rows scan exactly
+    # exhaustive search (GET /api/search/documents): matching passages scanned by default, and the most a
+    # caller may ask for (the answer says when it stopped at the bound)
+    search_all_limit: int = Field(default=20000, ge=1)
+    search_all_max_limit: int = Field(default=200000, ge=1)
     # best-hit cosine tiers, for all-MiniLM-L6-v2 (bench/confidence.py; README "Search API")
     confidence_high: float = 0.60
     confidence_moderate: float = 0.45

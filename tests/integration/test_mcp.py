@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 TIDES = "Ocean tides are caused mainly by the gravity of the moon, and partly by the sun."
 BREAD = "Sourdough bread rises because wild yeast ferments the dough overnight."
 SECRET = "Bob's private notes: the volcano expedition leaves on Tuesday."
-TOOLS = {"search_documents", "list_documents", "read_document", "ask"}
+TOOLS = {"search_documents", "find_documents", "list_documents", "read_document", "ask", "summarize_documents"}
 MCP_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 INIT = {
     "jsonrpc": "2.0",
@@ -135,6 +135,46 @@ async def test_http_tools_search_list_read_and_isolation(served: dict[str, Any])
         assert not again.is_error
 
 
+async def test_http_find_documents_lists_every_readable_match(served: dict[str, Any]) -> None:
+    docs = served["docs"]
+    async with http_session(served["url"], served["token"]) as session:
+        found = await session.call_tool("find_documents", {"query": "moon sourdough", "match": "any"})
+        assert not found.is_error, text(found)
+        out = found.structured_content
+        assert out is not None and out["complete"] and out["total_documents"] == 2
+        assert {d["document_id"] for d in out["documents"]} == {docs["tides.txt"], docs["bread.txt"]}
+        assert "every matching document" in text(found) and "[1] " in text(found) and "[2] " in text(found)
+        # bob's volcano note is never listed, and naming it is an error
+        none = await session.call_tool("find_documents", {"query": "volcano expedition"})
+        assert none.structured_content["total_documents"] == 0  # type: ignore[index]
+        denied = await session.call_tool("find_documents", {"query": "volcano", "document_ids": [docs["secret.txt"]]})
+        assert denied.is_error and "not found" in text(denied)
+        bad = await session.call_tool("find_documents", {"query": "moon", "cursor": "%%%"})
+        assert bad.is_error and "cursor" in text(bad)
+        paged = await session.call_tool("find_documents", {"query": "moon sourdough", "match": "any", "page_size": 1})
+        assert paged.structured_content["next_cursor"] and "more pages follow" in text(paged)  # type: ignore[index]
+
+
+async def test_http_summarize_documents_reads_them_whole(served: dict[str, Any], fake_ollama: Any) -> None:
+    docs = served["docs"]
+    fake_ollama.enqueue(
+        Reply.text("Tides come from the moon's gravity."),  # the map call of tides.txt's one part
+        Reply.text("Ocean tides are caused by the moon [1]."),
+    )
+    async with http_session(served["url"], served["token"]) as session:
+        out = await session.call_tool("summarize_documents", {"document_ids": [docs["tides.txt"]]})
+        assert not out.is_error, text(out)
+        body = out.structured_content
+        assert body is not None and body["answer"] == "Ocean tides are caused by the moon [1]."
+        assert body["sources"][0]["filename"] == "tides.txt" and "moon's gravity" in body["sources"][0]["content"]
+        mapped = fake_ollama.chat_requests[0].messages[-1]["content"]
+        assert TIDES in mapped and "Part [1]" in mapped
+        denied = await session.call_tool("summarize_documents", {"document_ids": [docs["secret.txt"]]})
+        assert denied.is_error and "not found" in text(denied)
+        one = await session.call_tool("summarize_documents", {"document_ids": [docs["tides.txt"]], "compare": True})
+        assert one.is_error and "compare needs 2 to 4" in text(one)
+
+
 async def test_http_ask_answers_with_citations(served: dict[str, Any], fake_ollama: Any) -> None:
     fake_ollama.enqueue(
         Reply.tool_call("search_documents", {"query": "ocean tides cause"}),
@@ -184,6 +224,7 @@ async def test_stdio_serves_the_install_user(served: dict[str, Any], db: str, tm
             "QUERY_EMBED_PRECISION": "fp32",  # no bf16 calibration at start: a faster test
             "OLLAMA_HOST": fake_ollama.url,
             "PATH": os.environ.get("PATH", ""),
+            "PYTHONPATH": os.environ.get("PYTHONPATH", ""),  # a checkout's own code, as the test process runs it
         },
     )
     docs = served["docs"]

@@ -19,7 +19,7 @@ export type RunThread = Thread;
 export type RunThreadDetail = ThreadDetail;
 
 /** The body of POST /api/chat (at most one of regenerate_id, continue_id, edit_id; `message` not with them). */
-export type ChatBody = Omit<Schemas["ChatBody"], "message"> & { message?: string };
+export type ChatBody = Omit<Schemas["ChatBody"], "message" | "task"> & { message?: string; task?: Schemas["ChatBody"]["task"] };
 
 export type ModelInfo = Schemas["ChatModel"];
 export type ModelList = Schemas["ChatModels"];

@@ -19,6 +19,7 @@ const KNOWN: Record<ChatEventType, true> = {
   tool_call: true,
   tool_result: true,
   reading: true,
+  progress: true,
   retry: true,
   token: true,
   citations: true,

@@ -733,6 +733,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/search/documents": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** SearchDocumentsAll */
+        get: operations["ApiSearchDocumentsSearchDocumentsAll"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/settings": {
         parameters: {
             query?: never;
@@ -1072,6 +1089,12 @@ export interface components {
             rerank?: boolean | null;
             /** @description vector, keyword or hybrid (default: your preference, else SEARCH_MODE) */
             search_mode?: string | null;
+            /**
+             * @description summarize or compare: read the whole of `document_ids` (1 to 4) with a map-reduce over their sections (`progress` events), then answer `message` from the parts' summaries; answer: the usual turn
+             * @default answer
+             * @enum {string}
+             */
+            task: "answer" | "summarize" | "compare";
             /** @description continue this thread; omitted: a new thread */
             thread_id?: string | null;
         };
@@ -1110,6 +1133,7 @@ export interface components {
             citations?: components["schemas"]["CitationsEvent"] | null;
             done?: components["schemas"]["DoneEvent"] | null;
             error?: components["schemas"]["ErrorEvent"] | null;
+            progress?: components["schemas"]["ProgressEvent"] | null;
             reading?: components["schemas"]["ReadingEvent"] | null;
             retry?: components["schemas"]["RetryEvent"] | null;
             thread?: components["schemas"]["ThreadEvent"] | null;
@@ -1477,6 +1501,43 @@ export interface components {
              */
             total: number;
         };
+        /** DocumentMatches */
+        DocumentMatches: {
+            /** @description false: the scan stopped at `limit` passages; documents may be missing */
+            complete: boolean;
+            documents: components["schemas"]["MatchedDocument"][];
+            /** @description the bound on matching passages scanned */
+            limit: number;
+            /** @enum {string} */
+            match: "all" | "any";
+            /** @description how far the caller may raise `limit` */
+            max_limit: number;
+            /** @description pass as `cursor` for the next page; null: last page */
+            next_cursor?: string | null;
+            /** @description in words: stopped early, or nothing searchable in the query */
+            note?: string | null;
+            query: string;
+            timing_ms: number;
+            /** @description matching documents in all pages (among the passages scanned) */
+            total_documents: number;
+            /** @description matching passages scanned */
+            total_passages: number;
+            /** @description the full-text query that ran (Postgres tsquery syntax) */
+            tsquery: string;
+        };
+        /** DocumentsFound */
+        DocumentsFound: {
+            /** @description false: the scan stopped at its bound (`note` says so) */
+            complete: boolean;
+            /** @description matching passages per listed document, in `chunks` order */
+            matches: number[];
+            /** @description more documents match than the model was shown */
+            more: boolean;
+            note?: string | null;
+            total_documents: number;
+            /** @description matching passages scanned */
+            total_passages: number;
+        };
         /** DoneEvent */
         DoneEvent: {
             citations: components["schemas"]["Citations"];
@@ -1693,6 +1754,17 @@ export interface components {
             slide?: number | null;
             /** @description transcript: the first cue's start, in seconds */
             start_s?: number | null;
+        };
+        /** MatchedDocument */
+        MatchedDocument: {
+            /** @description the document's best matching passage (BM25; `score` relative to the page's best) */
+            best: components["schemas"]["Passage"];
+            /** Format: uuid */
+            document_id: string;
+            filename: string;
+            /** @description passages of the document that match (among those scanned) */
+            matches: number;
+            title: string;
         };
         /** Member */
         Member: {
@@ -1912,6 +1984,20 @@ export interface components {
             /** @description what applies to this user now */
             values: components["schemas"]["PreferenceValues"];
         };
+        /** ProgressEvent */
+        ProgressEvent: {
+            done: number;
+            /** @description the tool_call's id */
+            id: string;
+            /**
+             * @description the document, part (pages) or level being worked on
+             * @default
+             */
+            message: string;
+            /** @enum {string} */
+            stage: "read" | "map" | "reduce";
+            total: number;
+        };
         /** RagAnswer */
         RagAnswer: {
             answer: string;
@@ -1935,6 +2021,12 @@ export interface components {
              * @default false
              */
             stream: boolean;
+            /**
+             * @description summarize or compare the whole of `filters.document_ids` (1 to 4; `query` is the request, e.g. "Summarise this report"), citing each part; answer: retrieve, then answer
+             * @default answer
+             * @enum {string}
+             */
+            task: "answer" | "summarize" | "compare";
             /** @default 5 */
             top_k: number;
         };
@@ -2183,6 +2275,15 @@ export interface components {
         Suggestions: {
             questions: components["schemas"]["SuggestedQuestion"][];
         };
+        /** SummaryTally */
+        SummaryTally: {
+            /** @description map and reduce calls */
+            llm_calls: number;
+            /** @description what was cut or failed, e.g. "Summarised the first 200 of 900 sections…" */
+            notes: string[];
+            /** @description parts summarised (each is one of `chunks`, numbered [n]) */
+            parts: number;
+        };
         /** Thread */
         Thread: {
             /** Format: date-time */
@@ -2304,6 +2405,8 @@ export interface components {
         ToolResult: {
             chunks: components["schemas"]["Passage"][];
             confidence: components["schemas"]["Confidence"];
+            /** @description find_documents: the tally of every matching document (absent for search_documents) */
+            documents?: components["schemas"]["DocumentsFound"] | null;
             /** @description the tool_call's id */
             id: string;
             name: string;
@@ -2312,6 +2415,8 @@ export interface components {
             reranked: boolean;
             /** @enum {string} */
             search_mode: "vector" | "keyword" | "hybrid";
+            /** @description summarize_documents: what the map-reduce did */
+            summary?: components["schemas"]["SummaryTally"] | null;
             timings: components["schemas"]["Timings"];
         };
         /** Trace */
@@ -7246,6 +7351,93 @@ export interface operations {
             };
             /** @description Wrong Content-Type (JSON routes take application/json, uploads multipart/form-data) */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited: retry after the Retry-After header's seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A bug: logged on the server with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The database or the LLM server is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    ApiSearchDocumentsSearchDocumentsAll: {
+        parameters: {
+            query?: {
+                q?: string;
+                /** @description all: every word ("a phrase", or, -word: web-search syntax); any: one word is enough */
+                match?: "all" | "any";
+                page_size?: number;
+                /** @description next_cursor of the previous page */
+                cursor?: string | null;
+                /** @description matching passages to scan at most (default SEARCH_ALL_LIMIT; up to SEARCH_ALL_MAX_LIMIT) */
+                limit?: number | null;
+                document_ids?: string[] | null;
+                collection_ids?: string[] | null;
+                /** @description document metadata key=value, repeatable */
+                filter?: string[] | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DocumentMatches"];
+                };
+            };
+            /** @description Bad request: invalid parameters or body, a disallowed Host, a body nested too deeply */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not signed in, or the session or token no longer works */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed: another user's resource, an admin-only route, or a cross-origin write */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -27,6 +27,9 @@ export function ChatPage({ threadId: routeThreadId }: { threadId: string | null 
   const [menuOpen, setMenuOpen] = useState(false);
   const { search } = useLocation();
   const askDocument = search.get("document");
+  // /chat?document=<id>&task=summarize (the Summarise action): asked once, as soon as the page opens
+  const askTask = askDocument && search.get("task") === "summarize" ? "summarize" : null;
+  const taskSent = useRef<string | null>(null);
   const [settings, setSettings] = useState<ThreadSettings>(() => (askDocument ? { document_ids: [askDocument] } : {}));
   const settingsFor = useRef<string | null>(null);
   const { user } = useAuth();
@@ -131,6 +134,12 @@ export function ChatPage({ threadId: routeThreadId }: { threadId: string | null 
       navigate("/chat");
     }
   };
+
+  useEffect(() => {
+    if (!askTask || !askDocument || routeThreadId || taskSent.current === askDocument) return;
+    taskSent.current = askDocument;
+    void chatRef.current.send("Summarise this document.", { document_ids: [askDocument] }, askTask);
+  }, [askTask, askDocument, routeThreadId]);
 
   const composerKey = draftKey(user?.id, activeId);
   const onSend = async (text: string) => {

@@ -38,3 +38,35 @@ describe("ToolIndicator", () => {
     expect(screen.getByText("Insufficient confidence (10%)")).toHaveClass("chip-warn");
   });
 });
+
+describe("ToolIndicator for the document tools", () => {
+  const show = (step: Parameters<typeof ToolIndicator>[0]["step"]) =>
+    render(
+      <ToolIndicator
+        step={step}
+        firstIndex={1}
+        open={false}
+        onToggle={() => {}}
+        isCardOpen={() => false}
+        onToggleCard={() => {}}
+        flash={null}
+        cardRef={() => {}}
+      />,
+    );
+
+  it("shows a summary's progress while it runs, then the parts", () => {
+    const progress = { stage: "map", done: 3, total: 12, message: "pages 5–9" };
+    const { unmount } = show({ id: "s", query: "", status: "running", result: null, name: "summarize_documents", progress });
+    expect(screen.getByTestId("tool-running")).toHaveTextContent("Summarising part 3 of 12 (pages 5–9)…");
+    unmount();
+    const result = toolResult({ summary: { parts: 12, llm_calls: 14, notes: [] } });
+    show({ id: "s", query: "", status: "done", result, name: "summarize_documents" });
+    expect(screen.getByTestId("tool-summary")).toHaveTextContent("Summarised 12 parts");
+  });
+
+  it("says how many documents matched, and when the scan stopped early", () => {
+    const documents = { total_documents: 41, total_passages: 90, complete: false, note: "Stopped", matches: [3, 2], more: true };
+    show({ id: "s", query: "penalty", status: "done", result: toolResult({ documents }), name: "find_documents" });
+    expect(screen.getByTestId("tool-summary")).toHaveTextContent("41 documents contain 'penalty' (stopped early)");
+  });
+});

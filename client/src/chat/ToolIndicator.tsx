@@ -16,6 +16,35 @@ interface Props {
   cardRef: (n: number, el: HTMLLIElement | null) => void;
 }
 
+const STAGES: Record<string, string> = { read: "Reading", map: "Summarising part", reduce: "Combining summaries" };
+
+/** What a running tool is doing, in words: "Summarising part 3 of 12 (pages 5–9)…". */
+function runningText(step: SearchStep, q: string): string {
+  const p = step.progress;
+  if (step.name === "summarize_documents") {
+    if (!p) return "Reading the whole document…";
+    const where = p.message ? ` (${p.message})` : "";
+    return `${STAGES[p.stage] ?? p.stage} ${p.done} of ${p.total}${where}…`;
+  }
+  if (step.name === "read_document") return "Reading the document…";
+  if (step.name === "find_documents") return `Finding every document with ${q || "…"}…`;
+  return `Searching documents for ${q || "…"}…`;
+}
+
+/** The finished tool's line: "Found 6 relevant chunks", "41 documents contain 'penalty'", "Summarised 12 parts". */
+function doneText(step: SearchStep, n: number, q: string): string {
+  const r = step.result;
+  if (r?.documents) {
+    const all = r.documents.total_documents;
+    return `${all} ${all === 1 ? "document contains" : "documents contain"} ${q}${r.documents.complete ? "" : " (stopped early)"}`;
+  }
+  if (r?.summary) return `Summarised ${r.summary.parts} ${r.summary.parts === 1 ? "part" : "parts"}`;
+  if (step.name === "read_document") return `Read ${n} ${n === 1 ? "section" : "sections"}`;
+  if (n > 0 && (r?.confidence?.insufficient ?? r?.confidence?.insufficient_confidence))
+    return `Found ${n} ${n === 1 ? "chunk" : "chunks"}, none a close match`;
+  return `Found ${n} relevant ${n === 1 ? "chunk" : "chunks"}`;
+}
+
 export function ToolIndicator({ step, firstIndex, open, onToggle, isCardOpen, onToggleCard, flash, cardRef }: Props) {
   const q = step.query ? `'${step.query}'` : "";
   if (step.status === "running") {
@@ -23,7 +52,7 @@ export function ToolIndicator({ step, firstIndex, open, onToggle, isCardOpen, on
       <div className="tool" data-testid="tool-indicator" data-status="running">
         <div className="tool-line">
           <Spinner label="Searching" />
-          <span>Searching documents for {q || "…"}…</span>
+          <span data-testid="tool-running">{runningText(step, q)}</span>
         </div>
       </div>
     );
@@ -51,11 +80,7 @@ export function ToolIndicator({ step, firstIndex, open, onToggle, isCardOpen, on
         <span className="tool-icon" aria-hidden="true">
           ✓
         </span>
-        <span data-testid="tool-summary">
-          {n > 0 && (r.confidence?.insufficient ?? r.confidence?.insufficient_confidence)
-            ? `Found ${n} ${n === 1 ? "chunk" : "chunks"}, none a close match`
-            : `Found ${n} relevant ${n === 1 ? "chunk" : "chunks"}`}
-        </span>
+        <span data-testid="tool-summary">{doneText(step, n, q)}</span>
         <SearchModeBadge mode={r.search_mode} reranked={r.reranked} />
         <ConfidenceChip confidence={r.confidence} />
         {r.rerank?.warning && (

@@ -34,13 +34,20 @@ describe("chatReducer", () => {
 
   it("tool_call starts a running search; tool_result completes it", () => {
     let s = run(sent(), { type: "tool_call", id: "call_1", name: "search_documents", arguments: { query: "port" } });
-    expect(last(s).searches).toEqual([{ id: "call_1", query: "port", status: "running", result: null }]);
+    expect(last(s).searches).toEqual([{ id: "call_1", query: "port", status: "running", result: null, name: "search_documents" }]);
     s = run(s, { type: "tool_result", ...toolResult({ reranked: true }) });
     const step = last(s).searches[0];
     expect(step.status).toBe("done");
     expect(step.result?.chunks).toHaveLength(2);
     expect(step.result?.reranked).toBe(true);
     expect(step.result).not.toHaveProperty("type");
+  });
+
+  it("progress events update their running tool; others are ignored", () => {
+    let s = run(sent(), { type: "tool_call", id: "call_1", name: "summarize_documents", arguments: {} });
+    s = run(s, { type: "progress", id: "call_1", stage: "map", done: 3, total: 12, message: "pages 5–9" });
+    s = run(s, { type: "progress", id: "nope", stage: "map", done: 9, total: 9, message: "" });
+    expect(last(s).searches[0].progress).toEqual({ stage: "map", done: 3, total: 12, message: "pages 5–9" });
   });
 
   it("a tool_result without a matching call still shows up", () => {

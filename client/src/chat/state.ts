@@ -7,6 +7,10 @@ export interface SearchStep {
   query: string;
   status: "running" | "done" | "stopped";
   result: ToolResult | null;
+  /** The tool: search_documents (default), find_documents, read_document, summarize_documents. */
+  name?: string;
+  /** A long tool's last `progress` event (summarize_documents: read, map, reduce). */
+  progress?: { stage: string; done: number; total: number; message: string } | null;
 }
 
 export type MessageStatus = "streaming" | "complete" | "incomplete" | "error";
@@ -129,9 +133,17 @@ export function applyEvent(msg: ChatMessage, ev: ChatEvent): ChatMessage {
             query: typeof ev.arguments?.query === "string" ? ev.arguments.query : "",
             status: "running",
             result: null,
+            name: ev.name,
           },
         ],
       };
+    case "progress": {
+      const idx = msg.searches.findIndex((s) => s.id === ev.id);
+      if (idx === -1) return msg;
+      const searches = msg.searches.slice();
+      searches[idx] = { ...searches[idx], progress: { stage: ev.stage, done: ev.done, total: ev.total, message: ev.message ?? "" } };
+      return { ...msg, searches };
+    }
     case "tool_result": {
       const { type: _t, ...result } = ev;
       void _t;

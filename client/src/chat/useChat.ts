@@ -180,8 +180,11 @@ export function useChat(opts: Options = {}) {
     return { ...(tid ? { thread_id: tid } : {}), ...settingsBody(settings) };
   };
 
-  const send = (text: string, settings: ThreadSettings = {}) =>
-    text.trim() ? run({ ...withThread(settings), message: text }, { kind: "new", text }) : Promise.resolve<SendOutcome>("failed");
+  /** `task`: summarize or compare the scope's documents whole (the Summarise action) before answering. */
+  const send = (text: string, settings: ThreadSettings = {}, task?: ChatBody["task"]) =>
+    text.trim()
+      ? run({ ...withThread(settings), message: text, ...(task ? { task } : {}) }, { kind: "new", text })
+      : Promise.resolve<SendOutcome>("failed");
   const regenerate = (id: string, settings: ThreadSettings = {}) =>
     run({ ...withThread(settings), message: "", regenerate_id: id }, { kind: "regenerate", id });
   const continueAnswer = (id: string, settings: ThreadSettings = {}) =>

@@ -194,6 +194,16 @@ export function DocumentRow({ doc, onDelete, onRetry, onCancel, onChanged, colle
             Cancel
           </button>
         )}
+        {!confirm && doc.status === "ready" && (
+          <Link
+            to={`/chat?document=${encodeURIComponent(doc.id)}&task=summarize`}
+            className="btn btn-small btn-ghost"
+            aria-label={`Summarise ${doc.title || doc.filename}`}
+            data-testid="document-summarize"
+          >
+            Summarise
+          </Link>
+        )}
         {!confirm && <RechunkAction doc={doc} />}
         {!mine ? null : confirm ? (
           <>

@@ -49,6 +49,7 @@ describe("DocumentViewer", () => {
     expect(scrolled).toHaveBeenCalled();
     expect(screen.getAllByTestId("viewer-chunk")).toHaveLength(40);
     expect(screen.getByTestId("viewer-ask")).toHaveAttribute("href", "/chat?document=d1");
+    expect(screen.getByTestId("viewer-summarize")).toHaveAttribute("href", "/chat?document=d1&task=summarize");
     expect(screen.getByTestId("viewer-download")).toHaveAttribute("href", "/api/documents/d1/file");
 
     fireEvent.click(screen.getByTestId("viewer-earlier"));

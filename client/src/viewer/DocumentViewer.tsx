@@ -108,6 +108,11 @@ export function DocumentViewer({ id }: { id: string }) {
           <Link to={`/chat?document=${encodeURIComponent(doc.id)}`} className="btn btn-primary" data-testid="viewer-ask">
             Ask about this document
           </Link>
+          {doc.status === "ready" && (
+            <Link to={`/chat?document=${encodeURIComponent(doc.id)}&task=summarize`} className="btn" data-testid="viewer-summarize">
+              Summarise
+            </Link>
+          )}
           <a href={documentsApi.fileUrl(doc.id)} download={doc.filename} className="btn" data-testid="viewer-download">
             Download original
           </a>

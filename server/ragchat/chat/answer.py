@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
+from ragchat.chat.document_tools import DocumentTools
 from ragchat.chat.loop import ChatContext, ChatEvent, Turn, initial_messages, run_loop
 from ragchat.chat.replies import citation_report
 from ragchat.core.options import options_of
@@ -33,6 +34,7 @@ class AnswerRequest:
     # None: the environment's, for tests and tools that call the service directly
     options: SearchOptions | None = None
     retrieve_first: bool = False
+    task: str = "answer"  # summarize | compare: the whole documents (`document_ids`) first, then the answer
 
 
 @dataclass
@@ -57,6 +59,7 @@ async def answer_events(
     req: AnswerRequest,
     context_tokens: int | None,
     turn: Turn,
+    tools: DocumentTools | None = None,
 ) -> AsyncGenerator[ChatEvent, None]:
     """`tool_call`, `tool_result` and `token` events, then `done` (the same payloads as chat, no `thread`)."""
     ctx = ChatContext(
@@ -71,6 +74,8 @@ async def answer_events(
         collection_ids=req.collection_ids,
         metadata=req.metadata,
         context_tokens=context_tokens,
+        documents=tools,
+        task=req.task,
     )
     async with aclosing(run_loop(ctx, initial_messages(req.history, req.question), req.question, turn)) as events:
         async for event in events:

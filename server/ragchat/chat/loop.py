@@ -23,8 +23,15 @@ from uuid import UUID
 
 from ragchat.chat.budget import fit
 from ragchat.chat.coverage import NOT_COVERED, REFUSAL, not_covered
-from ragchat.chat.prompts import FALLBACK_SYSTEM_PROMPT, SYSTEM_PROMPT, fallback_user_message, tool_message
+from ragchat.chat.document_tools import SUMMARIZE_TOOL_NAME, DocumentTools, ToolOutcome, run_document_tool
+from ragchat.chat.prompts import (
+    FALLBACK_SYSTEM_PROMPT,
+    SYSTEM_PROMPT,
+    fallback_user_message,
+    tool_message,
+)
 from ragchat.chat.replies import HoldBack
+from ragchat.chat.rewrite import standalone_query
 from ragchat.chat.tools import (
     SEARCH_TOOL,
     TOOL_NAME,
@@ -105,40 +112,15 @@ class ChatContext:
     metadata: dict[str, list[str]] | None = None  # document metadata filter (the RAG endpoint's `filters`)
     context_tokens: int | None = None  # the model's window; None: requests are not fitted
     documents_only: bool = False  # nothing matched well enough: refuse (coverage.REFUSAL), never ask the model
+    documents: DocumentTools | None = None  # find_documents (chat/document_tools.py); None: search only
+    task: str = "answer"  # summarize | compare: summarize_documents over `document_ids`, then the answer
+
+    def tools(self) -> list[dict[str, Any]]:
+        return [SEARCH_TOOL, *(self.documents.schemas if self.documents else [])]
 
 
 def initial_messages(history: list[dict[str, str]], question: str) -> list[dict[str, Any]]:
     return [{"role": "system", "content": SYSTEM_PROMPT}, *history, {"role": "user", "content": question}]
-
-
-CONTINUE_PROMPT = (
-    "Your answer above was cut off. Continue it exactly where it stopped: do not repeat any of it, do not "
-    "start over, and keep citing the passages by their numbers."
-)
-
-
-def continue_messages(
-    history: list[dict[str, str]], question: str, partial: str, tool_results: list[dict[str, Any]]
-) -> list[dict[str, Any]]:
-    """Continuing a cut-off answer: the question with the passages it had (same numbers), the partial answer,
-    and a request to go on (servers differ on completing a trailing assistant message; this works on all)."""
-    chunks = [chunk for result in tool_results for chunk in result.get("chunks") or []]
-    content = question
-    if chunks:
-        passages = "\n\n".join(
-            f"[{n}] {chunk.get('filename', '')}"
-            + (f", page {chunk['page']}" if chunk.get("page") is not None else "")
-            + f"\n{str(chunk.get('content', '')).strip()}"
-            for n, chunk in enumerate(chunks, 1)
-        )
-        content = f"{question}\n\nPassages from my documents:\n\n{passages}"
-    return [
-        {"role": "system", "content": SYSTEM_PROMPT},
-        *history,
-        {"role": "user", "content": content},
-        {"role": "assistant", "content": partial},
-        {"role": "user", "content": CONTINUE_PROMPT},
-    ]
 
 
 async def run_loop(
@@ -170,7 +152,12 @@ async def _run_loop(
 ) -> AsyncGenerator[ChatEvent, None]:
     rounds = 0
     tools_supported = ctx.use_tools
-    if not tools_supported:  # CHAT_USE_TOOLS=false: retrieve first, then one answer without tools
+    if ctx.task != "answer":  # a Summarise/Compare action: the whole documents first, then one answer
+        tools_supported = False
+        async with aclosing(_task_then_answer(ctx, messages, question, turn)) as events:
+            async for event in events:
+                yield event
+    elif not tools_supported:  # CHAT_USE_TOOLS=false: retrieve first, then one answer without tools
         async with aclosing(_retrieve_then_answer(ctx, messages, question, turn)) as events:
             async for event in events:
                 yield event
@@ -233,7 +220,7 @@ async def _stream_reply(
 
     While tools are offered, text is held back until it is clearly an answer (`HoldBack`); a request the
     server finds too long is fitted again with half the budget, once."""
-    tools = [SEARCH_TOOL] if offer_tools else None
+    tools = ctx.tools() if offer_tools else None
     s = ctx.settings
     budget = None if ctx.context_tokens is None else ctx.context_tokens - s.chat_answer_reserve_tokens
     for attempt in range(2):
@@ -330,6 +317,18 @@ async def _run_tool(
 ) -> AsyncGenerator[ChatEvent, None]:
     name = call.name
     arguments = call.arguments
+    if ctx.documents is not None and name in ctx.documents.names and index < MAX_CALLS_PER_ROUND:
+        outcome = ToolOutcome(turn.next_call_id(), turn.passages + 1)
+        async with aclosing(run_document_tool(ctx.documents, name, arguments, outcome)) as events:
+            async for event, data in events:
+                if event == "tool_call":
+                    turn.tool_calls.append(data)
+                elif event == "tool_result":
+                    turn.tool_results.append(data)
+                    turn.passages += len(data["chunks"])
+                yield ChatEvent(event, data)
+        messages.append({"role": "tool", "tool_call_id": call.id, "name": name, "content": outcome.message})
+        return
     repeated = _repeated_search(call, ctx, turn)
     if repeated is not None:
         log.info("the model repeated a search (%r): answering from the earlier passages", arguments)
@@ -392,7 +391,29 @@ async def _retrieve_then_answer(
         last_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
         messages[last_user] = {"role": "user", "content": fallback_user_message(question, result, start)}
 
-    arguments = {"query": question}
-    async with aclosing(_search_events(ctx, arguments, question, ctx.document_ids, turn, feed)) as events:
+    arguments: dict[str, Any] = {"query": question}
+    if ctx.settings.chat_rewrite_followups and len(messages) > 2:  # a follow-up: search a standalone query
+        turn.usage["llm_calls"] += 1
+        timeout = ctx.settings.chat_rewrite_timeout_s
+        rewrite = await standalone_query(ctx.llm, ctx.model, messages[1:-1], question, timeout)
+        arguments = {"query": rewrite.query, "question": question, "rewrite": rewrite.outcome}
+    query = arguments["query"]
+    async with aclosing(_search_events(ctx, arguments, query, ctx.document_ids, turn, feed)) as events:
         async for event in events:
             yield event
+
+
+async def _task_then_answer(
+    ctx: ChatContext, messages: list[dict[str, Any]], question: str, turn: Turn
+) -> AsyncGenerator[ChatEvent, None]:
+    """Summarise or compare the request's documents (map-reduce, with progress), then answer from the parts."""
+    if ctx.documents is None or not ctx.documents.whole_documents:
+        raise LLMBadResponse("summaries are not available here: no document reader is set up")
+    call = ToolCall(id="task", name=SUMMARIZE_TOOL_NAME, arguments={"focus": question})
+    results: list[dict[str, Any]] = []
+    async with aclosing(_run_tool(ctx, call, 0, results, turn)) as events:
+        async for event in events:
+            yield event
+    text = results[-1]["content"] if results else ""
+    messages[0] = {"role": "system", "content": FALLBACK_SYSTEM_PROMPT}
+    messages[-1] = {"role": "user", "content": f"{question}\n\n{text}"}

@@ -132,3 +132,33 @@ def fallback_user_message(question: str, result: SearchResult, start: int) -> st
         "the number of the passage it used in square brackets, such as [1]. If the passages don't answer it, say "
         "the documents don't say."
     )
+
+
+CONTINUE_PROMPT = (
+    "Your answer above was cut off. Continue it exactly where it stopped: do not repeat any of it, do not "
+    "start over, and keep citing the passages by their numbers."
+)
+
+
+def continue_messages(
+    history: list[dict[str, str]], question: str, partial: str, tool_results: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Continuing a cut-off answer: the question with the passages it had (same numbers), the partial answer,
+    and a request to go on (servers differ on completing a trailing assistant message; this works on all)."""
+    chunks = [chunk for result in tool_results for chunk in result.get("chunks") or []]
+    content = question
+    if chunks:
+        passages = "\n\n".join(
+            f"[{n}] {chunk.get('filename', '')}"
+            + (f", page {chunk['page']}" if chunk.get("page") is not None else "")
+            + f"\n{str(chunk.get('content', '')).strip()}"
+            for n, chunk in enumerate(chunks, 1)
+        )
+        content = f"{question}\n\nPassages from my documents:\n\n{passages}"
+    return [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        *history,
+        {"role": "user", "content": content},
+        {"role": "assistant", "content": partial},
+        {"role": "user", "content": CONTINUE_PROMPT},
+    ]

@@ -18,7 +18,7 @@ from litestar.response import Stream
 from ragchat.chat.answer import Answer, AnswerRequest
 from ragchat.chat.faults import as_http_error, describe_failure
 from ragchat.chat.loop import ChatEvent
-from ragchat.chat.schemas import MAX_QUERY_CHARS, RagAnswer, RagBody, RagFilters
+from ragchat.chat.schemas import MAX_QUERY_CHARS, RagAnswer, RagBody, RagFilters, check_task
 from ragchat.chat.service import ChatService
 from ragchat.chat.sse import server_sent_events
 from ragchat.core.errors import BadRequest
@@ -86,6 +86,7 @@ def rag_request(body: RagBody, options: SearchOptions) -> AnswerRequest:
     if len(query) > MAX_QUERY_CHARS:
         raise BadRequest(f"query is too long ({len(query)} characters; at most {MAX_QUERY_CHARS})")
     f = body.filters or RagFilters()
+    check_task(body.task, f.document_ids, "filters.document_ids")
     return AnswerRequest(
         question=query,
         document_ids=f.document_ids or None,
@@ -93,6 +94,7 @@ def rag_request(body: RagBody, options: SearchOptions) -> AnswerRequest:
         metadata=f.metadata or None,
         options=options,
         retrieve_first=True,
+        task=body.task,
     )
 
 

@@ -27,6 +27,7 @@ from ragchat.chat.schemas import (
     ThreadDetail,
     ThreadList,
     ThreadPatch,
+    check_task,
 )
 from ragchat.chat.service import ChatRequest, ChatService
 from ragchat.chat.sse import run_events
@@ -65,6 +66,7 @@ def validate_chat(
             f"message is too long ({len(message)} characters; the limit is {settings.chat_max_message_chars}, "
             "set by CHAT_MAX_MESSAGE_CHARS)"
         )
+    check_task(body.task, body.document_ids, "document_ids")
     model = body.model.strip() if body.model else None
     if model is None and preferences is not None and preferences.chat_model != settings.chat_model:
         model = preferences.chat_model
@@ -83,6 +85,7 @@ def validate_chat(
             if body.documents_only is not None
             else (preferences.documents_only if preferences is not None else settings.chat_documents_only)
         ),
+        task=body.task,
     )
 
 

@@ -10,12 +10,15 @@ from uuid import UUID
 
 from pydantic import BaseModel, Field, field_validator
 
+from ragchat.core.errors import BadRequest
 from ragchat.core.options import SearchModeName
 from ragchat.core.schemas import Flag
 from ragchat.core.search import Confidence, MetadataFilter, Passage, RerankStatus, Timings
 
 MAX_QUERY_CHARS = 8000
 TITLE_MAX_CHARS = 200
+Task = Literal["answer", "summarize", "compare"]
+MAX_TASK_DOCUMENTS = 4
 MODEL_NAME_PATTERN = r"^[^\x00-\x1f]*[^\s\x00-\x1f][^\x00-\x1f]*$"  # not blank, no control characters
 
 
@@ -51,6 +54,11 @@ class ChatBody(BaseModel):
     )
     edit_id: UUID | None = Field(
         default=None, description="a question of the thread: `message` replaces it as a new sibling branch"
+    )
+    task: Task = Field(
+        default="answer",
+        description="summarize or compare: read the whole of `document_ids` (1 to 4) with a map-reduce over their "
+        "sections (`progress` events), then answer `message` from the parts' summaries; answer: the usual turn",
     )
 
 
@@ -157,6 +165,37 @@ class ToolCall(BaseModel):
     arguments: dict[str, Any]
 
 
+class SummaryTally(BaseModel):
+    """`summarize_documents`: what the map-reduce did."""
+
+    parts: int = Field(description="parts summarised (each is one of `chunks`, numbered [n])")
+    llm_calls: int = Field(description="map and reduce calls")
+    notes: list[str] = Field(description='what was cut or failed, e.g. "Summarised the first 200 of 900 sections…"')
+
+
+class ProgressEvent(BaseModel):
+    """`progress`: a long tool (summarize_documents) is working: `stage` read, map (one call per part) or
+    reduce (merging part summaries), `done` of `total` at this stage."""
+
+    id: str = Field(description="the tool_call's id")
+    stage: Literal["read", "map", "reduce"]
+    done: int
+    total: int
+    message: str = Field(default="", description="the document, part (pages) or level being worked on")
+
+
+class DocumentsFound(BaseModel):
+    """`find_documents`' tally: every matching document is counted; the chunks are the best passages of the
+    first ones (most matches first)."""
+
+    total_documents: int
+    total_passages: int = Field(description="matching passages scanned")
+    complete: bool = Field(description="false: the scan stopped at its bound (`note` says so)")
+    note: str | None = None
+    matches: list[int] = Field(description="matching passages per listed document, in `chunks` order")
+    more: bool = Field(description="more documents match than the model was shown")
+
+
 class ToolResult(BaseModel):
     """`tool_result`: what the search returned, exactly as the model received it."""
 
@@ -168,6 +207,14 @@ class ToolResult(BaseModel):
     timings: Timings
     confidence: Confidence
     rerank: RerankStatus | None = Field(default=None, description="what the LLM rerank did (absent: older messages)")
+    documents: DocumentsFound | None = Field(
+        default=None,
+        exclude_if=lambda v: v is None,  # search_documents' results keep their shape
+        description="find_documents: the tally of every matching document (absent for search_documents)",
+    )
+    summary: SummaryTally | None = Field(
+        default=None, exclude_if=lambda v: v is None, description="summarize_documents: what the map-reduce did"
+    )
 
     @field_validator("confidence", mode="before")
     @classmethod
@@ -267,6 +314,7 @@ class ChatStream(BaseModel):
     tool_call: ToolCall | None = None
     tool_result: ToolResult | None = None
     reading: ReadingEvent | None = None
+    progress: ProgressEvent | None = None
     retry: RetryEvent | None = None
     token: TokenEvent | None = None
     citations: CitationsEvent | None = None
@@ -290,6 +338,11 @@ class RagBody(BaseModel):
     rerank: Flag | None = None
     debug: Flag = True
     stream: Flag = Field(default=False, description="true: the chat SSE events instead of JSON")
+    task: Task = Field(
+        default="answer",
+        description="summarize or compare the whole of `filters.document_ids` (1 to 4; `query` is the request, "
+        'e.g. "Summarise this report"), citing each part; answer: retrieve, then answer',
+    )
 
 
 class Source(Passage):
@@ -342,3 +395,13 @@ class ChatModels(BaseModel):
     models: list[ChatModel]
     default: str = Field(description="the model answers use when none is chosen (your setting, else CHAT_MODEL)")
     provider: Literal["ollama", "openai"]
+
+
+def check_task(task: str, document_ids: list[UUID] | None, field: str) -> None:
+    """A summary or comparison names what to read: 1 to MAX_TASK_DOCUMENTS documents (compare: at least 2)."""
+    if task == "answer":
+        return
+    ids = list(dict.fromkeys(document_ids or []))
+    least = 2 if task == "compare" else 1
+    if not least <= len(ids) <= MAX_TASK_DOCUMENTS:
+        raise BadRequest(f"task {task} needs {least} to {MAX_TASK_DOCUMENTS} {field} (got {len(ids)})")

@@ -25,17 +25,22 @@ from ragchat.chat.answer import Answer, AnswerRequest, answer_events, collect, n
 from ragchat.chat.audit import answer_sources, record_answer
 from ragchat.chat.citations import Embedder, check_citations
 from ragchat.chat.coverage import NOT_COVERED
+from ragchat.chat.document_tools import DocumentTools
 from ragchat.chat.faults import ChatFault, describe_failure
-from ragchat.chat.loop import ChatContext, ChatEvent, Turn, continue_messages, initial_messages, run_loop
+from ragchat.chat.loop import ChatContext, ChatEvent, Turn, initial_messages, run_loop
+from ragchat.chat.prompts import continue_messages
 from ragchat.chat.quality import FAILED, Failure, failure_of, previous_exchange
 from ragchat.chat.replies import citation_report
 from ragchat.chat.runs import STOPPED, Guard, Run, RunRegistry
+from ragchat.chat.summarize import SummaryLimits
 from ragchat.chat.titles import generate_title
 from ragchat.chat.turns import BUSY, DB_TIMEOUT_S, ChatRequest, TurnPlan, begin_turn
 from ragchat.core.audit import AuditAction, AuditWriter
 from ragchat.core.errors import Conflict, NotFound
+from ragchat.core.matches import DocumentFinder
 from ragchat.core.options import options_of
 from ragchat.core.principal import Principal
+from ragchat.core.reading import DocumentReader
 from ragchat.core.search import SearchService
 from ragchat.db.pool import Pool
 from ragchat.providers.llm.base import LLMProvider
@@ -142,9 +147,13 @@ class ChatService:
         runs: RunRegistry | None = None,
         *,
         audit: AuditWriter,
+        finder: DocumentFinder | None = None,
+        reader: DocumentReader | None = None,
     ) -> None:
         self.pool = pool
         self.audit = audit
+        self.finder = finder  # find_documents for the model; None: search_documents only
+        self.reader = reader  # read_document and summarize_documents; None: not offered
         self.llm = llm
         self.search = search
         self.settings = settings
@@ -182,6 +191,30 @@ class ChatService:
             except Exception:
                 return None  # unknown for now: ask again next turn
         return self._windows[model]
+
+    def document_tools(
+        self,
+        principal: Principal,
+        document_ids: list[UUID] | None,
+        collection_ids: list[UUID] | None,
+        metadata: dict[str, list[str]] | None,
+        model: str,
+        window: int | None,
+    ) -> DocumentTools | None:
+        """The turn's document tools (find, read, summarise), bounded by the request's scope."""
+        if self.finder is None:
+            return None
+        s = self.settings
+        limits = SummaryLimits(
+            context_tokens=window or s.summary_context_tokens,
+            answer_reserve=s.chat_answer_reserve_tokens,
+            max_sections=s.summary_max_sections,
+            max_parts=s.summary_max_parts,
+        )
+        return DocumentTools(
+            self.finder, principal, document_ids, collection_ids, metadata,
+            reader=self.reader, llm=self.llm, model=model, limits=limits, temperature=s.chat_temperature,
+        )  # fmt: skip
 
     async def check_citations(self, turn: Turn, message_id: UUID, model: str | None = None) -> dict[str, Any] | None:
         """The `citations` event's payload (server/chat/citations.py); None when the answer cites nothing."""
@@ -227,6 +260,7 @@ class ChatService:
         settings = self.settings
         # another model than CHAT_MODEL, or a continuation, goes through the tool loop (which falls back itself)
         use_tools = settings.chat_use_tools or plan.model != settings.chat_model or plan.continued is not None
+        window = await self.context_tokens(plan.model)
         ctx = ChatContext(
             llm=self.llm,
             search=self.search,
@@ -237,8 +271,10 @@ class ChatService:
             use_tools=use_tools,
             document_ids=req.document_ids,
             collection_ids=req.collection_ids,
-            context_tokens=await self.context_tokens(plan.model),
+            context_tokens=window,
             documents_only=req.documents_only,
+            documents=self.document_tools(principal, req.document_ids, req.collection_ids, None, plan.model, window),
+            task=req.task if plan.continued is None else "answer",
         )
         if plan.continued is None:
             messages = initial_messages(plan.history, plan.question)
@@ -317,9 +353,21 @@ class ChatService:
         log gets what it showed once it ends (however it ends)."""
         turn = turn or Turn()
         status = "error"
+        window = await self.context_tokens()
         try:
             async with aclosing(
-                answer_events(self.llm, self.search, self.settings, principal, req, await self.context_tokens(), turn)
+                answer_events(
+                    self.llm,
+                    self.search,
+                    self.settings,
+                    principal,
+                    req,
+                    window,
+                    turn,
+                    tools=self.document_tools(
+                        principal, req.document_ids, req.collection_ids, req.metadata, self.settings.chat_model, window
+                    ),
+                )
             ) as events:
                 async for event in events:
                     yield event

@@ -45,6 +45,7 @@ class ChatRequest:
     continue_id: UUID | None = None
     edit_id: UUID | None = None
     documents_only: bool = False  # refuse instead of answering from the model's own knowledge
+    task: str = "answer"  # summarize | compare (the Summarise action): see ChatBody.task
 
 
 @dataclass(frozen=True)

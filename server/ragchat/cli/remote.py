@@ -213,6 +213,12 @@ def search(args: argparse.Namespace, server: str) -> dict[str, Any]:
         return check(http.get("/api/search", params=params))
 
 
+def get_json(args: argparse.Namespace, server: str, path: str, params: list[tuple[str, Any]]) -> dict[str, Any]:
+    """GET `path` on the server as the CLI's user; the API's error as the CLI's."""
+    with client(server, _token(args, server)) as http:
+        return check(http.get(path, params=params))
+
+
 def is_url(arg: str) -> bool:
     """`ragchat ingest` fetches arguments that start with http:// or https://; the others are paths."""
     return arg.lower().startswith(("http://", "https://"))

@@ -12,6 +12,7 @@ from typing import Any
 
 from ragchat.cli import remote
 from ragchat.cli.common import acting_as, add_user_option, open_runtime, run_async, where
+from ragchat.cli.search_all import add_options, search_all
 from ragchat.core.options import Asked
 from ragchat.core.search import SearchFilters
 from ragchat.retrieval.facets import facet_counts
@@ -23,10 +24,14 @@ async def search(settings: Settings, args: argparse.Namespace) -> int:
     server = remote.server_url(args, settings.data_dir)
     if server:  # a running server answers, as the token's user: no cold start
         print(f"ragchat: using the server at {server}", file=sys.stderr)
+        if args.all:
+            return await search_all(settings, args, server)
         if args.rag:
             return remote.rag(args, server, rag_filters(args))
         return print_results(remote.search(args, server), args.json)
     print(f"ragchat: using {where(settings)}", file=sys.stderr)
+    if args.all:
+        return await search_all(settings, args, None)
     if args.rag:
         return await local_rag(settings, args)
     filters = SearchFilters(
@@ -131,6 +136,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--document", action="append", metavar="ID", help="only this document (repeatable)")
     s.add_argument("--json", action="store_true", help="print the same JSON as GET /api/search (or /api/rag)")
     s.add_argument("--rag", action="store_true", help="answer the query from the passages (streamed), with sources")
+    add_options(s)
     remote.add_remote_options(s)
     add_user_option(s)
     s.set_defaults(func=run_async(search))

@@ -1,4 +1,4 @@
-"""The MCP server (the official `mcp` SDK's `MCPServer`): four tools over one runtime, as one principal.
+"""The MCP server (the official `mcp` SDK's `MCPServer`): its tools over one runtime, as one principal.
 
 The server's lifespan yields a `McpState`: the runtime, and the principal when the whole connection acts as one
 user (stdio). Over HTTP the principal is per request: `ragchat.mcp.http` authenticates it and puts it in the
@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 
 from ragchat import __version__
 from ragchat.core.errors import RagchatError
+from ragchat.core.matches import DocumentMatches, MatchMode, matches_text
 from ragchat.core.options import SearchModeName
 from ragchat.core.principal import Principal
 from ragchat.mcp import tools
@@ -32,7 +33,8 @@ PRINCIPAL_KEY = "ragchat.principal"
 
 INSTRUCTIONS = (
     "ragchat holds the user's own documents (PDF, Word, Markdown, HTML, text). search_documents finds passages "
-    "(cite them as [n]); list_documents shows what there is; read_document reads a document's text; ask answers "
+    "(cite them as [n]); find_documents lists every document that mentions something; list_documents shows "
+    "what there is; read_document reads a document's text; ask answers "
     "a question with the server's own LLM, with numbered citations."
 )
 
@@ -115,6 +117,33 @@ async def search_documents(
     return _result(search_text(out), out)
 
 
+async def find_documents(
+    query: Annotated[str, Field(description='the words to find (every word; "a phrase", or, -word work)')],
+    ctx: Context[McpState, Any],
+    match: Annotated[MatchMode, Field(description="all: every word (default); any: one word is enough")] = "all",
+    page_size: Annotated[int, Field(ge=1, le=200, description="documents per page")] = 50,
+    cursor: Annotated[str | None, Field(description="next_cursor of the previous page")] = None,
+    limit: Annotated[int | None, Field(ge=1, description="matching passages to scan at most (server default)")] = None,
+    document_ids: DocumentIds = None,
+    collection_ids: CollectionIds = None,
+) -> Annotated[CallToolResult, DocumentMatches]:
+    """List EVERY document the user may read that contains the words (full-text, stemmed), with how many of its
+    passages match and its best passage, most matches first, paged. Use it for "which documents mention…",
+    "how many documents…", "list all documents about…". The answer says when the scan stopped early."""
+    with tool_errors():
+        out = await tools.find_documents(
+            caller(ctx),
+            query,
+            match=match,
+            page_size=page_size,
+            cursor=cursor,
+            limit=limit,
+            document_ids=document_ids,
+            collection_ids=collection_ids,
+        )
+    return _result(matches_text(out), out)
+
+
 async def list_documents(
     ctx: Context[McpState, Any],
     query: Annotated[str | None, Field(description="only titles or filenames containing this (any case)")] = None,
@@ -142,6 +171,21 @@ async def read_document(
         )
 
 
+async def summarize_documents(
+    document_ids: Annotated[list[UUID], Field(description="1 to 4 document ids (list_documents, find_documents)")],
+    ctx: Context[McpState, Any],
+    request: Annotated[str | None, Field(description='what you want, e.g. "list the obligations"')] = None,
+    compare: Annotated[bool, Field(description="true: compare the documents (2 to 4)")] = False,
+) -> Annotated[CallToolResult, AskOutput]:
+    """Summarise whole documents, or compare them, with ragchat's own LLM: every part of each document is read
+    and summarised (a map-reduce that fits the model's context), then the answer cites the parts as [n]; the
+    sources say which pages each [n] covers. Long documents are cut at the server's bound, and the answer says
+    so. Slow: one LLM call per part."""
+    with tool_errors():
+        out = await tools.summarize_documents(caller(ctx), document_ids, request=request, compare=compare)
+    return _result(ask_text(out), out)
+
+
 async def ask(
     question: Annotated[str, Field(description="the question (at most 2000 characters)")],
     ctx: Context[McpState, Any],
@@ -167,9 +211,11 @@ def build_server(lifespan: Lifespan) -> MCPServer[McpState]:
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
     for fn, title in [
         (search_documents, "Search documents"),
+        (find_documents, "Find every matching document"),
         (list_documents, "List documents"),
         (read_document, "Read a document"),
         (ask, "Ask (an answer with citations)"),
+        (summarize_documents, "Summarise or compare documents"),
     ]:
         server.add_tool(
             fn,

@@ -13,6 +13,7 @@ from uuid import UUID
 from ragchat.chat.answer import AnswerRequest
 from ragchat.chat.faults import as_http_error
 from ragchat.core.errors import BadRequest
+from ragchat.core.matches import DocumentMatches, MatchMode, MatchRequest
 from ragchat.core.options import Asked
 from ragchat.core.principal import Principal
 from ragchat.core.search import SearchFilters, metadata_as_lists
@@ -81,6 +82,35 @@ async def search_documents(
     return SearchOutput.of(result)
 
 
+async def find_documents(
+    caller: Caller,
+    query: str,
+    *,
+    match: MatchMode = "all",
+    page_size: int = 50,
+    cursor: str | None = None,
+    limit: int | None = None,
+    document_ids: list[UUID] | None = None,
+    collection_ids: list[UUID] | None = None,
+) -> DocumentMatches:
+    """Every readable document with a matching passage (GET /api/search/documents), one page."""
+    text = check_query(query)
+    rt = caller.runtime
+    await check_readable(caller, document_ids, collection_ids)
+    if caller.limited:
+        await rt.limiter.hit(f"search:{caller.principal.user_id}", rt.settings.rate_search_per_min, what="searches")
+    scope = SearchFilters(document_ids=document_ids or None, collection_ids=collection_ids or None)
+    request = MatchRequest(
+        query=text,
+        match=match,
+        page_size=page_size,
+        cursor=cursor,
+        limit=limit,
+        filters=scope if scope.active else None,
+    )
+    return await rt.searcher.find_documents(request, principal=caller.principal)
+
+
 async def list_documents(caller: Caller, query: str | None = None, limit: int = 100) -> DocumentList:
     rows = await caller.runtime.documents.catalog.list(caller.principal)
     needle = (query or "").strip().casefold()
@@ -131,6 +161,33 @@ async def read_document(
     first = int(shown[0]["chunk_index"])
     span = f"chunk {first}" if first == last else f"chunks {first}–{last}"
     return "\n\n".join([f"{title}; {span}:", *blocks, tail])
+
+
+async def summarize_documents(
+    caller: Caller, document_ids: list[UUID], *, request: str | None = None, compare: bool = False
+) -> AskOutput:
+    """The Summarise / Compare action: a map-reduce over the whole documents, then the answer citing parts."""
+    ids = list(dict.fromkeys(document_ids))
+    least = 2 if compare else 1
+    if not least <= len(ids) <= 4:
+        raise BadRequest(f"{'compare' if compare else 'summarize'} needs {least} to 4 document_ids (got {len(ids)})")
+    await check_readable(caller, ids, None)
+    rt = caller.runtime
+    if caller.limited:
+        await rt.limiter.hit(f"chat:{caller.principal.user_id}", rt.settings.rate_chat_per_min, what="chat messages")
+    default = "Compare these documents." if compare else "Summarise this document."
+    text = check_query(request, "request") if request and request.strip() else default
+    answer_request = AnswerRequest(question=text, document_ids=ids, task="compare" if compare else "summarize")
+    try:
+        answer = await rt.chat.answer(caller.principal, answer_request)
+    except Exception as exc:
+        raise as_http_error(exc) from exc
+    return AskOutput(
+        answer=answer.text,
+        sources=[Source.of(n, chunk) for n, chunk in enumerate(answer.sources, 1)],
+        finish_reason=answer.finish_reason,
+        usage=dict(answer.usage or {}),
+    )
 
 
 def _located(row: dict[str, object]) -> str:

@@ -16,6 +16,7 @@ import numpy as np
 from psycopg import sql
 
 from ragchat.core import metrics, tracing
+from ragchat.core.matches import DocumentMatches, MatchRequest
 from ragchat.core.options import SearchMode
 from ragchat.core.principal import Principal
 from ragchat.core.search import (
@@ -33,6 +34,7 @@ from ragchat.db.pool import Pool
 from ragchat.db.replicas import ReadRouter
 from ragchat.providers.embeddings.base import EmbeddingError
 from ragchat.readscope.sql import ReadScope, read_chunk_scope, readable_chunks, scope_params
+from ragchat.retrieval.exhaustive import find_documents
 from ragchat.retrieval.fusion import Fused, fuse, keyword_only, vector_only
 from ragchat.retrieval.keyword import keyword_search
 from ragchat.retrieval.rerank import Reranked
@@ -79,7 +81,7 @@ def _ms(start: float) -> float:
 
 
 class Searcher:
-    """Implements `ragchat.core.search.SearchService`."""
+    """Implements `ragchat.core.search.SearchService` and `ragchat.core.matches.DocumentFinder`."""
 
     def __init__(
         self,
@@ -194,6 +196,11 @@ class Searcher:
         hits = monotone(hits[:limit])
         has_embeddings = True if hits else await self._has_embeddings(pool, active, scope)
         return self._result(text, search_mode, hits, timings, started, has_embeddings, status)
+
+    async def find_documents(self, request: MatchRequest, *, principal: Principal) -> DocumentMatches:
+        """Every readable document with a matching passage, paged (server/ragchat/retrieval/exhaustive.py)."""
+        with tracing.span("search.documents"):
+            return await find_documents(self.pool, await self._scope(principal), request, self.settings)
 
     async def _timed_embed(self, active: ActiveSpace | None, text: str, timings: Timings) -> np.ndarray | None:
         if active is None:

@@ -112,7 +112,7 @@ async def read_chunks(
 ) -> list[dict[str, Any]]:
     """Up to `limit` chunks with `start` <= chunk_index <= `end` (of one page when `page` is given), in order,
     of a document `reader` may read; [] when it is missing or not readable (`get_document` tells which)."""
-    query = f"""SELECT c.chunk_index, c.content, c.page, c.section FROM document_chunks c
+    query = f"""SELECT c.id, c.chunk_index, c.content, c.page, c.section, c.location FROM document_chunks c
         JOIN documents d ON d.id = c.document_id
         WHERE d.id = %(id)s AND {READABLE} AND c.chunk_index >= %(start)s
           AND (%(end)s::integer IS NULL OR c.chunk_index <= %(end)s::integer)

@@ -11,6 +11,7 @@ from ragchat.core.audit import AuditAction, AuditWriter
 from ragchat.core.errors import Forbidden, NotFound
 from ragchat.core.ownership import CorpusState, DocumentCounts, SampledChunk, UserNames
 from ragchat.core.principal import Principal
+from ragchat.core.reading import DocumentSections, Section
 from ragchat.db.pool import Pool
 from ragchat.db.replicas import ReadRouter
 from ragchat.documents.catalog import chunk_store, corpus, listing
@@ -120,6 +121,21 @@ class CatalogService:
                 conn, principal.user_id, document_id, start=start, end=end, page=page, limit=limit
             )
         return await self.named_one(document), chunks
+
+    async def read_sections(
+        self, principal: Principal, document_id: UUID, *, start: int = 0, limit: int = 50
+    ) -> DocumentSections:
+        """`ragchat.core.reading.DocumentReader`: `read_chunks` as the whole-document contract's DTOs."""
+        document, rows = await self.read_chunks(principal, document_id, start=max(0, start), limit=max(1, limit))
+        return DocumentSections(
+            document_id=document["id"],
+            title=document["title"],
+            filename=document["filename"],
+            status=document["status"],
+            error=document["error"],
+            chunks_total=int(document["chunks_total"] or 0),
+            sections=[Section.model_validate(r) for r in rows],
+        )
 
     async def list_page(self, principal: Principal, query: ListQuery) -> tuple[list[dict[str, Any]], int]:
         """One filtered, sorted page of what the principal may read, and how many match in all."""
