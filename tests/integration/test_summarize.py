@@ -165,14 +165,14 @@ async def test_rag_and_bad_requests(corpus: Corpus, start: Callable[..., Any], l
             r = await client.post("/api/chat", json=body)
             assert r.status_code == 400 and says in r.text, r.text
             assert time.monotonic() - started < 5
-        # another user's or a missing document: the tool says so, nothing is read
+        # another user's or a missing document: 404 before anything runs (docs/API.md "Unreadable ids")
         llm.fake.reset()
-        llm.fake.responder = responder
-        events = await chat(
-            server.url, {"message": "Summarise", "task": "summarize", "document_ids": [str(UUID(int=7))]}
+        missing = str(UUID(int=7))
+        r = await client.post(
+            "/api/chat", json={"message": "Summarise", "task": "summarize", "document_ids": [missing]}
         )
-        assert first(events, "tool_result")["chunks"] == []
-        assert "not found" in llm.fake.chat_requests[-1].messages[-1]["content"]
+        assert r.status_code == 404 and f"document {missing} not found" in r.text, r.text
+        assert llm.fake.chat_requests == []
 
 
 async def test_stop_cancels_the_map_reduce(corpus: Corpus, start: Callable[..., Any], llm: LLMFake) -> None:

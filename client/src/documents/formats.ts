@@ -20,7 +20,8 @@ export type TypeFamily =
   | "pptx"
   | "epub"
   | "subtitles"
-  | "jsonl";
+  | "jsonl"
+  | "image";
 
 export const FORMATS: Format[] = [
   { ext: ".pdf", family: "pdf" },
@@ -37,6 +38,12 @@ export const FORMATS: Format[] = [
   { ext: ".pptx", family: "pptx" },
   { ext: ".epub", family: "epub" },
   { ext: ".jsonl", family: "jsonl" },
+  { ext: ".png", family: "image" },
+  { ext: ".jpg", family: "image" },
+  { ext: ".jpeg", family: "image" },
+  { ext: ".tif", family: "image" },
+  { ext: ".tiff", family: "image" },
+  { ext: ".webp", family: "image" },
 ];
 
 /** The type filter's choices, in the order shown, with their labels. */
@@ -52,6 +59,7 @@ export const TYPE_LABELS: Record<TypeFamily, string> = {
   pptx: "PowerPoint (PPTX)",
   epub: "E-book (EPUB)",
   jsonl: "JSONL corpus record",
+  image: "Image (scan or photo, OCR)",
 };
 
 /** The file picker's accept list: every extension the server takes. */

@@ -198,9 +198,14 @@ class Searcher:
         return self._result(text, search_mode, hits, timings, started, has_embeddings, status)
 
     async def find_documents(self, request: MatchRequest, *, principal: Principal) -> DocumentMatches:
-        """Every readable document with a matching passage, paged (server/ragchat/retrieval/exhaustive.py)."""
+        """Every readable document with a matching passage, paged (server/ragchat/retrieval/exhaustive.py); on a
+        read replica when one is usable, as search is."""
+
+        async def run(pool: Pool) -> DocumentMatches:
+            return await find_documents(pool, await self._scope(pool, principal), request, self.settings)
+
         with tracing.span("search.documents"):
-            return await find_documents(self.pool, await self._scope(principal), request, self.settings)
+            return await self.reads.run(principal.user_id, run)
 
     async def _timed_embed(self, active: ActiveSpace | None, text: str, timings: Timings) -> np.ndarray | None:
         if active is None:

@@ -16,7 +16,7 @@ from ragchat.readscope.sql import read_scope, readable, scope_params
 SortKey = Literal["created_at", "title", "byte_size", "status"]
 Order = Literal["desc", "asc"]
 TypeFamily = Literal[
-    "pdf", "docx", "text", "markdown", "html", "csv", "xlsx", "pptx", "epub", "subtitles", "jsonl", "other"
+    "pdf", "docx", "text", "markdown", "html", "csv", "xlsx", "pptx", "epub", "subtitles", "jsonl", "image", "other"
 ]
 
 #: Each type filter's content types (as stored by registration: `parsers.CONTENT_TYPES`, BEIR records).
@@ -32,6 +32,7 @@ TYPE_FAMILIES: dict[str, tuple[str, ...]] = {
     "epub": ("application/epub+zip",),
     "subtitles": ("text/vtt", "application/x-subrip"),
     "jsonl": (BEIR_RECORD_TYPE, "application/x-ndjson"),
+    "image": ("image/png", "image/jpeg", "image/tiff", "image/webp"),  # read by OCR (parsing/formats/image.py)
 }
 _KNOWN_TYPES = [t for types in TYPE_FAMILIES.values() for t in types]
 
