@@ -22,7 +22,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from ragchat.db.backup import pg_tool
 from ragchat.db.migrate import migrate
-from tests.fixtures.build_previous_release import PASSWORD, QUERIES
+from tests.fixtures.build_previous_release import PASSWORD, seen_by
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 RELEASE = "0.4.0"
@@ -55,24 +55,6 @@ def counts(uri: str) -> dict[str, int]:
     with psycopg.connect(uri) as conn:
         tables = [r[0] for r in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")]
         return {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in tables}  # type: ignore[index]
-
-
-def seen_by(client: httpx.Client) -> dict[str, Any]:
-    """The same view the builder recorded through the old release's API."""
-    docs = client.get("/api/documents").json()["documents"]
-    threads = client.get("/api/threads").json()["threads"]
-    full = [client.get(f"/api/threads/{t['id']}").json() for t in threads]
-    hits = {}
-    for q in QUERIES:
-        r = client.get("/api/search", params={"q": q, "mode": "keyword", "limit": 5})
-        assert r.status_code == 200, r.text
-        hits[q] = [h["document_id"] for h in r.json()["documents"]]
-    return {
-        "documents": sorted([d["id"], d["filename"], d["status"]] for d in docs),
-        "collections": sorted(c["name"] for c in client.get("/api/collections").json()["collections"]),
-        "threads": [{"id": t["id"], "messages": [[m["role"], m["content"]] for m in t["messages"]]} for t in full],
-        "keyword_hits": hits,
-    }
 
 
 def signed_in(url: str, username: str) -> httpx.Client:

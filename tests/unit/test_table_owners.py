@@ -63,9 +63,9 @@ READERS = {
     "chunk_embeddings": {"retrieval"},
 }
 
-# Cross-domain reads still to be moved behind the owner's function (file, table): empty (docs/history/session-9-notes/debt.md says
-# how each was paid: the owner answers through a lookup in core/ownership.py or core/preferences.py, or a
-# readscope fragment); keep it empty.
+# Cross-domain reads still to be moved behind the owner's function (file, table): empty
+# (docs/history/session-9-notes/debt.md says how each was paid: the owner answers through a lookup in
+# core/ownership.py or core/preferences.py, or a readscope fragment); keep it empty.
 DEBT: set[tuple[str, str]] = set()
 
 _STATEMENT = re.compile(r"\b(DELETE FROM|FROM|JOIN|INTO|UPDATE|TRUNCATE|COPY)\s+([a-z0-9_]+)\b")
