@@ -298,6 +298,30 @@ describe("ChatPage: retrieval controls, actions and tabs", () => {
     expect(patch.settings).toMatchObject({ document_ids: ["d9"], search_mode: "vector", model: "qwen3" });
   });
 
+  it("a question whose scope names a deleted document: the 404 takes it out of the scope and keeps the question", async () => {
+    window.history.replaceState(null, "", "/chat/t7");
+    const gone = () =>
+      jsonResponse(
+        { status_code: 404, code: "not_found", detail: "document d9 not found", extra: { kind: "document", ids: ["d9"] } },
+        404,
+      );
+    const calls = mockApi([gone], {
+      "/api/threads": () => jsonResponse({ threads: [detail()] }),
+      "/api/threads/t7": () => jsonResponse(detail()),
+      "/api/documents/d9": () => jsonResponse({ status_code: 404, code: "not_found", detail: "document d9 not found" }, 404),
+      "PATCH /api/threads/t7": () => jsonResponse(detail({ settings: { search_mode: "keyword", model: "qwen3" } })),
+    });
+    await renderApp();
+    expect(await screen.findByText("Four.")).toBeInTheDocument();
+    send("And pears?");
+    expect(await screen.findByTestId("composer-notice")).toHaveTextContent("taken out of the scope");
+    expect(screen.getByTestId("composer-input")).toHaveValue("And pears?");
+    await waitFor(() => expect(calls.some((c) => c.init.method === "PATCH")).toBe(true));
+    const patch = JSON.parse(calls.find((c) => c.init.method === "PATCH")!.init.body as string);
+    expect(patch.settings.document_ids).toBeNull();
+    expect(patch.settings.search_mode).toBe("keyword");
+  });
+
   it("a thread's saved settings come back; changing one saves it; regenerate and branches use the thread", async () => {
     window.history.replaceState(null, "", "/chat/t7");
     let regenerated = false;

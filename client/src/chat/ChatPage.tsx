@@ -66,6 +66,12 @@ export function ChatPage({ threadId: routeThreadId }: { threadId: string | null 
       if (hasSettings(settingsRef.current)) void chatApi.saveSettings(id, settingsRef.current).catch(() => undefined);
     },
     onSettled,
+    onScopeGone: (kind, ids) => {
+      const key = kind === "document" ? "document_ids" : "collection_ids";
+      const gone = new Set(ids);
+      const kept = (settingsRef.current[key] ?? []).filter((id) => !gone.has(id));
+      changeSettingsRef.current({ ...settingsRef.current, [key]: kept.length ? kept : null });
+    },
   });
   // The limit from /api/health when it says; else as a refusal named it; else the default.
   const maxChars =

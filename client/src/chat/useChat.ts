@@ -11,6 +11,17 @@ interface Options {
   onThreadCreated?: (threadId: string) => void;
   /** A run finished (any outcome): refresh the thread list. */
   onSettled?: () => void;
+  /** The question named documents or collections that are gone (deleted, or no longer shared): a 404 naming
+   * them (docs/API.md "Unreadable ids"). The page drops them from the chat's scope. */
+  onScopeGone?: (kind: "document" | "collection", ids: string[]) => void;
+}
+
+/** The ids of a 404 "not found" about the question's scope (`extra: {kind, ids}`), or null. */
+export function goneScope(e: unknown): { kind: "document" | "collection"; ids: string[] } | null {
+  if (!(e instanceof ApiError) || e.status !== 404) return null;
+  const extra = (e.extra ?? {}) as { kind?: unknown; ids?: unknown };
+  if ((extra.kind !== "document" && extra.kind !== "collection") || !Array.isArray(extra.ids)) return null;
+  return { kind: extra.kind, ids: extra.ids.filter((i): i is string => typeof i === "string") };
 }
 
 /**
@@ -157,6 +168,15 @@ export function useChat(opts: Options = {}) {
           setNotice(BUSY_MESSAGE);
           setLive(BUSY_MESSAGE);
           return "busy";
+        }
+        const gone = goneScope(e);
+        if (gone && optsRef.current.onScopeGone) {
+          optsRef.current.onScopeGone(gone.kind, gone.ids);
+          const what = gone.ids.length === 1 ? `A ${gone.kind} in this chat's scope is` : `${gone.ids.length} ${gone.kind}s in this chat's scope are`;
+          const msg = `${what} gone (deleted, or no longer shared with you), so it was taken out of the scope. Send your question again.`;
+          setNotice(msg);
+          setLive(msg);
+          return "rejected";
         }
         const named = e instanceof ApiError && e.status === 400 ? /the limit is (\d+)/.exec(e.detail) : null;
         if (named) setLimit(Number(named[1]));
