@@ -135,6 +135,7 @@ async def test_thread_settings_and_rename_keep_the_order(
         before = (await client.get("/api/threads")).json()["threads"]
         assert [t["id"] for t in before] == [newer, older] and before[0]["settings"] == {
             "document_ids": None, "collection_ids": None, "search_mode": None, "rerank": None, "model": None,
+            "documents_only": None,
         }  # fmt: skip
         renamed = await client.patch(f"/api/threads/{older}", json={"title": "Holidays"})
         assert renamed.status_code == 200 and renamed.json()["updated_at"] == before[1]["updated_at"]
@@ -145,15 +146,20 @@ async def test_thread_settings_and_rename_keep_the_order(
         saved = await client.patch(f"/api/threads/{older}", json={"settings": settings})
         assert saved.status_code == 200, saved.text
         assert saved.json()["title"] == "Holidays" and saved.json()["updated_at"] == before[1]["updated_at"]
-        assert saved.json()["settings"] == {**settings, "document_ids": [handbook], "collection_ids": None}
+        assert saved.json()["settings"] == {
+            **settings,
+            "document_ids": [handbook],
+            "collection_ids": None,
+            "documents_only": None,
+        }
         detail = (await client.get(f"/api/threads/{older}")).json()
         assert detail["settings"]["document_ids"] == [handbook] and detail["settings"]["model"] == "qwen3"
         assert [t["id"] for t in (await client.get("/api/threads")).json()["threads"]] == [newer, older]
 
         missing = await client.patch(f"/api/threads/{older}", json={"settings": {"document_ids": [str(uuid.uuid4())]}})
-        assert missing.status_code == 404 and "documents not found" in missing.json()["detail"]
+        assert missing.status_code == 404 and missing.json()["detail"].startswith("document ")
         gone = await client.patch(f"/api/threads/{older}", json={"settings": {"collection_ids": [str(uuid.uuid4())]}})
-        assert gone.status_code == 404 and "collections not found" in gone.json()["detail"]
+        assert gone.status_code == 404 and gone.json()["detail"].startswith("collection ")
         for bad in (
             {},
             {"settings": {"search_mode": "fast"}},

@@ -135,7 +135,7 @@ async def test_every_entry_point_decides_the_same(
     capsys.readouterr()
     args = argparse.Namespace(
         query=asked("cli"), mode=None, top_k=LIMIT, rerank=None, filter=None, document=None, collection=None,
-        json=True, rag=False, local=True, server=None, token=None, user=None,
+        json=True, rag=False, local=True, server=None, token=None, user=None, all=False,
     )  # fmt: skip
     assert await cli_search(served["settings"], args) == 0
     printed = json.loads(capsys.readouterr().out)

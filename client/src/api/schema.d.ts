@@ -5105,7 +5105,7 @@ export interface operations {
                 q?: string | null;
                 status?: "queued" | "processing" | "ready" | "failed" | null;
                 /** @description the file type (subtitles: .vtt and .srt) */
-                type?: "pdf" | "docx" | "text" | "markdown" | "html" | "csv" | "xlsx" | "pptx" | "epub" | "subtitles" | "jsonl" | "other" | null;
+                type?: "pdf" | "docx" | "text" | "markdown" | "html" | "csv" | "xlsx" | "pptx" | "epub" | "subtitles" | "jsonl" | "image" | "other" | null;
                 sort?: "created_at" | "title" | "byte_size" | "status";
                 order?: "desc" | "asc";
                 limit?: number;
