@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+import pytest
 from psycopg.conninfo import make_conninfo
 from psycopg.rows import DictRow, dict_row
 
@@ -206,6 +207,7 @@ async def test_a_document_in_500_collections_counts_once(pool: Any, db: str) -> 
         await assert_exact(conn, ALICE, BOB)
 
 
+@pytest.mark.slow  # 9-25 s: `make test-slow` (CI runs it); keeps `make test` under 15 minutes
 async def test_a_scope_of_10000_collections_is_exact_and_bounded(pool: Any, db: str) -> None:
     async with pool.connection() as conn:
         await users(conn, ALICE, BOB)

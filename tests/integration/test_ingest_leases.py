@@ -79,6 +79,7 @@ async def wait_for(predicate: Any, within_s: float = 30.0) -> None:
         await asyncio.sleep(0.05)
 
 
+@pytest.mark.slow  # 9-25 s: `make test-slow` (CI runs it); keeps `make test` under 15 minutes
 async def test_a_live_workers_lease_is_renewed_so_a_slow_document_is_processed_once(
     pool: Any, embedder: Any, settings: Settings
 ) -> None:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.support.accounts import PASSWORD, setup_admin
 
@@ -74,6 +75,7 @@ async def test_the_wait_of_one_address_doubles_and_a_success_clears_it(live_app:
     assert codes == [401, 401]
 
 
+@pytest.mark.slow  # 9-25 s: `make test-slow` (CI runs it); keeps `make test` under 15 minutes
 async def test_many_addresses_slow_the_name_down_by_a_bounded_hold(live_app: Callable[..., Any]) -> None:
     server = proxied(live_app, login_global_delay_max_s=1.0)
     await (await setup_admin(server.url)).aclose()

@@ -231,6 +231,7 @@ async def test_extraction_fills_metadata_and_is_filterable(extracting: Any, fake
         assert r.status_code == 202 and r.json()["queued"] == [doc]
 
 
+@pytest.mark.slow  # 9-25 s: `make test-slow` (CI runs it); keeps `make test` under 15 minutes
 async def test_extraction_garbage_and_timeout_leave_the_document_ready(
     extracting: Any, fake_ollama: FakeOllama
 ) -> None:
