@@ -18,7 +18,6 @@ SCAN = ["Minutes of the harbour board meeting.", "The board approved a new crane
 
 
 def test_a_photo_and_a_scanned_pdf_uploaded_through_the_page_are_found(live_app: Any, fake_llm: Any, page: Any) -> None:
-    pytest.importorskip("rapidocr_onnxruntime")
     server = live_app(ollama_host=fake_llm(), ingest_workers=1)
     page.goto(f"{server.url}/documents")
     page.get_by_test_id("upload-input").set_input_files(

@@ -17,17 +17,11 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
-import pytest
 
 from tests.fakes.ollama_server import Reply
 from tests.fakes.plugin import LLMFake
 from tests.support import scans
 from tests.support.chat import chat, first, text_of
-
-pytestmark = pytest.mark.skipif(
-    __import__("ragchat.documents.parsing.ocr", fromlist=["available"]).available() is not None,
-    reason="the OCR engine does not import here",
-)
 
 FENDER = ["Fender replacement at the northern quay", "Budget approved: 48,000 EUR in March"]
 PHOTO = ["Lighthouse keeper rota for August", "Night watch: Marguerite and Tobias"]
