@@ -33,7 +33,7 @@ import numpy as np
 
 from bench.common import DATA, RESULTS, bench_runtime, bench_settings, cpu_context, load_embedder, table, write_json
 from bench.search import BENCH_OWNER, GIN_INDEX, admin, ensure_corpus, fetch, log
-from bench.search_build import index_defs
+from bench.search_build import hnsw_name, index_defs
 from ragchat.core.options import options_of
 from ragchat.core.principal import Principal
 from ragchat.evaluation.beir import load_beir
@@ -70,7 +70,7 @@ async def build_state(
     b_docs = docs[: len(docs) // 2] if state == "half" else []
     await conn.execute("UPDATE documents SET owner_id = %s WHERE id = ANY(%s)", (A.user_id, docs))
     await conn.execute("UPDATE documents SET owner_id = %s WHERE id = ANY(%s)", (B.user_id, b_docs))
-    hnsw = f"chunk_embeddings_hnsw_{space.id}"
+    hnsw = hnsw_name(space)
     await conn.execute(f"DROP INDEX IF EXISTS {hnsw}")
     await conn.execute(f"DROP INDEX IF EXISTS {GIN_INDEX}")
     await conn.execute(

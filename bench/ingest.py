@@ -49,6 +49,7 @@ from bench.common import (
     table,
     write_json,
 )
+from bench.search_build import hnsw_name
 from ragchat.core.principal import LOCAL_OWNER_ID, Principal
 from ragchat.documents.catalog import chunk_store
 from ragchat.documents.chunking.sentences import content_hash, embedding_text
@@ -190,7 +191,7 @@ async def reset_tables(rt: Runtime) -> None:
 async def hnsw_index(rt: Runtime) -> tuple[Space, str, str]:
     """The active space, the name of its partial HNSW index and that index's definition."""
     space = (await rt.spaces.for_ingest()).space
-    name = f"chunk_embeddings_hnsw_{space.id}"
+    name = hnsw_name(space)
     async with rt.pool.connection() as conn:
         row = await (await conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s", (name,))).fetchone()
     if row is None:

@@ -60,6 +60,7 @@ from bench.common import (
 )
 from bench.search_build import (
     ChunkRow,
+    Shape,
     build_size,
     copy_chunks,
     copy_documents,
@@ -70,6 +71,15 @@ from bench.search_build import (
     synthetic_batches,
 )
 from bench.search_report import markdown, pgvector_section
+from bench.search_scale import (
+    READER,
+    db_structure,
+    filtered,
+    parent_similarities,
+    reader_vs_owner,
+    real_structure,
+    scale_markdown,
+)
 from ragchat.core.options import options_of
 from ragchat.core.principal import Principal
 from ragchat.db.pool import Conn
@@ -208,14 +218,19 @@ async def ensure_corpus(conn: Conn, rt: Runtime, limit: int | None) -> dict[str,
 class Synthesizer:
     """Synthetic chunks: neighbours of real vectors, content recombined from real sentences, in batches."""
 
-    def __init__(self, real: list[dict[str, Any]], noise: float, seed: int) -> None:
+    def __init__(self, real: list[dict[str, Any]], noise: float, seed: int, kind: str = "shaped") -> None:
         self.titles = [r["title"] for r in real]
         self.vectors = np.stack([as_array(r["embedding"]) for r in real])
         self.lengths = [len(r["content"]) for r in real]
         self.sentences = [s.strip() for r in real for s in _SENTENCE_END.split(r["content"]) if len(s.strip()) > 20]
         self.noise = noise
         self.seed = seed
-        self.namespace = SYNTH_NS
+        self.kind = kind
+        # shaped: the real vectors' covariance, parent similarities drawn from real top-1 neighbour similarities;
+        # every document in a collection shared with READER (the reader-vs-owner rows at the same size)
+        self.shape = Shape(self.vectors, parent_similarities(self.vectors, 2000, seed)) if kind == "shaped" else None
+        self.reader = READER if kind == "shaped" else None
+        self.namespace = SYNTH_NS if kind == "isotropic" else uuid.uuid5(SYNTH_NS, kind)
 
     def batches(self, count: int, batch: int, skip: set[int] | None = None) -> Iterator[tuple[int, list[ChunkRow]]]:
         return synthetic_batches(
@@ -231,6 +246,7 @@ class Synthesizer:
             batch + batch % 2,  # even: a document's two chunks stay in one batch
             lambda title, content: content_hash(embedding_text(title, content)),
             skip,
+            self.shape,
         )
 
 
@@ -506,6 +522,15 @@ async def measure_size(
         }
     detail["keyword_db"] = kwd
     detail["explore_searcher"] = await explore_searcher(rt, settings, queries, warmup, common, args)
+    if args.synthetic == "shaped":
+        log(f"  {size}: neighbour structure, filtered searches, reader vs owner")
+        detail["structure"] = await db_structure(
+            conn, space, BENCH_OWNER, np.stack(qvecs), args.structure_sample, args.seed
+        )
+        shares = [int(x) for x in args.filter_shares.split(",") if x]
+        detail["filtered"] = await filtered(conn, searcher, PRINCIPAL, space, queries, qvecs, shares)
+        reader = Principal(READER, name="bench-reader")
+        detail["reader_vs_owner"] = await reader_vs_owner(searcher, PRINCIPAL, reader, queries, warmup)
     top = [i for i, _ in await vector_search(conn, space, qvecs[0], scope=ReadScope(BENCH_OWNER), n=10)]
     detail["explain"] = {
         "keyword_common": await explain_keyword(conn, common, settings, HYBRID_ARM_DEPTH),
@@ -564,7 +589,9 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 out["postgres"] = await pg_settings(conn)
             finally:
                 await conn.close()
-            synth = Synthesizer(real, args.noise, args.seed)
+            synth = Synthesizer(real, args.noise, args.seed, args.synthetic)
+            qv = np.stack(list(await embedder.embed_documents(queries[: args.recall_queries])))
+            out["real_structure"] = real_structure(synth.vectors, qv, args.structure_sample, args.seed)
             for i, size in enumerate(sorted(args.sizes)):
                 uri, dbname = size_db_uri(rt.database.uri, size)
                 await ensure_database(rt.database.uri, dbname)
@@ -623,7 +650,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         await embedder.close()
     out["details"] = details
     out["queries"] = {"measured": len(queries), "warmup": len(warmup), "recall": args.recall_queries}
-    out["synthetic"] = {"noise_sigma": args.noise, "seed": args.seed}
+    out["synthetic"] = {"kind": args.synthetic, "noise_sigma": args.noise, "seed": args.seed}
     return out
 
 
@@ -803,6 +830,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--noise", type=float, default=0.03, help="per-dimension sigma of the synthetic vectors' noise")
     p.add_argument("--seed", type=int, default=13)
+    p.add_argument(
+        "--synthetic",
+        choices=("shaped", "isotropic"),
+        default="shaped",
+        help="shaped: real covariance and neighbour similarities, shared with a reader (default); isotropic: --noise",
+    )
+    p.add_argument("--filter-shares", default="1,10", help="filtered searches over these %% of the documents")
+    p.add_argument("--structure-sample", type=int, default=300, help="chunks sampled for the neighbour structure")
     p.add_argument("--exact-timing", type=int, default=30, help="exact scans timed (of the recall queries)")
     p.add_argument("--no-fp32-explore", dest="fp32_explore", action="store_false", help="skip the fp32 query rows")
     p.add_argument("--build-only", action="store_true", help="build (or resume) the sizes, measure nothing")
@@ -831,7 +866,7 @@ def main(argv: list[str] | None = None) -> int:
     report(out, sorted(args.sizes))
     write_json(args.json, out)
     md = args.markdown or args.json.with_suffix(".md")
-    text = markdown(out, sorted(args.sizes))
+    text = markdown(out, sorted(args.sizes)) + "\n" + scale_markdown(out, sorted(args.sizes))
     pv_path = args.json.parent / "search_pgvector.json"
     if pv_path.exists():  # bench/search_pgvector.py's run on these vectors: what a newer pgvector changes
         text += "\n" + pgvector_section(json.loads(pv_path.read_text(encoding="utf-8")), out, sorted(args.sizes))

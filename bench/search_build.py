@@ -46,6 +46,8 @@ class RowSource(Protocol):
     seed: int
     noise: float
     namespace: uuid.UUID
+    kind: str  # "isotropic" or "shaped" (synthetic_batches)
+    reader: uuid.UUID | None  # shaped builds: every document in a collection shared `read` with this user
 
     def batches(self, count: int, batch: int, skip: set[int] | None = None) -> Iterator[tuple[int, list[ChunkRow]]]: ...
 
@@ -110,17 +112,51 @@ def if_not_exists(indexdef: str) -> LiteralString:
 
 
 def hnsw_name(space: Space) -> str:
-    return f"chunk_embeddings_hnsw_{space.id}"
+    """The space's HNSW index name, as `Space.index_name()` spells it (`_half` on a halfvec index)."""
+    return f"chunk_embeddings_hnsw_{space.id}{'_half' if space.index_type == 'halfvec' else ''}"
 
 
-async def copy_documents(conn: Conn, owner: uuid.UUID, docs: list[tuple[uuid.UUID, str]]) -> None:
+BENCH_COLLECTION = uuid.UUID("00000000-0000-0000-0000-00000000c011")
+
+
+def bucket(doc: uuid.UUID) -> str:
+    """A document's `bench_bucket` metadata value, "00".."99": filters on 1 or 10 buckets keep 1% or 10%."""
+    return f"{doc.int % 100:02d}"
+
+
+async def copy_documents(conn: Conn, owner: uuid.UUID, docs: list[tuple[uuid.UUID, str]], shared: bool = False) -> None:
+    """COPY ready documents with their `bench_bucket`; `shared`: also into BENCH_COLLECTION (before their chunks
+    arrive, so the BM25 triggers count them in the shared group at once)."""
     async with conn.cursor().copy(
         """COPY documents (id, owner_id, filename, title, content_type, byte_size, sha256, status,
-                           chunks_total, chunks_done) FROM STDIN"""
+                           chunks_total, chunks_done, metadata) FROM STDIN"""
     ) as copy:
         for doc, name in docs:
             sha = hashlib.sha256(name.encode()).hexdigest()
-            await copy.write_row((doc, owner, name, name, "text/plain", 1000, sha, "ready", 2, 2))
+            meta = Jsonb({"bench_bucket": bucket(doc)})
+            await copy.write_row((doc, owner, name, name, "text/plain", 1000, sha, "ready", 2, 2, meta))
+    if shared:
+        async with conn.cursor().copy("COPY document_collections (collection_id, document_id) FROM STDIN") as copy:
+            for doc, _name in docs:
+                await copy.write_row((BENCH_COLLECTION, doc))
+
+
+async def share_setup(conn: Conn, owner: uuid.UUID, reader: uuid.UUID) -> None:
+    """The reader's account and BENCH_COLLECTION (the owner's), shared `read` with the reader."""
+    await conn.execute(
+        """INSERT INTO users (id, name, username) VALUES (%s, 'bench-reader', 'bench-reader')
+           ON CONFLICT (id) DO NOTHING""",
+        (reader,),
+    )
+    await conn.execute(
+        "INSERT INTO collections (id, owner_id, name) VALUES (%s, %s, 'bench-all') ON CONFLICT (id) DO NOTHING",
+        (BENCH_COLLECTION, owner),
+    )
+    await conn.execute(
+        """INSERT INTO collection_members (collection_id, user_id, role) VALUES (%s, %s, 'owner'), (%s, %s, 'read')
+           ON CONFLICT DO NOTHING""",
+        (BENCH_COLLECTION, owner, BENCH_COLLECTION, reader),
+    )
 
 
 async def copy_chunks(conn: Conn, space: Space, rows: list[ChunkRow]) -> None:
@@ -158,7 +194,10 @@ async def copy_vector_rows(conn: Conn, space: Space, rows: list[ChunkRow], ids: 
 
 
 def build_key(size: int, real_n: int, synth: RowSource) -> dict[str, Any]:
-    return {"size": size, "real": real_n, "seed": synth.seed, "noise": synth.noise}
+    key = {"size": size, "real": real_n, "seed": synth.seed, "noise": synth.noise}
+    if synth.kind != "isotropic":  # builds made before the shaped generator keep their key
+        key |= {"kind": synth.kind, "shared_with": str(synth.reader) if synth.reader else None, "buckets": True}
+    return key
 
 
 async def built_already(conn: Conn, space: Space, key: dict[str, Any]) -> dict[str, Any] | None:
@@ -204,15 +243,17 @@ async def build_size(
         for name in indexdefs:  # built after the load
             await conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(name)))
         await conn.execute(
-            "TRUNCATE document_chunks, chunk_embeddings, "
+            "TRUNCATE document_chunks, chunk_embeddings, document_collections, "
             "bm25_groups, bm25_document_groups, bm25_group_terms, bm25_group_stats, documents "
             "RESTART IDENTITY CASCADE"
         )
         await conn.execute("INSERT INTO users (id, name) VALUES (%s, 'bench') ON CONFLICT (id) DO NOTHING", (owner,))
+        if synth.reader is not None:
+            await share_setup(conn, owner, synth.reader)
         for table in BENCH_TABLES:  # autovacuum would re-read the table during the load; VACUUM ANALYZE follows
             await conn.execute(sql.SQL("ALTER TABLE {} SET (autovacuum_enabled = false)").format(sql.Identifier(table)))
         start = time.perf_counter()
-        await load_real(conn, space, owner, real[:real_n])
+        await load_real(conn, space, owner, real[:real_n], synth.reader is not None)
         t["load_real_s"] = round(time.perf_counter() - start, 2)
         loading = {"key": key, "batches": [], "load_real_s": t["load_real_s"]}
         await meta_set(conn, "loading", loading)
@@ -334,6 +375,30 @@ def memory(postmaster_pid: int | None) -> dict[str, Any]:
     return out
 
 
+class Shape:
+    """Noise with the real vectors' covariance (their principal axes and variances), scaled per row so that the
+    row's cosine similarity to its parent is a draw from `parent_sims` (the real corpus' top-1 neighbour
+    similarities): synthetic rows are as close to their nearest real neighbour as real chunks are to theirs,
+    and they spread along the directions real embeddings vary in."""
+
+    def __init__(self, vectors: np.ndarray, parent_sims: np.ndarray) -> None:
+        centred = vectors - vectors.mean(axis=0, keepdims=True)
+        cov = centred.T @ centred / max(1, len(vectors) - 1)
+        eigval, eigvec = np.linalg.eigh(cov.astype(np.float64))
+        eigval = np.clip(eigval, 0.0, None)
+        self.root = (eigvec * np.sqrt(eigval)).T.astype(np.float32)  # g @ root ~ N(0, cov)
+        self.trace = float(eigval.sum())
+        self.parent_sims = np.clip(parent_sims.astype(np.float64), 0.05, 0.995)
+
+    def neighbours(self, parents: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        n, d = parents.shape
+        z = rng.standard_normal((n, d), dtype=np.float32) @ self.root
+        target = rng.choice(self.parent_sims, size=n)
+        # |parent| = 1 and E|z|^2 = trace: cos(parent + s z, parent) ~ 1 / sqrt(1 + s^2 trace)
+        scale = np.sqrt((1.0 / target**2 - 1.0) / self.trace).astype(np.float32)
+        return parents + scale[:, None] * z
+
+
 def synthetic_batches(
     vectors: np.ndarray,
     titles: list[str],
@@ -347,9 +412,15 @@ def synthetic_batches(
     batch: int,
     content_hash: Any,
     skip: set[int] | None = None,
+    shape: Shape | None = None,
 ) -> Iterator[tuple[int, list[ChunkRow]]]:
     """`count` synthetic rows in batches of `batch`, as (batch number, rows): batch k is drawn from its own
-    generator (seed, k), so the rows do not depend on the batches before them (`skip` leaves some out)."""
+    generator (seed, k), so the rows do not depend on the batches before them (`skip` leaves some out).
+
+    Each vector is a random real vector plus noise, renormalised. Without `shape` the noise is isotropic
+    gaussian with sigma `noise` per dimension: every copy sits at the same distance from its parent, a near-tie
+    worst case for an HNSW graph. With `shape` the noise has the real vectors' covariance and each row's
+    similarity to its parent is drawn from the real corpus' nearest-neighbour similarities (`Shape`)."""
     import random
 
     for k, start in enumerate(range(0, count, batch)):
@@ -359,7 +430,10 @@ def synthetic_batches(
         rng = np.random.default_rng([seed, k])
         pick = random.Random(f"{seed}-{k}")
         sources = rng.integers(0, len(titles), size=n)
-        vecs = vectors[sources] + rng.normal(0.0, noise, size=(n, vectors.shape[1])).astype(np.float32)
+        if shape is None:
+            vecs = vectors[sources] + rng.normal(0.0, noise, size=(n, vectors.shape[1])).astype(np.float32)
+        else:
+            vecs = shape.neighbours(vectors[sources], rng)
         vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
         out: list[ChunkRow] = []
         for i in range(n):
@@ -406,9 +480,11 @@ async def exact_top_ids(
     return [[int(i) for i in row if i >= 0] for row in best_i]
 
 
-async def load_real(conn: Conn, space: Space, owner: uuid.UUID, real: list[dict[str, Any]]) -> None:
+async def load_real(
+    conn: Conn, space: Space, owner: uuid.UUID, real: list[dict[str, Any]], shared: bool = False
+) -> None:
     docs = sorted({r["document_id"] for r in real})
-    await copy_documents(conn, owner, [(d, f"scifact/{d}") for d in docs])
+    await copy_documents(conn, owner, [(d, f"scifact/{d}") for d in docs], shared)
     rows = [
         (
             r["document_id"],
@@ -467,7 +543,7 @@ async def load_synthetic(
                 b = time.perf_counter()
                 new_docs = sorted({r[0] for r in chunk})
                 async with lc.transaction():
-                    await copy_documents(lc, owner, [(d, f"synthetic/{d}") for d in new_docs])
+                    await copy_documents(lc, owner, [(d, f"synthetic/{d}") for d in new_docs], synth.reader is not None)
                     first = await copy_chunk_rows(lc, chunk)
                 async with lc.transaction():
                     await copy_vector_rows(lc, space, chunk, first)

@@ -4,10 +4,12 @@ For each worker count: a fresh embedded Postgres (its own temporary data dir), t
 queued documents (a BEIR `corpus.jsonl`: one document per record), then N `python -m ragchat.cli worker`
 processes started together; the clock runs from their start until every document is ready (or failed).
 Reported: wall time, documents/s, chunks/s, the ratio against one worker, and the machine's load before the
-run. The model's own threads are as configured (torch uses every core): on a 2-core machine two workers
-compete for the same cores, which is what this measures.
+run, its mean while it ran and at the end. `--workers` lists runs as `N` (N processes, each embedding on every
+core: on a 2-core machine they take turns on the same cores) or `NxT` (N processes with EMBED_THREADS=T each:
+`1x1,2x1` measures how ingestion scales when each worker has a core of its own, i.e. what the pipeline and
+the database's shared counters cost beyond the model).
 
-    python bench/workers.py [--corpus ../shared/data/scifact-dev/corpus.jsonl] [--limit N] [--workers 1,2]
+    python bench/workers.py [--corpus ../shared/data/scifact-dev/corpus.jsonl] [--limit N] [--workers 1x1,2x1,1]
                             [--json bench/results/workers.json]
 """
 
@@ -55,7 +57,14 @@ def count(uri: str) -> dict[str, int]:
     return {"ready": row[0], "failed": row[1], "total": row[2], "chunks": row[3]}
 
 
-def run(workers: int, corpus: Path, limit: int | None) -> dict[str, Any]:
+def parse_run(spec: str) -> tuple[int, int]:
+    """`2` -> (2 processes, every core); `2x1` -> (2 processes, EMBED_THREADS=1)."""
+    n, _, t = spec.partition("x")
+    return int(n), int(t or 0)
+
+
+def run(spec: str, corpus: Path, limit: int | None) -> dict[str, Any]:
+    workers, threads = parse_run(spec)
     tmp = Path(tempfile.mkdtemp(prefix=f"ragchat-workers{workers}-"))
     try:
         settings = bench_settings(tmp, ingest_workers=0)
@@ -67,7 +76,9 @@ def run(workers: int, corpus: Path, limit: int | None) -> dict[str, Any]:
                 data = b"".join(data.splitlines(keepends=True)[:limit])
             queued = asyncio.run(register(settings, corpus, data))
             env = {**os.environ, "DATABASE_URL": database.uri, "RAGCHAT_DATA_DIR": str(tmp), "HF_HUB_OFFLINE": "1"}
+            env["EMBED_THREADS"] = str(threads)
             load = os.getloadavg()[0]
+            loads: list[float] = []
             started = time.perf_counter()
             procs = [
                 subprocess.Popen(
@@ -85,6 +96,7 @@ def run(workers: int, corpus: Path, limit: int | None) -> dict[str, Any]:
                     if c["ready"] + c["failed"] >= c["total"]:
                         break
                     time.sleep(1.0)
+                    loads.append(os.getloadavg()[0])
                 wall = time.perf_counter() - started
             finally:
                 for p in procs:
@@ -96,7 +108,9 @@ def run(workers: int, corpus: Path, limit: int | None) -> dict[str, Any]:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return {
+        "run": spec,
         "workers": workers,
+        "embed_threads": threads or "all",
         "documents": queued,
         "failed": c["failed"],
         "chunks": c["chunks"],
@@ -104,26 +118,35 @@ def run(workers: int, corpus: Path, limit: int | None) -> dict[str, Any]:
         "docs_per_s": round(c["ready"] / wall, 2),
         "chunks_per_s": round(c["chunks"] / wall, 2),
         "load_before": round(load, 2),
+        "load_mean": round(sum(loads) / len(loads), 2) if loads else None,
+        "load_end": round(os.getloadavg()[0], 2),
     }
+
+
+HEADERS = ["workers", "threads each", "documents", "failed", "chunks", "wall s", "docs/s", "chunks/s", "ratio"]
+HEADERS += ["load before", "load mean", "load end"]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--corpus", type=Path, default=DATA / "corpus.jsonl")
     ap.add_argument("--limit", type=int, default=None, help="only the first N records")
-    ap.add_argument("--workers", default="1,2")
+    ap.add_argument(
+        "--workers", default="1x1,2x1,1", help="runs: N or NxT (T = EMBED_THREADS each); ratios vs the first"
+    )
     ap.add_argument("--json", type=Path, default=RESULTS / "workers.json")
     args = ap.parse_args()
-    results = [run(int(n), args.corpus, args.limit) for n in args.workers.split(",")]
+    results = [run(spec.strip(), args.corpus, args.limit) for spec in args.workers.split(",")]
     base = results[0]["chunks_per_s"]
     for r in results:
         r["ratio"] = round(r["chunks_per_s"] / base, 2) if base else None
     print(
         table(
-            ["workers", "documents", "failed", "chunks", "wall s", "docs/s", "chunks/s", "ratio", "load before"],
+            HEADERS,
             [
                 [
                     r["workers"],
+                    r["embed_threads"],
                     r["documents"],
                     r["failed"],
                     r["chunks"],
@@ -132,6 +155,8 @@ def main() -> None:
                     r["chunks_per_s"],
                     r["ratio"],
                     r["load_before"],
+                    r["load_mean"],
+                    r["load_end"],
                 ]
                 for r in results
             ],

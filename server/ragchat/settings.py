@@ -249,6 +249,8 @@ class EmbeddingSettings(BaseModel):
     embed_model: str = "all-MiniLM-L6-v2"
     embed_dim: int | None = None  # remote models: asked of the model when unset
     embed_batch_size: int = 64
+    # threads that embed documents in one process (0 = every core it may use); give each of N workers cores/N
+    embed_threads: int = Field(default=0, ge=0, le=256)
     embed_timeout_s: float = 60.0  # one remote embedding request
     reembed_grace_s: float = 5.0  # after a switch, old vectors stay this long for searches already under way
     spaces_refresh_s: float = 2.0  # how often a process re-reads which embedding space is active

@@ -102,6 +102,23 @@ def test_the_setting_picks_the_backend_and_each_has_its_own_space(settings: Sett
     assert isinstance(build_embedder(settings, "sentence-transformers", fast.model_name), OnnxEmbedder)
 
 
+def test_embed_threads_caps_the_document_threads_of_either_backend(settings: Settings) -> None:
+    """EMBED_THREADS=1: each of two workers on a 2-core machine embeds on its own core (0 = every core)."""
+    one = settings.model_copy(update={"embed_threads": 1})
+    onnx = build_embedder(one.model_copy(update={"embed_backend": "onnx-int8"}))
+    assert isinstance(onnx, OnnxEmbedder)
+    assert onnx._docs.get_session_options().intra_op_num_threads == 1  # pyright: ignore[reportPrivateUsage]
+    torch_one = build_embedder(one.model_copy(update={"embed_backend": "torch"}))
+    assert isinstance(torch_one, SentenceTransformerEmbedder)
+    assert torch_one._doc_threads == 1  # pyright: ignore[reportPrivateUsage]
+    every = build_embedder(settings.model_copy(update={"embed_backend": "onnx-int8", "embed_threads": 0}))
+    assert isinstance(every, OnnxEmbedder)
+    cores = len(os.sched_getaffinity(0))
+    assert every._docs.get_session_options().intra_op_num_threads == cores  # pyright: ignore[reportPrivateUsage]
+    with pytest.raises(ValueError):
+        Settings(embed_threads=-1)
+
+
 def test_a_corrupt_manifest_or_file_is_detected(onnx: OnnxEmbedder, tmp_path: Path) -> None:
     copy = tmp_path / onnx.model_path.parent.name
     shutil.copytree(onnx.model_path.parent, copy, ignore=shutil.ignore_patterns(".lock", ".export-*"))

@@ -58,6 +58,7 @@ class SentenceTransformerEmbedder:
         batch_size: int = 64,
         path: str | None = None,
         query_precision: Precision = "auto",
+        threads: int | None = None,
     ):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -78,7 +79,7 @@ class SentenceTransformerEmbedder:
         self.max_tokens = int(self.model.max_seq_length or 256)
         import torch
 
-        self._doc_threads = torch.get_num_threads()
+        self._doc_threads = threads or torch.get_num_threads()
         self._query_thread = ThreadPoolExecutor(1, thread_name_prefix="query-embed", initializer=_query_thread_setup)
         self.query_model, self.query_precision = self._query_model(query_precision)
         self._queries = QueryBatcher(self._encode_queries, max_batch=batch_size, executor=self._query_thread)
