@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useState, type FormEvent } from "react";
-import { collectionsApi } from "../api/accounts";
+import { collectionsApi } from "../api/collections";
 import { ApiError, errorMessage } from "../api/client";
 import type { CollectionDetail } from "../api/types";
 import { useAuth } from "../auth/AuthContext";
