@@ -1,5 +1,5 @@
 // The audit log (admins only): GET /api/admin/audit pages, newest first, and its JSON-lines export.
-import { get, queryString, type Query } from "./client";
+import { get, getUrl, type Query } from "./client";
 import type { components } from "./schema";
 
 type Schemas = components["schemas"];
@@ -46,5 +46,5 @@ export const auditApi = {
     get("/api/admin/audit", { params: { query: { ...auditQuery(filters), limit, cursor: cursor || undefined } }, signal }),
 
   /** A link that downloads every matching row as JSON lines. */
-  exportUrl: (filters: AuditFilters) => `/api/admin/audit/export${queryString(auditQuery(filters))}`,
+  exportUrl: (filters: AuditFilters) => getUrl("/api/admin/audit/export", { params: { query: auditQuery(filters) } }),
 };

@@ -177,22 +177,21 @@ type DefaultsOf<B> = {
 }[keyof Defaults];
 type WithOptional<B, K> = Omit<B, K & keyof B> & Partial<Pick<B, K & keyof B>>;
 
-/** The JSON body of `method` on `path`, as a request may send it (the fields the server defaults optional). */
-export type JsonBody<P extends keyof paths, M extends Method> = [DefaultsOf<JsonBodyOf<Operation<P, M>>>] extends [never]
-  ? JsonBodyOf<Operation<P, M>>
-  : WithOptional<JsonBodyOf<Operation<P, M>>, DefaultsOf<JsonBodyOf<Operation<P, M>>>>;
+/** The JSON body of an operation, as a request may send it: the fields the server defaults are optional. */
+type RequestJson<B> = [DefaultsOf<B>] extends [never] ? B : WithOptional<B, DefaultsOf<B>>;
 
-type ParamsInit<O> = ([PathParamsOf<O>] extends [never] ? unknown : { path: PathParamsOf<O> }) &
-  ([QueryOf<O>] extends [never] ? unknown : { query?: QueryOf<O> });
-type BodyInit<B> = [B] extends [never] ? unknown : { body: B };
+/** The JSON body of `method` on `path`, as a request may send it (never: the call takes no JSON body). */
+export type JsonBody<P extends keyof paths, M extends Method> = RequestJson<JsonBodyOf<Operation<P, M>>>;
+
+type ParamsInit<O> = ([PathParamsOf<O>] extends [never] ? { path?: never } : { path: PathParamsOf<O> }) &
+  ([QueryOf<O>] extends [never] ? { query?: never } : { query?: QueryOf<O> });
+/** `params` is required when the path has parameters. */
+type ParamsArg<O> = [PathParamsOf<O>] extends [never] ? { params?: ParamsInit<O> } : { params: ParamsInit<O> };
+type BodyArg<B> = [B] extends [never] ? { body?: never } : { body: B };
 
 /** A call's options: `params.path` (each value URL-encoded), `params.query`, the JSON `body`, `signal`. */
-export type CallInit<P extends keyof paths, M extends Method> = { signal?: AbortSignal } & ([
-  PathParamsOf<Operation<P, M>>,
-] extends [never]
-  ? { params?: ParamsInit<Operation<P, M>> }
-  : { params: ParamsInit<Operation<P, M>> }) &
-  BodyInit<JsonBody<P, M>>;
+export type CallInit<P extends keyof paths, M extends Method> = { signal?: AbortSignal } & ParamsArg<Operation<P, M>> &
+  BodyArg<JsonBody<P, M>>;
 
 /** The options argument: optional when nothing in it is required. */
 type InitArg<P extends keyof paths, M extends Method> =
@@ -229,8 +228,10 @@ export function fillPath(path: string, values: Record<string, string | number> =
   });
 }
 
+const urlOf = (path: string, init: LooseInit = {}) => fillPath(path, init.params?.path) + queryString(init.params?.query);
+
 function call(method: Method, path: string, init: LooseInit = {}): Promise<unknown> {
-  const url = fillPath(path, init.params?.path) + queryString(init.params?.query);
+  const url = urlOf(path, init);
   const req: RequestInit = {};
   if (method !== "get") req.method = method.toUpperCase();
   if (init.body !== undefined) {
@@ -258,3 +259,7 @@ export const patch = <P extends PathsWith<"patch">>(path: P, ...[init]: InitArg<
 /** DELETE `path` (`delete` is a keyword). */
 export const del = <P extends PathsWith<"delete">>(path: P, ...[init]: InitArg<P, "delete">) =>
   call("delete", path, init as LooseInit) as Promise<JsonResponse<P, "delete">>;
+
+/** The URL of a GET the browser makes itself (a download link, a file it opens): `path` with its parameters. */
+export const getUrl = <P extends PathsWith<"get">>(path: P, ...[init]: InitArg<P, "get">) =>
+  urlOf(path, init as LooseInit);

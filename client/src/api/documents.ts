@@ -1,6 +1,6 @@
 // The documents (GET/PATCH/DELETE /api/documents/...): the documents page's pages, the pickers' searches, the
 // viewer's chunks, metadata, re-chunking, retry and cancel, bulk actions, URL ingestion. Uploads: uploads.ts.
-import { del, get, patch, post, type JsonBody, type Query } from "./client";
+import { del, get, getUrl, patch, post, type JsonBody, type Query } from "./client";
 import type { components } from "./schema";
 import type { Document } from "./types";
 
@@ -123,5 +123,5 @@ export const documentsApi = {
     (await post("/api/documents/url", { body: { url, collection_id: collectionId } })).results,
 
   /** The original file (PDF inline; other types download). */
-  fileUrl: (id: string) => `/api/documents/${encodeURIComponent(id)}/file`,
+  fileUrl: (id: string) => getUrl("/api/documents/{document_id}/file", one(id)),
 };

@@ -1,6 +1,6 @@
 // Chat threads (/api/threads/...): the list, one thread, rename, delete, per-thread settings, branches, stop,
 // export. Asking (POST /api/chat) and following an answer (GET .../stream) are SSE: chat.ts.
-import { del, get, patch, post } from "./client";
+import { del, get, getUrl, patch, post } from "./client";
 import type { components } from "./schema";
 
 /** What a thread searches and which model answers (PATCH /api/threads/{id} `settings`); null: the default. */
@@ -29,5 +29,5 @@ export const threadsApi = {
 
   /** The download link of a thread's export. */
   exportUrl: (threadId: string, format: "markdown" | "json") =>
-    `/api/threads/${encodeURIComponent(threadId)}/export?format=${format}`,
+    getUrl("/api/threads/{thread_id}/export", { params: { path: { thread_id: threadId }, query: { format } } }),
 };
