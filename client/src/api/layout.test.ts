@@ -102,6 +102,44 @@ export function defaultedRequestFields(schema: string): Record<string, string[]>
   return out;
 }
 
+/** The import cycles among `files` (type-only imports too): each as its files, in order. */
+export function importCycles(files: Source[]): string[][] {
+  const byPath = new Map(files.map((f) => [f.path, f]));
+  const resolve = (from: string, spec: string): string | null => {
+    if (!spec.startsWith(".")) return null;
+    const parts = from.split("/").slice(0, -1);
+    for (const piece of spec.split("/")) {
+      if (piece === "..") parts.pop();
+      else if (piece !== ".") parts.push(piece);
+    }
+    const base = parts.join("/");
+    return [`${base}.ts`, `${base}.tsx`, `${base}/index.ts`].find((p) => byPath.has(p)) ?? null;
+  };
+  const edges = new Map(
+    files.map((f) => [
+      f.path,
+      [...f.text.matchAll(/(?:^|\n)\s*(?:import|export)\b[^;]*?from\s*["']([^"']+)["']|import\(\s*["']([^"']+)["']\s*\)/g)]
+        .map((m) => resolve(f.path, m[1] ?? m[2]))
+        .filter((p): p is string => p !== null),
+    ]),
+  );
+  const cycles: string[][] = [];
+  const state = new Map<string, "open" | "done">();
+  const stack: string[] = [];
+  const visit = (path: string) => {
+    state.set(path, "open");
+    stack.push(path);
+    for (const next of edges.get(path) ?? []) {
+      if (state.get(next) === "open") cycles.push(stack.slice(stack.indexOf(next)));
+      else if (!state.has(next)) visit(next);
+    }
+    stack.pop();
+    state.set(path, "done");
+  };
+  for (const f of files) if (!state.has(f.path)) visit(f.path);
+  return cycles;
+}
+
 const all = sources();
 const schema = all.find((s) => s.path === GENERATED)!.text;
 
@@ -126,6 +164,10 @@ describe("the API layout", () => {
     expect(listed).toEqual(defaultedRequestFields(schema));
   });
 
+  it("no module imports one that imports it back (App.tsx and NavBar.tsx neither)", () => {
+    expect(importCycles(all.filter((s) => !isTest(s.path)))).toEqual([]);
+  });
+
   it("catches a planted violation", () => {
     const names = schemaNames(schema);
     const component = (text: string): Source => ({ path: "chat/Planted.tsx", text });
@@ -145,5 +187,15 @@ describe("the API layout", () => {
     expect(duplicateTypes({ path: "api/x.ts", text: 'export type Thread = Schemas["Thread"];' }, names)).toEqual([]);
     expect(duplicateTypes({ path: "api/x.ts", text: 'type Thread = components["schemas"]["Thread"];' }, names)).toEqual([]);
     expect(duplicateTypes({ path: "api/x.ts", text: "type ThreadView = { id: string };" }, names)).toEqual([]);
+
+    const file = (path: string, text: string): Source => ({ path, text });
+    const cycle = [
+      file("App.tsx", 'import { NavBar } from "./components/NavBar";'),
+      file("components/NavBar.tsx", 'import type { Page } from "../App";\nimport { x } from "../lib/x";'),
+      file("lib/x.ts", "export const x = 1;"),
+    ];
+    expect(importCycles(cycle)).toEqual([["App.tsx", "components/NavBar.tsx"]]);
+    expect(importCycles(cycle.slice(1))).toEqual([]);
+    expect(importCycles([file("a.ts", 'const B = lazy(() => import("./b"));'), file("b.ts", 'export { a } from "./a";')])).toHaveLength(1);
   });
 });

@@ -2,7 +2,7 @@ import { collectionsApi } from "../api/collections";
 import { documentsApi } from "../api/documents";
 import type { CollectionDetail, Document } from "../api/types";
 import { DocumentPicker } from "../components/DocumentPicker";
-import type { CollectionAct } from "./CollectionDetailPage";
+import type { CollectionAct } from "./act";
 
 interface Props {
   detail: CollectionDetail;

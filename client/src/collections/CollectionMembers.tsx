@@ -2,7 +2,7 @@ import { useEffect, useState, type FormEvent } from "react";
 import { collectionsApi } from "../api/collections";
 import { directoryApi } from "../api/users";
 import type { CollectionDetail, MemberRole, UserRef } from "../api/types";
-import type { CollectionAct } from "./CollectionDetailPage";
+import type { CollectionAct } from "./act";
 import { ROLE_TEXT } from "./CollectionsPage";
 
 /** Who the collection is shared with; the owner adds members, changes roles, removes them. */
