@@ -14,7 +14,7 @@ import { Spinner } from "./components/Spinner";
 import { DocumentsPage } from "./documents/DocumentsPage";
 import { EvaluatePage } from "./evaluation/EvaluatePage";
 import { Link, useLocation } from "./lib/router";
-import { matchRoute, type Page } from "./lib/routes";
+import { matchRoute, PAGE_TITLES } from "./lib/routes";
 import { useTitle } from "./lib/useTitle";
 import { SearchPage } from "./search/SearchPage";
 import { DocumentViewer } from "./viewer/DocumentViewer";
@@ -58,19 +58,6 @@ function Gate() {
   // Keyed by user: another sign-in starts every page afresh.
   return <Shell key={user?.id ?? "local"} />;
 }
-
-/** Each page's tab title ("Documents — ragchat"); a page may claim a more specific one (a thread's title). */
-const PAGE_TITLES: Record<Page, string> = {
-  chat: "Chat",
-  documents: "Documents",
-  search: "Search",
-  collections: "Collections",
-  account: "Account",
-  admin: "Admin",
-  evaluate: "Evaluate",
-  settings: "Settings",
-  notfound: "Page not found",
-};
 
 /** The skip link's target is a textarea: focus it (a fragment link alone only scrolls). */
 function focusComposer(e: MouseEvent<HTMLAnchorElement>) {

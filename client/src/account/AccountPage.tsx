@@ -1,5 +1,5 @@
 import { useState, type FormEvent } from "react";
-import { authApi } from "../api/accounts";
+import { authApi } from "../api/auth";
 import { errorMessage } from "../api/client";
 import { useAuth } from "../auth/AuthContext";
 import { passwordProblem, PASSWORD_HINT } from "../auth/SetupPage";

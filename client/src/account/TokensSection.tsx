@@ -1,5 +1,5 @@
 import { useEffect, useRef, useState, type FormEvent } from "react";
-import { authApi } from "../api/accounts";
+import { tokensApi } from "../api/tokens";
 import { errorMessage } from "../api/client";
 import type { ApiToken, NewApiToken } from "../api/types";
 import { formatDate } from "../lib/format";
@@ -15,8 +15,8 @@ export function TokensSection() {
 
   useEffect(() => {
     const ctrl = new AbortController();
-    authApi
-      .listTokens(ctrl.signal)
+    tokensApi
+      .list(ctrl.signal)
       .then(setTokens)
       .catch((e: unknown) => !ctrl.signal.aborted && setError(`Couldn't load your tokens: ${errorMessage(e)}`));
     return () => ctrl.abort();
@@ -29,7 +29,7 @@ export function TokensSection() {
     setBusy(true);
     setError(null);
     try {
-      const t = await authApi.createToken(n, days ? Number(days) : null);
+      const t = await tokensApi.create(n, days ? Number(days) : null);
       setFresh(t);
       setName("");
       const { token: _secret, ...row } = t;
@@ -44,7 +44,7 @@ export function TokensSection() {
 
   const revoke = async (id: string) => {
     try {
-      await authApi.revokeToken(id);
+      await tokensApi.revoke(id);
       setTokens((ts) => (ts ?? []).filter((t) => t.id !== id));
       if (fresh?.id === id) setFresh(null);
     } catch (err) {

@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useState, type FormEvent, type KeyboardEvent } from "react";
-import { adminApi } from "../api/accounts";
+import { adminApi } from "../api/users";
 import { errorMessage } from "../api/client";
 import type { AdminUser, User } from "../api/types";
 import { useAuth } from "../auth/AuthContext";
@@ -9,12 +9,12 @@ import { Spinner } from "../components/Spinner";
 import { AuditLog } from "./AuditLog";
 import { UserRow } from "./UserRow";
 
-export type Feedback = { ok: boolean; text: string } | null;
+export type Outcome = { ok: boolean; text: string } | null;
 
 export function AdminPage() {
   const { isAdmin, user: me } = useAuth();
   const [users, setUsers] = useState<AdminUser[] | null>(null);
-  const [feedback, setFeedback] = useState<Feedback>(null);
+  const [feedback, setFeedback] = useState<Outcome>(null);
   const [tab, setTab] = useState<Tab>("users");
 
   const load = useCallback(async () => {

@@ -1,5 +1,5 @@
 import { useState, type FormEvent } from "react";
-import { adminApi } from "../api/accounts";
+import { adminApi } from "../api/users";
 import type { AdminUser, User } from "../api/types";
 import { passwordProblem } from "../auth/SetupPage";
 import { formatDate } from "../lib/format";

@@ -1,10 +1,11 @@
 // The audit log (admins only): GET /api/admin/audit pages, newest first, and its JSON-lines export.
-import { request } from "./client";
+import { get, getUrl, type Query } from "./client";
 import type { components } from "./schema";
 
 type Schemas = components["schemas"];
 export type AuditEntry = Schemas["AuditEntry"];
 export type AuditPage = Schemas["AuditPage"];
+type AuditQuery = Query<"/api/admin/audit", "get">;
 
 /** The page's filters as typed (empty: not filtered). `since`/`before` are dates (UTC days). */
 export type AuditFilters = {
@@ -25,30 +26,25 @@ export const NO_FILTERS: AuditFilters = {
   before: "",
 };
 
-/** The query string of `filters` (and a cursor): only the fields that are set. */
-export function auditQuery(filters: AuditFilters, extra: Record<string, string> = {}): string {
-  const q = new URLSearchParams();
-  const set = (key: string, value: string) => {
-    if (value.trim()) q.set(key, value.trim());
+/** The query of `filters`: only the fields that are set (trimmed). */
+export function auditQuery(filters: AuditFilters): AuditQuery {
+  const set = (value: string) => value.trim() || undefined;
+  const action = set(filters.action);
+  return {
+    actor: set(filters.actor),
+    // one action, as typed: the server answers 400 for one it does not know
+    action: action === undefined ? undefined : [action as Schemas["AuditAction"]],
+    target_type: set(filters.target_type),
+    target_id: set(filters.target_id),
+    since: set(filters.since),
+    until: set(filters.before),
   };
-  set("actor", filters.actor);
-  set("action", filters.action);
-  set("target_type", filters.target_type);
-  set("target_id", filters.target_id);
-  set("since", filters.since);
-  set("until", filters.before);
-  for (const [k, v] of Object.entries(extra)) set(k, v);
-  const text = q.toString();
-  return text ? `?${text}` : "";
 }
 
 export const auditApi = {
   page: (filters: AuditFilters, cursor: string | null, limit = 50, signal?: AbortSignal) =>
-    request<AuditPage>(
-      `/api/admin/audit${auditQuery(filters, { limit: String(limit), ...(cursor ? { cursor } : {}) })}`,
-      { signal },
-    ),
+    get("/api/admin/audit", { params: { query: { ...auditQuery(filters), limit, cursor: cursor || undefined } }, signal }),
 
   /** A link that downloads every matching row as JSON lines. */
-  exportUrl: (filters: AuditFilters) => `/api/admin/audit/export${auditQuery(filters)}`,
+  exportUrl: (filters: AuditFilters) => getUrl("/api/admin/audit/export", { params: { query: auditQuery(filters) } }),
 };

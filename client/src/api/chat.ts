@@ -1,7 +1,11 @@
-import { errorFromResponse } from "./client";
+// Asking and following an answer: POST /api/chat and GET /api/threads/{id}/stream answer Server-Sent Events
+// (docs/SSE.md), read here with their own fetch; their JSON errors are ApiErrors like every call's.
+import { errorFromResponse, type JsonBody } from "./client";
 import { toChatEvent, type ChatEvent } from "./chatEvents";
 import { SseParser } from "./sse";
-import type { ChatBody } from "./chatApi";
+
+/** The body of POST /api/chat (at most one of regenerate_id, continue_id, edit_id; `message` not with them). */
+export type ChatRequest = JsonBody<"/api/chat", "post">;
 
 /** The stream ended (or the network failed) before a `done` or `error` event. */
 export class ConnectionLostError extends Error {
@@ -70,7 +74,7 @@ export async function readChatStream(res: Response, onEvent: EventHandler, signa
  * POST /api/chat: resolves with the open SSE response once the server took the question; rejects with ApiError
  * for a JSON error (400 too long, 404, 409 an answer is already being generated).
  */
-export async function postChat(body: ChatBody, signal?: AbortSignal): Promise<Response> {
+export async function postChat(body: ChatRequest, signal?: AbortSignal): Promise<Response> {
   const res = await open(
     "/api/chat",
     {
@@ -85,7 +89,7 @@ export async function postChat(body: ChatBody, signal?: AbortSignal): Promise<Re
 }
 
 /** POST /api/chat and read its stream (postChat + readChatStream). */
-export async function streamChat(body: ChatBody, onEvent: EventHandler, signal?: AbortSignal): Promise<void> {
+export async function streamChat(body: ChatRequest, onEvent: EventHandler, signal?: AbortSignal): Promise<void> {
   await readChatStream(await postChat(body, signal), onEvent, signal);
 }
 

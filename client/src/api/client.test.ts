@@ -1,7 +1,21 @@
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, expectTypeOf, it, vi } from "vitest";
 import { apiError } from "../test/server";
-import type { Document, UploadResult } from "./types";
-import { api, ApiError, errorMessage, onUnauthorized, UPLOAD_CONCURRENCY } from "./client";
+import {
+  ApiError,
+  del,
+  errorMessage,
+  fillPath,
+  get,
+  onUnauthorized,
+  patch,
+  post,
+  queryString,
+  type JsonBody,
+} from "./client";
+import { documentsApi } from "./documents";
+import type { components } from "./schema";
+import { searchApi } from "./search";
+import { threadsApi } from "./threads";
 
 afterEach(() => vi.unstubAllGlobals());
 
@@ -10,7 +24,7 @@ const failWith = (res: Response) => vi.stubGlobal("fetch", vi.fn().mockResolvedV
 describe("API errors", () => {
   it("keep the body's code and detail, and a 429's Retry-After", async () => {
     failWith(apiError(429, "rate_limited", "too many searches", { "Retry-After": "17" }));
-    const err = (await api.search({ q: "x" }).catch((e: unknown) => e)) as ApiError;
+    const err = (await searchApi.search({ q: "x" }).catch((e: unknown) => e)) as ApiError;
     expect(err).toBeInstanceOf(ApiError);
     expect(err).toMatchObject({ status: 429, code: "rate_limited", detail: "too many searches", retryAfter: 17 });
     expect(errorMessage(err)).toBe("Too many searches. Try again in 17 s.");
@@ -23,7 +37,7 @@ describe("API errors", () => {
         { status: 429 },
       ),
     );
-    const err = (await api.listThreads().catch((e: unknown) => e)) as ApiError;
+    const err = (await threadsApi.list().catch((e: unknown) => e)) as ApiError;
     expect(err).toMatchObject({ retryAfter: 3, requestId: "r1", extra: { retry_after: 3 } });
     expect(errorMessage(err)).toBe("Slow down. Try again in 3 s.");
   });
@@ -35,24 +49,24 @@ describe("API errors", () => {
         { status: 503, headers: { "X-Request-ID": "abc123" } },
       ),
     );
-    const err = (await api.listThreads().catch((e: unknown) => e)) as ApiError;
+    const err = (await threadsApi.list().catch((e: unknown) => e)) as ApiError;
     expect(err).toMatchObject({ status: 503, code: "database_unavailable", requestId: "abc123" });
     expect(err.detail).toBe("the database is not answering");
     expect(err.message).toBe("the database is not answering (request id abc123)");
     expect(errorMessage(err)).toBe("The database is not answering (request id abc123).");
 
     failWith(new Response("<html>Bad gateway</html>", { status: 502, statusText: "Bad Gateway", headers: { "X-Request-ID": "h1" } }));
-    const proxied = (await api.listThreads().catch((e: unknown) => e)) as ApiError;
+    const proxied = (await threadsApi.list().catch((e: unknown) => e)) as ApiError;
     expect(proxied).toMatchObject({ status: 502, requestId: "h1", code: null });
     expect(errorMessage(proxied)).toBe("502 Bad Gateway (request id h1).");
   });
 
   it("a 500 whose detail names the request id already does not repeat it; a 4xx does not add it", async () => {
     failWith(apiError(500, "internal_error", "internal server error (logged on the server as r9)", { "X-Request-ID": "r9" }));
-    const err = (await api.listThreads().catch((e: unknown) => e)) as ApiError;
+    const err = (await threadsApi.list().catch((e: unknown) => e)) as ApiError;
     expect(errorMessage(err)).toBe("Internal server error (logged on the server as r9).");
     failWith(apiError(404, "not_found", "thread not found", { "X-Request-ID": "r10" }));
-    const missing = (await api.listThreads().catch((e: unknown) => e)) as ApiError;
+    const missing = (await threadsApi.list().catch((e: unknown) => e)) as ApiError;
     expect(missing.requestId).toBe("r10");
     expect(errorMessage(missing)).toBe("Thread not found.");
   });
@@ -64,7 +78,7 @@ describe("API errors", () => {
         { status: 400 },
       ),
     );
-    const err = (await api.listThreads().catch((e: unknown) => e)) as ApiError;
+    const err = (await threadsApi.list().catch((e: unknown) => e)) as ApiError;
     expect(err).toMatchObject({ status: 400, detail: "invalid API key", code: "invalid_api_key", requestId: "v1" });
   });
 
@@ -72,14 +86,14 @@ describe("API errors", () => {
     const seen: string[] = [];
     const off = onUnauthorized((e) => seen.push(`${e.code}`));
     failWith(apiError(401, "unauthorized", "your session has ended"));
-    await api.listDocuments().catch(() => undefined);
+    await documentsApi.listAll().catch(() => undefined);
     failWith(apiError(401, "invalid_credentials", "wrong username or password"));
-    await api.listDocuments().catch(() => undefined);
+    await documentsApi.listAll().catch(() => undefined);
     failWith(apiError(403, "forbidden", "only an admin may do this"));
-    await api.listDocuments().catch(() => undefined);
+    await documentsApi.listAll().catch(() => undefined);
     off();
     failWith(apiError(401, "unauthorized", "again"));
-    await api.listDocuments().catch(() => undefined);
+    await documentsApi.listAll().catch(() => undefined);
     expect(seen).toEqual(["unauthorized"]);
   });
 
@@ -89,95 +103,98 @@ describe("API errors", () => {
   });
 });
 
-const queued = (filename: string): UploadResult => ({
-  filename,
-  status: "queued",
-  document: { id: `doc-${filename}` } as Document,
-  error: null,
-});
-const refused = (filename: string, error: string): UploadResult => ({ filename, status: "rejected", document: null, error });
-
-/** A fake POST /api/documents: each request's one file answered by `answer(name)`; records concurrency. */
-function uploadServer(answer: (name: string, form: FormData) => Response | Promise<Response>) {
-  const seen: { names: string[]; collection: FormDataEntryValue | null }[] = [];
-  let inFlight = 0;
-  let maxInFlight = 0;
+/** A fetch that answers `res` and records every call's URL and init. */
+function recording(res: () => Response = () => new Response(JSON.stringify({ ok: 1 }), { status: 200 })) {
+  const calls: { url: string; init: RequestInit }[] = [];
   vi.stubGlobal(
     "fetch",
-    vi.fn(async (_url: string, init: RequestInit) => {
-      const form = init.body as FormData;
-      const names = form.getAll("files").map((f) => (f as File).name);
-      seen.push({ names, collection: form.get("collection_id") });
-      inFlight++;
-      maxInFlight = Math.max(maxInFlight, inFlight);
-      await new Promise((r) => setTimeout(r, 5));
-      inFlight--;
-      return answer(names[0], form);
+    vi.fn(async (url: string, init: RequestInit) => {
+      calls.push({ url, init });
+      return res();
     }),
   );
-  return { seen, maxInFlight: () => maxInFlight };
+  return calls;
 }
 
-const json201 = (results: UploadResult[]) =>
-  new Response(JSON.stringify({ results }), { status: 201, headers: { "Content-Type": "application/json" } });
-const refusal = (status: number, code: string, results: UploadResult[]) =>
-  new Response(
-    JSON.stringify({ status_code: status, code, detail: results[0].error, extra: { results }, request_id: "r" }),
-    { status, headers: { "Content-Type": "application/json" } },
-  );
-
-describe("uploadDocuments", () => {
-  const files = (...names: string[]) => names.map((n) => new File([n], n));
-
-  it("sends one file a request, at most UPLOAD_CONCURRENCY at a time, and merges the results in order", async () => {
-    const srv = uploadServer((name) => json201([queued(name)]));
-    const got: number[] = [];
-    const results = await api.uploadDocuments(files("a.md", "b.md", "c.md", "d.md", "e.md"), "c1", (_r, i) => got.push(i));
-    expect(srv.seen.map((s) => s.names)).toEqual([["a.md"], ["b.md"], ["c.md"], ["d.md"], ["e.md"]]);
-    expect(srv.seen.every((s) => s.collection === "c1")).toBe(true);
-    expect(srv.maxInFlight()).toBe(UPLOAD_CONCURRENCY);
-    expect(results.map((r) => r.filename)).toEqual(["a.md", "b.md", "c.md", "d.md", "e.md"]);
-    expect(got.sort()).toEqual([0, 1, 2, 3, 4]);
-  });
-
-  it("a refused file is that file's result (extra.results of its 413/415/400); the others still go", async () => {
-    uploadServer((name) =>
-      name === "big.pdf"
-        ? refusal(413, "payload_too_large", [refused(name, "big.pdf is 80 MB, over MAX_UPLOAD_MB (50)")])
-        : name === "tool.exe"
-          ? refusal(415, "unsupported_media_type", [refused(name, "unsupported file type .exe")])
-          : json201([queued(name)]),
-    );
-    const results = await api.uploadDocuments(files("a.md", "big.pdf", "tool.exe", "b.md"));
-    expect(results.map((r) => [r.filename, r.status, r.error])).toEqual([
-      ["a.md", "queued", null],
-      ["big.pdf", "rejected", "big.pdf is 80 MB, over MAX_UPLOAD_MB (50)"],
-      ["tool.exe", "rejected", "unsupported file type .exe"],
-      ["b.md", "queued", null],
-    ]);
-  });
-
-  it("an error without per-file results (the body limit, a 5xx, the network) rejects only that file", async () => {
-    uploadServer((name) => {
-      if (name === "huge.pdf") return apiError(413, "payload_too_large", "request body over the limit");
-      if (name === "oops.md") return apiError(500, "internal_error", "internal server error", { "X-Request-ID": "r5" });
-      if (name === "gone.md") throw new TypeError("Failed to fetch");
-      return json201([queued(name)]);
+describe("typed calls", () => {
+  it("URL-encode path parameters and build the query in its keys' order, leaving out undefined and null", async () => {
+    const calls = recording();
+    await get("/api/documents/{document_id}/chunks", {
+      params: { path: { document_id: "a/b c?" }, query: { offset: undefined, limit: 5, chunk_id: null } },
     });
-    const results = await api.uploadDocuments(files("huge.pdf", "oops.md", "gone.md", "ok.md"));
-    expect(results.map((r) => [r.filename, r.status, r.error])).toEqual([
-      ["huge.pdf", "rejected", "request body over the limit"],
-      ["oops.md", "rejected", "internal server error (request id r5)"],
-      ["gone.md", "rejected", "the upload did not reach the server"],
-      ["ok.md", "queued", null],
+    await get("/api/search", {
+      params: { query: { q: "tax 2024 & more", rerank: false, document_ids: ["d1", "d 2"], filter: [] } },
+    });
+    await get("/api/threads");
+    expect(calls.map((c) => c.url)).toEqual([
+      "/api/documents/a%2Fb%20c%3F/chunks?limit=5",
+      "/api/search?q=tax+2024+%26+more&rerank=false&document_ids=d1&document_ids=d+2",
+      "/api/threads",
     ]);
+    // a GET is fetch's default method; no body, no cache
+    expect(calls[2].init.method).toBeUndefined();
+    expect(calls[2].init.body).toBeUndefined();
+    expect(calls[2].init.cache).toBe("no-store");
+    expect(calls[2].init.headers).toEqual({ Accept: "application/json" });
   });
 
-  it("a lost session or an unwritable collection stops the batch", async () => {
-    const srv = uploadServer(() => apiError(403, "forbidden", "you may only read this collection"));
-    const err = await api.uploadDocuments(files("a.md", "b.md", "c.md", "d.md"), "c9").catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(ApiError);
-    expect((err as ApiError).status).toBe(403);
-    expect(srv.seen.length).toBeLessThanOrEqual(UPLOAD_CONCURRENCY);
+  it("send a JSON body with its Content-Type, and none when the call has no body", async () => {
+    const calls = recording();
+    await patch("/api/threads/{thread_id}", { params: { path: { thread_id: "t1" } }, body: { title: "Taxes" } });
+    await post("/api/threads/{thread_id}/stop", { params: { path: { thread_id: "t1" } } });
+    expect(calls[0]).toMatchObject({
+      url: "/api/threads/t1",
+      init: { method: "PATCH", body: '{"title":"Taxes"}', headers: { "Content-Type": "application/json", Accept: "application/json" } },
+    });
+    expect(calls[1].url).toBe("/api/threads/t1/stop");
+    expect(calls[1].init).toMatchObject({ method: "POST", headers: { Accept: "application/json" } });
+    expect(calls[1].init.body).toBeUndefined();
+  });
+
+  it("answer undefined for a 204 and pass the signal on", async () => {
+    const calls = recording(() => new Response(null, { status: 204 }));
+    const ctl = new AbortController();
+    await expect(del("/api/threads/{thread_id}", { params: { path: { thread_id: "t 1" } }, signal: ctl.signal })).resolves.toBeUndefined();
+    expect(calls[0].url).toBe("/api/threads/t%201");
+    expect(calls[0].init).toMatchObject({ method: "DELETE", signal: ctl.signal });
+  });
+
+  it("refuse a path whose parameter has no value (before any request)", async () => {
+    const calls = recording();
+    expect(() => fillPath("/api/threads/{thread_id}", {})).toThrow("no value for {thread_id}");
+    expect(queryString({})).toBe("");
+    expect(queryString({ a: "", b: 0, c: [null, "x"] })).toBe("?a=&b=0&c=x");
+    expect(calls).toEqual([]);
   });
 });
+
+/** Compile-time checks (`npm run typecheck`): never called. */
+export function typeChecks() {
+  type Schemas = components["schemas"];
+  expectTypeOf(get("/api/threads")).resolves.toEqualTypeOf<Schemas["ThreadList"]>();
+  expectTypeOf(get("/api/documents/{document_id}", { params: { path: { document_id: "d" } } })).resolves.toEqualTypeOf<
+    Schemas["Document"]
+  >();
+  expectTypeOf(post("/api/collections", { body: { name: "n" } })).resolves.toEqualTypeOf<Schemas["Collection"]>();
+  expectTypeOf(del("/api/threads/{thread_id}", { params: { path: { thread_id: "t" } } })).resolves.toEqualTypeOf<void>();
+  // the server's defaults may be left out; the other fields stay required
+  expectTypeOf<JsonBody<"/api/chat", "post">>().toMatchTypeOf<{ message?: string; task?: Schemas["ChatBody"]["task"] }>();
+  // @ts-expect-error: not a path of the schema
+  void get("/api/nope");
+  // @ts-expect-error: POST /api/threads does not exist
+  void post("/api/threads");
+  // @ts-expect-error: the path parameter is required
+  void get("/api/documents/{document_id}");
+  // @ts-expect-error: a misspelt path parameter
+  void get("/api/documents/{document_id}", { params: { path: { id: "d" } } });
+  // @ts-expect-error: a query parameter the path does not take
+  void get("/api/threads", { params: { query: { limit: 5 } } });
+  // @ts-expect-error: a query value of the wrong type
+  void get("/api/documents", { params: { query: { status: "done" } } });
+  // @ts-expect-error: the body is required
+  void patch("/api/threads/{thread_id}", { params: { path: { thread_id: "t" } } });
+  // @ts-expect-error: a body field the schema does not have
+  void post("/api/collections", { body: { name: "n", colour: "red" } });
+  // @ts-expect-error: a required body field left out
+  void post("/api/documents/url", { body: { collection_id: null } });
+}

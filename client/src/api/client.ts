@@ -1,26 +1,10 @@
-import type {
-  EvalRun,
-  EvalRunBody,
-  EvalRunList,
-  EvalRunStarted,
-  Document as ApiDocument,
-  DocumentList,
-  ErrorBody,
-  ExtractionQueued,
-  Health,
-  MetadataFilters,
-  MetadataPatch,
-  OpenAIError,
-  ReembedBody,
-  ReembedProgress,
-  SearchMode,
-  SearchResponse,
-  Thread,
-  ThreadDetail,
-  ThreadList,
-  UploadResult,
-  UploadResults,
-} from "./types";
+// The one way the client talks to the /api routes: `request` (errors, a lost session, request ids, Retry-After)
+// and over it `get`/`post`/`put`/`patch`/`del`, typed by the server's OpenAPI document (./schema.d.ts,
+// `npm run gen:api`): a call names a path of the schema, and its path parameters, query, body and answer are
+// that path's types. The resource modules (documents.ts, threads.ts, ...) are written with them; nothing
+// outside src/api calls `request` or `fetch` (layout.test.ts).
+import type { components, paths } from "./schema";
+import type { ErrorBody, OpenAIError } from "./types";
 
 /**
  * Error from a non-2xx API response: `detail` is the server's message, `code` its error code. For a 5xx the
@@ -71,7 +55,7 @@ function positive(v: unknown): number | null {
   return Number.isFinite(n) && n >= 0 ? n : null;
 }
 
-const isRecord = (v: unknown): v is Record<string, unknown> => !!v && typeof v === "object" && !Array.isArray(v);
+export const isRecord = (v: unknown): v is Record<string, unknown> => !!v && typeof v === "object" && !Array.isArray(v);
 const str = (v: unknown) => (typeof v === "string" && v ? v : null);
 
 /**
@@ -103,6 +87,10 @@ export async function errorFromResponse(res: Response): Promise<ApiError> {
   return err;
 }
 
+/**
+ * Fetch `path` (no HTTP cache) and answer its JSON (undefined for a 204); a non-2xx rejects with its ApiError.
+ * The untyped base of the typed calls below: only a module of src/api calls it (an upload's FormData).
+ */
 export async function request<T>(path: string, init?: RequestInit): Promise<T> {
   const res = await fetch(path, {
     // Never answer from the browser's HTTP cache: what a user may read changes (sharing, uploads, another
@@ -114,10 +102,6 @@ export async function request<T>(path: string, init?: RequestInit): Promise<T> {
   if (!res.ok) throw await errorFromResponse(res);
   if (res.status === 204) return undefined as T;
   return (await res.json()) as T;
-}
-
-export function json(method: string, body: unknown): RequestInit {
-  return { method, headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) };
 }
 
 /**
@@ -133,172 +117,149 @@ export function errorMessage(e: unknown): string {
   return text;
 }
 
-/** Uploads in flight at once: each file is its own request (a request's body is limited to MAX_UPLOAD_MB). */
-export const UPLOAD_CONCURRENCY = 2;
+// ---- typed calls over the schema's paths ----
 
-/** Statuses about the file itself: that file is rejected, the others still go. */
-const FILE_REFUSALS = new Set([400, 413, 415]);
+type Schemas = components["schemas"];
 
-/** The per-file results of a refused upload (`extra.results` of its 400/413/415). */
-function refusedResults(e: ApiError): UploadResult[] | null {
-  const results = isRecord(e.extra) ? e.extra.results : null;
-  return Array.isArray(results) && results.length ? (results as UploadResult[]) : null;
-}
+export type Method = "get" | "put" | "post" | "delete" | "patch";
 
-const rejected = (filename: string, error: string): UploadResult => ({
-  filename,
-  status: "rejected",
-  document: null,
-  error,
-});
+/** The operation of `method` on `path`; never when the path has no such method. */
+type Operation<P extends keyof paths, M extends Method> = NonNullable<paths[P][M]>;
 
-/** Upload one file; a refusal of the file (or a failure of its request) is its `rejected` result. */
-async function uploadOne(
-  file: File,
-  collectionId: string | null,
-  fields?: Record<string, string>,
-): Promise<UploadResult[]> {
-  const form = new FormData();
-  form.append("files", file, file.name);
-  if (collectionId) form.append("collection_id", collectionId);
-  for (const [name, value] of Object.entries(fields ?? {})) form.append(name, value);
-  try {
-    return (await request<UploadResults>("/api/documents", { method: "POST", body: form })).results;
-  } catch (e) {
-    if (e instanceof ApiError) {
-      // 401 (signed out), 403 and 404 (the collection) would fail every file the same way: stop the batch.
-      if (e.status === 401 || e.status === 403 || e.status === 404) throw e;
-      return (FILE_REFUSALS.has(e.status) && refusedResults(e)) || [rejected(file.name, e.message)];
-    }
-    // A network failure (the server may also drop a connection whose body is over its limit).
-    return [rejected(file.name, "the upload did not reach the server")];
-  }
-}
+/** The paths of the schema that answer `method`. */
+export type PathsWith<M extends Method> = {
+  [P in keyof paths]: [Operation<P, M>] extends [never] ? never : P;
+}[keyof paths];
+
+type SuccessStatus = 200 | 201 | 202 | 204;
+type Responses<O> = O extends { responses: infer R } ? R : never;
+type JsonContent<C> = C extends { "application/json": infer T } ? T : never;
+type Success<R> = {
+  [S in keyof R & SuccessStatus]: R[S] extends { content: infer C } ? JsonContent<C> : void;
+}[keyof R & SuccessStatus];
+
+/** What a successful call answers: its 2xx JSON, void for a 204. */
+export type JsonResponse<P extends keyof paths, M extends Method> = Success<Responses<Operation<P, M>>>;
+
+type ParametersOf<O> = O extends { parameters: infer X } ? X : never;
+type PathParamsOf<O> = ParametersOf<O> extends { path: infer X } ? X : never;
+type QueryOf<O> = ParametersOf<O> extends { query?: infer Q } ? NonNullable<Q> : never;
+type JsonBodyOf<O> = O extends { requestBody?: infer RB }
+  ? [NonNullable<RB>] extends [never]
+    ? never
+    : NonNullable<RB> extends { content: { "application/json": infer B } }
+      ? B
+      : never
+  : never;
+
+/** The query parameters of `method` on `path`. */
+export type Query<P extends keyof paths, M extends Method> = QueryOf<Operation<P, M>>;
 
 /**
- * Upload `files`, one request per file (at most UPLOAD_CONCURRENCY at a time), so a batch may exceed the
- * server's per-request limit. Resolves with every file's results, in the order of `files`; `onFile` hears
- * each file's as it arrives. Rejects (after the requests under way) only when the session is lost or the
- * collection may not be written to (401/403/404), which no file of the batch would get past.
+ * Request-body fields the server fills in when they are left out. openapi-typescript types a schema as the
+ * server's output, where a field with a default is always set, so it marks these required: a request may
+ * leave them out. layout.test.ts checks this list against schema.d.ts after every `npm run gen:api`.
  */
-export async function uploadFiles(
-  files: File[],
-  collectionId?: string | null,
-  onFile?: (results: UploadResult[], index: number) => void,
-  fields?: Record<string, string>,
-): Promise<UploadResult[]> {
-  const out: UploadResult[][] = files.map(() => []);
-  const failures: unknown[] = [];
-  let next = 0;
-  const worker = async () => {
-    while (!failures.length && next < files.length) {
-      const i = next++;
-      try {
-        out[i] = await uploadOne(files[i], collectionId ?? null, fields);
-        onFile?.(out[i], i);
-      } catch (error) {
-        failures.push(error);
-      }
+export const SERVER_DEFAULTS = {
+  ChatBody: ["message", "task"],
+  Completion: ["model", "stream"],
+  EvalRunBody: ["n", "rerank"],
+  NewCollection: ["description"],
+  NewUser: ["is_admin"],
+  RagBody: ["debug", "stream", "task", "top_k"],
+  SearchBody: ["top_k"],
+} as const;
+
+type Defaults = typeof SERVER_DEFAULTS;
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+type DefaultsOf<B> = {
+  [N in keyof Defaults]: Same<B, Schemas[N]> extends true ? Defaults[N][number] : never;
+}[keyof Defaults];
+type WithOptional<B, K> = Omit<B, K & keyof B> & Partial<Pick<B, K & keyof B>>;
+
+/** The JSON body of an operation, as a request may send it: the fields the server defaults are optional. */
+type RequestJson<B> = [DefaultsOf<B>] extends [never] ? B : WithOptional<B, DefaultsOf<B>>;
+
+/** The JSON body of `method` on `path`, as a request may send it (never: the call takes no JSON body). */
+export type JsonBody<P extends keyof paths, M extends Method> = RequestJson<JsonBodyOf<Operation<P, M>>>;
+
+type ParamsInit<O> = ([PathParamsOf<O>] extends [never] ? { path?: never } : { path: PathParamsOf<O> }) &
+  ([QueryOf<O>] extends [never] ? { query?: never } : { query?: QueryOf<O> });
+/** `params` is required when the path has parameters. */
+type ParamsArg<O> = [PathParamsOf<O>] extends [never] ? { params?: ParamsInit<O> } : { params: ParamsInit<O> };
+type BodyArg<B> = [B] extends [never] ? { body?: never } : { body: B };
+
+/** A call's options: `params.path` (each value URL-encoded), `params.query`, the JSON `body`, `signal`. */
+export type CallInit<P extends keyof paths, M extends Method> = { signal?: AbortSignal } & ParamsArg<Operation<P, M>> &
+  BodyArg<JsonBody<P, M>>;
+
+/** The options argument: optional when nothing in it is required. */
+type InitArg<P extends keyof paths, M extends Method> =
+  Record<string, never> extends CallInit<P, M> ? [init?: CallInit<P, M>] : [init: CallInit<P, M>];
+
+type QueryValue = string | number | boolean | null | undefined;
+type LooseInit = {
+  signal?: AbortSignal;
+  params?: { path?: Record<string, string | number>; query?: Record<string, QueryValue | QueryValue[]> };
+  body?: unknown;
+};
+
+/**
+ * `?a=1&b=x+y` of `query` in its keys' order (empty: ""); an array is its key repeated, undefined and null are
+ * left out.
+ */
+export function queryString(query: Record<string, QueryValue | readonly QueryValue[]> | undefined): string {
+  const qs = new URLSearchParams();
+  for (const [key, value] of Object.entries(query ?? {})) {
+    for (const item of Array.isArray(value) ? value : [value]) {
+      if (item !== undefined && item !== null) qs.append(key, String(item));
     }
-  };
-  await Promise.all(Array.from({ length: Math.min(UPLOAD_CONCURRENCY, files.length) }, worker));
-  if (failures.length) throw failures[0];
-  return out.flat();
+  }
+  const text = qs.toString();
+  return text ? `?${text}` : "";
 }
 
-export const api = {
-  /** The server's health; a 503 (the database does not answer) carries the same body, `status: "down"`. */
-  health: async (signal?: AbortSignal): Promise<Health> => {
-    const res = await fetch("/api/health", { cache: "no-store", signal, headers: { Accept: "application/json" } });
-    if (res.status === 503) {
-      const body = (await res
-        .clone()
-        .json()
-        .catch(() => null)) as Health | null;
-      if (body && body.status === "down") return body;
-    }
-    if (!res.ok) throw await errorFromResponse(res);
-    return (await res.json()) as Health;
-  },
+/** `path` with each `{name}` replaced by its URL-encoded value. */
+export function fillPath(path: string, values: Record<string, string | number> = {}): string {
+  return path.replace(/\{([^}]+)\}/g, (_, name: string) => {
+    const value = values[name];
+    if (value === undefined || value === null) throw new Error(`${path}: no value for {${name}}`);
+    return encodeURIComponent(String(value));
+  });
+}
 
-  /** Progress of a switch of embedding model (admin only). */
-  reembedProgress: (signal?: AbortSignal) => request<ReembedProgress>("/api/admin/reembed", { signal }),
+const urlOf = (path: string, init: LooseInit = {}) => fillPath(path, init.params?.path) + queryString(init.params?.query);
 
-  /** Start re-embedding (admin only); defaults to the configured EMBED_PROVIDER / EMBED_MODEL. */
-  startReembed: (target: ReembedBody = {}) =>
-    request<ReembedProgress>("/api/admin/reembed", json("POST", target)),
+function call(method: Method, path: string, init: LooseInit = {}): Promise<unknown> {
+  const url = urlOf(path, init);
+  const req: RequestInit = {};
+  if (method !== "get") req.method = method.toUpperCase();
+  if (init.body !== undefined) {
+    req.headers = { "Content-Type": "application/json" };
+    req.body = JSON.stringify(init.body);
+  }
+  if (init.signal) req.signal = init.signal;
+  return request(url, req);
+}
 
-  /** Every document I may read (of one collection), newest first: the API's pages of 200, fetched in turn
-   * (the documents page asks for one page at a time instead: documents/documentsApi.ts). */
-  listDocuments: async (signal?: AbortSignal, collectionId?: string) => {
-    const all: ApiDocument[] = [];
-    for (let offset = 0; ; offset += 200) {
-      const qs = new URLSearchParams({ limit: "200", offset: String(offset) });
-      if (collectionId) qs.set("collection_id", collectionId);
-      const page = await request<DocumentList>(`/api/documents?${qs}`, { signal });
-      all.push(...page.documents);
-      if (page.documents.length < 200 || all.length >= (page.total ?? 0) || offset >= 10_000) return all;
-    }
-  },
+/** GET `path`: its 200 JSON. */
+export const get = <P extends PathsWith<"get">>(path: P, ...[init]: InitArg<P, "get">) =>
+  call("get", path, init as LooseInit) as Promise<JsonResponse<P, "get">>;
 
-  /** One request per file (see uploadFiles); `collectionId`: the uploads also go into that collection. */
-  uploadDocuments: uploadFiles,
+/** POST `path` (with its JSON `body`, when the path takes one). */
+export const post = <P extends PathsWith<"post">>(path: P, ...[init]: InitArg<P, "post">) =>
+  call("post", path, init as LooseInit) as Promise<JsonResponse<P, "post">>;
 
-  /** Fetch a web page (or a file at a URL) on the server and queue it like an upload. */
-  ingestUrl: async (url: string, collectionId: string | null) =>
-    (await request<UploadResults>("/api/documents/url", json("POST", { url, collection_id: collectionId }))).results,
+export const put = <P extends PathsWith<"put">>(path: P, ...[init]: InitArg<P, "put">) =>
+  call("put", path, init as LooseInit) as Promise<JsonResponse<P, "put">>;
 
-  /** Edit a document's metadata (JSON merge patch: null removes a key); the updated document. */
-  updateMetadata: (id: string, metadata: MetadataPatch["metadata"]) =>
-    request<ApiDocument>(`/api/documents/${encodeURIComponent(id)}`, json("PATCH", { metadata })),
+export const patch = <P extends PathsWith<"patch">>(path: P, ...[init]: InitArg<P, "patch">) =>
+  call("patch", path, init as LooseInit) as Promise<JsonResponse<P, "patch">>;
 
-  /** Run the LLM metadata extraction again for one document. */
-  extractMetadata: (id: string) =>
-    request<ExtractionQueued>(`/api/documents/${encodeURIComponent(id)}/extract-metadata`, { method: "POST" }),
+/** DELETE `path` (`delete` is a keyword). */
+export const del = <P extends PathsWith<"delete">>(path: P, ...[init]: InitArg<P, "delete">) =>
+  call("delete", path, init as LooseInit) as Promise<JsonResponse<P, "delete">>;
 
-  deleteDocument: (id: string) =>
-    request<void>(`/api/documents/${encodeURIComponent(id)}`, { method: "DELETE" }),
-
-  /** `mode`/`rerank` left null use the server's configured defaults. */
-  search: (
-    params: {
-      q: string;
-      mode?: SearchMode | null;
-      rerank?: boolean | null;
-      limit?: number;
-      documentIds?: string[];
-      collectionIds?: string[];
-      /** Metadata filters: one of a key's values (OR), every key (AND). */
-      filters?: MetadataFilters;
-    },
-    signal?: AbortSignal,
-  ) => {
-    const qs = new URLSearchParams({ q: params.q });
-    if (params.mode) qs.set("mode", params.mode);
-    if (params.rerank != null) qs.set("rerank", String(params.rerank));
-    if (params.limit) qs.set("limit", String(params.limit));
-    for (const id of params.documentIds ?? []) qs.append("document_ids", id);
-    for (const id of params.collectionIds ?? []) qs.append("collection_ids", id);
-    for (const [key, values] of Object.entries(params.filters ?? {})) {
-      for (const value of values) qs.append("filter", `${key}=${value}`);
-    }
-    return request<SearchResponse>(`/api/search?${qs.toString()}`, { signal });
-  },
-
-  listThreads: () => request<ThreadList>("/api/threads").then((r) => r.threads),
-
-  getThread: (id: string, signal?: AbortSignal) =>
-    request<ThreadDetail>(`/api/threads/${encodeURIComponent(id)}`, { signal }),
-
-  renameThread: (id: string, title: string) =>
-    request<Thread>(`/api/threads/${encodeURIComponent(id)}`, json("PATCH", { title })),
-
-  deleteThread: (id: string) =>
-    request<void>(`/api/threads/${encodeURIComponent(id)}`, { method: "DELETE" }),
-
-  startEvalRun: (body: EvalRunBody) => request<EvalRunStarted>("/api/eval/runs", json("POST", body)),
-
-  listEvalRuns: () => request<EvalRunList>("/api/eval/runs").then((r) => r.runs),
-
-  getEvalRun: (id: number, signal?: AbortSignal) => request<EvalRun>(`/api/eval/runs/${id}`, { signal }),
-};
+/** The URL of a GET the browser makes itself (a download link, a file it opens): `path` with its parameters. */
+export const getUrl = <P extends PathsWith<"get">>(path: P, ...[init]: InitArg<P, "get">) =>
+  urlOf(path, init as LooseInit);

@@ -26,8 +26,8 @@ export type EmbeddingsStatus = Schemas["EmbeddingsStatus"];
 export type Health = Schemas["Health"];
 /** The body of `POST /api/admin/reembed`: the target model (default: EMBED_PROVIDER / EMBED_MODEL). */
 export type ReembedBody = Schemas["ReembedBody"];
-/** `POST /api/admin/reembed`: progress of a switch of embedding model. */
-export type ReembedProgress = Schemas["ReembedProgress"] & { embeddings?: EmbeddingsStatus | null };
+/** `POST /api/admin/reembed`: progress of a switch of embedding model (GET adds the embeddings' status). */
+export type ReembedProgress = Schemas["ReembedProgress"];
 /** `GET /api/admin/reembed`: the progress and the embeddings' status. */
 export type ReembedStatus = Schemas["ReembedStatus"];
 
@@ -88,9 +88,6 @@ export type Message = Schemas["Message"];
 export type CitationReport = Schemas["CitationsEvent"];
 export type CitationCheck = Schemas["CitationCheck"];
 export type ThreadDetail = Schemas["ThreadDetail"];
-
-/** The body of POST /api/chat. */
-export type ChatRequest = Schemas["ChatBody"];
 
 // ---- accounts (docs/ACCOUNTS.md) ----
 

@@ -1,5 +1,5 @@
 import { createContext, useCallback, useContext, useEffect, useMemo, useRef, useState, type ReactNode } from "react";
-import { authApi } from "../api/accounts";
+import { authApi } from "../api/auth";
 import { ApiError, errorMessage, isSessionLost, onUnauthorized } from "../api/client";
 import type { SessionInfo, User } from "../api/types";
 import { clearDrafts } from "../lib/drafts";

@@ -1,5 +1,5 @@
 import { useEffect, useRef, useState, type FormEvent, type ReactNode } from "react";
-import { authApi } from "../api/accounts";
+import { authApi } from "../api/auth";
 import { errorMessage } from "../api/client";
 import type { SsoConfig } from "../api/types";
 import { Field } from "../components/Field";

@@ -1,5 +1,5 @@
 import { useState, type FormEvent } from "react";
-import { authApi } from "../api/accounts";
+import { authApi } from "../api/auth";
 import { ApiError, errorMessage } from "../api/client";
 import { Field } from "../components/Field";
 import { useAuth } from "./AuthContext";

@@ -1,5 +1,6 @@
 import { useEffect, useState } from "react";
-import { chatApi, type ModelList, type ThreadSettings } from "../api/chatApi";
+import { modelsApi, type ChatModels } from "../api/models";
+import type { ThreadSettings } from "../api/threads";
 import type { SearchMode } from "../api/types";
 import { rerankUnavailable, useHealth } from "../lib/health";
 import { ScopePicker } from "./ScopePicker";
@@ -16,9 +17,9 @@ const MODES: { value: SearchMode; label: string }[] = [
 ];
 
 /** The models the LLM provider offers (GET /api/models), fetched once per page load. */
-let modelsOnce: Promise<ModelList> | null = null;
-function loadModels(): Promise<ModelList> {
-  modelsOnce ??= chatApi.models().catch((e: unknown) => {
+let modelsOnce: Promise<ChatModels> | null = null;
+function loadModels(): Promise<ChatModels> {
+  modelsOnce ??= modelsApi.list().catch((e: unknown) => {
     modelsOnce = null; // try again next time
     throw e;
   });
@@ -32,7 +33,7 @@ function loadModels(): Promise<ModelList> {
 export function ChatControls({ settings, onChange }: Props) {
   const health = useHealth();
   const rerankReason = rerankUnavailable(health);
-  const [models, setModels] = useState<ModelList | null>(null);
+  const [models, setModels] = useState<ChatModels | null>(null);
   const [modelsError, setModelsError] = useState<string | null>(null);
 
   useEffect(() => {

@@ -1,6 +1,7 @@
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import "./chat.css";
-import { chatApi, exportUrl, type Rating, type ThreadSettings } from "../api/chatApi";
+import type { Rating } from "../api/feedback";
+import { threadsApi, type ThreadSettings } from "../api/threads";
 import { errorMessage } from "../api/client";
 import { Icon } from "../components/Icon";
 import { Spinner } from "../components/Spinner";
@@ -63,7 +64,7 @@ export function ChatPage({ threadId: routeThreadId }: { threadId: string | null 
       rememberThread(id);
       navigate(`/chat/${encodeURIComponent(id)}`, { replace: true });
       refreshThreads();
-      if (hasSettings(settingsRef.current)) void chatApi.saveSettings(id, settingsRef.current).catch(() => undefined);
+      if (hasSettings(settingsRef.current)) void threadsApi.saveSettings(id, settingsRef.current).catch(() => undefined);
     },
     onSettled,
     onScopeGone: (kind, ids) => {
@@ -129,7 +130,7 @@ export function ChatPage({ threadId: routeThreadId }: { threadId: string | null 
   const changeSettings = (next: ThreadSettings) => {
     setSettings(next);
     if (activeId)
-      chatApi.saveSettings(activeId, next).catch((e: unknown) => chat.setNotice(`Couldn't save the settings: ${errorMessage(e)}`));
+      threadsApi.saveSettings(activeId, next).catch((e: unknown) => chat.setNotice(`Couldn't save the settings: ${errorMessage(e)}`));
   };
 
   changeSettingsRef.current = changeSettings;
@@ -218,10 +219,10 @@ export function ChatPage({ threadId: routeThreadId }: { threadId: string | null 
           {activeId && messages.length > 0 && (
             <span className="chat-export small" data-testid="chat-export">
               <span className="muted">Export</span>
-              <a className="btn btn-small btn-ghost" href={exportUrl(activeId, "markdown")} download data-testid="export-markdown">
+              <a className="btn btn-small btn-ghost" href={threadsApi.exportUrl(activeId, "markdown")} download data-testid="export-markdown">
                 Markdown
               </a>
-              <a className="btn btn-small btn-ghost" href={exportUrl(activeId, "json")} download data-testid="export-json">
+              <a className="btn btn-small btn-ghost" href={threadsApi.exportUrl(activeId, "json")} download data-testid="export-json">
                 JSON
               </a>
             </span>

@@ -1,7 +1,7 @@
 import { useEffect, useRef } from "react";
-import { viewerUrl } from "../api/chatApi";
 import type { Chunk } from "../api/types";
 import { Link } from "../lib/router";
+import { viewerUrl } from "../lib/routes";
 
 export interface Preview {
   n: number;

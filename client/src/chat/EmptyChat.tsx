@@ -1,5 +1,5 @@
 import { useEffect, useState } from "react";
-import { documentsApi } from "../documents/documentsApi";
+import { documentsApi } from "../api/documents";
 import { plural } from "../lib/format";
 import { Link } from "../lib/router";
 import { Suggestions } from "./Suggestions";

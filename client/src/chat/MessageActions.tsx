@@ -1,5 +1,5 @@
 import { useEffect, useRef, useState } from "react";
-import type { Rating } from "../api/chatApi";
+import type { Rating } from "../api/feedback";
 import type { ChatMessage } from "./state";
 
 const THUMBS = {

@@ -1,5 +1,5 @@
 import { useEffect, useId, useRef, useState } from "react";
-import { chatApi } from "../api/chatApi";
+import { documentsApi } from "../api/documents";
 import type { Document } from "../api/types";
 import { useCollections } from "../collections/CollectionsContext";
 import { useDebounced } from "../lib/useDebounced";
@@ -32,8 +32,8 @@ export function ScopePicker({ documentIds, collectionIds, onChange }: Props) {
   useEffect(() => {
     if (!open) return;
     const c = new AbortController();
-    chatApi
-      .findDocuments(q, c.signal)
+    documentsApi
+      .find(q, {}, c.signal)
       .then((found) => {
         for (const d of found) names.set(d.id, docName(d));
         setDocs(found);
@@ -50,7 +50,7 @@ export function ScopePicker({ documentIds, collectionIds, onChange }: Props) {
     const c = new AbortController();
     void Promise.all(
       missing.map((id) =>
-        chatApi.getDocument(id, c.signal).then(
+        documentsApi.get(id, c.signal).then(
           (d) => names.set(id, docName(d)),
           () => undefined,
         ),

@@ -1,7 +1,7 @@
 import { forwardRef } from "react";
-import { viewerUrl } from "../api/chatApi";
 import type { Chunk } from "../api/types";
 import { Link } from "../lib/router";
+import { viewerUrl } from "../lib/routes";
 import { ChunkTrace } from "../components/ChunkTrace";
 import { LocationLabel, mediaFragmentUrl, SourceUrl } from "../components/PassageLocation";
 import { ScoreBar } from "../components/ScoreBar";

@@ -1,12 +1,6 @@
 import { useEffect, useState } from "react";
-import { request } from "../api/client";
+import { suggestionsApi, type SuggestedQuestion } from "../api/suggestions";
 import "../settings/settings.css";
-
-export interface SuggestedQuestion {
-  text: string;
-  document_id: string;
-  document_title: string;
-}
 
 /**
  * Example questions for an empty chat, drawn by the server from the user's own documents (GET /api/suggestions,
@@ -18,8 +12,9 @@ export function Suggestions({ onPick, limit = 4 }: { onPick: (question: string) 
 
   useEffect(() => {
     const ctl = new AbortController();
-    request<{ questions: SuggestedQuestion[] }>(`/api/suggestions?limit=${limit}`, { signal: ctl.signal })
-      .then((r) => setQuestions(r.questions))
+    suggestionsApi
+      .list(limit, ctl.signal)
+      .then(setQuestions)
       .catch(() => {
         /* suggestions are optional */
       });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { ChatEvent } from "../api/chatEvents";
-import type { RunMessage } from "../api/chatApi";
+import type { Message } from "../api/types";
 import { bareToolResult, chunk, serverMessage, toolResult } from "../test/fixtures";
 import { applyEvent, chatReducer, fromServerMessage, initialChatState, messageSources, type ChatMessage, type ChatState } from "./state";
 
@@ -161,7 +161,7 @@ describe("helpers", () => {
   });
 
   describe("runs of issue 21", () => {
-    const thread = (statuses: RunMessage["status"][]) => ({
+    const thread = (statuses: Message["status"][]) => ({
       id: "t1",
       title: "T",
       created_at: "",
@@ -172,7 +172,7 @@ describe("helpers", () => {
         siblings: [`m${i}`],
       })),
     });
-    const loaded = (statuses: RunMessage["status"][], running: string | null = null) =>
+    const loaded = (statuses: Message["status"][], running: string | null = null) =>
       chatReducer(initialChatState, { type: "loaded", thread: { ...thread(statuses), running_message_id: running } });
 
     it("regenerate replaces the answer (and what follows) with a new streaming one", () => {

@@ -1,6 +1,6 @@
 import type { ChatEvent } from "../api/chatEvents";
-import type { Feedback, RunMessage, RunThreadDetail } from "../api/chatApi";
-import type { ChatError, Chunk, CitationReport, ToolResult } from "../api/types";
+import type { Feedback } from "../api/feedback";
+import type { ChatError, Chunk, CitationReport, Message, ThreadDetail, ToolResult } from "../api/types";
 
 export interface SearchStep {
   id: string;
@@ -58,7 +58,7 @@ export type StartMode =
 
 export type ChatAction =
   | { type: "reset" }
-  | { type: "loaded"; thread: RunThreadDetail }
+  | { type: "loaded"; thread: ThreadDetail }
   | { type: "start"; mode: StartMode; userKey: string; assistantKey: string }
   | { type: "attach"; messageId: string; replay: boolean }
   | { type: "feedback"; id: string; feedback: Feedback | null }
@@ -78,7 +78,7 @@ export function messageSources(msg: Pick<ChatMessage, "searches">): Chunk[] {
 }
 
 /** Map a stored server message to UI state (history may lack newer fields). */
-export function fromServerMessage(m: RunMessage): ChatMessage {
+export function fromServerMessage(m: Message): ChatMessage {
   const results = new Map((m.tool_results ?? []).map((r) => [r.id, r]));
   const searches: SearchStep[] = (m.tool_calls ?? []).map((c) => {
     const result = results.get(c.id) ?? null;
@@ -211,7 +211,7 @@ function startMessages(messages: ChatMessage[], mode: StartMode, userKey: string
 }
 
 /** Stored messages, keeping the React keys of those already shown (no remount when a thread is re-read). */
-function keepKeys(state: ChatState, thread: RunThreadDetail): ChatMessage[] {
+function keepKeys(state: ChatState, thread: ThreadDetail): ChatMessage[] {
   const keys = new Map<string, string>();
   if (state.threadId === thread.id) for (const m of state.messages) if (m.id) keys.set(m.id, m.key);
   return thread.messages.map((raw) => {

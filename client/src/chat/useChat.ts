@@ -1,7 +1,16 @@
 import { useCallback, useEffect, useReducer, useRef, useState } from "react";
 import { ApiError, errorMessage, isSessionLost } from "../api/client";
-import { attachStream, ConnectionLostError, isAbortError, postChat, readChatStream, type EventHandler } from "../api/chat";
-import { chatApi, type ChatBody, type Rating, type ThreadSettings } from "../api/chatApi";
+import {
+  attachStream,
+  ConnectionLostError,
+  isAbortError,
+  postChat,
+  readChatStream,
+  type ChatRequest,
+  type EventHandler,
+} from "../api/chat";
+import { feedbackApi, type Rating } from "../api/feedback";
+import { threadsApi, type ThreadSettings } from "../api/threads";
 import { localId } from "../lib/format";
 import { announce } from "./channel";
 import { chatReducer, initialChatState, type StartMode } from "./state";
@@ -32,8 +41,8 @@ export type SendOutcome = "sent" | "failed" | "unauthorized" | "stopped" | "busy
 
 export const BUSY_MESSAGE = "An answer is being generated in this conversation. Wait for it to finish, or stop it.";
 
-const settingsBody = (s: ThreadSettings): Partial<ChatBody> => {
-  const out: Partial<ChatBody> = {};
+const settingsBody = (s: ThreadSettings): Partial<ChatRequest> => {
+  const out: Partial<ChatRequest> = {};
   if (s.document_ids?.length) out.document_ids = s.document_ids;
   if (s.collection_ids?.length) out.collection_ids = s.collection_ids;
   if (s.search_mode) out.search_mode = s.search_mode;
@@ -77,7 +86,7 @@ export function useChat(opts: Options = {}) {
   /** Re-read the thread (ids, branches, feedback); `attach`: follow an answer in progress found there. */
   const refresh = useCallback(async (id: string, attach = false) => {
     try {
-      const thread = await chatApi.getThread(id);
+      const thread = await threadsApi.get(id);
       if (stateRef.current.threadId !== id || stream.current) return;
       dispatch({ type: "loaded", thread });
       if (attach && thread.running_message_id) void follow(id, thread.running_message_id);
@@ -91,7 +100,7 @@ export function useChat(opts: Options = {}) {
     return (ev, id) => {
       if (ev.type === "thread" && stopWanted.current === c) {
         stopWanted.current = null; // Stop was pressed before the thread was known
-        void chatApi.stop(ev.thread_id).finally(() => c.abort());
+        void threadsApi.stop(ev.thread_id).finally(() => c.abort());
         return;
       }
       if (stream.current !== c) return;
@@ -156,7 +165,7 @@ export function useChat(opts: Options = {}) {
 
   /** POST a question (or regenerate/continue/edit); shows it once the server took it. */
   const run = useCallback(
-    async (body: ChatBody, mode: StartMode): Promise<SendOutcome> => {
+    async (body: ChatRequest, mode: StartMode): Promise<SendOutcome> => {
       setNotice(null);
       const c = new AbortController();
       let res: Response;
@@ -195,13 +204,13 @@ export function useChat(opts: Options = {}) {
     [consume, detach, handler],
   );
 
-  const withThread = (settings: ThreadSettings): Partial<ChatBody> => {
+  const withThread = (settings: ThreadSettings): Partial<ChatRequest> => {
     const tid = stateRef.current.threadId;
     return { ...(tid ? { thread_id: tid } : {}), ...settingsBody(settings) };
   };
 
   /** `task`: summarize or compare the scope's documents whole (the Summarise action) before answering. */
-  const send = (text: string, settings: ThreadSettings = {}, task?: ChatBody["task"]) =>
+  const send = (text: string, settings: ThreadSettings = {}, task?: ChatRequest["task"]) =>
     text.trim()
       ? run({ ...withThread(settings), message: text, ...(task ? { task } : {}) }, { kind: "new", text })
       : Promise.resolve<SendOutcome>("failed");
@@ -225,7 +234,7 @@ export function useChat(opts: Options = {}) {
       return;
     }
     try {
-      await chatApi.stop(tid);
+      await threadsApi.stop(tid);
     } catch {
       /* an older server stops when the connection closes */
     }
@@ -244,7 +253,7 @@ export function useChat(opts: Options = {}) {
       setLoadError(null);
       setNotice(null);
       try {
-        const thread = await chatApi.getThread(id, c.signal);
+        const thread = await threadsApi.get(id, c.signal);
         if (c.signal.aborted) return;
         dispatch({ type: "loaded", thread });
         if (thread.running_message_id) void follow(id, thread.running_message_id);
@@ -286,7 +295,7 @@ export function useChat(opts: Options = {}) {
   );
 
   const rate = async (id: string, rating: Rating | null, note: string | null) => {
-    const feedback = await chatApi.feedback(id, rating, note);
+    const feedback = await feedbackApi.put(id, rating, note);
     dispatch({ type: "feedback", id, feedback });
   };
 
@@ -295,7 +304,7 @@ export function useChat(opts: Options = {}) {
     const tid = stateRef.current.threadId;
     if (!tid || stream.current) return;
     try {
-      dispatch({ type: "loaded", thread: await chatApi.branch(tid, messageId) });
+      dispatch({ type: "loaded", thread: await threadsApi.branch(tid, messageId) });
     } catch (e) {
       setNotice(`Couldn't switch branches: ${errorMessage(e)}`);
     }

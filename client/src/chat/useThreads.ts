@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useRef, useState } from "react";
-import { api } from "../api/client";
-import type { RunThread } from "../api/chatApi";
+import { threadsApi } from "../api/threads";
+import type { Thread } from "../api/types";
 import { announce, listen } from "./channel";
 
 const errText = (e: unknown) => (e instanceof Error ? e.message : String(e));
@@ -11,16 +11,16 @@ const errText = (e: unknown) => (e instanceof Error ? e.message : String(e));
  * tab's answer starting or ending in a thread.
  */
 export function useThreads(onAnswerNews: (threadId: string) => void) {
-  const [threads, setThreads] = useState<RunThread[]>([]);
+  const [threads, setThreads] = useState<Thread[]>([]);
   const [error, setError] = useState<string | null>(null);
   const news = useRef(onAnswerNews);
   news.current = onAnswerNews;
 
   const refresh = useCallback(() => {
-    api
-      .listThreads()
+    threadsApi
+      .list()
       .then((t) => {
-        setThreads(t as RunThread[]);
+        setThreads(t);
         setError(null);
       })
       .catch((e: unknown) => setError(`Couldn't load conversations: ${errText(e)}`));
@@ -42,7 +42,7 @@ export function useThreads(onAnswerNews: (threadId: string) => void) {
 
   const rename = async (id: string, title: string) => {
     try {
-      const t = await api.renameThread(id, title);
+      const t = await threadsApi.rename(id, title);
       setThreads((ts) => ts.map((x) => (x.id === id ? { ...x, ...t } : x)));
       setError(null);
       announce({ type: "threads" });
@@ -54,7 +54,7 @@ export function useThreads(onAnswerNews: (threadId: string) => void) {
 
   const remove = async (id: string) => {
     try {
-      await api.deleteThread(id);
+      await threadsApi.remove(id);
       setThreads((ts) => ts.filter((x) => x.id !== id));
       setError(null);
       announce({ type: "threads" });

@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useState, type FormEvent } from "react";
-import { collectionsApi } from "../api/accounts";
+import { collectionsApi } from "../api/collections";
 import { ApiError, errorMessage } from "../api/client";
 import type { CollectionDetail } from "../api/types";
 import { useAuth } from "../auth/AuthContext";
@@ -8,10 +8,8 @@ import { Link, navigate } from "../lib/router";
 import { CollectionDocuments } from "./CollectionDocuments";
 import { useCollections } from "./CollectionsContext";
 import { ROLE_TEXT } from "./CollectionsPage";
+import type { CollectionAct } from "./act";
 import { CollectionMembers } from "./CollectionMembers";
-
-/** Run a change, then reload (unless `reload: false`); false when refused (the message is shown). */
-export type CollectionAct = (fn: () => Promise<unknown>, opts?: { done?: string; reload?: boolean }) => Promise<boolean>;
 
 export function CollectionDetailPage({ id }: { id: string }) {
   const [detail, setDetail] = useState<CollectionDetail | null>(null);

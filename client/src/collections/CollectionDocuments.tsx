@@ -1,8 +1,8 @@
-import { collectionsApi } from "../api/accounts";
-import { request } from "../api/client";
+import { collectionsApi } from "../api/collections";
+import { documentsApi } from "../api/documents";
 import type { CollectionDetail, Document } from "../api/types";
 import { DocumentPicker } from "../components/DocumentPicker";
-import type { CollectionAct } from "./CollectionDetailPage";
+import type { CollectionAct } from "./act";
 
 interface Props {
   detail: CollectionDetail;
@@ -18,13 +18,8 @@ export function CollectionDocuments({ detail, act, myId }: Props) {
 
   /** My documents whose title or file name matches `q` (the server searches: any number of documents). */
   const findMine = async (q: string, signal: AbortSignal): Promise<Document[]> => {
-    const qs = new URLSearchParams({ limit: "30", sort: "title", order: "asc", owner: "me" });
-    if (q.trim()) qs.set("q", q.trim());
-    const { documents } = await request<{ documents: Document[] }>(`/api/documents?${qs.toString()}`, { signal });
-    const needle = q.trim().toLowerCase();
-    return documents.filter(
-      (d) => (!d.access || d.access === "owner") && (!needle || `${d.title ?? ""} ${d.filename}`.toLowerCase().includes(needle)),
-    );
+    const documents = await documentsApi.find(q, { limit: 30, owner: "me" }, signal);
+    return documents.filter((d) => !d.access || d.access === "owner");
   };
 
   const add = (doc: Document) =>

@@ -1,7 +1,8 @@
 import { useEffect, useState, type FormEvent } from "react";
-import { authApi, collectionsApi } from "../api/accounts";
+import { collectionsApi } from "../api/collections";
+import { directoryApi } from "../api/users";
 import type { CollectionDetail, MemberRole, UserRef } from "../api/types";
-import type { CollectionAct } from "./CollectionDetailPage";
+import type { CollectionAct } from "./act";
 import { ROLE_TEXT } from "./CollectionsPage";
 
 /** Who the collection is shared with; the owner adds members, changes roles, removes them. */
@@ -14,8 +15,8 @@ export function CollectionMembers({ detail, act }: { detail: CollectionDetail; a
   useEffect(() => {
     if (!isOwner) return;
     const ctrl = new AbortController();
-    authApi
-      .listUsers(ctrl.signal)
+    directoryApi
+      .list(ctrl.signal)
       .then(setUsers)
       .catch(() => !ctrl.signal.aborted && setUsers([]));
     return () => ctrl.abort();

@@ -1,5 +1,5 @@
 import { createContext, useCallback, useContext, useEffect, useMemo, useRef, useState, type ReactNode } from "react";
-import { collectionsApi } from "../api/accounts";
+import { collectionsApi } from "../api/collections";
 import { errorMessage } from "../api/client";
 import type { Collection } from "../api/types";
 

@@ -1,5 +1,5 @@
 import { useEffect, useState, type FormEvent } from "react";
-import { collectionsApi } from "../api/accounts";
+import { collectionsApi } from "../api/collections";
 import { errorMessage } from "../api/client";
 import type { Access } from "../api/types";
 import { Field } from "../components/Field";

@@ -1,5 +1,6 @@
 import { useEffect, useState } from "react";
-import { api } from "../api/client";
+import { healthApi } from "../api/health";
+import { reembedApi } from "../api/reembed";
 import type { Health, LlmStatus, ReembedProgress } from "../api/types";
 import { Icon } from "./Icon";
 import { publishHealth } from "../lib/health";
@@ -87,8 +88,8 @@ export function HealthBanner() {
     let alive = true;
     const ctrl = new AbortController();
     const check = () =>
-      api
-        .health(ctrl.signal)
+      healthApi
+        .get(ctrl.signal)
         .then((h) => alive && (setHealth(h), setFailed(false), publishHealth(h)))
         .catch((e: unknown) => {
           if (!alive || isAbort(e)) return;
@@ -115,8 +116,8 @@ export function HealthBanner() {
     let alive = true;
     const ctrl = new AbortController();
     const poll = () =>
-      api
-        .reembedProgress(ctrl.signal)
+      reembedApi
+        .progress(ctrl.signal)
         .then((p) => {
           if (!alive) return;
           setProgress(p.state === "building" ? p : null);

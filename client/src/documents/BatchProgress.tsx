@@ -1,7 +1,7 @@
 import { useEffect, useMemo, useState } from "react";
 import type { Document } from "../api/types";
 import { formatEta, plural } from "../lib/format";
-import { documentsApi } from "./documentsApi";
+import { documentsApi } from "../api/documents";
 
 /** One upload of several files, followed from the first byte sent to the last document ready. */
 export interface Batch {

@@ -2,10 +2,9 @@ import { useState } from "react";
 import { errorMessage } from "../api/client";
 import type { Document } from "../api/types";
 import { plural } from "../lib/format";
-import { collectionsApi } from "../api/accounts";
+import { collectionsApi } from "../api/collections";
 import { useCollections } from "../collections/CollectionsContext";
-import { documentsApi } from "./documentsApi";
-import { rechunkDocument } from "./RechunkAction";
+import { documentsApi } from "../api/documents";
 
 /** Run `one` for every id, four at a time; how many worked and why the others did not. */
 async function each(ids: string[], one: (id: string) => Promise<unknown>): Promise<{ ok: number; errors: string[] }> {
@@ -55,7 +54,7 @@ export function BulkActions({ docs, selected, onSelect, onDone }: Props) {
         ? (id: string) => collectionsApi.addDocument(target, id)
         : what === "remove"
           ? (id: string) => collectionsApi.removeDocument(target, id)
-          : (id: string) => rechunkDocument(id, "auto", null);
+          : (id: string) => documentsApi.rechunk(id, "auto", null);
     const { ok, errors } = await each(ids, one);
     const verb = what === "add" ? `Added to ${name}:` : what === "remove" ? `Removed from ${name}:` : "Queued to chunk again:";
     const reasons = [...new Set(errors)].join("; ");

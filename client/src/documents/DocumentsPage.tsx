@@ -1,14 +1,15 @@
 import { useEffect, useState } from "react";
-import { api, errorMessage, request } from "../api/client";
+import { errorMessage } from "../api/client";
+import { documentsApi, PAGE_SIZE } from "../api/documents";
+import { uploadFiles } from "../api/uploads";
 import { useCollections } from "../collections/CollectionsContext";
-import type { Document, UploadResult } from "../api/types";
+import type { UploadResult } from "../api/types";
 import { RetryError } from "../components/RetryError";
 import { Spinner } from "../components/Spinner";
 import { useSearchParams } from "../lib/router";
 import { BulkActions } from "./BulkActions";
 import { type Batch, BatchProgress, useBatchDocuments } from "./BatchProgress";
 import { DocumentRow } from "./DocumentRow";
-import { PAGE_SIZE } from "./documentsApi";
 import { DEFAULT_FILTERS, DocumentsPager, DocumentsToolbar, type Filters } from "./DocumentsToolbar";
 import { FORMAT_NAMES } from "./formats";
 import { UploadZone } from "./UploadZone";
@@ -109,7 +110,7 @@ export function DocumentsPage() {
       if (fresh.length) setDocs((d) => [...fresh, ...(d ?? []).filter((x) => !fresh.some((f) => f.id === x.id))]);
     };
     try {
-      await api.uploadDocuments(files, targetId || null, onFile, fields);
+      await uploadFiles(files, targetId || null, onFile, fields);
     } catch (e) {
       setNotice(`Upload failed: ${errorMessage(e)}`);
       setBatch((b) => b && { ...b, sent: b.files });
@@ -125,7 +126,7 @@ export function DocumentsPage() {
     setNotice(null);
     setPerFile([]);
     try {
-      const res = await api.ingestUrl(url, targetId || null);
+      const res = await documentsApi.ingestUrl(url, targetId || null);
       setPerFile([res.filter(noteworthy)]);
       const fresh = res.flatMap((r) => (r.document ? [r.document] : []));
       if (fresh.length) setDocs((d) => [...fresh, ...(d ?? []).filter((x) => !fresh.some((f) => f.id === x.id))]);
@@ -140,7 +141,7 @@ export function DocumentsPage() {
 
   const remove = async (id: string) => {
     try {
-      await api.deleteDocument(id);
+      await documentsApi.remove(id);
       setDocs((d) => (d ?? []).filter((x) => x.id !== id));
       void refresh(); // the total, and the next page's first document moves up
     } catch (e) {
@@ -151,7 +152,7 @@ export function DocumentsPage() {
   /** Retry (a failed document) or cancel (a queued or processing one); the row shows the server's answer. */
   const transition = (action: "retry" | "cancel") => async (id: string) => {
     try {
-      const updated = await request<Document>(`/api/documents/${encodeURIComponent(id)}/${action}`, { method: "POST" });
+      const updated = await documentsApi[action](id);
       setDocs((d) => (d ?? []).map((x) => (x.id === id ? updated : x)));
     } catch (e) {
       setNotice(`${action === "retry" ? "Retry" : "Cancel"} failed: ${errorMessage(e)}`);

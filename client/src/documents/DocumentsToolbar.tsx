@@ -2,7 +2,7 @@ import { useEffect, useState } from "react";
 import type { Document } from "../api/types";
 import { useCollections } from "../collections/CollectionsContext";
 import { useDebounced } from "../lib/useDebounced";
-import type { Order, SortKey } from "./documentsApi";
+import type { Order, SortKey } from "../api/documents";
 import { TYPE_LABELS, type TypeFamily } from "./formats";
 
 export interface Filters {

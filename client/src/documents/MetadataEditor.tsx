@@ -1,5 +1,5 @@
 import { useState } from "react";
-import { api } from "../api/client";
+import { documentsApi } from "../api/documents";
 import type { Document } from "../api/types";
 
 type Value = string | string[];
@@ -75,7 +75,7 @@ export function MetadataEditor({ doc, onSaved, onClose }: Props) {
     setBusy(true);
     setError(null);
     try {
-      onSaved?.(await api.updateMetadata(doc.id, patch));
+      onSaved?.(await documentsApi.updateMetadata(doc.id, patch));
     } catch (e) {
       setError(e instanceof Error ? e.message : String(e));
     } finally {
@@ -87,7 +87,7 @@ export function MetadataEditor({ doc, onSaved, onClose }: Props) {
     setBusy(true);
     setError(null);
     try {
-      await api.extractMetadata(doc.id);
+      await documentsApi.extractMetadata(doc.id);
       onSaved?.({ ...doc, metadata_status: "pending", metadata_error: null });
     } catch (e) {
       setError(e instanceof Error ? e.message : String(e));

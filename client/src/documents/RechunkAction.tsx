@@ -1,9 +1,7 @@
 import { useState } from "react";
-import { errorMessage, json, request } from "../api/client";
-import type { components } from "../api/schema";
+import { errorMessage } from "../api/client";
+import { documentsApi, type ChunkStrategy } from "../api/documents";
 import type { Document } from "../api/types";
-
-export type ChunkStrategy = components["schemas"]["RechunkRequest"]["strategy"];
 
 export const CHUNK_STRATEGIES: { value: ChunkStrategy; label: string }[] = [
   { value: "auto", label: "Auto (by file type)" },
@@ -14,13 +12,6 @@ export const CHUNK_STRATEGIES: { value: ChunkStrategy; label: string }[] = [
 
 /** Listeners (the documents list) refresh when a document is queued again from here. */
 export const DOCUMENTS_CHANGED = "ragchat:documents-changed";
-
-/** POST /api/documents/{id}/rechunk: the document, queued again to be chunked with `strategy`. */
-export const rechunkDocument = (id: string, strategy: ChunkStrategy, chunkTokens: number | null) =>
-  request<Document>(
-    `/api/documents/${encodeURIComponent(id)}/rechunk`,
-    json("POST", { strategy, chunk_tokens: chunkTokens }),
-  );
 
 /** "Re-chunk…" on a ready or failed document the user may write: strategy and size, then it is queued again. */
 export function RechunkAction({ doc }: { doc: Document }) {
@@ -52,7 +43,7 @@ export function RechunkAction({ doc }: { doc: Document }) {
     setBusy(true);
     setError(null);
     try {
-      await rechunkDocument(doc.id, strategy, size);
+      await documentsApi.rechunk(doc.id, strategy, size);
       setOpen(false);
       window.dispatchEvent(new Event(DOCUMENTS_CHANGED));
     } catch (e) {

@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from "react";
 import { errorMessage } from "../api/client";
 import type { Document } from "../api/types";
-import { documentsApi } from "./documentsApi";
+import { documentsApi } from "../api/documents";
 
 /** The title as an input while renaming: Enter saves (the file name stays), Escape cancels. */
 export function RenameTitle({ doc, onDone }: { doc: Document; onDone: (updated: Document | null) => void }) {

@@ -1,7 +1,8 @@
 import { useRef, useState, type DragEvent } from "react";
 import { Icon } from "../components/Icon";
 import { metadataField } from "./MetadataEditor";
-import { CHUNK_STRATEGIES, type ChunkStrategy } from "./RechunkAction";
+import type { ChunkStrategy } from "../api/documents";
+import { CHUNK_STRATEGIES } from "./RechunkAction";
 
 import { ACCEPT } from "./formats";
 

@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useRef, useState } from "react";
 import type { Document } from "../api/types";
-import { documentsApi, type ListParams } from "./documentsApi";
+import { documentsApi, type ListParams } from "../api/documents";
 import { DOCUMENTS_CHANGED } from "./RechunkAction";
 
 export const DOCS_POLL_MS = 1000;

@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useState } from "react";
-import { api } from "../api/client";
+import { evaluationApi } from "../api/evaluation";
 import type { EvalConfigResult, EvalRun, EvalRunSummary } from "../api/types";
 
 const METRICS = ["recall@1", "recall@5", "recall@10", "ndcg@10", "mrr@10"] as const;
@@ -123,7 +123,7 @@ export function EvaluatePage() {
   const [error, setError] = useState<string | null>(null);
 
   const refresh = useCallback(() => {
-    api.listEvalRuns().then(setRuns, (e: Error) => setError(e.message));
+    evaluationApi.list().then(setRuns, (e: Error) => setError(e.message));
   }, []);
   useEffect(refresh, [refresh]);
 
@@ -131,7 +131,7 @@ export function EvaluatePage() {
   useEffect(() => {
     if (!current || current.status !== "running") return;
     const timer = setTimeout(() => {
-      api.getEvalRun(current.id).then((r) => {
+      evaluationApi.get(current.id).then((r) => {
         setCurrent(r);
         if (r.status !== "running") refresh();
       }, (e: Error) => setError(e.message));
@@ -142,8 +142,8 @@ export function EvaluatePage() {
   const start = async () => {
     setError(null);
     try {
-      const started = await api.startEvalRun({ n, rerank });
-      setCurrent(await api.getEvalRun(started.id));
+      const started = await evaluationApi.start({ n, rerank });
+      setCurrent(await evaluationApi.get(started.id));
       refresh();
     } catch (e) {
       setError((e as Error).message);
@@ -151,7 +151,7 @@ export function EvaluatePage() {
   };
   const show = async (id: number, slot: "current" | "other") => {
     try {
-      const run = await api.getEvalRun(id);
+      const run = await evaluationApi.get(id);
       (slot === "current" ? setCurrent : setOther)(run);
     } catch (e) {
       setError((e as Error).message);

@@ -30,3 +30,23 @@ export function matchRoute(pathname: string): Route {
   if (path === "/settings") return { page: "settings", threadId: null };
   return { page: "notfound", threadId: null };
 }
+
+/** Each page's tab title ("Documents — ragchat"); a page may claim a more specific one (a thread's title). */
+export const PAGE_TITLES: Record<Page, string> = {
+  chat: "Chat",
+  documents: "Documents",
+  search: "Search",
+  collections: "Collections",
+  account: "Account",
+  admin: "Admin",
+  evaluate: "Evaluate",
+  settings: "Settings",
+  notfound: "Page not found",
+};
+
+/** Where a passage opens in the document viewer (`/documents/:id?chunk=&page=`). */
+export function viewerUrl(chunk: { document_id: string; id: number | string; page?: number | null }): string {
+  const qs = new URLSearchParams({ chunk: String(chunk.id) });
+  if (chunk.page != null) qs.set("page", String(chunk.page));
+  return `/documents/${encodeURIComponent(chunk.document_id)}?${qs.toString()}`;
+}

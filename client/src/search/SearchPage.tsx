@@ -1,6 +1,6 @@
 import { ConfidenceChip } from "../components/ConfidenceChip";
 import { useEffect, useState } from "react";
-import { api } from "../api/client";
+import { searchApi } from "../api/search";
 import type { MetadataFilters, SearchMode, SearchResponse } from "../api/types";
 import { SearchModeBadge } from "../components/SearchModeBadge";
 import { Spinner } from "../components/Spinner";
@@ -60,7 +60,7 @@ export function SearchPage() {
       return;
     }
     const ctrl = new AbortController();
-    api
+    searchApi
       .search({ q, mode, rerank: wantRerank, collectionIds: collection ? [collection] : undefined, filters }, ctrl.signal)
       .then((data) => setResult({ key, data }))
       .catch((e: unknown) => {

@@ -3,7 +3,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { App } from "../App";
 import { jsonResponse } from "../test/fixtures";
 import { apiError, axeViolations, mockServer, on, session } from "../test/server";
-import type { SettingsView, UserSettings } from "./api";
+import type { SettingsView, UserSettings } from "../api/preferences";
 
 const defaults: UserSettings = {
   chat_model: "llama3.2",

@@ -2,16 +2,16 @@ import { useEffect, useState, type FormEvent, type ReactNode } from "react";
 import { errorMessage } from "../api/client";
 import { Spinner } from "../components/Spinner";
 import { useTitle } from "../lib/useTitle";
+import { modelsApi, type ChatModels } from "../api/models";
 import {
-  settingsApi,
-  type ChatModels,
+  preferencesApi,
   type ChunkStrategy,
   type SearchModeName,
   type SettingsPatch,
   type SettingsView,
   type Theme,
   type UserSettings,
-} from "./api";
+} from "../api/preferences";
 import { applyTheme } from "./theme";
 import "./settings.css";
 
@@ -67,12 +67,12 @@ export function SettingsPage() {
 
   useEffect(() => {
     const ctl = new AbortController();
-    settingsApi
+    preferencesApi
       .get(ctl.signal)
       .then(take)
       .catch((e) => !ctl.signal.aborted && setLoadError(errorMessage(e)));
-    settingsApi
-      .models(ctl.signal)
+    modelsApi
+      .list(ctl.signal)
       .then(setModels)
       .catch((e) => !ctl.signal.aborted && setModelsError(errorMessage(e)));
     return () => ctl.abort();
@@ -104,7 +104,7 @@ export function SettingsPage() {
     setBusy(true);
     setResult(null);
     try {
-      take(await settingsApi.put(patch));
+      take(await preferencesApi.put(patch));
       setResult({ ok: true, text: done });
     } catch (e) {
       setResult({ ok: false, text: errorMessage(e) });

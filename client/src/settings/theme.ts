@@ -1,4 +1,4 @@
-import type { Theme } from "./api";
+import type { Theme } from "../api/preferences";
 
 /** The colour theme: `system` follows the OS (prefers-color-scheme); light and dark force one (styles.css reads
  * `data-theme` on <html>). Remembered in localStorage, so a reload paints the chosen theme before any request. */

@@ -1,7 +1,7 @@
 import { useEffect, useRef, useState } from "react";
 import { errorMessage } from "../api/client";
 import type { ChunkList, DocumentChunk } from "../api/types";
-import { documentsApi } from "../documents/documentsApi";
+import { documentsApi } from "../api/documents";
 
 const MORE = 40;
 

@@ -3,7 +3,7 @@ import { ApiError } from "../api/client";
 import type { ChunkList, Document, DocumentChunk } from "../api/types";
 import { RetryError } from "../components/RetryError";
 import { Spinner } from "../components/Spinner";
-import { documentsApi } from "../documents/documentsApi";
+import { documentsApi } from "../api/documents";
 import { plural } from "../lib/format";
 import { Link, useSearchParams } from "../lib/router";
 import { useTitle } from "../lib/useTitle";

@@ -1,7 +1,6 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { api } from "../api/client";
 import { jsonResponse, makeDocument } from "../test/fixtures";
-import { documentsApi } from "./documentsApi";
+import { documentsApi } from "./documents";
 
 afterEach(() => vi.unstubAllGlobals());
 
@@ -15,7 +14,7 @@ describe("documents API", () => {
     expect(fetchMock.mock.calls[1][0]).toBe("/api/documents?q=tax+2024&status=failed&type=pdf&sort=title&order=asc&offset=100");
   });
 
-  it("listDocuments (pickers) fetches every page in turn", async () => {
+  it("listAll (pickers) fetches every page in turn", async () => {
     const docs = Array.from({ length: 450 }, (_, i) => makeDocument({ id: `d${i}` }));
     const fetchMock = vi.fn(async (url: string) => {
       const qs = new URL(url, "http://x").searchParams;
@@ -24,7 +23,7 @@ describe("documents API", () => {
       return jsonResponse({ documents: docs.slice(offset, offset + 200), total: docs.length });
     });
     vi.stubGlobal("fetch", fetchMock);
-    const all = await api.listDocuments(undefined, "c1");
+    const all = await documentsApi.listAll(undefined, "c1");
     expect(all.map((d) => d.id)).toEqual(docs.map((d) => d.id));
     expect(fetchMock).toHaveBeenCalledTimes(3);
     expect(fetchMock.mock.calls[2][0]).toBe("/api/documents?limit=200&offset=400&collection_id=c1");
