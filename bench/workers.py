@@ -4,7 +4,9 @@ For each worker count: a fresh embedded Postgres (its own temporary data dir), t
 queued documents (a BEIR `corpus.jsonl`: one document per record), then N `python -m ragchat.cli worker`
 processes started together; the clock runs from their start until every document is ready (or failed).
 Reported: wall time, documents/s, chunks/s, the ratio against one worker, and the machine's load before the
-run, its mean while it ran and at the end. `--workers` lists runs as `N` (N processes, each embedding on every
+run, its mean while it ran and at the end, and the core-seconds the machine was busy (at normal priority) during
+the run: equal chunks per busy core-second for 1 and 2 workers mean the workers cost each other nothing and
+the cores are what limits them. `--workers` lists runs as `N` (N processes, each embedding on every
 core: on a 2-core machine they take turns on the same cores) or `NxT` (N processes with EMBED_THREADS=T each:
 `1x1,2x1` measures how ingestion scales when each worker has a core of its own, i.e. what the pipeline and
 the database's shared counters cost beyond the model).
@@ -57,6 +59,14 @@ def count(uri: str) -> dict[str, int]:
     return {"ready": row[0], "failed": row[1], "total": row[2], "chunks": row[3]}
 
 
+def busy_seconds() -> float:
+    """Core-seconds the machine spent busy at normal priority so far (/proc/stat: user + system + irq + softirq;
+    niced work such as a test run beside this one is left out, and so is idle time)."""
+    fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    user, _nice, system, _idle, _iowait, irq, softirq = (int(x) for x in fields[:7])
+    return (user + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+
+
 def parse_run(spec: str) -> tuple[int, int]:
     """`2` -> (2 processes, every core); `2x1` -> (2 processes, EMBED_THREADS=1)."""
     n, _, t = spec.partition("x")
@@ -79,6 +89,7 @@ def run(spec: str, corpus: Path, limit: int | None) -> dict[str, Any]:
             env["EMBED_THREADS"] = str(threads)
             load = os.getloadavg()[0]
             loads: list[float] = []
+            busy_before = busy_seconds()
             started = time.perf_counter()
             procs = [
                 subprocess.Popen(
@@ -98,6 +109,7 @@ def run(spec: str, corpus: Path, limit: int | None) -> dict[str, Any]:
                     time.sleep(1.0)
                     loads.append(os.getloadavg()[0])
                 wall = time.perf_counter() - started
+                busy = busy_seconds() - busy_before
             finally:
                 for p in procs:
                     p.send_signal(signal.SIGTERM)
@@ -117,6 +129,8 @@ def run(spec: str, corpus: Path, limit: int | None) -> dict[str, Any]:
         "wall_s": round(wall, 1),
         "docs_per_s": round(c["ready"] / wall, 2),
         "chunks_per_s": round(c["chunks"] / wall, 2),
+        "busy_core_s": round(busy, 1),
+        "chunks_per_busy_core_s": round(c["chunks"] / busy, 2) if busy else None,
         "load_before": round(load, 2),
         "load_mean": round(sum(loads) / len(loads), 2) if loads else None,
         "load_end": round(os.getloadavg()[0], 2),
@@ -124,7 +138,7 @@ def run(spec: str, corpus: Path, limit: int | None) -> dict[str, Any]:
 
 
 HEADERS = ["workers", "threads each", "documents", "failed", "chunks", "wall s", "docs/s", "chunks/s", "ratio"]
-HEADERS += ["load before", "load mean", "load end"]
+HEADERS += ["busy core-s", "chunks per busy core-s", "load before", "load mean", "load end"]
 
 
 def main() -> None:
@@ -154,6 +168,8 @@ def main() -> None:
                     r["docs_per_s"],
                     r["chunks_per_s"],
                     r["ratio"],
+                    r["busy_core_s"],
+                    r["chunks_per_busy_core_s"],
                     r["load_before"],
                     r["load_mean"],
                     r["load_end"],

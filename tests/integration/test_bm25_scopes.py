@@ -17,6 +17,7 @@ from psycopg.rows import DictRow, dict_row
 
 from ragchat.db.migrate import migrate, migration_files
 from ragchat.readscope.sql import SHARED_DOCUMENTS, ReadScope, read_chunk_scope, read_scope
+from ragchat.retrieval.filters import filter_sql
 from ragchat.retrieval.keyword import MAX_QUERY_TERMS, keyword_search, query_terms
 from tests.support.services import LOCAL_OWNER_ID
 
@@ -105,6 +106,22 @@ async def assert_exact(conn: Any, *uids: uuid.UUID, q: str = PROBE) -> None:
         assert (n, round(avgdl * n), {t.term: t.df for t in terms}) == expected, uid
         if (await read_scope(conn, uid)).shared:
             assert (await read_chunk_scope(conn, uid)).shared, uid
+        # the keyword arm's check (the chunk row's share_group, 0023) reads exactly the readable chunks
+        where, params = filter_sql(await read_chunk_scope(conn, uid), None, "c")
+        got = await (await conn.execute(f"SELECT c.id FROM document_chunks c WHERE {where}", params)).fetchall()  # type: ignore[arg-type]
+        want = await (await conn.execute(_READABLE_SQL, {"uid": uid})).fetchall()
+        assert {r["id"] for r in got} == {r["id"] for r in want}, uid
+    stale = await (await conn.execute(_STALE_SHARE_GROUPS_SQL)).fetchone()
+    assert stale["n"] == 0
+
+
+_READABLE_SQL = (
+    f"SELECT c.id FROM document_chunks c WHERE c.owner_id = %(uid)s OR c.document_id IN ({SHARED_DOCUMENTS})"
+)
+#: chunk rows whose share_group is not their document's group when shared, NULL when not
+_STALE_SHARE_GROUPS_SQL = """SELECT count(*) AS n FROM document_chunks c
+    LEFT JOIN bm25_document_groups dg ON dg.document_id = c.document_id
+    WHERE c.share_group IS DISTINCT FROM bm25_shared_group(dg.group_id)"""
 
 
 async def test_every_membership_change_keeps_every_reader_exact(pool: Any, db: str) -> None:
@@ -138,6 +155,26 @@ async def test_every_membership_change_keeps_every_reader_exact(pool: Any, db: s
                                                 content_hash) VALUES (%s, %s, 0, '', 'pedestrian herd herd', 1, 'x')""",
                 (a2, ALICE),
             )
+        await assert_exact(conn, ALICE, BOB, CAROL)
+        # uploaded into a collection: the document is a member before its chunks arrive
+        a4 = await document(conn, ALICE, [])
+        await share(conn, c2, [a4])
+        await conn.execute(
+            """INSERT INTO document_chunks (document_id, owner_id, chunk_index, title, content, token_count,
+                                            content_hash) VALUES (%s, %s, 0, '', 'zebra ledger shared', 1, 'y')""",
+            (a4, ALICE),
+        )
+        await assert_exact(conn, ALICE, BOB, CAROL)
+        # chunks whose row trigger saw no collection (a membership committed in between): the statement trigger
+        # corrects them (the row trigger is disabled inside this transaction to produce that state)
+        async with conn.transaction():
+            await conn.execute("ALTER TABLE document_chunks DISABLE TRIGGER document_chunks_share_group")
+            await conn.execute(
+                """INSERT INTO document_chunks (document_id, owner_id, chunk_index, title, content, token_count,
+                                                content_hash) VALUES (%s, %s, 1, '', 'herd of zebra again', 1, 'z')""",
+                (a4, ALICE),
+            )
+            await conn.execute("ALTER TABLE document_chunks ENABLE TRIGGER document_chunks_share_group")
         await assert_exact(conn, ALICE, BOB, CAROL)
         await conn.execute("DELETE FROM documents WHERE id = %s", (a1,))
         await assert_exact(conn, ALICE, BOB, CAROL)

@@ -78,15 +78,17 @@ SHARED_GROUPS = (
 READER_GROUPS = f"ARRAY({SHARED_GROUPS})"
 
 
-def readable_chunks(scope: ReadScope, owner_col: str, document_col: str) -> str:
-    """`readable` for chunk rows (document_chunks, chunk_embeddings): the same set, as one primary-key probe
-    per row. Every chunk's document has its share group in `bm25_document_groups` (kept by the chunk and
-    membership triggers, in the writing transaction), and a group is readable exactly when one of its
-    collections has the reader as a member, so a shared document is recognised without hashing every shared
-    document id per query (10 ms per arm at 100k shared chunks). Not for documents without chunks."""
+def readable_chunks(scope: ReadScope, owner_col: str, document_col: str, group_col: str | None = None) -> str:
+    """`readable` for chunk rows (document_chunks, chunk_embeddings): the same set. Every chunk's document has
+    its share group in `bm25_document_groups` (kept by the chunk and membership triggers, in the writing
+    transaction), and a group is readable exactly when one of its collections has the reader as a member, so a
+    shared document is recognised without hashing every shared document id per query (10 ms per arm at 100k
+    shared chunks). `group_col`: the row's own copy of its shared group (document_chunks.share_group,
+    migrations/0023), compared on the row already fetched; else one primary-key probe per row. Not for
+    documents without chunks."""
     if not scope.shared:
         return f"{owner_col} = %(uid)s"
-    group = f"(SELECT dg.group_id FROM bm25_document_groups dg WHERE dg.document_id = {document_col})"
+    group = group_col or f"(SELECT dg.group_id FROM bm25_document_groups dg WHERE dg.document_id = {document_col})"
     return f"({owner_col} = %(uid)s OR {group} = ANY({READER_GROUPS}))"
 
 

@@ -16,7 +16,8 @@ def filter_sql(scope: ReadScope, filters: SearchFilters | None, alias: str = "c"
     document_id) with named parameters; always limited to what the reader may read."""
     if alias not in ("c", "e"):
         raise ValueError(f"unknown alias {alias!r}")
-    clauses = [readable_chunks(scope, f"{alias}.owner_id", f"{alias}.document_id")]
+    group = "c.share_group" if alias == "c" else None  # chunk rows carry their shared group (0023)
+    clauses = [readable_chunks(scope, f"{alias}.owner_id", f"{alias}.document_id", group)]
     params: dict[str, Any] = scope_params(scope)
     if filters and filters.document_ids:
         clauses.append(f"{alias}.document_id = ANY(%(document_ids)s)")

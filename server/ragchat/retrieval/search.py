@@ -296,7 +296,7 @@ class Searcher:
                       d.filename, d.title, d.metadata, {} AS similarity
                FROM document_chunks c JOIN documents d ON d.id = c.document_id {}
                WHERE c.id = ANY(%(ids)s) AND {}"""
-        ).format(similarity, join, sql.SQL(readable_chunks(scope, "c.owner_id", "c.document_id")))  # type: ignore[arg-type]
+        ).format(similarity, join, sql.SQL(readable_chunks(scope, "c.owner_id", "c.document_id", "c.share_group")))  # type: ignore[arg-type]
         params = {**scope_params(scope), "q": qvec, "ids": [f.id for f in fused]}
         async with pool.connection() as conn:
             rows = await (await conn.execute(query, params)).fetchall()

@@ -72,11 +72,11 @@ def build_local(settings: Settings, name: str = DEFAULT_LOCAL_MODEL) -> Embeddin
             from ragchat.providers.embeddings.onnx import OnnxEmbedder
 
             return OnnxEmbedder(
-            INT8_MODEL,
-            batch_size=settings.embed_batch_size,
-            cache_dir=settings.embed_cache_dir,
-            threads=settings.embed_threads or None,
-        )
+                INT8_MODEL,
+                batch_size=settings.embed_batch_size,
+                cache_dir=settings.embed_cache_dir,
+                threads=settings.embed_threads or None,
+            )
         except (ImportError, OSError, RuntimeError, ValueError) as exc:
             log.warning("EMBED_BACKEND=onnx-int8 is unavailable (%s): using torch", exc)
     return SentenceTransformerEmbedder(
