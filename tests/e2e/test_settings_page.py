@@ -74,7 +74,7 @@ def test_settings_page(live_app: Any, fake_ollama: FakeOllama, pages: Pages) -> 
     page.get_by_test_id("set-mode").select_option("vector")
     page.get_by_test_id("settings-save").click()
     expect(page.get_by_test_id("settings-result")).to_contain_text("Saved.")
-    assert httpx.get(f"{server.url}/api/settings").json()["values"]["search_mode"] == "vector"
+    assert httpx.get(f"{server.url}/api/preferences").json()["values"]["search_mode"] == "vector"
     assert search_mode_of_next_answer(server.url, fake_ollama) == "vector"  # the setting changed the answer
     screenshot(page, "settings")
 
@@ -96,7 +96,7 @@ def test_settings_page(live_app: Any, fake_ollama: FakeOllama, pages: Pages) -> 
     page.get_by_test_id("theme-system").check()
     expect(page.locator("html")).not_to_have_attribute("data-theme", "dark")
     assert background(page, LIGHT_BG) == LIGHT_BG  # the system (this browser) is light
-    assert httpx.get(f"{server.url}/api/settings").json()["values"]["theme"] == "system"
+    assert httpx.get(f"{server.url}/api/preferences").json()["values"]["theme"] == "system"
 
     phone = pages.new(viewport=MOBILE, color_scheme="dark")
     phone.goto(server.url + "/settings")

@@ -207,6 +207,23 @@ async def test_what_a_reader_cannot_read_never_changes_their_scores(pool: Any, d
         await assert_exact(conn, ALICE, BOB, CAROL)
 
 
+async def test_sharing_many_chunks_merges_the_search_index_pending_list(pool: Any, db: str) -> None:
+    """Sharing rewrites the chunk rows' share_group; from 500 rows on the sharing transaction also merges the GIN
+    pending list those rows went to, so later keyword searches do not scan it."""
+    async with pool.connection() as conn:
+        await users(conn, ALICE, BOB)
+        doc = await document(conn, ALICE, [f"zebra herd number {i} crossing" for i in range(600)])
+        await conn.execute("SELECT gin_clean_pending_list('document_chunks_search_idx'::regclass)")
+        await collection(conn, ALICE, "big", [BOB], [doc])
+        merged = await (
+            await conn.execute("SELECT gin_clean_pending_list('document_chunks_search_idx'::regclass) AS n")
+        ).fetchone()
+        assert merged["n"] == 0  # nothing left pending: the trigger merged the 600 rewritten rows
+        await assert_exact(conn, ALICE, BOB)
+        hits = await keyword_search(conn, "zebra herd", scope=await read_chunk_scope(conn, BOB), n=5)
+        assert len(hits) == 5
+
+
 async def test_a_reader_with_nothing_readable_gets_nothing(pool: Any, db: str) -> None:
     async with pool.connection() as conn:
         await users(conn, ALICE, BOB)

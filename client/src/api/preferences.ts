@@ -1,6 +1,5 @@
-// The signed-in user's preferences (docs/API.md "Settings"). The server serves them as /api/preferences and,
-// the same, as the older /api/settings, which this client has always called (kept: the routes it sends do not
-// change).
+// The signed-in user's preferences (docs/API.md "Settings"): /api/preferences (the server keeps the older
+// /api/settings as an alias for API tokens and scripts written against it).
 import { get, put, type JsonBody } from "./client";
 import type { components } from "./schema";
 
@@ -12,9 +11,9 @@ export type SearchModeName = UserSettings["search_mode"];
 export type ChunkStrategy = UserSettings["chunk_strategy"];
 export type SettingsView = Schemas["PreferencesView"];
 /** Fields sent change; `null` puts one back to the environment's default. */
-export type SettingsPatch = JsonBody<"/api/settings", "put">;
+export type SettingsPatch = JsonBody<"/api/preferences", "put">;
 
 export const preferencesApi = {
-  get: (signal?: AbortSignal) => get("/api/settings", { signal }),
-  put: (body: SettingsPatch) => put("/api/settings", { body }),
+  get: (signal?: AbortSignal) => get("/api/preferences", { signal }),
+  put: (body: SettingsPatch) => put("/api/preferences", { body }),
 };

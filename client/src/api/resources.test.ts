@@ -233,10 +233,10 @@ describe("resource modules send", () => {
   });
 
   it("preferences, evaluation, re-embedding, audit", async () => {
-    expect(await sent(() => preferencesApi.get())).toEqual({ method: "GET", url: "/api/settings" });
+    expect(await sent(() => preferencesApi.get())).toEqual({ method: "GET", url: "/api/preferences" });
     expect(await sent(() => preferencesApi.put({ theme: "dark", chat_model: null }))).toEqual({
       method: "PUT",
-      url: "/api/settings",
+      url: "/api/preferences",
       body: { theme: "dark", chat_model: null },
     });
     expect(await sent(() => evaluationApi.start({ n: 5 }))).toEqual({ method: "POST", url: "/api/eval/runs", body: { n: 5 } });

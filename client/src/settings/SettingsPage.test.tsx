@@ -27,8 +27,8 @@ function server(models: "up" | "down" = "up") {
   const view = (): SettingsView => ({ values, defaults, restart_required: [] });
   return mockServer(
     on("GET", "/api/auth/session", () => jsonResponse(session())),
-    on("GET", "/api/settings", () => jsonResponse(view())),
-    on("PUT", "/api/settings", (c) => {
+    on("GET", "/api/preferences", () => jsonResponse(view())),
+    on("PUT", "/api/preferences", (c) => {
       const patch = c.body as Partial<Record<keyof UserSettings, unknown>>;
       const next = { ...values } as Record<string, unknown>;
       for (const [k, v] of Object.entries(patch)) next[k] = v === null ? defaults[k as keyof UserSettings] : v;
@@ -61,12 +61,12 @@ describe("SettingsPage", () => {
     fireEvent.click(screen.getByTestId("set-rerank"));
     fireEvent.click(screen.getByTestId("settings-save"));
     await waitFor(() => expect(screen.getByTestId("settings-result")).toHaveTextContent("Saved."));
-    expect(srv.find("PUT", "/api/settings")[0].body).toEqual({ chat_model: "qwen3:4b", search_mode: "vector", rerank: true });
+    expect(srv.find("PUT", "/api/preferences")[0].body).toEqual({ chat_model: "qwen3:4b", search_mode: "vector", rerank: true });
     expect(screen.getByTestId("settings-save")).toBeDisabled();
 
     fireEvent.click(screen.getByTestId("settings-reset"));
     await waitFor(() => expect(screen.getByTestId("set-mode")).toHaveValue("hybrid"));
-    expect(srv.find("PUT", "/api/settings")[1].body).toEqual({
+    expect(srv.find("PUT", "/api/preferences")[1].body).toEqual({
       chat_model: null,
       search_mode: null,
       rerank: null,
@@ -81,8 +81,8 @@ describe("SettingsPage", () => {
     render(<App />);
     fireEvent.click(await screen.findByTestId("theme-dark"));
     expect(document.documentElement.dataset.theme).toBe("dark");
-    await waitFor(() => expect(srv.find("PUT", "/api/settings")).toHaveLength(1));
-    expect(srv.find("PUT", "/api/settings")[0].body).toEqual({ theme: "dark" });
+    await waitFor(() => expect(srv.find("PUT", "/api/preferences")).toHaveLength(1));
+    expect(srv.find("PUT", "/api/preferences")[0].body).toEqual({ theme: "dark" });
     expect(window.localStorage.getItem("ragchat-theme")).toBe("dark");
     await waitFor(() => expect(screen.getByTestId("theme-dark")).toBeChecked());
     fireEvent.click(screen.getByTestId("theme-system"));
@@ -97,11 +97,11 @@ describe("SettingsPage", () => {
     expect(model.tagName).toBe("INPUT");
     fireEvent.change(model, { target: { value: "mistral:7b" } });
     fireEvent.click(screen.getByTestId("settings-save"));
-    await waitFor(() => expect(srv.find("PUT", "/api/settings")).toHaveLength(1));
-    expect(srv.find("PUT", "/api/settings")[0].body).toEqual({ chat_model: "mistral:7b" });
+    await waitFor(() => expect(srv.find("PUT", "/api/preferences")).toHaveLength(1));
+    expect(srv.find("PUT", "/api/preferences")[0].body).toEqual({ chat_model: "mistral:7b" });
     fireEvent.change(model, { target: { value: "  " } });
     fireEvent.click(screen.getByTestId("settings-save"));
     expect(await screen.findByText("Enter a chat model name.")).toBeInTheDocument();
-    expect(srv.find("PUT", "/api/settings")).toHaveLength(1);
+    expect(srv.find("PUT", "/api/preferences")).toHaveLength(1);
   });
 });

@@ -1,6 +1,7 @@
 """GET and PUT /api/preferences: the signed-in user's preferences, their defaults, and which need a restart.
 
-`/api/settings` is the same, kept for the web client and scripts written before the rename (deprecated)."""
+`/api/settings` is the same, kept for API tokens and scripts written before the rename (deprecated: the web
+client calls /api/preferences)."""
 
 from __future__ import annotations
 
