@@ -31,6 +31,10 @@ END $$;
 CREATE TRIGGER document_chunks_share_group BEFORE INSERT ON document_chunks
     FOR EACH ROW EXECUTE FUNCTION chunk_share_group();
 
+-- The two trigger functions below are 0017's, restated whole (CREATE OR REPLACE takes the whole body), each
+-- with one addition at its end: the share_group correction or rewrite. Doing that in the same functions keeps
+-- it in the pass that already holds each document's group, rather than in a second trigger that would look
+-- the groups up again on every ingestion.
 CREATE OR REPLACE FUNCTION bm25_chunks_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     s smallint;
@@ -62,10 +66,13 @@ BEGIN
         SET n_chunks = t.n_chunks + EXCLUDED.n_chunks, total_len = t.total_len + EXCLUDED.total_len;
 
     -- the groups are settled now (their rows locked): rows whose BEFORE trigger saw another state move
+    -- (one bm25_shared_group lookup per document, not per row: this runs on every ingestion)
     UPDATE document_chunks c SET share_group = x.sg
-    FROM (SELECT n.id, bm25_shared_group(m.g) AS sg
-          FROM new_rows n JOIN unnest(docs, groups) AS m(doc, g) ON m.doc = n.document_id
-          WHERE n.share_group IS DISTINCT FROM bm25_shared_group(m.g)) x
+    FROM (SELECT n.id, m.sg
+          FROM new_rows n
+          JOIN (SELECT u.doc, bm25_shared_group(u.g) AS sg FROM unnest(docs, groups) AS u(doc, g)) m
+            ON m.doc = n.document_id
+          WHERE n.share_group IS DISTINCT FROM m.sg) x
     WHERE c.id = x.id;
     RETURN NULL;
 END $$;
