@@ -41,14 +41,7 @@ def build_embedder(settings: Settings, provider: str | None = None, model: str |
             timeout_s=settings.embed_timeout_s,
         )
     if name == INT8_MODEL:  # a stored space names its backend: rebuild exactly that one
-        from ragchat.providers.embeddings.onnx import OnnxEmbedder
-
-        return OnnxEmbedder(
-            INT8_MODEL,
-            batch_size=settings.embed_batch_size,
-            cache_dir=settings.embed_cache_dir,
-            threads=settings.embed_threads or None,
-        )
+        return _onnx(settings)
     if model is not None:  # a stored float32 space: torch, whatever EMBED_BACKEND says
         return build_local(settings.model_copy(update={"embed_backend": "torch"}), model)
     if name != DEFAULT_LOCAL_MODEL:
@@ -69,19 +62,24 @@ def build_local(settings: Settings, name: str = DEFAULT_LOCAL_MODEL) -> Embeddin
 
     if settings.embed_backend == "onnx-int8":
         try:
-            from ragchat.providers.embeddings.onnx import OnnxEmbedder
-
-            return OnnxEmbedder(
-                INT8_MODEL,
-                batch_size=settings.embed_batch_size,
-                cache_dir=settings.embed_cache_dir,
-                threads=settings.embed_threads or None,
-            )
+            return _onnx(settings)
         except (ImportError, OSError, RuntimeError, ValueError) as exc:
             log.warning("EMBED_BACKEND=onnx-int8 is unavailable (%s): using torch", exc)
     return SentenceTransformerEmbedder(
         name,
         batch_size=settings.embed_batch_size,
         query_precision=settings.query_embed_precision,
+        threads=settings.embed_threads or None,
+    )
+
+
+def _onnx(settings: Settings) -> EmbeddingProvider:
+    """The bundled MiniLM as ONNX Runtime int8 (raises ImportError/OSError/RuntimeError/ValueError if unusable)."""
+    from ragchat.providers.embeddings.onnx import OnnxEmbedder
+
+    return OnnxEmbedder(
+        INT8_MODEL,
+        batch_size=settings.embed_batch_size,
+        cache_dir=settings.embed_cache_dir,
         threads=settings.embed_threads or None,
     )
