@@ -43,6 +43,13 @@ def serious_axe(page: Any) -> list[str]:
     out of the way and transitions settled."""
     page.mouse.move(1, 1)
     page.wait_for_timeout(300)
+    # a loaded machine can still be fading a button in (measured at part opacity): wait for every finite CSS
+    # transition or animation to end (spinners, which never end, are left running)
+    page.wait_for_function(
+        """() => document.getAnimations().every(a => a.playState !== 'running'
+               || !isFinite(a.effect ? a.effect.getComputedTiming().endTime : 0))""",
+        timeout=10_000,
+    )
     page.evaluate(Path(AXE).read_text() + "\n;undefined")
     return page.evaluate(
         """async () => (await axe.run(document)).violations
