@@ -25,22 +25,25 @@ from ragchat.retrieval.keyword import keyword_search
 from ragchat.retrieval.vector import vector_search
 
 
-def cache_path(cache: Path, dataset: BeirDataset, depth: int) -> Path:
-    return cache / f"lists-{dataset.path.name}-{depth}.json"
+def cache_path(cache: Path, dataset: BeirDataset, depth: int, candidates: int = 1000) -> Path:
+    """The lists' JSON; a run with another KEYWORD_CANDIDATES (from the environment) has lists of its own."""
+    variant = f"-kc{candidates}" if candidates != 1000 else ""
+    return cache / f"lists-{dataset.path.name}-{depth}{variant}.json"
 
 
 async def collect(cache: Path, datasets: list[BeirDataset], depth: int) -> dict[str, dict[str, Any]]:
     """{dataset name: {"queries": {qid: {"vector": [[chunk, sim]], "keyword": [[chunk, bm25]], "sim": {chunk:
     sim}}}, "source": {chunk: corpus id}}}, from the JSON cache when it is there."""
     out: dict[str, dict[str, Any]] = {}
-    missing = [d for d in datasets if not cache_path(cache, d, depth).exists()]
+    settings = bench_settings(cache / "data")
+    kc = settings.keyword_candidates
+    missing = [d for d in datasets if not cache_path(cache, d, depth, kc).exists()]
     if missing:
-        settings = bench_settings(cache / "data")
         async with bench_runtime(settings) as rt:
             for dataset in missing:
-                write_json(cache_path(cache, dataset, depth), await _collect_one(rt, dataset, depth))
+                write_json(cache_path(cache, dataset, depth, kc), await _collect_one(rt, dataset, depth))
     for dataset in datasets:
-        out[dataset.path.name] = json.loads(cache_path(cache, dataset, depth).read_text(encoding="utf-8"))
+        out[dataset.path.name] = json.loads(cache_path(cache, dataset, depth, kc).read_text(encoding="utf-8"))
     return out
 
 

@@ -77,6 +77,7 @@ from bench.search_scale import (
     filtered,
     parent_similarities,
     reader_vs_owner,
+    real_growth,
     real_structure,
     scale_markdown,
 )
@@ -88,7 +89,7 @@ from ragchat.readscope.sql import ReadScope
 from ragchat.retrieval import keyword as kw
 from ragchat.retrieval.keyword import keyword_search
 from ragchat.retrieval.search import HYBRID_ARM_DEPTH, Searcher
-from ragchat.retrieval.vector import vector_search
+from ragchat.retrieval.vector import EfPolicy, vector_search
 from ragchat.runtime import Overrides, Runtime, open_runtime
 from ragchat.settings import Settings
 from ragchat.vectors.store import Space, as_array
@@ -228,8 +229,9 @@ class Synthesizer:
         self.kind = kind
         # shaped: the real vectors' covariance, parent similarities drawn from real top-1 neighbour similarities;
         # every document in a collection shared with READER (the reader-vs-owner rows at the same size)
-        self.shape = Shape(self.vectors, parent_similarities(self.vectors, 2000, seed)) if kind == "shaped" else None
-        self.reader = READER if kind == "shaped" else None
+        shaped = kind in ("shaped", "tree")
+        self.shape = Shape(self.vectors, parent_similarities(self.vectors, 2000, seed)) if shaped else None
+        self.reader = READER if shaped else None
         self.namespace = SYNTH_NS if kind == "isotropic" else uuid.uuid5(SYNTH_NS, kind)
 
     def batches(self, count: int, batch: int, skip: set[int] | None = None) -> Iterator[tuple[int, list[ChunkRow]]]:
@@ -247,6 +249,7 @@ class Synthesizer:
             lambda title, content: content_hash(embedding_text(title, content)),
             skip,
             self.shape,
+            tree=self.kind == "tree",
         )
 
 
@@ -509,10 +512,17 @@ async def measure_size(
             detail["explore_fp32_query_embedding"][mode] = pct(lat)
 
     qvecs = list(await embedder.embed_documents(queries[: args.recall_queries]))
-    ef_values = sorted({settings.hnsw_ef_search, *args.explore_ef})
+    # the ef_search the searcher uses at this size (HNSW_EF_SEARCH grown by HNSW_EF_GROWTH, vector.EfPolicy)
+    indexed = await fetch(
+        conn, "SELECT reltuples FROM pg_class WHERE oid = to_regclass(quote_ident(%s))", (space.index_relname,)
+    )
+    policy = EfPolicy(settings.hnsw_ef_search, settings.hnsw_ef_growth)
+    ef_now = policy.at(float(indexed[0]["reltuples"]) if indexed else 1.0)
+    ef_values = sorted({settings.hnsw_ef_search, ef_now, *args.explore_ef})
     rl = await recall_and_latency(rt, conn, space, qvecs, ef_values, args.exact_timing)
     detail["vector_db"] = rl
-    detail["recall_at_10"] = rl[str(settings.hnsw_ef_search)]["recall_at_10"]
+    detail["ef_search_effective"] = ef_now
+    detail["recall_at_10"] = rl[str(ef_now)]["recall_at_10"]
 
     kwd: dict[str, Any] = {}
     for cands in sorted({settings.keyword_candidates, *args.explore_candidates}):
@@ -522,7 +532,7 @@ async def measure_size(
         }
     detail["keyword_db"] = kwd
     detail["explore_searcher"] = await explore_searcher(rt, settings, queries, warmup, common, args)
-    if args.synthetic == "shaped":
+    if args.synthetic in ("shaped", "tree"):
         log(f"  {size}: neighbour structure, filtered searches, reader vs owner")
         detail["structure"] = await db_structure(
             conn, space, BENCH_OWNER, np.stack(qvecs), args.structure_sample, args.seed
@@ -592,8 +602,9 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             synth = Synthesizer(real, args.noise, args.seed, args.synthetic)
             qv = np.stack(list(await embedder.embed_documents(queries[: args.recall_queries])))
             out["real_structure"] = real_structure(synth.vectors, qv, args.structure_sample, args.seed)
+            out["real_growth"] = real_growth(synth.vectors, args.seed)
             for i, size in enumerate(sorted(args.sizes)):
-                uri, dbname = size_db_uri(rt.database.uri, size)
+                uri, dbname = size_db_uri(rt.database.uri, size, args.synthetic)
                 await ensure_database(rt.database.uri, dbname)
                 log(f"{size} chunks in database {dbname} ...")
                 # the size's own database, migrated and served by the same runtime code (no second embedded
@@ -641,6 +652,9 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             largest = str(max(args.sizes))
             out["hnsw_recall_at_10"] = details[largest]["recall_at_10"]
             out["hnsw_ef_search"] = settings.hnsw_ef_search
+            out["hnsw_ef_growth"] = settings.hnsw_ef_growth
+            out["hnsw_filtered_ef_factor"] = settings.hnsw_filtered_ef_factor
+            out["ef_search_by_size"] = {s: d.get("ef_search_effective") for s, d in details.items()}
             out["keyword_candidates"] = settings.keyword_candidates
             out["recall_at_10_by_size"] = {s: d["recall_at_10"] for s, d in details.items()}
             out["build"] = builds
@@ -683,7 +697,7 @@ def report(out: dict[str, Any], sizes: list[int]) -> None:
                 rows,
                 title=f"{size:,} chunks ({b['real_chunks']} real + {b['synthetic_chunks']} synthetic) — "
                 f"Searcher.search() ms, embedding included; recall@10 = {d['recall_at_10']} "
-                f"(ef_search {out['hnsw_ef_search']}); embed alone p50/p95 "
+                f"(ef_search {d.get('ef_search_effective', out['hnsw_ef_search'])}); embed alone p50/p95 "
                 f"{d['embed_only']['p50_ms']}/{d['embed_only']['p95_ms']}",
             )
         )
@@ -832,9 +846,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=13)
     p.add_argument(
         "--synthetic",
-        choices=("shaped", "isotropic"),
-        default="shaped",
-        help="shaped: real covariance and neighbour similarities, shared with a reader (default); isotropic: --noise",
+        choices=("tree", "shaped", "isotropic"),
+        default="tree",
+        help="tree: each row a shaped neighbour of any earlier row, real or synthetic (default); shaped: of a "
+        "real row only (its ~86 children crowd it); both shared with a reader; isotropic: --noise",
     )
     p.add_argument("--filter-shares", default="1,10", help="filtered searches over these %% of the documents")
     p.add_argument("--structure-sample", type=int, default=300, help="chunks sampled for the neighbour structure")

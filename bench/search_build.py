@@ -46,8 +46,8 @@ class RowSource(Protocol):
     seed: int
     noise: float
     namespace: uuid.UUID
-    kind: str  # "isotropic" or "shaped" (synthetic_batches)
-    reader: uuid.UUID | None  # shaped builds: every document in a collection shared `read` with this user
+    kind: str  # "isotropic", "shaped" or "tree" (synthetic_batches)
+    reader: uuid.UUID | None  # shaped and tree builds: every document in a collection shared `read` with this user
 
     def batches(self, count: int, batch: int, skip: set[int] | None = None) -> Iterator[tuple[int, list[ChunkRow]]]: ...
 
@@ -62,9 +62,10 @@ async def fetch(conn: Conn, query: Any, params: Any = None) -> list[dict[str, An
     return await (await conn.execute(query, params)).fetchall()
 
 
-def size_db_uri(base_uri: str, size: int) -> tuple[str, str]:
-    """The URI of the bench database for `size` (same server, other database name) and that name."""
-    name = f"bench_{size}"
+def size_db_uri(base_uri: str, size: int, kind: str = "shaped") -> tuple[str, str]:
+    """The URI of the bench database for `size` (same server, other database name) and that name. A `tree`
+    build has a database of its own, so the shaped build of the same size stays for comparison."""
+    name = f"bench_{size}" if kind != "tree" else f"bench_{size}_tree"
     return re.sub(r"^(postgres(?:ql)?://[^/]*/)[^?]*", lambda m: m.group(1) + name, base_uri, count=1), name
 
 
@@ -413,6 +414,7 @@ def synthetic_batches(
     content_hash: Any,
     skip: set[int] | None = None,
     shape: Shape | None = None,
+    tree: bool = False,
 ) -> Iterator[tuple[int, list[ChunkRow]]]:
     """`count` synthetic rows in batches of `batch`, as (batch number, rows): batch k is drawn from its own
     generator (seed, k), so the rows do not depend on the batches before them (`skip` leaves some out).
@@ -420,11 +422,21 @@ def synthetic_batches(
     Each vector is a random real vector plus noise, renormalised. Without `shape` the noise is isotropic
     gaussian with sigma `noise` per dimension: every copy sits at the same distance from its parent, a near-tie
     worst case for an HNSW graph. With `shape` the noise has the real vectors' covariance and each row's
-    similarity to its parent is drawn from the real corpus' nearest-neighbour similarities (`Shape`)."""
+    similarity to its parent is drawn from the real corpus' nearest-neighbour similarities (`Shape`).
+
+    `tree` (with `shape`): the parent is any row made before the batch, real or synthetic, not only a real one.
+    Every real vector then roots a random recursive tree instead of a star of ~86 children at one distance:
+    the rows spread out step by step, as a growing corpus does, instead of crowding each real vector. Batches
+    then depend on the ones before them: every batch is generated (in order, kept in memory), and `skip` only
+    leaves rows out of the output."""
     import random
 
+    real_n = len(vectors)
+    pool = np.empty((real_n + count, vectors.shape[1]), dtype=np.float32) if tree else vectors
+    if tree:
+        pool[:real_n] = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
     for k, start in enumerate(range(0, count, batch)):
-        if skip and k in skip:
+        if skip and k in skip and not tree:
             continue
         n = min(batch, count - start)
         rng = np.random.default_rng([seed, k])
@@ -432,9 +444,17 @@ def synthetic_batches(
         sources = rng.integers(0, len(titles), size=n)
         if shape is None:
             vecs = vectors[sources] + rng.normal(0.0, noise, size=(n, vectors.shape[1])).astype(np.float32)
+        elif tree:
+            parents = rng.integers(0, real_n + start, size=n)
+            sources = np.where(parents < real_n, parents, sources)  # a synthetic parent: the title stays random
+            vecs = shape.neighbours(pool[parents], rng)
         else:
             vecs = shape.neighbours(vectors[sources], rng)
         vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+        if tree:
+            pool[real_n + start : real_n + start + n] = vecs
+            if skip and k in skip:
+                continue
         out: list[ChunkRow] = []
         for i in range(n):
             j = start + i

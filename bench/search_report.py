@@ -42,7 +42,9 @@ def markdown(out: dict[str, Any], sizes: list[int]) -> str:
         f"PostgreSQL {pg.get('server_version', '?')} + pgvector {pg.get('pgvector', '?')} (embedded), "
         f"shared_buffers {pg.get('shared_buffers', '?')}, {out['cpu_context_start'].get('cpus')} cores shared "
         f"with other work. Load average (1/5/15 min) at start {out['cpu_context_start']['loadavg']}, at end "
-        f"{out.get('cpu_context_end', {}).get('loadavg')}. HNSW ef_search {out['hnsw_ef_search']}, "
+        f"{out.get('cpu_context_end', {}).get('loadavg')}. HNSW ef_search {out['hnsw_ef_search']} at 100k rows "
+        f"(growth {out.get('hnsw_ef_growth', 0)}, so {out.get('ef_search_by_size', {})} by size; filtered scans "
+        f"×{out.get('hnsw_filtered_ef_factor', 1)}), "
         f"keyword_candidates {out['keyword_candidates']}; {out['queries']['measured']} SciFact queries per mode "
         f"after {out['queries']['warmup']} warm-up ones; latency of `Searcher.search()` including the query "
         "embedding; recall@10 of the vector arm against an exact scan.",

@@ -15,6 +15,7 @@ corpus searched by a reader it is shared with, beside its owner.
 
 from __future__ import annotations
 
+import math
 import time
 import uuid
 from typing import Any
@@ -70,6 +71,46 @@ def real_structure(vectors: np.ndarray, qvecs: np.ndarray, sample: int, seed: in
         "query_top1": spread(queries[:, 0]),
         "query_top10": spread(queries[:, 9]),
     }
+
+
+def real_growth(vectors: np.ndarray, seed: int, probes: int = 1500) -> dict[str, Any]:
+    """How a real corpus' neighbourhoods tighten as it grows: median top-1 and top-10 similarity of random
+    subsets of the real chunks (1/16 to all), and a power law fitted to the 10th neighbour's distance
+    (1 - cosine ~ a * n^slope) that extrapolates what the same kind of text would give at a larger size."""
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    rng = np.random.default_rng(seed)
+    points = []
+    for share in (16, 8, 4, 2, 1):
+        n = len(unit) // share
+        subset = unit[rng.choice(len(unit), size=n, replace=False)]
+        rows = rng.choice(n, size=min(probes, n), replace=False)
+        best = top_sims(subset, subset[rows], 10, rows)
+        points.append({"rows": n, "top1_p50": float(np.median(best[:, 0])), "top10_p50": float(np.median(best[:, 9]))})
+    slope, intercept = np.polyfit(
+        np.log([p["rows"] for p in points]), np.log([1.0 - p["top10_p50"] for p in points]), 1
+    )
+    return {"points": points, "top10_distance_slope": float(slope), "top10_distance_intercept": float(intercept)}
+
+
+def extrapolated_top10(growth: dict[str, Any], rows: int) -> float:
+    return 1.0 - math.exp(growth["top10_distance_intercept"] + growth["top10_distance_slope"] * math.log(rows))
+
+
+def growth_lines(growth: dict[str, Any] | None, sizes: list[int]) -> list[str]:
+    if not growth:
+        return []
+    from bench.search_report import md_table
+
+    rows = [[f"{p['rows']:,}", f"{p['top1_p50']:.3f}", f"{p['top10_p50']:.3f}"] for p in growth["points"]]
+    rows += [[f"{size:,} (extrapolated)", "", f"{extrapolated_top10(growth, size):.3f}"] for size in sizes]
+    return [
+        "Real SciFact subsets: how the median nearest and 10th-nearest similarity grow with the corpus, and the",
+        f"power law fitted to the 10th neighbour's distance (1 - cos ~ n^{growth['top10_distance_slope']:.3f})",
+        "carried to the bench sizes: what a real corpus of the same kind of text would show there (an estimate).",
+        "",
+        md_table(["real rows", "top-1 p50", "top-10 p50"], rows),
+        "",
+    ]
 
 
 def parent_similarities(vectors: np.ndarray, sample: int, seed: int) -> np.ndarray:
@@ -143,6 +184,7 @@ async def filtered(
     queries: list[str],
     qvecs: list[np.ndarray],
     shares: list[int],
+    explore_factors: tuple[float, ...] = (1.0, 4.0),
 ) -> dict[str, Any]:
     """Per share of the documents: recall@10 and short answers of the vector arm as the searcher runs it
     (HNSW with iterative scans, or exact below EXACT_SCAN_MAX_ROWS) against an exact filtered scan, its DB
@@ -163,8 +205,23 @@ async def filtered(
         hits = short10 = short50 = 0
         lat10: list[float] = []
         lat50: list[float] = []
+        by_factor = dict.fromkeys(explore_factors, 0)  # recall with other HNSW_FILTERED_EF_FACTOR values
         for q in qvecs:
             truth = await vector_search(conn, space, q, scope=scope, n=10, filters=filters, exact_max_rows=10**9)
+            for factor in by_factor:
+                other = await vector_search(
+                    conn,
+                    space,
+                    q,
+                    scope=scope,
+                    n=10,
+                    filters=filters,
+                    ef_search=settings.hnsw_ef_search,
+                    exact_max_rows=settings.exact_scan_max_rows,
+                    ef_growth=settings.hnsw_ef_growth,
+                    filtered_ef_factor=factor,
+                )
+                by_factor[factor] += len({i for i, _ in other} & {i for i, _ in truth})
             start = time.perf_counter()
             got = await vector_search(
                 conn,
@@ -175,6 +232,8 @@ async def filtered(
                 filters=filters,
                 ef_search=settings.hnsw_ef_search,
                 exact_max_rows=settings.exact_scan_max_rows,
+                ef_growth=settings.hnsw_ef_growth,
+                filtered_ef_factor=settings.hnsw_filtered_ef_factor,
             )
             lat10.append((time.perf_counter() - start) * 1000)
             start = time.perf_counter()
@@ -187,6 +246,8 @@ async def filtered(
                 filters=filters,
                 ef_search=settings.hnsw_ef_search,
                 exact_max_rows=settings.exact_scan_max_rows,
+                ef_growth=settings.hnsw_ef_growth,
+                filtered_ef_factor=settings.hnsw_filtered_ef_factor,
             )
             lat50.append((time.perf_counter() - start) * 1000)
             hits += len({i for i, _ in got} & {i for i, _ in truth})
@@ -206,6 +267,9 @@ async def filtered(
         out[f"{share}%"] = {
             "chunks_in_filter": rows["n"] if rows else None,
             "recall_at_10": round(hits / (10 * len(qvecs)), 4),
+            "recall_at_10_by_filtered_ef_factor": {
+                str(f): round(h / (10 * len(qvecs)), 4) for f, h in by_factor.items()
+            },
             "short_answers_n10": short10,
             "short_answers_n50": short50,
             "db_n10": pct(lat10),
@@ -252,14 +316,15 @@ async def reader_vs_owner(
 
 def scale_markdown(out: dict[str, Any], sizes: list[int]) -> str:
     """The neighbour structure, filtered and reader-vs-owner tables of a shaped run (empty for isotropic)."""
-    if out.get("synthetic", {}).get("kind") != "shaped":
+    kind = out.get("synthetic", {}).get("kind")
+    if kind not in ("shaped", "tree"):
         return ""
     from bench.search_report import md_table
 
     structure = [["real SciFact", *_structure_cells(out["real_structure"])]]
     for size in sizes:
         structure.append(
-            [f"{size:,} (real + shaped synthetic)", *_structure_cells(out["details"][str(size)]["structure"])]
+            [f"{size:,} (real + {kind} synthetic)", *_structure_cells(out["details"][str(size)]["structure"])]
         )
     filtered_rows = [
         _filtered_cells(size, share, f) for size in sizes for share, f in out["details"][str(size)]["filtered"].items()
@@ -274,11 +339,13 @@ def scale_markdown(out: dict[str, Any], sizes: list[int]) -> str:
             "## Neighbour structure (cosine similarity, p10 / p50 / p90)",
             "",
             "A chunk's nearest and 10th-nearest other chunk; a query's nearest and 10th-nearest chunk. Synthetic",
-            "rows: a random real vector plus noise with the real vectors' covariance, scaled so the similarity to",
-            "that parent follows the real top-1 distribution (`--synthetic shaped`).",
+            "rows: a parent vector plus noise with the real vectors' covariance, scaled so the similarity to",
+            "that parent follows the real top-1 distribution; the parent is a random real vector (`shaped`) or any",
+            "row made before it, real or synthetic (`tree`, the default).",
             "",
             md_table(["corpus", "rows", "chunk top-1", "chunk top-10", "query top-1", "query top-10"], structure),
             "",
+            *growth_lines(out.get("real_growth"), sizes),
             "## Filtered vector search (a metadata filter on a share of the documents; ms)",
             "",
             md_table(FILTERED_HEAD, filtered_rows),
@@ -291,7 +358,17 @@ def scale_markdown(out: dict[str, Any], sizes: list[int]) -> str:
     )
 
 
-FILTERED_HEAD = ["chunks", "filter", "rows in filter", "recall@10", "short n=10", "short n=50", "DB p50", "DB p95"]
+FILTERED_HEAD = [
+    "chunks",
+    "filter",
+    "rows in filter",
+    "recall@10",
+    "recall@10 at factor 1 / 4",
+    "short n=10",
+    "short n=50",
+    "DB p50",
+    "DB p95",
+]
 FILTERED_HEAD += ["vector p50", "hybrid p50", "hybrid p95"]
 READER_HEAD = ["chunks", "mode", "owner p50", "owner p95", "reader p50", "reader p95", "ratio p50", "ratio p95"]
 READER_HEAD += ["top-10 lists differing"]
@@ -313,6 +390,7 @@ def _filtered_cells(size: int, share: str, f: dict[str, Any]) -> list[Any]:
         share,
         f"{f['chunks_in_filter']:,}",
         f["recall_at_10"],
+        " / ".join(f"{v}" for v in f.get("recall_at_10_by_filtered_ef_factor", {}).values()),
         f["short_answers_n10"],
         f["short_answers_n50"],
         db["p50_ms"],

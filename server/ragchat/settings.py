@@ -271,7 +271,10 @@ class RetrievalSettings(BaseModel):
     fusion_vector_weight: float | None = Field(default=None, ge=0, le=1)  # None: the method's own default
     keyword_scorer: Literal["bm25", "ts_rank"] = "bm25"
     keyword_candidates: int = 1000
-    hnsw_ef_search: int = 100
+    hnsw_ef_search: int = Field(default=100, ge=1, le=1000)  # at 100k indexed rows
+    # ef_search grows as (rows / 100k) ** this above 100k rows (0: fixed); filtered HNSW scans multiply it
+    hnsw_ef_growth: float = Field(default=0.3, ge=0, le=1)
+    hnsw_filtered_ef_factor: float = Field(default=2.0, ge=1, le=10)
     exact_scan_max_rows: int = 20000  # filtered vector queries over at most this many rows scan exactly
     # exhaustive search (GET /api/search/documents): matching passages scanned by default, and the most a
     # caller may ask for (the answer says when it stopped at the bound)

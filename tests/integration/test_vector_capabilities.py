@@ -14,7 +14,7 @@ from ragchat.core.search import SearchFilters
 from ragchat.db.capabilities import modern_pgvector, pgvector_version, version_tuple
 from ragchat.readscope.sql import ReadScope
 from ragchat.retrieval.filters import filter_sql
-from ragchat.retrieval.vector import _run, vector_search
+from ragchat.retrieval.vector import _SET_EF, EF_MAX, EfPolicy, _run, vector_search
 from ragchat.vectors.indexes import upgrade_indexes
 from ragchat.vectors.store import Space, VectorRow, create_space, insert_vectors, list_spaces
 from tests.support.services import LOCAL_OWNER_ID
@@ -116,10 +116,10 @@ async def test_halfvec_index_and_iterative_filtered_scans(pool: Any, db: str) ->
             # connection and transaction each: SET LOCAL lasts to the end of the outer transaction.)
             async with pool.connection() as plain_conn, plain_conn.transaction():
                 await plain_conn.execute("SET LOCAL enable_sort = off")
-                plain = await _run(plain_conn, full, where, args, exact=False, ef_search=10)
+                plain = await _run(plain_conn, full, where, args, exact=False, ef=EfPolicy(10))
             async with pool.connection() as half_conn, half_conn.transaction():
                 await half_conn.execute("SET LOCAL enable_sort = off")
-                iterative = await _run(half_conn, half, where, args, exact=False, ef_search=10)
+                iterative = await _run(half_conn, half, where, args, exact=False, ef=EfPolicy(10))
             assert len(iterative) == 10 and {r["id"] for r in iterative} <= in_target
             assert len(plain) < 10
 
@@ -151,3 +151,37 @@ async def test_a_vector_index_is_rebuilt_as_halfvec(pool: Any, db: str) -> None:
     for b, a in zip(before, after, strict=True):
         assert [i for i, _ in a] == [i for i, _ in b]
         assert [s for _, s in a] == pytest.approx([s for _, s in b], abs=1e-6)
+
+
+async def test_ef_search_grows_with_the_index_as_the_policy_says(pool: Any, db: str) -> None:
+    """The statement that sets hnsw.ef_search reads the index's row estimate and computes what EfPolicy.at
+    computes; an index that is not there (or never analysed) counts as small."""
+    async with pool.connection() as conn, conn.transaction():
+        space = await create_space(conn, "test", "random-ef", DIM, "active")
+    await add_documents(pool, [space], docs=4, per_doc=50)  # 200 rows, analysed
+    async with pool.connection() as conn:
+        await conn.execute("ANALYZE chunk_embeddings")  # also estimates the partial HNSW index's reltuples
+        row = await (
+            await conn.execute(
+                "SELECT reltuples FROM pg_class WHERE oid = to_regclass(quote_ident(%s))", (space.index_relname,)
+            )
+        ).fetchone()
+        assert row is not None and row["reltuples"] == 200
+        cases = [  # (reference rows, policy, index name)
+            (100_000.0, EfPolicy(100, 0.3, 1.0), space.index_relname),  # below the reference: the base
+            (10.0, EfPolicy(100, 0.3, 1.0), space.index_relname),  # 20x the reference: 100 * 20**0.3 = 246
+            (10.0, EfPolicy(100, 0.0, 2.0), space.index_relname),  # no growth, a filtered scan: 200
+            (1.0, EfPolicy(400, 1.0, 4.0), space.index_relname),  # capped at pgvector's limit
+            (10.0, EfPolicy(64, 0.5, 1.0), "no_such_index"),  # unknown index: small
+        ]
+        for reference, policy, index in cases:
+            async with conn.transaction():
+                params = {"max": EF_MAX, "base": policy.base, "factor": policy.factor, "growth": policy.growth}
+                await conn.execute(_SET_EF, {**params, "reference": reference, "index": index})
+                got = await (await conn.execute("SELECT current_setting('hnsw.ef_search')::int AS ef")).fetchone()
+            rows = 200.0 if index == space.index_relname else 1.0
+            scale = max(1.0, rows / reference) ** policy.growth
+            expected = min(EF_MAX, max(policy.base, round(policy.base * policy.factor * scale)))
+            assert got is not None and got["ef"] == expected
+        assert [c[1].at(r) for c, r in [(cases[0], 200.0), (cases[1], 2_000_000.0)]] == [100, 246]
+        assert EfPolicy(100, 0.3).at(1_000_000) == 200 and EfPolicy(100, 0.3, 2.0).at(1_000_000) == 399

@@ -248,6 +248,8 @@ class Searcher:
                 filters=filters,
                 ef_search=self.settings.hnsw_ef_search,
                 exact_max_rows=self.settings.exact_scan_max_rows,
+                ef_growth=self.settings.hnsw_ef_growth,
+                filtered_ef_factor=self.settings.hnsw_filtered_ef_factor,
             )
 
     async def _keyword(

@@ -9,10 +9,17 @@ it goes on past `ef_search` until `n` rows pass the filter. Before pgvector 0.8 
 `ef_search` nearest rows and the WHERE clause then drops the ones filtered out, so a selective filter can
 return fewer than `n` rows. Either way we count the rows a filter leaves; small sets are scanned exactly, and
 a short HNSW answer is retried exactly.
+
+`ef_search` is the candidate list at `EF_REFERENCE_ROWS` indexed rows. A larger graph needs a longer list for
+the same recall (bench/search.py: recall@10 0.98 at 100k rows but 0.92 at 1M with ef_search 100), so with
+`ef_growth` > 0 it grows as (rows / EF_REFERENCE_ROWS) ** ef_growth, rows being the index's own estimate
+(pg_class.reltuples, read in the statement that sets it). A filtered HNSW scan multiplies it by
+`filtered_ef_factor`: most of what the graph walk finds is then filtered away.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -44,6 +51,8 @@ async def vector_search(
     filters: SearchFilters | None = None,
     ef_search: int = 100,
     exact_max_rows: int = 20000,
+    ef_growth: float = 0.0,
+    filtered_ef_factor: float = 1.0,
 ) -> list[tuple[int, float]]:
     """(chunk id, cosine similarity clipped to 0..1), best first, at most `n`."""
     where, params = filter_sql(scope, filters, alias="e")
@@ -52,18 +61,44 @@ async def vector_search(
     if filters is not None and filters.active:
         population = await _filtered_rows(conn, space, where, params, exact_max_rows)
     exact = population is not None and population <= exact_max_rows
-    rows = await _run(conn, space, where, params, exact=exact, ef_search=max(ef_search, n))
+    ef = EfPolicy(max(ef_search, n), ef_growth, filtered_ef_factor if population is not None else 1.0)
+    rows = await _run(conn, space, where, params, exact=exact, ef=ef)
     if not exact and len(rows) < n:
         # HNSW + post-filter came back short: either the reader/filter really has fewer rows, or the index
         # candidates were filtered away (pgvector < 0.8, or an iterative scan's tuple budget ran out). The exact
         # scan answers both correctly.
-        rows = await _run(conn, space, where, params, exact=True, ef_search=0)
+        rows = await _run(conn, space, where, params, exact=True, ef=None)
     ranked = sorted(rows, key=lambda r: (float(r["distance"]), int(r["id"])))
     return [(int(r["id"]), min(1.0, max(0.0, 1.0 - float(r["distance"])))) for r in ranked]
 
 
+EF_REFERENCE_ROWS = 100_000
+EF_MAX = 1000  # pgvector's own limit for hnsw.ef_search
+
+
+@dataclass(frozen=True)
+class EfPolicy:
+    base: int  # at EF_REFERENCE_ROWS rows, never below the rows asked for
+    growth: float = 0.0  # 0: `base` whatever the size
+    factor: float = 1.0  # filtered scans
+
+    def at(self, rows: float) -> int:
+        """The ef_search for an index of `rows` entries (what _SET_EF computes in SQL)."""
+        scale = max(1.0, max(rows, 1.0) / EF_REFERENCE_ROWS) ** self.growth
+        return min(EF_MAX, max(self.base, round(self.base * self.factor * scale)))
+
+
+# The index's row estimate is read in the statement that sets ef_search (no extra round trip); an index never
+# analysed (reltuples -1) or not there counts as small. Computes what EfPolicy.at computes.
+_SET_EF = """
+SELECT set_config('hnsw.ef_search', least(%(max)s, greatest(%(base)s, round(%(base)s * %(factor)s * power(
+    greatest(1.0, coalesce((SELECT c.reltuples FROM pg_class c WHERE c.oid = to_regclass(quote_ident(%(index)s))), 1.0)
+        / %(reference)s), %(growth)s))))::int::text, true)
+"""
+
+
 async def _run(
-    conn: Conn, space: Space, where: str, params: dict[str, Any], *, exact: bool, ef_search: int
+    conn: Conn, space: Space, where: str, params: dict[str, Any], *, exact: bool, ef: EfPolicy | None
 ) -> list[dict[str, Any]]:
     distance = sql.SQL("{} <=> %(q)s").format(space.vector_expr("e"))
     # `+ 0` makes the ORDER BY expression something the HNSW index cannot serve: an exact, filtered scan.
@@ -74,8 +109,18 @@ async def _run(
         "WHERE e.space_id = {} AND {} ORDER BY {} LIMIT %(n)s"
     ).format(distance, sql.Literal(space.id), sql.SQL(where), order)  # type: ignore[arg-type]
     async with conn.transaction():
-        if not exact:
-            await conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(min(ef_search, 1000)),))
+        if not exact and ef is not None:
+            await conn.execute(
+                _SET_EF,
+                {
+                    "max": EF_MAX,
+                    "base": ef.base,
+                    "factor": ef.factor,
+                    "growth": ef.growth,
+                    "reference": float(EF_REFERENCE_ROWS),
+                    "index": space.index_relname,
+                },
+            )
             if space.index_type == "halfvec":  # only built on pgvector >= 0.8, which has iterative scans
                 await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
         return await (await conn.execute(query, params)).fetchall()

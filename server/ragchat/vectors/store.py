@@ -68,9 +68,14 @@ class Space:
         """The query vector parameter cast to the index's type."""
         return sql.SQL("{}::{}({})").format(sql.Placeholder(param), self._type(), sql.Literal(self.dim))
 
-    def index_name(self) -> sql.Identifier:
+    @property
+    def index_relname(self) -> str:
+        """The name of this space's HNSW index, as pg_class has it."""
         suffix = "_half" if self.index_type == "halfvec" else ""
-        return sql.Identifier(f"chunk_embeddings_hnsw_{self.id}{suffix}")
+        return f"chunk_embeddings_hnsw_{self.id}{suffix}"
+
+    def index_name(self) -> sql.Identifier:
+        return sql.Identifier(self.index_relname)
 
     def index_ddl(self) -> sql.Composed:
         """CREATE INDEX for this space's partial HNSW index (cosine)."""
