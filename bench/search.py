@@ -466,6 +466,24 @@ async def explain_hydrate(conn: Conn, space: Space, qvec: np.ndarray, ids: list[
     return _short_vectors(await fetch(conn, query, {"q": qvec, "ids": ids}))  # type: ignore[arg-type]
 
 
+async def prewarm(conn: Conn, space: Space) -> dict[str, Any]:
+    """Read the search's relations into shared_buffers (pg_prewarm), as a server that has been answering for a
+    while has them: the HNSW and GIN indexes, then the chunk table and its TOAST, then the vectors' table, as
+    far as shared_buffers holds them. Returns the blocks read per relation and the buffers' size."""
+    await conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
+    rels = [space.index_relname, GIN_INDEX, "document_chunks"]
+    toast = await fetch(
+        conn, "SELECT reltoastrelid::regclass::text AS t FROM pg_class WHERE relname = 'document_chunks'"
+    )
+    rels += [toast[0]["t"]] if toast and toast[0]["t"] != "-" else []
+    rels.append("chunk_embeddings")
+    out: dict[str, Any] = {"shared_buffers": (await fetch(conn, "SHOW shared_buffers"))[0]["shared_buffers"]}
+    for rel in rels:
+        row = await fetch(conn, "SELECT pg_prewarm(%s::regclass) AS blocks", (rel,))
+        out[rel] = row[0]["blocks"]
+    return out
+
+
 async def measure_size(
     size: int,
     rt: Runtime,
@@ -478,6 +496,9 @@ async def measure_size(
     summary: dict[str, Any] = {}
     detail: dict[str, Any] = {}
     settings, embedder, searcher = rt.settings, rt.embedder, rt.searcher
+    if args.prewarm:
+        detail["prewarm"] = await prewarm(conn, space)
+        log(f"  prewarmed: {detail['prewarm']}")
     for mode in MODES:
         log(f"  {size}: {mode} x{len(queries)}")
         lat, parts = await time_searcher(searcher, queries, warmup, mode)
@@ -856,6 +877,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--exact-timing", type=int, default=30, help="exact scans timed (of the recall queries)")
     p.add_argument("--no-fp32-explore", dest="fp32_explore", action="store_false", help="skip the fp32 query rows")
     p.add_argument("--build-only", action="store_true", help="build (or resume) the sizes, measure nothing")
+    p.add_argument(
+        "--no-prewarm", dest="prewarm", action="store_false", help="measure from a cold shared_buffers (pg_prewarm off)"
+    )
     p.add_argument("--prepare-only", action="store_true", help="only ingest the corpus into the bench data dir")
     p.add_argument("--corpus-limit", type=int, default=None, help="ingest only N records (smoke tests; re-ingests)")
     p.add_argument("--maintenance-work-mem", default="4GB", help="for CREATE INDEX (default 4GB: a 1M graph fits)")

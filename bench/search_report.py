@@ -50,6 +50,9 @@ def markdown(out: dict[str, Any], sizes: list[int]) -> str:
         "embedding; recall@10 of the vector arm against an exact scan.",
         "",
     ]
+    for size in sizes:
+        warm = out["details"][str(size)].get("prewarm")
+        parts += [f"{size:,} chunks: prewarmed with pg_prewarm before measuring (blocks): {warm}", ""] if warm else []
     rows = []
     for size in sizes:
         s, d = out[str(size)], out["details"][str(size)]

@@ -6,6 +6,7 @@ import difflib
 import ipaddress
 import logging
 import os
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from enum import StrEnum
@@ -148,6 +149,23 @@ def check_read_urls(value: str | None) -> None:
                 raise ValueError(f"DATABASE_READ_URL: {where} is not a PostgreSQL connection URL (port {port!r})")
 
 
+ENGINE_DEFAULT_MB = 128  # PostgreSQL's own shared_buffers
+_SIZE = re.compile(r"^\s*(\d+)\s*(MB|GB)\s*$", re.IGNORECASE)
+
+
+def parse_size_mb(value: str) -> int | None:
+    """`auto` -> None; `512MB` / `4GB` -> megabytes; anything else is a ValueError (the setting validates)."""
+    if value.strip().lower() == "auto":
+        return None
+    m = _SIZE.match(value)
+    if not m:
+        raise ValueError(f"expected auto, off or a size like 512MB or 4GB, got {value!r}")
+    n = int(m.group(1)) * (1024 if m.group(2).upper() == "GB" else 1)
+    if n < ENGINE_DEFAULT_MB:
+        raise ValueError(f"shared_buffers below {ENGINE_DEFAULT_MB}MB is not worth a restart: {value!r}")
+    return n
+
+
 class DatabaseSettings(BaseModel):
     """Settings group: storage: the data directory, the database and its connection pool."""
 
@@ -162,6 +180,9 @@ class DatabaseSettings(BaseModel):
     database_read_max_lag: float = Field(default=30.0, gt=0)
     database_read_check_s: float = Field(default=2.0, gt=0)  # how often replicas are checked
     data_dir: Path = Field(default_factory=_default_data_dir, validation_alias="RAGCHAT_DATA_DIR")
+    # the embedded PostgreSQL's shared_buffers: auto (half the data, at most a quarter of memory; db/tuning.py),
+    # off (the engine's own configuration), or a size such as 2GB. Applied with a restart of the engine.
+    embedded_shared_buffers: str = "auto"
     db_pool_min: int = 1
     db_pool_max: int = 10
     db_pool_timeout_s: float = Field(default=10.0, gt=0)  # a request waits this long for a connection (then 503)
@@ -181,6 +202,13 @@ class DatabaseSettings(BaseModel):
     @classmethod
     def _expand_data_dir(cls, value: Path) -> Path:
         return value.expanduser()
+
+    @field_validator("embedded_shared_buffers", mode="after")
+    @classmethod
+    def _check_shared_buffers(cls, value: str) -> str:
+        if value.strip().lower() != "off":
+            parse_size_mb(value)  # ValueError: a clear message at start-up
+        return value.strip()
 
 
 class LLMSettings(BaseModel):

