@@ -468,15 +468,15 @@ async def explain_hydrate(conn: Conn, space: Space, qvec: np.ndarray, ids: list[
 
 async def prewarm(conn: Conn, space: Space) -> dict[str, Any]:
     """Read the search's relations into shared_buffers (pg_prewarm), as a server that has been answering for a
-    while has them: the HNSW and GIN indexes, then the chunk table and its TOAST, then the vectors' table, as
-    far as shared_buffers holds them. Returns the blocks read per relation and the buffers' size."""
+    while has them: the vectors' table, the chunk table's TOAST and heap, then the GIN and HNSW indexes (read
+    last, so they stay when shared_buffers cannot hold everything). Returns the blocks read per relation and
+    the buffers' size."""
     await conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
-    rels = [space.index_relname, GIN_INDEX, "document_chunks"]
     toast = await fetch(
         conn, "SELECT reltoastrelid::regclass::text AS t FROM pg_class WHERE relname = 'document_chunks'"
     )
-    rels += [toast[0]["t"]] if toast and toast[0]["t"] != "-" else []
-    rels.append("chunk_embeddings")
+    rels = ["chunk_embeddings", *([toast[0]["t"]] if toast and toast[0]["t"] != "-" else [])]
+    rels += ["document_chunks", GIN_INDEX, space.index_relname]  # the most used last: evicted last
     out: dict[str, Any] = {"shared_buffers": (await fetch(conn, "SHOW shared_buffers"))[0]["shared_buffers"]}
     for rel in rels:
         row = await fetch(conn, "SELECT pg_prewarm(%s::regclass) AS blocks", (rel,))

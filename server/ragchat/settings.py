@@ -301,7 +301,7 @@ class RetrievalSettings(BaseModel):
     keyword_candidates: int = 1000
     hnsw_ef_search: int = Field(default=100, ge=1, le=1000)  # at 100k indexed rows
     # ef_search grows as (rows / 100k) ** this above 100k rows (0: fixed); filtered HNSW scans multiply it
-    hnsw_ef_growth: float = Field(default=0.3, ge=0, le=1)
+    hnsw_ef_growth: float = Field(default=0.4, ge=0, le=1)
     hnsw_filtered_ef_factor: float = Field(default=2.0, ge=1, le=10)
     exact_scan_max_rows: int = 20000  # filtered vector queries over at most this many rows scan exactly
     # exhaustive search (GET /api/search/documents): matching passages scanned by default, and the most a

@@ -19,7 +19,9 @@ GB = 1024 * MB
 
 def test_auto_is_half_the_data_within_the_engine_default_and_a_quarter_of_memory() -> None:
     assert auto_mb(10 * MB, 24 * GB) == 128  # a small library keeps the engine's default
-    assert auto_mb(6_967_547_583, 24 * GB) == 3200  # the 1M-chunk bench cluster: 3.2 GB, in 128 MB steps
+    assert auto_mb(300 * MB, 24 * GB) == 384  # the data, rounded up to 128 MB steps
+    assert auto_mb(6_967_547_583, 24 * GB) == 6144  # the 1M-chunk database (6.5 GB): a quarter of 24 GB
+    assert auto_mb(6_967_547_583, 64 * GB) == 6656  # with more memory, all of it
     assert auto_mb(100 * GB, 8 * GB) == 2048  # never more than a quarter of memory
     assert auto_mb(100 * GB, 256 * MB) == 128  # nor less than the default
 
