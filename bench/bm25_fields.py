@@ -71,11 +71,11 @@ def scale_rows(m: sparse.csr_matrix, factor: np.ndarray) -> sparse.csr_matrix:
     return out
 
 
-def saturated(a: Analysed, fld: str, b: float) -> sparse.csr_matrix:
+def saturated(a: Analysed, fld: str, b: float, k1: float = K1) -> sparse.csr_matrix:
     """tf (k1 + 1) / (tf + k1 B) per (chunk, term) of one field."""
     m = a.tf[fld].copy()
     nrm = np.repeat(norms(a, fld, b), np.diff(m.indptr))
-    m.data = m.data * (K1 + 1) / (m.data + K1 * nrm)
+    m.data = m.data * (k1 + 1) / (m.data + k1 * nrm)
     return m
 
 
@@ -112,10 +112,10 @@ def dense(m: Any) -> np.ndarray:
     return m.toarray() if sparse.issparse(m) else np.asarray(m)
 
 
-def score_one(a: Analysed, b: float = B) -> np.ndarray:
+def score_one(a: Analysed, b: float = B, k1: float = K1) -> np.ndarray:
     terms = query_terms(a)
     n = len(a.ids)
-    return dense(saturated(a, "all", b) @ query_matrix(a, terms, idf(n, a.df("all"))))
+    return dense(saturated(a, "all", b, k1) @ query_matrix(a, terms, idf(n, a.df("all"))))
 
 
 def field_scores(a: Analysed, b_title: float, b_body: float) -> tuple[np.ndarray, np.ndarray]:
@@ -126,14 +126,14 @@ def field_scores(a: Analysed, b_title: float, b_body: float) -> tuple[np.ndarray
     return st, sb
 
 
-def score_bm25f(a: Analysed, w: float, b_title: float, b_body: float) -> np.ndarray:
+def score_bm25f(a: Analysed, w: float, b_title: float, b_body: float, k1: float = K1) -> np.ndarray:
     terms = query_terms(a)
     n = len(a.ids)
     pseudo = scale_rows(a.tf["title"], w / norms(a, "title", b_title)) + scale_rows(
         a.tf["body"], 1.0 / norms(a, "body", b_body)
     )
     pseudo = pseudo.tocsr()
-    pseudo.data = pseudo.data * (K1 + 1) / (pseudo.data + K1)
+    pseudo.data = pseudo.data * (k1 + 1) / (pseudo.data + k1)
     return dense(pseudo @ query_matrix(a, terms, idf(n, a.df("all"))))
 
 
@@ -188,6 +188,13 @@ def arms(a: Analysed) -> dict[str, Callable[[], np.ndarray]]:
             out[f"sum w={w:g} bt={bt:g}"] = lambda w=w, bt=bt: w * fields(bt)[0] + fields(bt)[1]
             out[f"bm25f w={w:g} bt={bt:g}"] = lambda w=w, bt=bt: score_bm25f(a, w, bt, B)
     out["best_fields bt=0.4"] = lambda: _best(*fields(0.4))
+    # around the best of the grid: the body's b, k1, a weight between
+    out["one k1=1.2 b=0.75"] = lambda: score_one(a, 0.75, 1.2)
+    out["one k1=1.2 b=0.4"] = lambda: score_one(a, 0.4, 1.2)
+    out["bm25f w=1.5 bt=0.6"] = lambda: score_bm25f(a, 1.5, 0.6, B)
+    for bb in (0.3, 0.75):
+        out[f"bm25f w=2 bt=0.6 bb={bb:g}"] = lambda bb=bb: score_bm25f(a, 2.0, 0.6, bb)
+    out["bm25f w=2 bt=0.6 k1=1.2"] = lambda: score_bm25f(a, 2.0, 0.6, B, 1.2)
     return out
 
 

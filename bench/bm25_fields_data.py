@@ -18,7 +18,7 @@ distinct lexemes. Cached as a pickle next to the copy, so a rerun does not analy
 from __future__ import annotations
 
 import pickle
-import shutil
+import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -80,7 +80,8 @@ def copy_database(cache: Path, work: Path) -> Path:
     if info is not None:
         raise SystemExit(f"the database in {src} is running (pid {info.pid}): wait for the fusion bench to end")
     work.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(src, dst, symlinks=True)
+    # cp -a keeps the owner: the server runs as the package's system user, not as whoever runs the bench
+    subprocess.run(["cp", "-a", str(src), str(dst)], check=True)
     return dst
 
 
