@@ -256,12 +256,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         for analyser in ANALYZERS:
             a = analysed[name][analyser]
             for label, scorer in arms(a).items():
-                results[name][f"{analyser} | {label}"] = metrics(top(a, scorer(), qids), lists[name], dataset)
+                results[name][f"{analyser}: {label}"] = metrics(top(a, scorer(), qids), lists[name], dataset)
             print(f"{name} / {analyser}: {len(results[name])} arms", file=sys.stderr)
     return summarise(results, check, datasets, context_start)
 
 
-BASELINE = "english | one b=0.4"
+BASELINE = "english: one b=0.4"
 
 
 def summarise(

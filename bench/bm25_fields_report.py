@@ -24,7 +24,7 @@ def _cells(report: dict[str, Any], row: dict[str, Any]) -> list[Any]:
 
 
 def _headers(report: dict[str, Any]) -> list[str]:
-    headers = ["analyser | model"]
+    headers = ["analyser: model"]
     for name in report["queries"]:
         s = _short(name)
         headers += [f"{s} kw nDCG@10 (Δ±se)", f"{s} hybrid nDCG@10 (Δ±se)", f"{s} kw R@10"]
@@ -47,9 +47,21 @@ def ordered_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
     return sorted(report["rows"], key=lambda r: -(r["keyword_mean_ndcg@10"] + r["hybrid_mean_ndcg@10"]))
 
 
+def best_per_family(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """The best arm (by mean) of each analyser and field model: what each choice is worth at its best setting."""
+    best: dict[tuple[str, str], dict[str, Any]] = {}
+    for row in ordered_rows(report):
+        analyser, model = row["arm"].split(": ", 1)
+        best.setdefault((analyser, model.split(" ", 1)[0]), row)
+    return list(best.values())
+
+
 def print_tables(report: dict[str, Any]) -> None:
     h, rows = _reproduction(report)
     print(table(h, rows, "reproduction: the production keyword arm against this bench's one-field english"))
+    print()
+    body = [_cells(report, r) for r in best_per_family(report)]
+    print(table(_headers(report), body, "the best setting of each analyser and field model"))
     print()
     body = [_cells(report, r) for r in ordered_rows(report)]
     print(table(_headers(report), body, f"arms, best mean first; Δ per query against {report['baseline']}"))
@@ -72,6 +84,10 @@ def report_markdown(report: dict[str, Any]) -> str:
         f"`python bench/bm25_fields.py` on {report['date']}; queries {q}; depth {report['depth']}; k1 {report['k1']}.",
         f"Load average at start {report['cpu_context_start']['loadavg']}, at end {report['loadavg_end']} "
         "(quality only: no timing here).",
+        "",
+        "## The best setting of each analyser and field model",
+        "",
+        _md(_headers(report), [_cells(report, r) for r in best_per_family(report)]),
         "",
         "## Reproduction of the production keyword arm",
         "",
