@@ -142,7 +142,7 @@ def production_rule(a: Analysed, scores: np.ndarray, qids: list[str]) -> Ranked:
     when one term alone exceeds it), or, for only-common-word queries, chunks holding all of the 4 rarest."""
     terms = query_terms(a)
     df = a.df("all")
-    present = a.tf["all"].tocsc()
+    present = sparse.csc_matrix(a.tf["all"])
     out: Ranked = {}
     for j, q in enumerate(qids):
         stats = [TermStat(a.vocab[t], int(df[t]), bm25_idf(len(a.ids), int(df[t]))) for t in terms[q]]

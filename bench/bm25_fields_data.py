@@ -23,11 +23,11 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import LiteralString, cast
 
 import numpy as np
 import psycopg
-from psycopg.rows import dict_row
+from psycopg.rows import DictRow, dict_row, tuple_row
 from scipy import sparse
 
 from ragchat.db.embedded import read_postmaster, start_embedded
@@ -64,7 +64,7 @@ class Analysed:
     queries: dict[str, list[int]] = field(default_factory=dict)  # qid -> distinct term columns
 
     def df(self, fld: str) -> np.ndarray:
-        return np.asarray((self.tf[fld] > 0).sum(axis=0)).ravel()
+        return np.diff(sparse.csc_matrix(self.tf[fld]).indptr)  # stored entries are tf > 0
 
     def lengths(self, fld: str) -> np.ndarray:
         return np.asarray(self.tf[fld].sum(axis=1)).ravel().astype(np.float64)
@@ -92,7 +92,7 @@ def load(cache: Path, work: Path, datasets: dict[str, BeirDataset]) -> dict[str,
     if missing:
         pg = start_embedded(copy_database(cache, work))
         try:
-            with psycopg.connect(pg.uri, autocommit=True, row_factory=dict_row) as conn:
+            with psycopg.Connection[DictRow].connect(pg.uri, autocommit=True, row_factory=dict_row) as conn:
                 conn.execute(_SETUP)
                 for name, analyser in missing:
                     start = time.perf_counter()
@@ -111,7 +111,7 @@ def _pickle(work: Path, name: str, analyser: str) -> Path:
     return work / f"analysed-{name}-{analyser}.pickle"
 
 
-def _analyse(conn: psycopg.Connection[Any], dataset: BeirDataset, analyser: str) -> Analysed:
+def _analyse(conn: psycopg.Connection[DictRow], dataset: BeirDataset, analyser: str) -> Analysed:
     owner = eval_owner(dataset)
     rows = conn.execute(
         "SELECT c.id, d.metadata->>'source_id' AS source FROM document_chunks c "
@@ -126,11 +126,14 @@ def _analyse(conn: psycopg.Connection[Any], dataset: BeirDataset, analyser: str)
         r_idx: list[int] = []
         c_idx: list[int] = []
         vals: list[int] = []
-        cur = conn.cursor(row_factory=psycopg.rows.tuple_row)
+        cur = conn.cursor(row_factory=tuple_row)
         # `expr` is one of the constant FIELDS fragments, never user text
+        sql = (
+            "SELECT c.id, v.lexeme, coalesce(array_length(v.positions, 1), 1) FROM document_chunks c "
+            f"CROSS JOIN LATERAL unnest(to_tsvector(%s::regconfig, {expr})) v WHERE c.owner_id = %s"
+        )
         cur.execute(
-            f"SELECT c.id, v.lexeme, coalesce(array_length(v.positions, 1), 1) FROM document_chunks c "
-            f"CROSS JOIN LATERAL unnest(to_tsvector(%s::regconfig, {expr})) v WHERE c.owner_id = %s",
+            cast(LiteralString, sql),
             (analyser, owner),
         )
         for chunk, lexeme, n in cur:
