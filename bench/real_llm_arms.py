@@ -361,7 +361,7 @@ def report() -> tuple[str, dict[str, Any]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     p.add_argument("--report", action="store_true", help="print the tables from the checkpoints and exit")
     p.add_argument("--part", choices=["all", "answers", "arms"], default="all")
     p.add_argument("--sets", type=lambda s: s.split(","), default=list(SETS))

@@ -23,7 +23,7 @@ from tests.fakes.ollama_server import FakeOllama, Reply
 from tests.support.corpus import Corpus, ingest_files
 from tests.support.services import LOCAL, make_spaces
 
-DOCS = {
+DOCS: dict[str, bytes | str] = {
     "volcano.txt": "Volcanic eruptions eject magma, ash and gases. Lava flows from the crater of a volcano.",
     "bread.txt": "Sourdough bread rises because wild yeast and lactobacilli ferment the flour and water.",
     "tides.txt": "Ocean tides are caused by the gravitational pull of the moon and the sun on the oceans.",
