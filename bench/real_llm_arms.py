@@ -329,9 +329,9 @@ def report() -> tuple[str, dict[str, Any]]:
     lines += [
         "Paired: only queries every listed arm has finished. Seconds as if uncached (wall + replayed calls).",
         "",
-        "| set | arm | done | paired n | nDCG@10 | Δ vs hybrid | recall@10 | s/query median | p95 | LLM calls"
-        " valid/invalid/error/timeout |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| set | arm | done | paired n | nDCG@10 | Δ vs hybrid | W/T/L vs hybrid | recall@10 | s/query median | p95 |"
+        " LLM calls valid/invalid/error/timeout |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name in SETS:
         queries = [q for (s, q) in by if s == name]
@@ -346,12 +346,15 @@ def report() -> tuple[str, dict[str, Any]]:
             if not every:
                 continue
             delta = "-" if not base or paired["ndcg10"] is None else f"{paired['ndcg10'] - base['ndcg10']:+.4f}"
-            calls = Counter()
+            diffs = [by[(name, q)][arm]["ndcg10"] - by[(name, q)]["hybrid"]["ndcg10"] for q in complete] if base else []
+            wtl = f"{sum(d > 1e-9 for d in diffs)}/{sum(abs(d) <= 1e-9 for d in diffs)}/{sum(d < -1e-9 for d in diffs)}"
+            paired["wins_ties_losses"] = wtl
+            calls: Counter[str] = Counter()
             for counts in paired["calls"].values():
                 calls.update(counts)
             cells = "/".join(str(calls.get(k, 0)) for k in ("valid", "invalid", "error", "timeout"))
             lines.append(
-                f"| {name} | {arm} | {len(every)} | {paired['n']} | {paired['ndcg10']} | {delta} | "
+                f"| {name} | {arm} | {len(every)} | {paired['n']} | {paired['ndcg10']} | {delta} | {wtl} | "
                 f"{paired['recall10']} | {paired['seconds_median']} | {paired['seconds_p95']} | {cells} |"
             )
     answer_lines, answers = real_answers.report(read_lines(ANSWERS_LOG))
