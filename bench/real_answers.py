@@ -1,8 +1,9 @@
 """Answer quality of the chat with the real model over the two dev corpora (issue 34, item 3), one turn each.
 
 Run by `bench/real_llm_arms.py` (which owns the model, the database, the checkpoints and the pause): this file
-has the questions, one chat turn through `ChatService.events` (the SSE event protocol, as `bench/real_llm.py`
-`one_turn` uses it), the judging of one answer and the report.
+has the questions, one chat turn through `ChatService.start` and its run's events (the SSE event protocol as
+POST /api/chat streams it; `bench/real_llm.py` `one_turn` still calls an older `events(principal, req)` that no
+longer exists), the judging of one answer and the report.
 
 Questions: 20 queries per dev set (seeded, with qrels), asked of that set's corpus (its eval owner). NFCorpus
 queries are asked as they are (plain-language questions and titles); SciFact's are claims, asked as "What do
@@ -70,7 +71,7 @@ def questions_for(name: str, queries: dict[str, str], n: int, seed: int) -> list
 
 
 async def chat_turn(rt: Any, principal: Principal, question: str) -> dict[str, Any]:
-    """One new-thread turn through `ChatService.events`: the answer, the passages shown, the verifier's report."""
+    """One new-thread turn through `ChatService.start`: the answer, the passages shown, the verifier's report."""
     start = time.perf_counter()
     answer: list[str] = []
     passages: list[dict[str, Any]] = []
@@ -79,7 +80,8 @@ async def chat_turn(rt: Any, principal: Principal, question: str) -> dict[str, A
     done: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
     options = options_of(rt.settings, mode="hybrid", rerank=False, default_limit=rt.settings.chat_search_limit)
-    async for event in rt.chat.events(principal, ChatRequest(message=question, options=options)):
+    run = await rt.chat.start(principal, ChatRequest(message=question, options=options))  # as POST /api/chat does
+    async for _, event in run.follow(0):
         kind, data = event.event, event.data
         if kind == "token":
             answer.append(data.get("delta", ""))
