@@ -67,6 +67,9 @@ log = logging.getLogger("bench.real_llm_arms")
 K = 10
 SETS = {"scifact": ("scifact-dev", "train"), "nfcorpus": ("nfcorpus-dev", "dev")}
 ARMS = ["hybrid", "rerank", "keywords", "keywords+rerank", "hyde", "hyde+rerank"]
+# hyde is not in the default run: on the first dev query the 1.5B model's passage call ran into the 120 s timeout
+# (complete_json sets no max_tokens, and under the JSON grammar the model kept writing); --arms adds it back
+DEFAULT_ARMS = ARMS[:4]
 DATA_DIR = ROOT / "bench" / ".data" / "real_llm_arms"
 ARMS_LOG = RESULTS / "real_llm_arms.jsonl"
 ANSWERS_LOG = RESULTS / "real_answers.jsonl"
@@ -368,7 +371,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--report", action="store_true", help="print the tables from the checkpoints and exit")
     p.add_argument("--part", choices=["all", "answers", "arms"], default="all")
     p.add_argument("--sets", type=lambda s: s.split(","), default=list(SETS))
-    p.add_argument("--arms", type=lambda s: s.split(","), default=ARMS)
+    p.add_argument("--arms", type=lambda s: s.split(","), default=DEFAULT_ARMS, help=f"of {','.join(ARMS)}")
     p.add_argument("--queries", type=int, default=60, help="queries per set for the arms")
     p.add_argument("--questions", type=int, default=20, help="chat questions per set")
     p.add_argument("--unanswerable", type=int, default=len(real_answers.UNANSWERABLE), help="of the 10")
