@@ -6,11 +6,12 @@ The model is `make test-real`'s (Qwen2.5-Coder-1.5B-Instruct Q4_K_M on llama.cpp
 (`ragchat.evaluation.runner.ensure_corpus`, as bench/fusion_collect.py does) into a persistent embedded
 database under bench/.data/real_llm_arms/ (reused on rerun).
 
-Arms, all through `Searcher.search` with hybrid search and limit 10 (ARMS): `hybrid`; `rerank` (the LLM scores
-the fused top 20, `RERANK_CANDIDATES_FACTOR=2`, the top 10 by score are kept); `keywords` and `hyde` (query
-expansion, server/ragchat/retrieval/expansion.py); `keywords+rerank`, `hyde+rerank`. 60 queries with qrels per
-set, seeded, the same for every arm. Per arm: nDCG@10 and recall@10 over the corpus ids (chunks deduplicated,
-first kept), seconds per query (median, p95), and the outcome of every LLM call (valid, invalid, error, timeout).
+Arms, all through `Searcher.search` with hybrid search and limit 10 (ARMS): `hybrid`; `rerank` (the LLM scores the
+fused top 20, `RERANK_CANDIDATES_FACTOR=2`, the top 10 by score are kept); `keywords` and `hyde` (query expansion,
+server/ragchat/retrieval/expansion.py); `keywords+rerank`, `hyde+rerank` (the hyde arms only with `--arms`:
+DEFAULT_ARMS says why). 60 queries with qrels per set, seeded, the same for every arm. Per arm: nDCG@10 and
+recall@10 over the corpus ids (chunks deduplicated, first kept), seconds per query (median, p95), and the outcome
+of every LLM call (valid, invalid, error, timeout).
 
 Caching across arms: identical LLM calls (same model, messages and schema, temperature 0) are answered once
 and replayed (`ReplayLLM`), so `keywords+rerank` does not pay again for the passages `rerank` scored, nor for
