@@ -36,6 +36,7 @@ from ragchat.providers.embeddings.base import EmbeddingProvider
 from ragchat.providers.llm import build_llm
 from ragchat.providers.llm.base import LLMProvider
 from ragchat.providers.llm.status_cache import StatusCache
+from ragchat.retrieval.expansion import LLMExpander
 from ragchat.retrieval.rerank_http import build_reranker
 from ragchat.retrieval.search import Searcher
 from ragchat.settings import Settings
@@ -171,7 +172,8 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
         if reads.replicas:
             await reads.open()  # says in the log which replicas are usable, and why not the others
             stack.push_async_callback(reads.close)
-        searcher = Searcher(pool, spaces, settings.retrieval, reranker, reads)
+        expander = LLMExpander(rerank_llm, settings)  # QUERY_EXPANSION: the reranker's model and provider
+        searcher = Searcher(pool, spaces, settings.retrieval, reranker, reads, expander)
         runs = RunRegistry()  # chat answers in progress; closed first: they are saved before the pool closes
         stack.push_async_callback(runs.close)
         limiter = RateLimiter(pool)

@@ -34,6 +34,9 @@ SearchModeName = Literal["vector", "keyword", "hybrid"]
 #: how the vector and keyword rankings are fused (FUSION)
 Fusion = Literal["relative", "rrf", "weighted_rrf", "score"]
 
+#: query expansion before the search (QUERY_EXPANSION): none, extra keyword-arm terms, or a hypothetical passage
+QueryExpansion = Literal["off", "keywords", "hyde"]
+
 
 class EmbedProvider(StrEnum):
     sentence_transformers = "sentence-transformers"
@@ -327,6 +330,12 @@ class RetrievalSettings(BaseModel):
     rerank_api: Literal["tei", "cohere"] = "cohere"
     rerank_api_key: SecretStr | None = None  # sent as a Bearer token when set
     rerank_batch_size: int = 32  # passages per request to the rerank server
+    # one LLM call (RERANK_MODEL or CHAT_MODEL) before the search: keywords = extra terms for the keyword arm,
+    # hyde = a hypothetical passage embedded with the query for the vector arm (retrieval/expansion.py)
+    query_expansion: QueryExpansion = "off"
+    expansion_timeout_s: float = Field(default=20.0, gt=0)
+    expansion_max_terms: int = Field(default=8, ge=1, le=24)
+    expansion_max_chars: int = Field(default=600, ge=50, le=4000)  # the hypothetical passage's cap
 
     @field_validator("search_mode", mode="before")
     @classmethod

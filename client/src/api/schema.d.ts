@@ -1667,6 +1667,28 @@ export interface components {
             /** @enum {string} */
             status: "running" | "done" | "failed";
         };
+        /**
+         * ExpansionStatus
+         * @description what the query expansion did
+         */
+        ExpansionStatus: {
+            /** @description hyde: the hypothetical passage embedded with the query */
+            passage?: string | null;
+            /**
+             * @default off
+             * @enum {string}
+             */
+            requested: "off" | "keywords" | "hyde";
+            /**
+             * @default off
+             * @enum {string}
+             */
+            status: "off" | "ok" | "invalid" | "error" | "timeout";
+            /** @description keywords: the extra terms the keyword arm searched */
+            terms?: string[];
+            /** @description for people, when the search ran unexpanded */
+            warning?: string | null;
+        };
         /** ExtractionQueued */
         ExtractionQueued: {
             /** @description the documents queued for extraction (taken once they are ready) */
@@ -2147,6 +2169,8 @@ export interface components {
         };
         /** SearchBody */
         SearchBody: {
+            /** @description query expansion: off, keywords or hyde (default: QUERY_EXPANSION) */
+            expansion?: string | null;
             /** @description the metadata keys to count (default: the most used) */
             facets?: string[] | null;
             filters?: components["schemas"]["SearchBodyFilters"] | null;
@@ -2182,6 +2206,8 @@ export interface components {
             confidence: components["schemas"]["Confidence"];
             /** @description the chunks grouped by document, best document first */
             documents: components["schemas"]["DocumentHit"][];
+            /** @description what the query expansion did */
+            expansion?: components["schemas"]["ExpansionStatus"];
             /** @description metadata key → value counts (documents) among the readable documents in the search's scope; a filtered key's counts ignore its own filter, so its other values can be added (OR) */
             facets?: {
                 [key: string]: components["schemas"]["FacetValue"][];
@@ -2356,6 +2382,8 @@ export interface components {
         Timings: {
             /** @default 0 */
             embed_ms: number;
+            /** @default 0 */
+            expand_ms: number;
             /** @default 0 */
             fuse_ms: number;
             /** @default 0 */
@@ -7193,6 +7221,8 @@ export interface operations {
                 limit?: number;
                 mode?: string | null;
                 rerank?: boolean | null;
+                /** @description query expansion: off, keywords or hyde (QUERY_EXPANSION) */
+                expansion?: string | null;
                 document_ids?: string[] | null;
                 collection_ids?: string[] | null;
                 /** @description document metadata key=value, repeatable: values of one key are OR, keys are AND (filter=subject=Polity&filter=subject=History&filter=year=2024) */

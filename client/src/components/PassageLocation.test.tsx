@@ -28,7 +28,7 @@ const response = (c: ReturnType<typeof chunk>): SearchResponse => ({
   query: "budget",
   mode: "hybrid",
   reranked: false,
-  timing_ms: { embed_ms: 1, vector_ms: 1, keyword_ms: 1, fuse_ms: 0, rerank_ms: 0, total_ms: 3 },
+  timing_ms: { embed_ms: 1, vector_ms: 1, keyword_ms: 1, fuse_ms: 0, rerank_ms: 0, expand_ms: 0, total_ms: 3 },
   has_embeddings: true,
   confidence: confidence(),
 });

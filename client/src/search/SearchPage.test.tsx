@@ -13,7 +13,7 @@ const response = (over: Partial<SearchResponse> = {}): SearchResponse => ({
   query: "ollama port",
   mode: "hybrid",
   reranked: false,
-  timing_ms: { embed_ms: 3, vector_ms: 2, keyword_ms: 1, fuse_ms: 0.1, rerank_ms: 0, total_ms: 6.4 },
+  timing_ms: { embed_ms: 3, vector_ms: 2, keyword_ms: 1, fuse_ms: 0.1, rerank_ms: 0, expand_ms: 0, total_ms: 6.4 },
   has_embeddings: true,
   confidence: confidence(),
   ...over,

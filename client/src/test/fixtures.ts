@@ -33,7 +33,7 @@ export function toolResult(over: Partial<ToolResult> = {}): ToolResult {
     chunks: [chunk(), chunk({ id: 2, page: 4, content: "Second passage.", score: 0.5 })],
     search_mode: "hybrid",
     reranked: false,
-    timings: { embed_ms: 2, vector_ms: 3, keyword_ms: 1, fuse_ms: 0.1, rerank_ms: 0, total_ms: 12 },
+    timings: { embed_ms: 2, vector_ms: 3, keyword_ms: 1, fuse_ms: 0.1, rerank_ms: 0, expand_ms: 0, total_ms: 12 },
     confidence: confidence(),
     ...over,
   };

@@ -16,7 +16,7 @@ from ragchat.core.errors import BadRequest
 from ragchat.core.preferences import PreferencesLookup, UserPreferences
 from ragchat.core.principal import Principal
 from ragchat.core.search import SearchFilters, SearchOptions
-from ragchat.settings import Fusion, LimitSettings, RetrievalSettings, SearchMode, SearchModeName
+from ragchat.settings import Fusion, LimitSettings, QueryExpansion, RetrievalSettings, SearchMode, SearchModeName
 
 __all__ = [
     "Asked",
@@ -27,6 +27,7 @@ __all__ = [
     "SearchOptions",
     "SearchPolicy",
     "options_of",
+    "parse_expansion",
     "parse_mode",
     "resolve",
 ]
@@ -55,6 +56,17 @@ def _fusion(value: str | None) -> Fusion | None:
     raise BadRequest(f"unknown fusion {value[:40]!r}: use {', '.join(get_args(Fusion))}")
 
 
+def parse_expansion(value: str | None) -> QueryExpansion | None:
+    """A query expansion from a request (None: not said); unknown names are a 400."""
+    if value is None or not value.strip():
+        return None
+    wanted = value.strip().lower()
+    for name in get_args(QueryExpansion):
+        if wanted == name:
+            return name
+    raise BadRequest(f"unknown expansion {value[:40]!r}: use {', '.join(get_args(QueryExpansion))}")
+
+
 @dataclass(frozen=True)
 class Asked:
     """What one request said about its search; None: it did not say."""
@@ -64,6 +76,7 @@ class Asked:
     rerank: bool | None = None
     limit: int | None = None
     filters: SearchFilters | None = None
+    expansion: str | None = None
 
 
 def resolve(
@@ -83,6 +96,7 @@ def resolve(
         rerank=bool(rerank),
         limit=max(1, min(int(limit), settings.search_limit_max)),
         filters=filters,
+        expansion=parse_expansion(asked.expansion) or settings.query_expansion,
     )
 
 

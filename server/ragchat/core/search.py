@@ -13,7 +13,7 @@ from uuid import UUID
 from pydantic import BaseModel, BeforeValidator, Field, computed_field, field_validator
 
 from ragchat.core.principal import Principal
-from ragchat.settings import Fusion, SearchMode, SearchModeName
+from ragchat.settings import Fusion, QueryExpansion, SearchMode, SearchModeName
 
 LOCATION_FILTER_KEYS = ("sheet", "slide", "chapter", "row", "t")
 
@@ -105,13 +105,20 @@ class SearchOptions:
     rerank: bool
     limit: int
     filters: SearchFilters | None = None
+    expansion: QueryExpansion = "off"
 
     def with_filters(self, filters: SearchFilters | None) -> SearchOptions:
         return replace(self, filters=filters if filters is not None and filters.active else None)
 
     def describe(self) -> dict[str, Any]:
         """For logs and traces: what was decided."""
-        return {"mode": self.mode.value, "fusion": self.fusion, "rerank": self.rerank, "limit": self.limit}
+        return {
+            "mode": self.mode.value,
+            "fusion": self.fusion,
+            "rerank": self.rerank,
+            "limit": self.limit,
+            "expansion": self.expansion,
+        }
 
 
 ScoreKind = Literal["similarity", "bm25 (normalised)", "fused", "rerank"]
@@ -218,6 +225,7 @@ class Timings(BaseModel):
     keyword_ms: float = 0.0
     fuse_ms: float = 0.0
     rerank_ms: float = 0.0
+    expand_ms: float = 0.0
     total_ms: float = 0.0
 
 
@@ -257,6 +265,21 @@ class RerankStatus(BaseModel):
         return self.status in ("ok", "partial")
 
 
+ExpansionState = Literal["off", "ok", "invalid", "error", "timeout"]
+
+
+class ExpansionStatus(BaseModel):
+    """What the query expansion did (QUERY_EXPANSION): `off` (not asked, or nothing to expand), `ok` (the search
+    used it), or why the search ran unexpanded: `invalid` (the reply was not the JSON asked for, or had nothing
+    usable), `error` (the LLM call failed) or `timeout` (no reply within EXPANSION_TIMEOUT_S)."""
+
+    requested: QueryExpansion = "off"
+    status: ExpansionState = "off"
+    terms: list[str] = Field(default_factory=list, description="keywords: the extra terms the keyword arm searched")
+    passage: str | None = Field(default=None, description="hyde: the hypothetical passage embedded with the query")
+    warning: str | None = Field(default=None, description="for people, when the search ran unexpanded")
+
+
 class SearchResult(BaseModel):
     query: str
     mode: SearchModeName
@@ -266,6 +289,7 @@ class SearchResult(BaseModel):
     confidence: Confidence
     has_embeddings: bool
     rerank: RerankStatus = Field(default_factory=RerankStatus)
+    expansion: ExpansionStatus = Field(default_factory=ExpansionStatus)
 
     def to_api(self) -> SearchResponse:
         """The response of GET /api/search and `ragchat search --json` (each hit made public once)."""
@@ -280,6 +304,7 @@ class SearchResult(BaseModel):
             has_embeddings=self.has_embeddings,
             confidence=self.confidence,
             rerank=self.rerank,
+            expansion=self.expansion,
         )
 
 
@@ -331,6 +356,7 @@ class SearchResponse(BaseModel):
     has_embeddings: bool = Field(description="false: nothing is embedded yet, so vector search found nothing")
     confidence: Confidence
     rerank: RerankStatus = Field(default_factory=RerankStatus, description="what the LLM rerank did")
+    expansion: ExpansionStatus = Field(default_factory=ExpansionStatus, description="what the query expansion did")
     facets: Facets = Field(
         default_factory=dict,
         description="metadata key → value counts (documents) among the readable documents in the search's scope; "

@@ -31,6 +31,9 @@ async def search(
     limit: Annotated[int, Parameter(ge=1, le=MAX_TOP_K)] = 10,
     mode: str | None = None,
     rerank: bool | None = None,
+    expansion: Annotated[
+        str | None, Parameter(max_length=20, description="query expansion: off, keywords or hyde (QUERY_EXPANSION)")
+    ] = None,
     document_ids: Annotated[list[UUID] | None, Parameter(query="document_ids")] = None,
     collection_ids: Annotated[list[UUID] | None, Parameter(query="collection_ids")] = None,
     filter_: Annotated[
@@ -67,7 +70,9 @@ async def search(
         location=parse_location_filters(location),
     )
     await _check_ids(searcher, principal, filters)
-    options = await search_policy.resolve(principal, Asked(mode=mode, rerank=rerank, limit=limit, filters=filters))
+    options = await search_policy.resolve(
+        principal, Asked(mode=mode, rerank=rerank, limit=limit, filters=filters, expansion=expansion)
+    )
     search = searcher.search(q, principal=principal, options=options)
     return await _with_facets(searcher, principal, search, filters, facets)
 
@@ -86,7 +91,7 @@ async def search_post(
     query = check_query(data.query)
     filters = data.filters.to_filters() if data.filters else None
     await _check_ids(searcher, principal, filters)
-    asked = Asked(mode=data.mode, rerank=data.rerank, limit=data.top_k, filters=filters)
+    asked = Asked(mode=data.mode, rerank=data.rerank, limit=data.top_k, filters=filters, expansion=data.expansion)
     options = await search_policy.resolve(principal, asked)
     search = searcher.search(query, principal=principal, options=options)
     return await _with_facets(searcher, principal, search, filters, data.facets)

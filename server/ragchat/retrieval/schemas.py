@@ -64,6 +64,9 @@ class SearchBody(BaseModel):
         default=None, description="vector, keyword or hybrid (default: your preference, else SEARCH_MODE)"
     )
     rerank: Flag | None = Field(default=None, description="LLM rerank (default: your preference, else RERANK_ENABLED)")
+    expansion: str | None = Field(
+        default=None, max_length=20, description="query expansion: off, keywords or hyde (default: QUERY_EXPANSION)"
+    )
     facets: list[FilterText] | None = Field(
         default=None, max_length=MAX_FACET_KEYS, description="the metadata keys to count (default: the most used)"
     )

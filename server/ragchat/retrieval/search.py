@@ -1,8 +1,8 @@
 """The one search orchestrator used by the chat tool, the HTTP API, the CLI and the evaluation.
 
-vector ∥ keyword (separate connections, concurrently) → fusion (`FUSION`: relative, score, rrf or weighted_rrf)
-→ hydrate → [LLM rerank] → SearchResult. The vector arm searches the active embedding space with that
-space's own model, whatever EMBED_MODEL says (see server/vectors).
+[query expansion] → vector ∥ keyword (separate connections, concurrently) → fusion (`FUSION`: relative, score,
+rrf or weighted_rrf) → hydrate → [LLM rerank] → SearchResult. The vector arm searches the active embedding space
+with that space's own model, whatever EMBED_MODEL says (see server/vectors).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from ragchat.core.principal import Principal
 from ragchat.core.search import (
     ChunkHit,
     Confidence,
+    ExpansionStatus,
     RerankStatus,
     ScoreKind,
     SearchFilters,
@@ -35,6 +36,7 @@ from ragchat.db.replicas import ReadRouter
 from ragchat.providers.embeddings.base import EmbeddingError
 from ragchat.readscope.sql import ReadScope, read_chunk_scope, readable_chunks, scope_params
 from ragchat.retrieval.exhaustive import find_documents
+from ragchat.retrieval.expansion import NO_EXPANDER, Expander, keyword_text, vector_text
 from ragchat.retrieval.fusion import Fused, fuse, keyword_only, vector_only
 from ragchat.retrieval.keyword import keyword_search
 from ragchat.retrieval.rerank import Reranked
@@ -90,12 +92,14 @@ class Searcher:
         settings: RetrievalSettings,
         reranker: Reranker | None = None,
         reads: ReadRouter | None = None,
+        expander: Expander | None = None,
     ) -> None:
         self.pool = pool
         self.reads = reads or ReadRouter(pool)  # searches run on a read replica when there is a usable one
         self.spaces = spaces
         self.settings = settings
         self.reranker = reranker
+        self.expander = expander
         self._vectors: OrderedDict[tuple[int, str], np.ndarray] = OrderedDict()
 
     async def embed_query(self, active: ActiveSpace, query: str) -> np.ndarray:
@@ -148,14 +152,19 @@ class Searcher:
             )
 
         depth = max(fetch, HYBRID_ARM_DEPTH) if search_mode is SearchMode.hybrid else fetch
+        expansion = await self._expand(text, options, timings)
         qvec_task = asyncio.create_task(self._timed_embed(active, text, timings))
+        vtext, search_vec = vector_text(text, expansion), qvec_task  # hyde: the query and the passage, embedded
         tasks: dict[str, asyncio.Task[Any]] = {}
         if search_mode in (SearchMode.vector, SearchMode.hybrid) and active is not None:
+            if vtext != text:
+                search_vec = asyncio.create_task(self._timed_embed(active, vtext, timings))
             tasks["vector"] = asyncio.create_task(
-                self._vector(pool, active.space, qvec_task, scope, depth, filters, timings)
+                self._vector(pool, active.space, search_vec, scope, depth, filters, timings)
             )
         if search_mode in (SearchMode.keyword, SearchMode.hybrid):
-            tasks["keyword"] = asyncio.create_task(self._keyword(pool, text, scope, depth, filters, timings))
+            ktext = keyword_text(text, expansion)  # keywords: the query plus the extra terms
+            tasks["keyword"] = asyncio.create_task(self._keyword(pool, ktext, scope, depth, filters, timings))
         try:
             await asyncio.gather(*tasks.values())
             try:
@@ -165,7 +174,7 @@ class Searcher:
                     raise
                 qvec = None  # keyword mode only shows the similarity: answer without it
         except BaseException:
-            for task in [qvec_task, *tasks.values()]:
+            for task in [qvec_task, search_vec, *tasks.values()]:
                 task.cancel()
             raise
 
@@ -195,7 +204,19 @@ class Searcher:
             status = RerankStatus(requested=True, warning=NO_RERANKER)
         hits = monotone(hits[:limit])
         has_embeddings = True if hits else await self._has_embeddings(pool, active, scope)
-        return self._result(text, search_mode, hits, timings, started, has_embeddings, status)
+        return self._result(text, search_mode, hits, timings, started, has_embeddings, status, expansion)
+
+    async def _expand(self, text: str, options: SearchOptions, timings: Timings) -> ExpansionStatus:
+        """The query expansion asked for (an honest status when it failed or nothing can expand)."""
+        if options.expansion == "off":
+            return ExpansionStatus()
+        if self.expander is None:
+            return ExpansionStatus(requested=options.expansion, warning=NO_EXPANDER)
+        start = time.perf_counter()
+        with tracing.span("search.expand"):
+            expansion = await self.expander.expand(text, options.expansion)
+        timings.expand_ms = _ms(start)
+        return expansion
 
     async def find_documents(self, request: MatchRequest, *, principal: Principal) -> DocumentMatches:
         """Every readable document with a matching passage, paged (server/ragchat/retrieval/exhaustive.py); on a
@@ -372,6 +393,7 @@ class Searcher:
         started: float,
         has_embeddings: bool,
         rerank: RerankStatus | None = None,
+        expansion: ExpansionStatus | None = None,
     ) -> SearchResult:
         rerank = rerank or RerankStatus()
         timings.total_ms = _ms(started)
@@ -383,6 +405,7 @@ class Searcher:
             mode=mode.value,  # type: ignore[arg-type]
             reranked=rerank.reranked,
             rerank=rerank,
+            expansion=expansion or ExpansionStatus(),
             chunks=hits,
             timings=timings,
             confidence=self.confidence(hits),
