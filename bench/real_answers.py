@@ -2,8 +2,8 @@
 
 Run by `bench/real_llm_arms.py` (which owns the model, the database, the checkpoints and the pause): this file
 has the questions, one chat turn through `ChatService.start` and its run's events (the SSE event protocol as
-POST /api/chat streams it; `bench/real_llm.py` `one_turn` still calls an older `events(principal, req)` that no
-longer exists), the judging of one answer and the report.
+POST /api/chat streams it, as `bench/real_llm.py` `one_turn` does too), the judging of one answer and the
+report.
 
 Questions: 20 queries per dev set (seeded, with qrels), asked of that set's corpus (its eval owner). NFCorpus
 queries are asked as they are (plain-language questions and titles); SciFact's are claims, asked as "What do

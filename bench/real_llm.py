@@ -497,8 +497,8 @@ async def one_turn(rt: Any, principal: Principal, question: str, fact: list[str]
     error: dict[str, Any] | None = None
     order: list[str] = []
     options = options_of(rt.settings, mode="hybrid", rerank=False, default_limit=rt.settings.chat_search_limit)
-    req = ChatRequest(message=question, options=options)
-    async for event in rt.chat.events(principal, req):
+    run = await rt.chat.start(principal, ChatRequest(message=question, options=options))  # as POST /api/chat does
+    async for _, event in run.follow(0):
         kind, data = event.event, event.data
         if not order or order[-1] != kind:
             order.append(kind)

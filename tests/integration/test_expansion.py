@@ -68,6 +68,7 @@ async def test_keywords_reach_the_keyword_arm(searcher: Searcher, fake_ollama: F
     sent = fake_ollama.chat_requests[-1].body
     assert "Query: leavening agents" in sent["messages"][-1]["content"]
     assert sent["format"]["properties"]["terms"]["type"] == "array"  # the JSON schema goes to the model
+    assert 0 < sent["options"]["num_predict"] <= 24 + 16 * searcher.settings.expansion_max_terms  # a bounded reply
 
 
 async def test_hyde_moves_the_vector_arm_not_the_confidence(searcher: Searcher, fake_ollama: FakeOllama) -> None:
@@ -82,6 +83,17 @@ async def test_hyde_moves_the_vector_arm_not_the_confidence(searcher: Searcher, 
     assert result.chunks[0].trace.vector_score != top.trace.vector_score  # ranked by query + passage
     assert result.chunks[0].similarity == top.similarity  # the confidence: the query alone
     assert result.confidence == plain.confidence
+    assert fake_ollama.chat_requests[-1].body["options"]["num_predict"] > 0
+
+
+async def test_a_hypothetical_passage_cut_by_its_token_bound_is_used_as_far_as_it_goes(
+    searcher: Searcher, fake_ollama: FakeOllama
+) -> None:
+    cut = '{"passage": "Lava, ash and volcanic gases erupt from the crater when magma rises and the mountain exp'
+    fake_ollama.responder = lambda body: Reply.json(cut)  # what a model stopped by num_predict sends
+    result = await search(searcher, "a mountain that explodes", mode="vector", expansion="hyde")
+    assert result.expansion.status == "ok" and result.expansion.passage.endswith("the mountain exp")
+    assert result.chunks[0].filename == "volcano.txt"
 
 
 def _unexpanded(plain: Any, result: Any, status: str, words: str) -> None:

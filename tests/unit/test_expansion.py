@@ -7,7 +7,7 @@ import pytest
 from ragchat.core.errors import BadRequest
 from ragchat.core.options import options_of, parse_expansion
 from ragchat.core.search import ExpansionStatus
-from ragchat.retrieval.expansion import clean_terms, keyword_text, vector_text
+from ragchat.retrieval.expansion import clean_terms, cut_passage, keyword_text, vector_text
 from ragchat.settings import RetrievalSettings
 
 
@@ -41,3 +41,12 @@ def test_the_request_overrides_the_setting() -> None:
     assert parse_expansion("") is None and parse_expansion(None) is None
     with pytest.raises(BadRequest, match="unknown expansion"):
         parse_expansion("hyde; DROP TABLE")
+
+
+def test_a_cut_passage_is_read_as_far_as_it_goes_and_nothing_else_is() -> None:
+    text = "Yeast ferments the sugars in dough and the gas makes it rise"
+    assert cut_passage('{"passage": "' + text) == text
+    assert cut_passage('{ "passage" : "' + text + "\\") == text  # a cut escape
+    assert cut_passage('{"passage": "' + text + "\\u00") == ""  # a cut unicode escape: not guessed at
+    assert cut_passage('{"passage": "short') == ""  # too little to search with
+    assert cut_passage('{"terms": ["' + text) == "" and cut_passage(None) == "" and cut_passage("x" * 10_000) == ""

@@ -28,6 +28,7 @@ Successful expansions are cached per (model, kind, query) in a small LRU, so a r
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import re
 from collections import OrderedDict
@@ -153,7 +154,10 @@ class LLMExpander:
         timeout = s.expansion_timeout_s
         try:
             content = await asyncio.wait_for(
-                self.llm.complete_json(model=model, messages=messages, schema=schema, timeout_s=timeout), timeout
+                self.llm.complete_json(
+                    model=model, messages=messages, schema=schema, timeout_s=timeout, max_tokens=_max_tokens(kind, s)
+                ),
+                timeout,
             )
         except TimeoutError:
             return self._failed(kind, "timeout")
@@ -176,7 +180,8 @@ class LLMExpander:
                 return ExpansionStatus(requested=kind, status="ok", terms=terms)
         else:
             hyde = parse_reply(content, HydePassage)
-            passage = cap_text(" ".join(hyde.passage.split()), s.expansion_max_chars) if hyde else ""
+            text = hyde.passage if hyde else cut_passage(content)
+            passage = cap_text(" ".join(text.split()), s.expansion_max_chars)
             if passage:
                 return ExpansionStatus(requested=kind, status="ok", passage=passage)
         log.warning("query expansion reply rejected: %r", (content or "")[:200])
@@ -185,3 +190,26 @@ class LLMExpander:
     def _failed(self, kind: QueryExpansion, why: str) -> ExpansionStatus:
         warning = WARNINGS[why].format(s=self.settings.expansion_timeout_s)
         return ExpansionStatus(requested=kind, status=why, warning=warning)  # type: ignore[arg-type]
+
+
+def _max_tokens(kind: QueryExpansion, settings: Settings) -> int:
+    """A bound on the reply: the terms' JSON, or the passage's characters (~3 per token) plus its JSON; a small
+    model under a JSON grammar otherwise can write until the timeout (measured: 120 s for one `hyde` passage)."""
+    if kind == "keywords":
+        return 24 + settings.expansion_max_terms * 16
+    return 24 + settings.expansion_max_chars // 3
+
+
+_CUT_PASSAGE = re.compile(r'^\s*\{\s*"passage"\s*:\s*"((?:[^"\\]|\\.)*)')
+
+
+def cut_passage(content: str | None) -> str:
+    """The passage of a reply cut by `max_tokens` (`{"passage": "text...` with no end): the text so far."""
+    m = _CUT_PASSAGE.match(content or "")
+    if not m or len(m.group(1)) < 40:
+        return ""
+    raw = m.group(1).rstrip("\\")
+    try:
+        return str(json.loads(f'"{raw}"'))
+    except ValueError:
+        return ""

@@ -143,9 +143,16 @@ class LLMProvider(Protocol):
         ...
 
     async def complete_json(
-        self, *, model: str, messages: list[Message], schema: dict[str, Any], timeout_s: float
+        self,
+        *,
+        model: str,
+        messages: list[Message],
+        schema: dict[str, Any],
+        timeout_s: float,
+        max_tokens: int | None = None,
     ) -> str:
-        """One non-streamed reply constrained to a JSON schema, at temperature 0; the raw text (validate it)."""
+        """One non-streamed reply constrained to a JSON schema, at temperature 0; the raw text (validate it).
+        `max_tokens` stops a model that would go on writing (the reply is then cut, and usually invalid)."""
         ...
 
     async def status(self, model: str) -> LLMStatus: ...

@@ -214,14 +214,20 @@ class OllamaProvider:
             self._no_think.add(model)
 
     async def complete_json(
-        self, *, model: str, messages: list[Message], schema: dict[str, Any], timeout_s: float
+        self,
+        *,
+        model: str,
+        messages: list[Message],
+        schema: dict[str, Any],
+        timeout_s: float,
+        max_tokens: int | None = None,
     ) -> str:
         kwargs: dict[str, Any] = {
             "model": model,
             "messages": [_to_wire(m) for m in messages],
             "stream": False,
             "format": schema,
-            "options": {"temperature": 0},
+            "options": {"temperature": 0, **({"num_predict": max_tokens} if max_tokens else {})},
         }
         try:
             if model not in self._no_think:

@@ -178,7 +178,13 @@ class OpenAIProvider:
         )
 
     async def complete_json(
-        self, *, model: str, messages: list[Message], schema: dict[str, Any], timeout_s: float
+        self,
+        *,
+        model: str,
+        messages: list[Message],
+        schema: dict[str, Any],
+        timeout_s: float,
+        max_tokens: int | None = None,
     ) -> str:
         try:
             response = await asyncio.wait_for(
@@ -186,6 +192,7 @@ class OpenAIProvider:
                     model=model,
                     messages=[_to_wire(m) for m in messages],  # type: ignore[misc]
                     temperature=0,
+                    **({"max_tokens": max_tokens} if max_tokens else {}),
                     response_format={
                         "type": "json_schema",
                         "json_schema": {"name": "response", "schema": schema, "strict": True},
