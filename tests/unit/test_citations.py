@@ -60,6 +60,20 @@ def test_claims_take_every_marker_form_and_keep_markers_after_the_full_stop() ->
     assert [c.numbers for c in find_claims("Same passage twice [2] and again [2].")] == [(2,)]
 
 
+def test_a_list_of_markers_cites_the_sentence_before_it() -> None:
+    """Seen in the real model's answers (bench/real_answers.py): "… twinning. [1], [2], [3]" was split off as a
+    sentence ",," that every passage failed to support."""
+    text = "The results support the IGF model of dizygotic twinning. [1], [2], [3]"
+    (claim,) = find_claims(text)
+    assert claim.numbers == (1, 2, 3) and claim.sentence == "The results support the IGF model of dizygotic twinning."
+    assert text[claim.start : claim.end] == text
+    own_line = "Lifestyle changes reversed coronary disease.\n[4]; [5]\nNo more here."
+    (claim,) = find_claims(own_line)
+    assert claim.numbers == (4, 5) and claim.sentence == "Lifestyle changes reversed coronary disease."
+    assert [c.numbers for c in find_claims("Cited [1].\n[2]")] == [(1, 2)]
+    assert find_claims("[1], [2]")[0].numbers == (1, 2)  # markers alone: kept, never dropped
+
+
 def test_stemming_and_lexical_support() -> None:
     assert stem("holidays") == stem("holiday") and stem("flows") == stem("flow")
     assert stem("fermenting") == stem("ferment") and stem("eruptions") == stem("eruption")

@@ -80,7 +80,7 @@ _NOT_COVERED = re.compile(
     re.IGNORECASE,
 )
 _MARKER = re.compile(r"\[(\d{1,3}(?:\s*,\s*\d{1,3})*)\]")
-_MARKER_RUN = re.compile(r"(?:\s*\[\d{1,3}(?:\s*,\s*\d{1,3})*\])+")
+_MARKER_RUN = re.compile(r"(?:\s*[,;]?\s*\[\d{1,3}(?:\s*,\s*\d{1,3})*\])+")  # "… year. [1], [2]"
 _SENTENCE_END = re.compile(r"[.!?…]+[\"')\]]*(?=\s)|\n\s*\n|\n(?=\s*(?:[-*+]|\d+[.)])\s)|\n")
 _ABBREVIATIONS = {"e.g", "i.e", "etc", "vs", "mr", "mrs", "dr", "no", "fig", "p", "pp", "approx", "cf"}
 _WORD = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+", re.UNICODE)
@@ -189,6 +189,7 @@ def find_claims(text: str, *, uncited: bool = False) -> list[Claim]:
     """The sentences of `text` that cite passages, in order; with `uncited`, also the sentences that cite
     nothing but state facts (`states_fact`), with no numbers."""
     claims: list[Claim] = []
+    previous: Claim | None = None  # the sentence before, cited or not
     for start, end in _sentence_spans(_without_code(text)):
         chunk = text[start:end]
         numbers: list[int] = []
@@ -196,10 +197,19 @@ def find_claims(text: str, *, uncited: bool = False) -> list[Claim]:
             numbers.extend(int(x) for x in m.group(1).split(","))
         bare = re.sub(r"\s+", " ", _MARKER.sub("", chunk)).strip()
         bare = re.sub(r"\s+([.,;:!?])", r"\1", bare)
-        if numbers:
-            claims.append(Claim(bare, start, end, tuple(dict.fromkeys(numbers))))
-        elif uncited and states_fact(bare):
-            claims.append(Claim(bare, start, end, ()))
+        bare = re.sub(r"([.!?…])[\s,;]+$", r"\1", bare)  # the separators of "… end. [1], [2]"
+        if numbers and previous is not None and not re.search(r"\w", bare):
+            # only markers and punctuation ("[1], [2]" on a line of its own): they cite the sentence before
+            merged = Claim(previous.sentence, previous.start, end, tuple(dict.fromkeys([*previous.numbers, *numbers])))
+            if claims and claims[-1] is previous:
+                claims[-1] = merged
+            else:
+                claims.append(merged)
+            previous = merged
+            continue
+        previous = Claim(bare, start, end, tuple(dict.fromkeys(numbers)))
+        if numbers or (uncited and states_fact(bare)):
+            claims.append(previous)
     return claims
 
 
