@@ -46,7 +46,7 @@ describe("DocumentViewer", () => {
     const cited = await screen.findByRole("article", { current: true });
     expect(cited).toHaveTextContent("Text of chunk 50.");
     expect(cited).toHaveTextContent("§ Part 5 · Sheet Q1, rows 2–9 · chunk 51");
-    expect(scrolled).toHaveBeenCalled();
+    await waitFor(() => expect(scrolled).toHaveBeenCalled()); // a passive effect: flushed after the first paint
     expect(screen.getAllByTestId("viewer-chunk")).toHaveLength(40);
     expect(screen.getByTestId("viewer-ask")).toHaveAttribute("href", "/chat?document=d1");
     expect(screen.getByTestId("viewer-summarize")).toHaveAttribute("href", "/chat?document=d1&task=summarize");
