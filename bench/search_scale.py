@@ -206,49 +206,32 @@ async def filtered(
         lat10: list[float] = []
         lat50: list[float] = []
         by_factor = dict.fromkeys(explore_factors, 0)  # recall with other HNSW_FILTERED_EF_FACTOR values
+
+        async def as_searched(q: np.ndarray, n: int, factor: float) -> list[tuple[int, float]]:
+            """The vector arm as the searcher runs it, with this filter and filtered-ef factor."""
+            return await vector_search(
+                conn,
+                space,
+                q,
+                scope=scope,
+                n=n,
+                filters=filters,  # noqa: B023  # awaited inside this iteration of the loop
+                ef_search=settings.hnsw_ef_search,
+                exact_max_rows=settings.exact_scan_max_rows,
+                ef_growth=settings.hnsw_ef_growth,
+                filtered_ef_factor=factor,
+            )
+
         for q in qvecs:
             truth = await vector_search(conn, space, q, scope=scope, n=10, filters=filters, exact_max_rows=10**9)
             for factor in by_factor:
-                other = await vector_search(
-                    conn,
-                    space,
-                    q,
-                    scope=scope,
-                    n=10,
-                    filters=filters,
-                    ef_search=settings.hnsw_ef_search,
-                    exact_max_rows=settings.exact_scan_max_rows,
-                    ef_growth=settings.hnsw_ef_growth,
-                    filtered_ef_factor=factor,
-                )
+                other = await as_searched(q, 10, factor)
                 by_factor[factor] += len({i for i, _ in other} & {i for i, _ in truth})
             start = time.perf_counter()
-            got = await vector_search(
-                conn,
-                space,
-                q,
-                scope=scope,
-                n=10,
-                filters=filters,
-                ef_search=settings.hnsw_ef_search,
-                exact_max_rows=settings.exact_scan_max_rows,
-                ef_growth=settings.hnsw_ef_growth,
-                filtered_ef_factor=settings.hnsw_filtered_ef_factor,
-            )
+            got = await as_searched(q, 10, settings.hnsw_filtered_ef_factor)
             lat10.append((time.perf_counter() - start) * 1000)
             start = time.perf_counter()
-            got50 = await vector_search(
-                conn,
-                space,
-                q,
-                scope=scope,
-                n=HYBRID_ARM_DEPTH,
-                filters=filters,
-                ef_search=settings.hnsw_ef_search,
-                exact_max_rows=settings.exact_scan_max_rows,
-                ef_growth=settings.hnsw_ef_growth,
-                filtered_ef_factor=settings.hnsw_filtered_ef_factor,
-            )
+            got50 = await as_searched(q, HYBRID_ARM_DEPTH, settings.hnsw_filtered_ef_factor)
             lat50.append((time.perf_counter() - start) * 1000)
             hits += len({i for i, _ in got} & {i for i, _ in truth})
             short10 += len(got) < min(10, len(truth))
