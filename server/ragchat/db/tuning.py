@@ -58,13 +58,13 @@ def memory_limit_bytes(cgroup_root: Path = Path("/sys/fs/cgroup")) -> int:
 def auto_mb(cluster_bytes: int, memory_bytes: int) -> int:
     """As much as the data, between the engine's default and a quarter of memory (PostgreSQL's own advice for
     a dedicated machine), in 128 MB steps."""
-    ceiling = max(ENGINE_DEFAULT_MB, memory_bytes // 4 // MB)
-    wanted = min(max(ENGINE_DEFAULT_MB, -(-cluster_bytes // MB)), ceiling)
-    return max(ENGINE_DEFAULT_MB, -(-wanted // 128) * 128 if wanted < ceiling else ceiling // 128 * 128)
+    data = -(-cluster_bytes // (128 * MB)) * 128  # rounded up
+    ceiling = memory_bytes // 4 // MB // 128 * 128  # rounded down
+    return max(ENGINE_DEFAULT_MB, min(data, ceiling))
 
 
 def plan(conn: psycopg.Connection[tuple[object, ...]], setting: str, memory_bytes: int) -> BufferPlan:
-    row = conn.execute("SELECT setting::bigint * 8192 / %s FROM pg_settings WHERE name = 'shared_buffers'", (MB,))
+    row = conn.execute("SELECT pg_size_bytes(current_setting('shared_buffers')) / %s", (MB,))
     current = int(row.fetchone()[0])  # type: ignore[index]  # always there
     asked = parse_size_mb(setting)
     if asked is not None:  # never more than half of memory: a server that cannot allocate it would not start
