@@ -35,6 +35,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from bench.real_llm import _CITE, content_words
+from ragchat.chat.answer import numbered_sources
+from ragchat.chat.citations import check_citations
 from ragchat.chat.turns import ChatRequest
 from ragchat.core.options import options_of
 from ragchat.core.principal import Principal
@@ -143,6 +145,30 @@ def judge(
     )
     out["has_fact"] = out["cites_relevant"] and out["overlap_relevant"]
     return out
+
+
+async def reverify(
+    rt: Any, row: dict[str, Any], rels: dict[str, int] | None, source_of: dict[str, str], texts: dict[str, str]
+) -> dict[str, Any] | None:
+    """`row` with `verifier` and `checks` redone by today's citation verifier, from the passages its answer saw
+    (the tool results saved with the answer's message, found by its id or else its text); None when the message
+    is not in the database. The chat runs the verifier without the LLM judge (`CITATION_JUDGE` is off), so
+    this is too."""
+    message_id = (row.get("verifier") or {}).get("message_id")
+    async with rt.pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT id::text AS id, tool_results FROM messages WHERE role = 'assistant' AND "
+            "(id::text = %s OR (%s::text IS NULL AND content = %s)) ORDER BY created_at DESC LIMIT 1",
+            (message_id, message_id, row["answer"]),
+        )
+        found = await cur.fetchone()
+    if found is None:
+        return None
+    passages = numbered_sources(found["tool_results"])
+    report = await check_citations(row["answer"], [p["content"] for p in passages], rt.chat.embedder)
+    verifier = report.to_json(found["id"]) if report.citations else None
+    turn = {"answer": row["answer"], "passages": passages, "verifier": verifier}
+    return {**row, "verifier": verifier, "checks": judge(turn, row["question"], rels, source_of, texts)}
 
 
 def _share(rows: Sequence[dict[str, Any]], key: str) -> str:

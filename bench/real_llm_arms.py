@@ -28,6 +28,7 @@ line records `os.getloadavg()`.
     PYTHONPATH=server .venv/bin/python bench/real_llm_arms.py [--queries 60] [--questions 20] [--sets scifact,nfcorpus]
         [--arms hybrid,rerank,keywords,keywords+rerank,hyde,hyde+rerank] [--part all|answers|arms] [--seed 34]
     PYTHONPATH=server .venv/bin/python bench/real_llm_arms.py --report   # tables from what is done so far
+    PYTHONPATH=server .venv/bin/python bench/real_llm_arms.py --reverify # the answers' citation checks redone
 """
 
 from __future__ import annotations
@@ -233,7 +234,7 @@ async def run_answers(rt: Any, sets: dict[str, BeirDataset], args: argparse.Name
             continue
         ds = sets[n]
         if n not in texts:
-            texts[n] = {i: f"{t}\n{x}" for i, t, x in iter_corpus(ds.corpus_path)}
+            texts[n] = corpus_texts(ds)
             sources[n] = await source_ids(rt, eval_owner(ds))
         await wait_quiet()
         turn = await real_answers.chat_turn(rt, Principal(eval_owner(ds), "eval", False), question)
@@ -248,6 +249,11 @@ async def run_answers(rt: Any, sets: dict[str, BeirDataset], args: argparse.Name
         print(f"[answer {n} {qid}] {turn['seconds']:.0f} s ok={flag} | {turn['answer'][:120]!r}", flush=True)
 
 
+def corpus_texts(ds: BeirDataset) -> dict[str, str]:
+    """corpus id → title and text, what the answers are judged against."""
+    return {i: f"{t}\n{x}" for i, t, x in iter_corpus(ds.corpus_path)}
+
+
 async def source_ids(rt: Any, owner: Any) -> dict[str, str]:
     """document id → corpus id, for the passages a chat turn shows (they carry no metadata)."""
     async with rt.pool.connection() as conn:
@@ -255,6 +261,27 @@ async def source_ids(rt: Any, owner: Any) -> dict[str, str]:
             "SELECT id::text AS id, metadata->>'source_id' AS source FROM documents WHERE owner_id = %s", (owner,)
         )
         return {r["id"]: r["source"] for r in await cur.fetchall()}
+
+
+async def reverify_answers(sets: dict[str, BeirDataset]) -> None:
+    """Every answer line's citation checks redone by today's verifier (`real_answers.reverify`), rewritten in
+    place; run it while nothing appends answers. Lines whose message is gone are kept as they were."""
+    rows = read_lines(ANSWERS_LOG)
+    out, changed = [], 0
+    async with open_runtime(bench_settings(DATA_DIR / "data", log_level="warning")) as rt:
+        context = {n: (await source_ids(rt, eval_owner(ds)), corpus_texts(ds)) for n, ds in sets.items()}
+        for row in rows:
+            ds, (source_of, texts) = sets[row["set"]], context[row["set"]]
+            rels = None if row["kind"] == "unanswerable" else ds.qrels[row["qid"]]
+            new = await real_answers.reverify(rt, row, rels, source_of, texts) or row
+            changed += new["checks"] != row["checks"]
+            out.append(new)
+    if len(read_lines(ANSWERS_LOG)) != len(rows):
+        raise SystemExit("answers were appended while re-verifying: run --reverify again when they are done")
+    tmp = ANSWERS_LOG.with_suffix(".tmp")
+    tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in out), encoding="utf-8")
+    tmp.replace(ANSWERS_LOG)
+    print(f"re-verified {len(rows)} answers: {changed} changed their checks", flush=True)
 
 
 # ---- run ---------------------------------------------------------------------------------------------------
@@ -370,6 +397,7 @@ def report() -> tuple[str, dict[str, Any]]:
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     p.add_argument("--report", action="store_true", help="print the tables from the checkpoints and exit")
+    p.add_argument("--reverify", action="store_true", help="redo the answers' citation checks, then report")
     p.add_argument("--part", choices=["all", "answers", "arms"], default="all")
     p.add_argument("--sets", type=lambda s: s.split(","), default=list(SETS))
     p.add_argument("--arms", type=lambda s: s.split(","), default=DEFAULT_ARMS, help=f"of {','.join(ARMS)}")
@@ -385,7 +413,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     global ARMS_LOG, ANSWERS_LOG
     ARMS_LOG, ANSWERS_LOG = args.results / ARMS_LOG.name, args.results / ANSWERS_LOG.name
-    if not args.report:
+    if args.reverify:
+        data = ROOT.parent / "shared" / "data"
+        asyncio.run(reverify_answers({n: load_beir(data / f, split) for n, (f, split) in SETS.items()}))
+    elif not args.report:
         asyncio.run(run(args))
     text, out = report()
     print(text)
