@@ -20,7 +20,10 @@ Judging one answer (no LLM judge, so it is reproducible and cheap):
 - citations: the project's own verifier (`ragchat.chat.citations`, the `citations` event of the turn):
   sentences, supported sentences and the verdict counts;
 - unanswerable: `says_not_found` (the answer says the documents do not have it: NOT_FOUND patterns) and
-  whether it cited anything anyway.
+  whether it cited anything anyway;
+- `page_not_covered`, for every question: the page shows "Not in your documents" under the answer (every
+  search's confidence was insufficient: `ragchat.chat.coverage.not_covered`, as client/src/chat/coverage.ts),
+  whatever the model wrote.
 Every answer's text is saved in the checkpoint lines for spot checks by hand.
 """
 
@@ -37,6 +40,7 @@ from typing import Any
 from bench.real_llm import _CITE, content_words
 from ragchat.chat.answer import numbered_sources
 from ragchat.chat.citations import check_citations
+from ragchat.chat.coverage import not_covered
 from ragchat.chat.turns import ChatRequest
 from ragchat.core.options import options_of
 from ragchat.core.principal import Principal
@@ -77,6 +81,7 @@ async def chat_turn(rt: Any, principal: Principal, question: str) -> dict[str, A
     start = time.perf_counter()
     answer: list[str] = []
     passages: list[dict[str, Any]] = []
+    results: list[dict[str, Any]] = []
     searches: list[Any] = []
     citations: dict[str, Any] | None = None
     done: dict[str, Any] | None = None
@@ -91,6 +96,7 @@ async def chat_turn(rt: Any, principal: Principal, question: str) -> dict[str, A
             searches.append(data.get("arguments"))
         elif kind == "tool_result":
             passages.extend(data.get("chunks") or [])
+            results.append(data)
         elif kind == "citations":
             citations = data
         elif kind == "done":
@@ -102,6 +108,7 @@ async def chat_turn(rt: Any, principal: Principal, question: str) -> dict[str, A
         "passages": passages,
         "searches": searches,
         "verifier": citations,
+        "not_covered": not_covered(results),  # the page's "Not in your documents" (client/src/chat/coverage.ts)
         "finish_reason": (done or {}).get("finish_reason"),
         "error": error,
         "seconds": round(time.perf_counter() - start, 2),
@@ -123,6 +130,7 @@ def judge(
     verifier = turn["verifier"] or {}
     verdicts = Counter(c.get("verdict") for c in verifier.get("citations", []))
     out: dict[str, Any] = {
+        "page_not_covered": turn["not_covered"],
         "cited": sorted(set(cited)),
         "cited_sources": list(dict.fromkeys(cited_sources)),
         "retrieved_sources": list(dict.fromkeys(sources)),
@@ -167,7 +175,8 @@ async def reverify(
     passages = numbered_sources(found["tool_results"])
     report = await check_citations(row["answer"], [p["content"] for p in passages], rt.chat.embedder)
     verifier = report.to_json(found["id"]) if report.citations else None
-    turn = {"answer": row["answer"], "passages": passages, "verifier": verifier}
+    covered = not not_covered(found["tool_results"])
+    turn = {"answer": row["answer"], "passages": passages, "verifier": verifier, "not_covered": not covered}
     return {**row, "verifier": verifier, "checks": judge(turn, row["question"], rels, source_of, texts)}
 
 
@@ -180,8 +189,9 @@ def report(rows: Sequence[dict[str, Any]]) -> tuple[list[str], dict[str, Any]]:
     """Markdown lines and a JSON summary of the answer-quality lines done so far."""
     lines = [
         "| questions | done | has fact (cites a relevant doc + 3 new content words from it) | cites relevant |"
-        " relevant retrieved | sentences supported (verifier) | says not found | cites anyway | s/turn median |",
-        "|---|---|---|---|---|---|---|---|---|",
+        ' relevant retrieved | sentences supported (verifier) | page says "Not in your documents" |'
+        " answer says not found | cites anyway | s/turn median |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     summary: dict[str, Any] = {}
     groups = {
@@ -195,12 +205,13 @@ def report(rows: Sequence[dict[str, Any]]) -> tuple[list[str], dict[str, Any]]:
         supported = sum(c["supported_sentences"] for c in checks)
         seconds = [r["seconds"] for r in group]
         median = f"{statistics.median(seconds):.0f}" if seconds else "-"
+        page = _share(checks, "page_not_covered")
         if name == "unanswerable":
-            cells = ["-", "-", "-", f"{supported}/{sentences}", _share(checks, "says_not_found")]
+            cells = ["-", "-", "-", f"{supported}/{sentences}", page, _share(checks, "says_not_found")]
             cells.append(f"{sum(1 for c in checks if c['cited'])}/{len(checks)}")
         else:
             cells = [_share(checks, "has_fact"), _share(checks, "cites_relevant"), _share(checks, "retrieved_relevant")]
-            cells += [f"{supported}/{sentences}", "-", "-"]
+            cells += [f"{supported}/{sentences}", page, "-", "-"]
         lines.append(f"| {name} | {len(group)} | " + " | ".join(cells) + f" | {median} |")
         summary[name] = {
             "done": len(group),
@@ -208,6 +219,7 @@ def report(rows: Sequence[dict[str, Any]]) -> tuple[list[str], dict[str, Any]]:
             "cites_relevant": sum(1 for c in checks if c.get("cites_relevant")),
             "retrieved_relevant": sum(1 for c in checks if c.get("retrieved_relevant")),
             "says_not_found": sum(1 for c in checks if c.get("says_not_found")),
+            "page_not_covered": sum(1 for c in checks if c.get("page_not_covered")),
             "sentences": sentences,
             "supported_sentences": supported,
             "errors": sum(1 for r in group if r.get("error")),
