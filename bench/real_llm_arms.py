@@ -132,8 +132,10 @@ class ReplayLLM:
     def stream_chat(self, **kwargs: Any) -> AsyncGenerator[Any, None]:
         return self.inner.stream_chat(**kwargs)
 
-    async def complete_json(self, *, model: str, messages: Any, schema: dict[str, Any], timeout_s: float) -> str:
-        key = hashlib.sha256(json.dumps([model, messages, schema], sort_keys=True).encode()).hexdigest()
+    async def complete_json(
+        self, *, model: str, messages: Any, schema: dict[str, Any], timeout_s: float, max_tokens: int | None = None
+    ) -> str:
+        key = hashlib.sha256(json.dumps([model, messages, schema, max_tokens], sort_keys=True).encode()).hexdigest()
         if (seen := self._done.get(key)) is not None:
             self.calls.append({**seen, "replayed": True})
             return seen["content"]
@@ -142,7 +144,9 @@ class ReplayLLM:
         self.calls.append(record)
         start = time.perf_counter()
         try:
-            content = await self.inner.complete_json(model=model, messages=messages, schema=schema, timeout_s=timeout_s)
+            content = await self.inner.complete_json(
+                model=model, messages=messages, schema=schema, timeout_s=timeout_s, max_tokens=max_tokens
+            )
         except asyncio.CancelledError:  # the caller's timeout (or the rerank deadline) cancelled it
             record["outcome"] = "timeout"
             raise
