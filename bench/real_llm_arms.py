@@ -58,7 +58,7 @@ from ragchat.evaluation.beir import BeirDataset, iter_corpus, load_beir
 from ragchat.evaluation.metrics import dedup_keep_first, ndcg_at_k, percentiles, recall_at_k
 from ragchat.evaluation.runner import ensure_corpus, eval_owner, source_document
 from ragchat.providers.llm import build_llm
-from ragchat.providers.llm.base import LLMProvider
+from ragchat.providers.llm.base import ChatChunk, LLMProvider, LLMStatus, Message, ModelInfo
 from ragchat.providers.llm.replies import parse_reply
 from ragchat.retrieval.expansion import ExpansionTerms, HydePassage, LLMExpander
 from ragchat.retrieval.rerank import LLMReranker, RerankScore
@@ -126,14 +126,36 @@ class ReplayLLM:
         self.calls: list[dict[str, Any]] = []
         self._done: dict[str, dict[str, Any]] = {}
 
-    def __getattr__(self, attr: str) -> Any:
-        return getattr(self.inner, attr)
+    def stream_chat(
+        self,
+        *,
+        model: str,
+        messages: list[Message],
+        tools: list[dict[str, Any]] | None = None,
+        require_tool: bool = False,
+        temperature: float | None = None,
+    ) -> AsyncGenerator[ChatChunk, None]:
+        return self.inner.stream_chat(
+            model=model, messages=messages, tools=tools, require_tool=require_tool, temperature=temperature
+        )
 
-    def stream_chat(self, **kwargs: Any) -> AsyncGenerator[Any, None]:
-        return self.inner.stream_chat(**kwargs)
+    async def status(self, model: str) -> LLMStatus:
+        return await self.inner.status(model)
+
+    async def context_window(self, model: str) -> int | None:
+        return await self.inner.context_window(model)
+
+    async def list_models(self) -> list[ModelInfo]:
+        return await self.inner.list_models()
 
     async def complete_json(
-        self, *, model: str, messages: Any, schema: dict[str, Any], timeout_s: float, max_tokens: int | None = None
+        self,
+        *,
+        model: str,
+        messages: list[Message],
+        schema: dict[str, Any],
+        timeout_s: float,
+        max_tokens: int | None = None,
     ) -> str:
         key = hashlib.sha256(json.dumps([model, messages, schema, max_tokens], sort_keys=True).encode()).hexdigest()
         if (seen := self._done.get(key)) is not None:
@@ -313,9 +335,9 @@ async def run(args: argparse.Namespace) -> None:
         llm = build_llm(settings)
         replay = ReplayLLM(llm)
         try:
-            async with open_runtime(settings, Overrides(llm=llm, rerank_llm=replay)) as rt:  # type: ignore[arg-type]
-                rt.searcher.reranker = LLMReranker(replay, settings, cache_size=0)  # type: ignore[arg-type]
-                rt.searcher.expander = LLMExpander(replay, settings, cache_size=0)  # type: ignore[arg-type]
+            async with open_runtime(settings, Overrides(llm=llm, rerank_llm=replay)) as rt:
+                rt.searcher.reranker = LLMReranker(replay, settings, cache_size=0)
+                rt.searcher.expander = LLMExpander(replay, settings, cache_size=0)
                 for name, ds in sets.items():
                     start = time.perf_counter()
                     n = await ensure_corpus(rt.accounts, rt.documents.ingestion, ds, eval_owner(ds))
