@@ -76,8 +76,9 @@ def questions_for(name: str, queries: dict[str, str], n: int, seed: int) -> list
     return [(q, queries[q]) for q in qids]
 
 
-async def chat_turn(rt: Any, principal: Principal, question: str) -> dict[str, Any]:
-    """One new-thread turn through `ChatService.start`: the answer, the passages shown, the verifier's report."""
+async def chat_turn(rt: Any, principal: Principal, question: str, *, documents_only: bool = False) -> dict[str, Any]:
+    """One new-thread turn through `ChatService.start`: the answer, the passages shown, the verifier's report.
+    `documents_only`: the "answer only from documents" setting (refuse when nothing matches well enough)."""
     start = time.perf_counter()
     answer: list[str] = []
     passages: list[dict[str, Any]] = []
@@ -87,7 +88,8 @@ async def chat_turn(rt: Any, principal: Principal, question: str) -> dict[str, A
     done: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
     options = options_of(rt.settings, mode="hybrid", rerank=False, default_limit=rt.settings.chat_search_limit)
-    run = await rt.chat.start(principal, ChatRequest(message=question, options=options))  # as POST /api/chat does
+    request = ChatRequest(message=question, options=options, documents_only=documents_only)
+    run = await rt.chat.start(principal, request)  # as POST /api/chat does
     async for _, event in run.follow(0):
         kind, data = event.event, event.data
         if kind == "token":

@@ -19,6 +19,8 @@ the expansion `keywords` asked. Each arm's `seconds` is reported as if uncached:
 the measured duration of every replayed call (calls run one at a time, so they add up).
 
 Answer quality (bench/real_answers.py) runs first: 20 questions per set and 10 unanswerable ones.
+`--part answers --documents-only` asks them again with "answer only from documents" on (`--questions 0`: only
+the unanswerable ones), into their own checkpoint file.
 
 Checkpoints: one JSON line per (set, query, arm) in bench/results/real_llm_arms.jsonl and per question in
 bench/results/real_answers.jsonl, appended as each completes; a rerun skips what is there. Before each query
@@ -75,6 +77,7 @@ DEFAULT_ARMS = ARMS[:4]
 DATA_DIR = ROOT / "bench" / ".data" / "real_llm_arms"
 ARMS_LOG = RESULTS / "real_llm_arms.jsonl"
 ANSWERS_LOG = RESULTS / "real_answers.jsonl"
+DOCS_ONLY_LOG = RESULTS / "real_answers_documents_only.jsonl"  # the same questions, "answer only from documents"
 LOCKS = (Path("/tmp/quiet.lock"), Path("/tmp/real_llm.pause"))
 
 
@@ -245,7 +248,8 @@ async def run_arms(rt: Any, llm: ReplayLLM, sets: dict[str, BeirDataset], args: 
 
 # ---- answer quality ----------------------------------------------------------------------------------------
 async def run_answers(rt: Any, sets: dict[str, BeirDataset], args: argparse.Namespace) -> None:
-    done = {(r["set"], r["qid"]) for r in read_lines(ANSWERS_LOG)}
+    log_path = DOCS_ONLY_LOG if args.documents_only else ANSWERS_LOG
+    done = {(r["set"], r["qid"]) for r in read_lines(log_path)}
     plan: list[tuple[str, str, str]] = []  # (set, qid, question)
     per_set = {n: real_answers.questions_for(n, ds.queries, args.questions, args.seed) for n, ds in sets.items()}
     for i in range(args.questions):
@@ -263,14 +267,15 @@ async def run_answers(rt: Any, sets: dict[str, BeirDataset], args: argparse.Name
             texts[n] = corpus_texts(ds)
             sources[n] = await source_ids(rt, eval_owner(ds))
         await wait_quiet()
-        turn = await real_answers.chat_turn(rt, Principal(eval_owner(ds), "eval", False), question)
+        principal = Principal(eval_owner(ds), "eval", False)
+        turn = await real_answers.chat_turn(rt, principal, question, documents_only=args.documents_only)
         unanswerable = qid.startswith("none-")
         rels = None if unanswerable else ds.qrels[qid]
         checks = real_answers.judge(turn, question, rels, sources[n], texts[n])
         row = {"set": n, "qid": qid, "kind": "unanswerable" if unanswerable else "answerable", "question": question}
         row |= {k: turn[k] for k in ("answer", "searches", "finish_reason", "error", "seconds")}
         row |= {"passages": len(turn["passages"]), "checks": checks, "verifier": turn["verifier"]}
-        append_line(ANSWERS_LOG, row)
+        append_line(log_path, row | {"documents_only": args.documents_only})
         flag = checks.get("has_fact", checks.get("says_not_found"))
         print(f"[answer {n} {qid}] {turn['seconds']:.0f} s ok={flag} | {turn['answer'][:120]!r}", flush=True)
 
@@ -414,9 +419,11 @@ def report() -> tuple[str, dict[str, Any]]:
                 f"| {name} | {arm} | {len(every)} | {paired['n']} | {paired['ndcg10']} | {delta} | {wtl} | "
                 f"{paired['recall10']} | {paired['seconds_median']} | {paired['seconds_p95']} | {cells} |"
             )
-    answer_lines, answers = real_answers.report(read_lines(ANSWERS_LOG))
-    out["answers"] = answers
+    answer_lines, out["answers"] = real_answers.report(read_lines(ANSWERS_LOG))
     lines += ["", "## Answer quality (one chat turn each)", "", *answer_lines]
+    if only := read_lines(DOCS_ONLY_LOG):
+        answer_lines, out["answers_documents_only"] = real_answers.report(only)
+        lines += ["", '## The same, with "answer only from documents" on', "", *answer_lines]
     return "\n".join(lines) + "\n", out
 
 
@@ -430,6 +437,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--queries", type=int, default=60, help="queries per set for the arms")
     p.add_argument("--questions", type=int, default=20, help="chat questions per set")
     p.add_argument("--unanswerable", type=int, default=len(real_answers.UNANSWERABLE), help="of the 10")
+    p.add_argument("--documents-only", action="store_true", help='the answers with "answer only from documents"')
     p.add_argument("--seed", type=int, default=34)
     p.add_argument("--results", type=Path, default=RESULTS, help="where the checkpoints and tables go")
     p.add_argument("--call-timeout", type=float, default=120.0, help="RERANK_TIMEOUT_S and EXPANSION_TIMEOUT_S")
@@ -437,8 +445,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown := [a for a in args.arms if a not in ARMS] + [s for s in args.sets if s not in SETS]:
         p.error(f"unknown arms or sets: {unknown}")
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    global ARMS_LOG, ANSWERS_LOG
+    global ARMS_LOG, ANSWERS_LOG, DOCS_ONLY_LOG
     ARMS_LOG, ANSWERS_LOG = args.results / ARMS_LOG.name, args.results / ANSWERS_LOG.name
+    DOCS_ONLY_LOG = args.results / DOCS_ONLY_LOG.name
     if args.reverify:
         data = ROOT.parent / "shared" / "data"
         asyncio.run(reverify_answers({n: load_beir(data / f, split) for n, (f, split) in SETS.items()}))
