@@ -202,6 +202,8 @@ def report(rows: Sequence[dict[str, Any]]) -> tuple[list[str], dict[str, Any]]:
         "unanswerable": [r for r in rows if r["kind"] == "unanswerable"],
     }
     for name, group in groups.items():
+        if not group:
+            continue
         checks = [r["checks"] for r in group]
         sentences = sum(c["sentences"] for c in checks)
         supported = sum(c["supported_sentences"] for c in checks)
