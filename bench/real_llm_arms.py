@@ -219,6 +219,7 @@ async def one_arm(rt: Any, llm: ReplayLLM, principal: Principal, text: str, rels
         "expansion": result.expansion.model_dump(exclude={"warning"}),
         "timings": result.timings.model_dump(),
         "ranked": ranked,
+        "rerank_scores": [h.trace.rerank_score for h in result.chunks if h.trace.rerank_score is not None],
     }
 
 
