@@ -75,7 +75,7 @@ export function ChatControls({ settings, onChange }: Props) {
           ))}
         </select>
       </label>
-      <label className="control small" title={rerankReason ?? "Re-order the passages with the language model"}>
+      <label className="control small" title={rerankReason ?? "Re-order the passages with the language model (slow with a small local model)"}>
         <input
           type="checkbox"
           checked={!rerankReason && settings.rerank === true}

@@ -58,7 +58,7 @@ export function SearchControls({ text, onText, mode, onMode, rerank, onRerank, r
         <label
           className={off ? "switch disabled" : "switch"}
           style={off ? { opacity: 0.55, cursor: "not-allowed" } : undefined}
-          title={rerankUnavailable ?? "Let the language model reorder the results by relevance"}
+          title={rerankUnavailable ?? "Let the language model reorder the results by relevance (slow with a small local model)"}
         >
           <input
             type="checkbox"
