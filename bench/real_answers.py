@@ -36,11 +36,12 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
+from uuid import UUID
 
 from bench.real_llm import _CITE, content_words
 from ragchat.chat.answer import numbered_sources
-from ragchat.chat.citations import check_citations
 from ragchat.chat.coverage import not_covered
+from ragchat.chat.loop import Turn
 from ragchat.chat.turns import ChatRequest
 from ragchat.core.options import options_of
 from ragchat.core.principal import Principal
@@ -162,8 +163,7 @@ async def reverify(
 ) -> dict[str, Any] | None:
     """`row` with `verifier` and `checks` redone by today's citation verifier, from the passages its answer saw
     (the tool results saved with the answer's message, found by its id or else its text); None when the message
-    is not in the database. The chat runs the verifier without the LLM judge (`CITATION_JUDGE` is off), so
-    this is too."""
+    is not in the database. The check is the chat service's own (`ChatService.check_citations`)."""
     message_id = (row.get("verifier") or {}).get("message_id")
     async with rt.pool.connection() as conn:
         cur = await conn.execute(
@@ -174,11 +174,11 @@ async def reverify(
         found = await cur.fetchone()
     if found is None:
         return None
+    saved = Turn(parts=[row["answer"]], tool_results=found["tool_results"])
+    verifier = await rt.chat.check_citations(saved, UUID(found["id"]))  # as the chat checks a finished answer
     passages = numbered_sources(found["tool_results"])
-    report = await check_citations(row["answer"], [p["content"] for p in passages], rt.chat.embedder)
-    verifier = report.to_json(found["id"]) if report.citations else None
-    covered = not not_covered(found["tool_results"])
-    turn = {"answer": row["answer"], "passages": passages, "verifier": verifier, "not_covered": not covered}
+    turn = {"answer": row["answer"], "passages": passages, "verifier": verifier,
+            "not_covered": not_covered(found["tool_results"])}  # fmt: skip
     return {**row, "verifier": verifier, "checks": judge(turn, row["question"], rels, source_of, texts)}
 
 
