@@ -91,6 +91,8 @@ def make_settings(uri: str, tmp_path: Path, **overrides: Any) -> Settings:
         "rate_chat_per_min": 0,
         "rate_search_per_min": 0,
         "rate_rerank_candidates_per_min": 0,
+        "rate_llm_calls_per_min": 0,  # tests/integration/test_llm_budget.py turns the LLM budget on
+        "rate_summaries_per_hour": 0,
         # One more LLM call after a new thread's first answer would take replies scripted for the next turn:
         # tests that want generated titles turn it on (tests/integration/test_not_covered.py, e2e).
         "chat_title_generation": False,

@@ -206,6 +206,7 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
                 audit=audit,
                 finder=searcher,
                 reader=documents.catalog,
+                limiter=limiter,
             ),
             accounts=accounts,
             oidc=oidc,

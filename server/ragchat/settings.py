@@ -83,6 +83,10 @@ class ServerSettings(BaseModel):
     log_format: Literal["text", "json"] = "text"  # json: one object a line (timestamp, level, logger, request id)
     # where `ragchat backup`/`restore` find pg_dump and pg_restore (default: the embedded engine's, else PATH)
     pg_bin_dir: Path | None = None
+    # the key that signs backups and checks them on restore (HMAC-SHA256; make one: `ragchat backup-key FILE`);
+    # BACKUP_KEY itself, or BACKUP_KEY_FILE: a file holding it. Keep it outside the data directory and the backups.
+    backup_key: SecretStr | None = None
+    backup_key_file: Path | None = None
     # GET /metrics answers `Authorization: Bearer <METRICS_TOKEN>` (a scraper), or an admin's credentials
     metrics_token: SecretStr | None = None
     # /api/health reads the LLM's status from memory; a probe older than this is redone in the background
@@ -259,6 +263,8 @@ class LLMSettings(BaseModel):
     # Verified citations (server/chat/citations.py): true adds one LLM call per answer that judges each cited
     # claim against its passage; false (default) keeps the lexical + embedding check only
     citation_judge: bool = False
+    # /v1, MCP `ask` and `ragchat search --rag`: the verification also as footnotes under the answer's text
+    rag_footnotes: bool = False
     citation_judge_timeout_s: float = 30.0
     rerank_model: str | None = None  # defaults to chat_model
 
@@ -377,6 +383,15 @@ class IngestionSettings(BaseModel):
     ocr_page_timeout_s: float = Field(default=60.0, gt=0)  # recognition on one page, then what was read is kept
     ocr_time_budget_s: float = Field(default=1800.0, gt=0)  # all OCR of one document; later pages not read
     ocr_min_text_chars: int = Field(default=20, ge=0)  # a PDF page whose text layer has fewer characters is OCR'd
+    # pixels decoded for OCR (every page's width × height, blank pages too): per document, and per user over the
+    # last 24 hours; pages past either are not read, and the document's `ocr` metadata names the limit
+    ocr_max_megapixels: float = Field(default=1000.0, gt=0)
+    ocr_user_megapixels_per_day: float = Field(default=20_000.0, gt=0)
+    # images, PDFs and files over 1 MB are parsed in a child process (killed on cancel, its memory returned):
+    # at most this many at once per worker, and at most INGEST_HEAVY_PER_USER of one user's across all workers
+    ingest_heavy_slots: int = Field(default=2, ge=1)
+    ingest_heavy_per_user: int = Field(default=1, ge=1)
+    ingest_cancel_poll_s: float = Field(default=1.0, gt=0)  # how often a worker looks for a cancel while parsing
     max_jsonl_record_kb: int = Field(default=1024, ge=1)  # one line of a BEIR .jsonl corpus
     ingest_lease_s: float = Field(default=60.0, ge=1)  # a worker's hold on a document, renewed every third of it
     ingest_max_attempts: int = Field(default=3, ge=1)  # claims of one document before it is failed for good
@@ -438,6 +453,10 @@ class OidcSettings(BaseModel):
     # where the provider sends the browser back; default: <this server's URL>/api/auth/oidc/callback
     oidc_redirect_url: str | None = None
     oidc_timeout_s: float = Field(default=5.0, gt=0, le=60)  # one request to the provider (discovery, keys, token)
+    # a first sign-in may link to the account whose username is the provider's verified email (docs/ACCOUNTS.md)
+    oidc_link_by_email: bool = True
+    # seconds between re-checks at the provider (refresh grant) of a signed-in SSO user's sessions and API tokens
+    oidc_recheck_s: float = Field(default=300.0, ge=1, le=86400)
     local_login_enabled: bool = True  # false: usernames and passwords no longer sign in (SSO and API tokens do)
 
     @field_validator("oidc_issuer", "oidc_client_id", "oidc_admin_group", "oidc_redirect_url", mode="before")
@@ -467,7 +486,7 @@ class OidcSettings(BaseModel):
 
 
 class LimitSettings(BaseModel):
-    """Settings group: per-user rate limits and the rerank cost cap."""
+    """Settings group: per-user rate limits, the rerank cost cap and the budget of LLM work."""
 
     # per-minute limits (per user; login per client IP and per username); 0 disables one
     rate_login_per_min: int = 10
@@ -475,6 +494,14 @@ class LimitSettings(BaseModel):
     rate_search_per_min: int = 120
     rate_rerank_candidates_per_min: int = 600
     rerank_max_candidates: int = 60  # one request's limit × RERANK_CANDIDATES_FACTOR may not exceed this
+    # the budget of LLM work (chat/llm_budget.py): model calls per user per minute, charged for every call a
+    # message makes (loop rounds, summary map/reduce parts, LLM rerank, titles); per message: tool calls and
+    # whole-document summaries; per user: summaries per hour and running at once. 0 disables one
+    rate_llm_calls_per_min: int = Field(default=120, ge=0)
+    chat_max_tool_calls: int = Field(default=8, ge=0)
+    summary_max_per_message: int = Field(default=1, ge=0)
+    rate_summaries_per_hour: int = Field(default=20, ge=0)
+    summary_max_running: int = Field(default=2, ge=0)
 
 
 class AuditSettings(BaseModel):
@@ -482,6 +509,9 @@ class AuditSettings(BaseModel):
 
     audit_retention_days: int = Field(default=365, ge=0, le=36500)  # rows older than this are purged; 0 keeps all
     audit_purge_interval_s: float = Field(default=3600.0, gt=0)  # how often a server purges old rows
+    # reads recorded as `document.read` rows: off, shared (others' documents read: opened, file, chunks, search
+    # hits, MCP), or all (one's own too); one row per request, at most 100 document ids listed
+    audit_reads: Literal["off", "shared", "all"] = "shared"
 
 
 # BaseSettings narrows BaseModel's `model_config` type; the groups keep BaseModel's (nothing else differs)

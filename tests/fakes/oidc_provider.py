@@ -2,8 +2,9 @@
 another client's audience, an expired token, a bad signature, a wrong nonce, rotated keys.
 
 It serves discovery, a key set, an authorization endpoint that approves at once (redirecting to the client with a
-code and the state), and a token endpoint that checks the PKCE verifier (S256) and the client's credentials, then
-answers an ID token built from `claims` with `tamper` applied. `rotate()` replaces the signing key (a new kid).
+code and the state), a userinfo endpoint (401 once `revoke()` disabled the user), and a token endpoint that checks
+the PKCE verifier (S256) and the client's credentials, then answers an ID token built from `claims` with `tamper`
+applied (and an access token, no refresh token). `rotate()` replaces the signing key (a new kid).
 Fakes only at the identity provider's edge: ragchat talks to it as to any provider.
 """
 
@@ -57,6 +58,12 @@ class FakeProvider:
     codes: dict[str, Issued] = field(default_factory=dict)
     token_requests: list[dict[str, Any]] = field(default_factory=list)
     jwks_fetches: int = 0
+    access_tokens: set[str] = field(default_factory=set)  # live ones: /userinfo answers them, 401 otherwise
+    userinfo_requests: int = 0
+
+    def revoke(self) -> None:
+        """The user is disabled here: every access token issued so far is refused by /userinfo."""
+        self.access_tokens.clear()
 
     def rotate(self) -> None:
         """A new signing key; the key set publishes only it from now on."""
@@ -123,6 +130,13 @@ def _handler(provider: FakeProvider) -> type[BaseHTTPRequestHandler]:
                 self.send_header("location", target)
                 self.send_header("content-length", "0")
                 self.end_headers()
+            elif parts.path == "/userinfo":
+                provider.userinfo_requests += 1
+                bearer = (self.headers.get("authorization") or "").removeprefix("Bearer ")
+                if bearer in provider.access_tokens:
+                    self._json(200, {"sub": provider.claims.get("sub")})
+                else:
+                    self._json(401, {"error": "invalid_token"})
             else:
                 self._json(404, {"error": "not_found"})
 
@@ -144,6 +158,7 @@ def _handler(provider: FakeProvider) -> type[BaseHTTPRequestHandler]:
                 self._json(400, {"error": "invalid_grant", "error_description": "PKCE verification failed"})
                 return
             access = secrets.token_urlsafe(16)
+            provider.access_tokens.add(access)
             self._json(200, {"access_token": access, "token_type": "Bearer", "id_token": provider.id_token(issued)})
 
     return Handler

@@ -13,29 +13,14 @@ import pytest
 
 from ragchat.core.audit import SYSTEM, Actor, AuditAction
 from ragchat.core.errors import NotFound
+from tests.support.audit import count, insert_rows
 
 OLD = "now() - interval '400 days'"
 
 
-def insert_rows(uri: str, n: int, age_sql: str = "now()") -> None:
-    with psycopg.connect(uri, autocommit=True) as conn:
-        conn.execute(
-            f"""INSERT INTO audit_log (at, actor_name, action, details)
-                SELECT {age_sql} - make_interval(secs => g), 'tester', 'auth.sign_in', jsonb_build_object('n', g)
-                FROM generate_series(1, %s) g""",
-            (n,),
-        )
-
-
-def count(uri: str) -> int:
-    with psycopg.connect(uri) as conn:
-        row = conn.execute("SELECT count(*) FROM audit_log").fetchone()
-        return int(row[0]) if row else 0
-
-
 def test_update_and_delete_are_refused_by_the_database(db: str) -> None:
     insert_rows(db, 3)
-    insert_rows(db, 2, OLD)
+    insert_rows(db, 2, age_days=400)
     attempts = [
         "UPDATE audit_log SET actor_name = 'someone else'",
         "UPDATE audit_log SET details = '{}' WHERE id = 1",
@@ -46,18 +31,19 @@ def test_update_and_delete_are_refused_by_the_database(db: str) -> None:
     for statement in attempts:
         with psycopg.connect(db) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege, match="append-only"):
             conn.execute(statement)
-    # the purge's own switch, set by hand, still lets only rows older than its cutoff go
+    # 0020's switch, set by hand, no longer lets anything go (0028: tests/integration/test_audit_sealed.py)
     with psycopg.connect(db) as conn:
         conn.execute("SELECT set_config('ragchat.audit_purge_before', (now() - interval '1 year')::text, true)")
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
-            conn.execute("DELETE FROM audit_log")  # the 3 new rows are not older than the cutoff
+            conn.execute(f"DELETE FROM audit_log WHERE at < {OLD} + interval '1 day'")
     with psycopg.connect(db) as conn, pytest.raises(psycopg.errors.InvalidParameterValue):
         conn.execute("SELECT audit_purge(0)")
     assert count(db) == 5
     with psycopg.connect(db) as conn:
         removed = conn.execute("SELECT audit_purge(365)").fetchone()
-    assert removed == (2,) and count(db) == 3
-    # after a purge, its switch is off again in the same transaction
+    # the 2 old rows went; the purge left its own row (audit.purge)
+    assert removed == (2,) and count(db) == 4 and count(db, "action = 'audit.purge'") == 1
+    # after a purge, nothing else may go in the same transaction
     with psycopg.connect(db) as conn:
         conn.execute("SELECT audit_purge(365)")
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
@@ -65,12 +51,12 @@ def test_update_and_delete_are_refused_by_the_database(db: str) -> None:
 
 
 async def test_purge_keeps_the_retention_window_in_batches(db: str, runtime: Any) -> None:
-    insert_rows(db, 25_000, OLD)
+    insert_rows(db, 25_000, age_days=400)
     insert_rows(db, 10)
     assert count(db) == 25_010
     assert await runtime.audit.purge(0) == 0  # 0: keep everything
     assert await runtime.audit.purge() == 25_000  # AUDIT_RETENTION_DAYS (365) in batches of 10,000
-    assert count(db) == 10
+    assert count(db) == 13 and count(db, "action = 'audit.purge'") == 3  # one row per batch says so
     assert await runtime.audit.purge() == 0
 
 
@@ -97,14 +83,16 @@ async def test_a_record_rolls_back_with_its_action(db: str, runtime: Any) -> Non
 
 
 async def test_the_server_purges_old_rows_in_the_background(db: str, live_app: Callable[..., Any]) -> None:
-    insert_rows(db, 50, OLD)
+    insert_rows(db, 50, age_days=400)
     insert_rows(db, 5)
     server = live_app(audit_purge_interval_s=0.2, audit_retention_days=30)
     for _ in range(200):  # 20 s at most
-        if count(db) == 5:
+        if count(db, "actor_name = 'tester'") == 5:
             break
         await asyncio.sleep(0.1)
-    assert count(db) == 5
+    assert count(db, "actor_name = 'tester'") == 5
     async with httpx.AsyncClient(base_url=server.url) as local:
         rows = (await local.get("/api/admin/audit")).json()["entries"]
-    assert len(rows) == 5 and all(r["actor_name"] == "tester" for r in rows)
+    assert len(rows) == 6 and sum(r["actor_name"] == "tester" for r in rows) == 5
+    purge = next(r for r in rows if r["action"] == "audit.purge")
+    assert purge["actor_name"] == "system" and purge["details"]["removed"] == 50

@@ -24,6 +24,7 @@ from ragchat.settings import Settings
 from ragchat.vectors.store import manifest_spaces
 from tests.support.chat import ingest_corpus
 
+KEY = b"a-test-key-that-is-long-enough-0123456789"
 QUERIES = ["when does the volcano erupt", "how long should bread dough rise", "holiday allowance days"]
 
 
@@ -58,12 +59,12 @@ async def test_backup_restore_round_trip(
 ) -> None:
     await ingest_corpus(pool, embedder, settings)
     archive = tmp_path / "ragchat.backup"
-    manifest = backup(db, archive, spaces=manifest_spaces)
+    manifest = backup(db, archive, spaces=manifest_spaces, key=KEY)
     assert manifest.schema_version == head_version() and manifest.rows["documents"] == 3
     assert manifest.embedding_spaces[0]["model"] == embedder.model_name and manifest.rows["document_blobs"] == 3
 
     target = new_db()
-    restored = restore(target, archive)
+    restored = restore(target, archive, key=KEY)
     assert restored["dump_sha256"] == manifest.dump_sha256
     assert table_counts(target) == table_counts(db)
     with psycopg.connect(db) as a, psycopg.connect(target) as b:
@@ -74,9 +75,9 @@ async def test_backup_restore_round_trip(
 
     # a non-empty target: refused, untouched; --force replaces it
     with pytest.raises(BackupError, match="not empty"):
-        restore(target, archive)
+        restore(target, archive, key=KEY)
     assert table_counts(target) == table_counts(db)
-    restore(target, archive, force=True)
+    restore(target, archive, force=True, key=KEY)
     assert table_counts(target) == table_counts(db)
 
 
@@ -103,8 +104,12 @@ def test_bad_backups_are_refused_and_nothing_is_touched(db: str, new_db: Any, tm
         "someone else's tar": (_tar({"notes.txt": b"x"}), r"not a ragchat backup .*: no manifest"),
         "other manifest": (_tar({"manifest.json": b'{"format": "other"}', "database.dump": dump}), "not a ragchat"),
         "newer": (_tar({"manifest.json": json.dumps(newer).encode(), "database.dump": dump}), "9990"),
-        "changed dump": (
+        "shorter dump": (
             _tar({"manifest.json": json.dumps(manifest).encode(), "database.dump": dump[:-10]}),
+            "refused before extracting it",
+        ),
+        "changed dump": (
+            _tar({"manifest.json": json.dumps(manifest).encode(), "database.dump": dump[:-10] + b"0123456789"}),
             "checksum does not match",
         ),
     }
@@ -113,23 +118,37 @@ def test_bad_backups_are_refused_and_nothing_is_touched(db: str, new_db: Any, tm
         path = tmp_path / f"{case}.backup"
         path.write_bytes(data)
         with pytest.raises(BackupError, match=message):
-            restore(target, path, force=True)
+            restore(target, path, force=True, trust_unsigned=True)
         assert table_counts(target) == {}, case  # nothing touched
     with pytest.raises(BackupError, match=f"schema {head_version()}"):
-        restore(new_db(), tmp_path / "newer.backup")
+        restore(new_db(), tmp_path / "newer.backup", trust_unsigned=True)
 
 
-def test_backup_and_restore_commands(db: str, new_db: Any, tmp_path: Path) -> None:
+def test_backup_and_restore_commands(db: str, new_db: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.integration.test_ops_migrations import ragchat
 
+    unsigned = tmp_path / "unsigned.backup"
+    made = ragchat(db, tmp_path, "backup", str(unsigned))
+    assert made.returncode == 0 and "UNSIGNED" in made.stdout and "ragchat backup-key" in made.stderr, made.stderr
+    refused = ragchat(new_db(), tmp_path, "restore", str(unsigned))
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "--trust-unsigned" in refused.stderr
+
+    key_file = tmp_path / "keys" / "backup.key"
+    assert ragchat(db, tmp_path, "backup-key", str(key_file)).returncode == 0
+    assert key_file.stat().st_mode & 0o777 == 0o600 and len(key_file.read_text().strip()) >= 32
+    again = ragchat(db, tmp_path, "backup-key", str(key_file))
+    assert again.returncode == 2 and "exists" in again.stderr
+    monkeypatch.setenv("BACKUP_KEY_FILE", str(key_file))
     archive = tmp_path / "cli.backup"
     made = ragchat(db, tmp_path, "backup", str(archive))
-    assert made.returncode == 0 and f"schema {head_version()}" in made.stdout, made.stderr
+    assert made.returncode == 0 and f"schema {head_version()}" in made.stdout and "signed" in made.stdout, made.stderr
     target = new_db()
     first = ragchat(target, tmp_path, "restore", str(archive))
-    assert first.returncode == 0 and "restored" in first.stdout, first.stderr
+    assert first.returncode == 0 and "signature checked" in first.stdout, first.stderr
     again = ragchat(target, tmp_path, "restore", str(archive))
     assert again.returncode == 2 and "not empty" in again.stderr and "--force" in again.stderr
     forced = ragchat(target, tmp_path, "restore", "--force", str(archive))
     assert forced.returncode == 0, forced.stderr
     assert table_counts(target) == table_counts(db)
+    trusted = ragchat(target, tmp_path, "restore", "--force", "--trust-unsigned", str(unsigned))
+    assert trusted.returncode == 0 and "UNSIGNED, trusted" in trusted.stdout, trusted.stderr

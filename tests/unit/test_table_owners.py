@@ -33,6 +33,7 @@ OWNERS = {
     "document_collections": "documents",
     "sync_roots": "documents",
     "sync_files": "documents",
+    "ocr_usage": "documents",  # pixels decoded for OCR per owner (migration 0027)
     "eval_runs": "evaluation",
     "bm25_terms": "retrieval",  # the keyword index's statistics (triggers on document_chunks keep them)
     "bm25_stats": "retrieval",

@@ -1007,7 +1007,7 @@ export interface components {
          * @description Every action the audit log records (`area.verb`; the database checks the shape, not the list).
          * @enum {string}
          */
-        AuditAction: "auth.sign_in" | "auth.sign_in_failed" | "auth.sign_out" | "auth.sign_out_everywhere" | "auth.setup" | "auth.password_change" | "token.create" | "token.revoke" | "user.create" | "user.disable" | "user.enable" | "user.role_change" | "user.password_reset" | "user.delete" | "collection.create" | "collection.delete" | "collection.share" | "collection.unshare" | "collection.document_add" | "collection.document_remove" | "document.delete" | "preferences.update" | "chat.answer";
+        AuditAction: "auth.sign_in" | "auth.sign_in_failed" | "auth.sign_out" | "auth.sign_out_everywhere" | "auth.setup" | "auth.password_change" | "token.create" | "token.revoke" | "user.create" | "user.disable" | "user.enable" | "user.role_change" | "user.password_reset" | "user.delete" | "collection.create" | "collection.delete" | "collection.share" | "collection.unshare" | "collection.document_add" | "collection.document_remove" | "document.delete" | "preferences.update" | "chat.answer" | "document.read" | "audit.purge";
         /** AuditEntry */
         AuditEntry: {
             action: string;
@@ -1111,6 +1111,8 @@ export interface components {
             object: "chat.completion";
             sources: components["schemas"]["CompletionSource"][];
             usage: components["schemas"]["CompletionUsage"];
+            /** @description ragchat's extension (OpenAI clients ignore it): per-sentence verdicts, coverage */
+            verification?: components["schemas"]["CitationsEvent"] | null;
         };
         /** ChatModel */
         ChatModel: {
@@ -1204,7 +1206,14 @@ export interface components {
         };
         /** CitationsEvent */
         CitationsEvent: {
+            /**
+             * @description every sentence that states something is supported
+             * @default false
+             */
+            all_supported: boolean;
             citations: components["schemas"]["CitationCheck"][];
+            /** @description the answer's text with the added markers, when any */
+            content?: string | null;
             /**
              * @description the verdicts are the LLM judge's (CITATION_JUDGE)
              * @default false
@@ -1218,6 +1227,18 @@ export interface components {
              * @default 0
              */
             no_source: number;
+            /** @description "Not in your documents": nothing found matches well and the answer is not supported (null: an older release's report; the page then decides from the searches' confidence) */
+            not_covered?: boolean | null;
+            /**
+             * @description markers the check added to uncited sentences a passage supports
+             * @default 0
+             */
+            repaired: number;
+            /**
+             * @description a search or a document tool ran; false: not from the documents
+             * @default true
+             */
+            searched: boolean;
             /**
              * @description sentences that state something (cited, or uncited facts)
              * @default 0
@@ -1234,6 +1255,11 @@ export interface components {
              */
             supported_sentences: number;
             unsupported: number;
+            /**
+             * @description marks shown under the answer (0: a clean check)
+             * @default 0
+             */
+            warnings: number;
             /** @default 0 */
             weak: number;
         };
@@ -1296,6 +1322,8 @@ export interface components {
         };
         /** Completion */
         Completion: {
+            /** @description ragchat's extension: refuse when nothing matches well (default: your preference) */
+            documents_only?: boolean | null;
             messages: components["schemas"]["CompletionMessage"][];
             /** @default ragchat */
             model: string;
@@ -1545,6 +1573,8 @@ export interface components {
             /** @description chat only */
             message_id?: string | null;
             usage: components["schemas"]["Usage"];
+            /** @description answers without a thread (/api/rag): the `citations` event's payload again */
+            verification?: components["schemas"]["CitationsEvent"] | null;
         };
         /**
          * EmbedProvider
@@ -2029,11 +2059,15 @@ export interface components {
             debug?: components["schemas"]["RagDebug"] | null;
             finish_reason: string | null;
             usage: components["schemas"]["Usage"];
+            /** @description per-sentence verdicts and coverage; null when the check itself failed */
+            verification?: components["schemas"]["CitationsEvent"] | null;
         };
         /** RagBody */
         RagBody: {
             /** @default true */
             debug: boolean;
+            /** @description refuse when nothing matches well enough (default: your preference) */
+            documents_only?: boolean | null;
             filters?: components["schemas"]["RagFilters"] | null;
             mode?: string | null;
             query: string;
@@ -2165,7 +2199,7 @@ export interface components {
         RetryEvent: {
             message: string;
             /** @enum {string} */
-            reason: "only_citations" | "repeated" | "off_topic";
+            reason: "only_citations" | "repeated" | "off_topic" | "unsearched";
         };
         /** SearchBody */
         SearchBody: {

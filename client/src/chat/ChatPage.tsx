@@ -27,11 +27,15 @@ const hasSettings = (s: ThreadSettings) =>
 export function ChatPage({ threadId: routeThreadId }: { threadId: string | null }) {
   const [menuOpen, setMenuOpen] = useState(false);
   const { search } = useLocation();
-  const askDocument = search.get("document");
-  // /chat?document=<id>&task=summarize (the Summarise action): asked once, as soon as the page opens
-  const askTask = askDocument && search.get("task") === "summarize" ? "summarize" : null;
+  // /chat?document=<id>&task=summarize (the Summarise action) or /chat?documents=<a>,<b>&task=compare (Compare on the
+  // Documents page): asked once, as soon as the page opens
+  const askDocuments = (search.get("documents") ?? search.get("document") ?? "").split(",").filter(Boolean).slice(0, 4);
+  const askDocument = askDocuments.length ? askDocuments.join(",") : null;
+  const wanted = search.get("task");
+  const askTask =
+    wanted === "compare" && askDocuments.length >= 2 ? "compare" : wanted === "summarize" && askDocuments.length ? "summarize" : null;
   const taskSent = useRef<string | null>(null);
-  const [settings, setSettings] = useState<ThreadSettings>(() => (askDocument ? { document_ids: [askDocument] } : {}));
+  const [settings, setSettings] = useState<ThreadSettings>(() => (askDocuments.length ? { document_ids: askDocuments } : {}));
   const settingsFor = useRef<string | null>(null);
   const { user } = useAuth();
   const health = useHealth();
@@ -145,7 +149,9 @@ export function ChatPage({ threadId: routeThreadId }: { threadId: string | null 
   useEffect(() => {
     if (!askTask || !askDocument || routeThreadId || taskSent.current === askDocument) return;
     taskSent.current = askDocument;
-    void chatRef.current.send("Summarise this document.", { document_ids: [askDocument] }, askTask);
+    const ids = askDocument.split(",");
+    const question = askTask === "compare" ? "Compare these documents." : "Summarise this document.";
+    void chatRef.current.send(question, { document_ids: ids }, askTask);
   }, [askTask, askDocument, routeThreadId]);
 
   const composerKey = draftKey(user?.id, activeId);

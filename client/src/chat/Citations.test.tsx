@@ -2,7 +2,7 @@ import { fireEvent, render, screen, within } from "@testing-library/react";
 import { describe, expect, it } from "vitest";
 import { toChatEvent } from "../api/chatEvents";
 import type { CitationCheck, CitationReport } from "../api/types";
-import { serverMessage, toolResult } from "../test/fixtures";
+import { confidence, serverMessage, toolResult } from "../test/fixtures";
 import { markCitations, verdictText } from "./Citations";
 import { MessageItem } from "./MessageItem";
 import { applyEvent, fromServerMessage, type ChatMessage } from "./state";
@@ -27,6 +27,11 @@ const REPORT: CitationReport = {
   supported_sentences: 1,
   summary: "1 of 3 sentences supported by the cited passages",
   judged: false,
+  all_supported: false,
+  not_covered: false,
+  searched: true,
+  repaired: 0,
+  warnings: 2,
 };
 
 const answer = (over: Partial<ChatMessage> = {}): ChatMessage => ({
@@ -193,5 +198,73 @@ describe("sentences without a source", () => {
     };
     render(<MessageItem message={answer({ content: RIGHT, citations: report })} canRetry={false} />);
     expect(screen.getByTestId("citation-summary").textContent).toBe("✓ 1 of 1 sentences supported by the cited passages.");
+  });
+
+  it("draws a clean check in the success colour, not the warning's", () => {
+    const report: CitationReport = {
+      ...REPORT,
+      citations: [check(RIGHT, 1, "supported", 0)],
+      unsupported: 0,
+      missing: 0,
+      sentences: 1,
+      supported_sentences: 1,
+      all_supported: true,
+      warnings: 0,
+      summary: "1 of 1 sentences supported by the cited passages",
+    };
+    render(<MessageItem message={answer({ content: RIGHT, citations: report })} canRetry={false} />);
+    expect(screen.getByTestId("citation-summary").className).toContain("citation-summary-ok");
+  });
+
+  it("never shows Not in your documents under an answer the server found supported", () => {
+    const weak = toolResult({ confidence: confidence("insufficient") });
+    const supported: CitationReport = {
+      ...REPORT,
+      citations: [check(RIGHT, 1, "supported", 0)],
+      unsupported: 0,
+      missing: 0,
+      sentences: 1,
+      supported_sentences: 1,
+      all_supported: true,
+      not_covered: false,
+      warnings: 0,
+      summary: "1 of 1 sentences supported by the cited passages",
+    };
+    const searches = [{ id: "call_1", query: "q", status: "done" as const, result: weak }];
+    const { unmount } = render(<MessageItem message={answer({ content: RIGHT, searches, citations: supported })} canRetry={false} />);
+    expect(screen.queryByTestId("not-covered")).toBeNull();
+    unmount();
+    // the server's verdict decides both ways; an older report without one falls back to the searches
+    render(<MessageItem message={answer({ content: RIGHT, searches, citations: { ...supported, not_covered: true } })} canRetry={false} />);
+    expect(screen.getByTestId("not-covered")).toBeTruthy();
+  });
+
+  it("shows the checked text, with the markers the check added", () => {
+    const plain = "Port 11434 is where Ollama runs.";
+    const repaired = `${plain} [1]`;
+    const msg = applyEvent(answer({ content: plain, status: "streaming", citations: null }), {
+      type: "citations",
+      ...REPORT,
+      citations: [check(repaired, 1, "supported", 0)],
+      content: repaired,
+      repaired: 1,
+    } as never);
+    expect(msg.content).toBe(repaired);
+  });
+
+  it("says so when the answer made no search of the documents", () => {
+    const report: CitationReport = {
+      ...REPORT,
+      citations: [{ sentence: RIGHT, start: 0, end: RIGHT.length, n: 0, verdict: "no_source", lexical: 0, similarity: null }],
+      unsupported: 0,
+      missing: 0,
+      no_source: 1,
+      sentences: 1,
+      supported_sentences: 0,
+      searched: false,
+      summary: "0 of 1 sentences supported by the cited passages",
+    };
+    render(<MessageItem message={answer({ content: RIGHT, searches: [], citations: report })} canRetry={false} />);
+    expect(screen.getByTestId("citation-summary").textContent).toContain("no search of your documents was made");
   });
 });

@@ -241,12 +241,14 @@ export function CitedMarkdown({
 export function CitationSummary({ report }: { report: CitationReport }) {
   const weak = report.weak ?? 0;
   const noSource = report.no_source ?? 0;
-  const doubtful = Boolean(report.unsupported || report.missing || weak || noSource);
+  const unsearched = report.searched === false && (report.sentences ?? 0) > 0;
+  const doubtful = Boolean(report.unsupported || report.missing || weak || noSource || unsearched);
   const parts: string[] = [];
   if (report.unsupported) parts.push(`${report.unsupported} not supported by the cited passage`);
   if (weak) parts.push(`${weak} only partly supported`);
   if (report.missing) parts.push(`${report.missing} citing a passage that does not exist`);
   if (noSource) parts.push(`${noSource} stating facts with no source`);
+  if (unsearched) parts.push("no search of your documents was made for this answer");
   const summary = report.summary || (doubtful ? "Citation check" : "");
   if (!summary) return null;
   return (

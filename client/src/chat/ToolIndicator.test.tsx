@@ -62,6 +62,9 @@ describe("ToolIndicator for the document tools", () => {
     const result = toolResult({ summary: { parts: 12, llm_calls: 14, notes: [] } });
     show({ id: "s", query: "", status: "done", result, name: "summarize_documents" });
     expect(screen.getByTestId("tool-summary")).toHaveTextContent("Summarised 12 parts");
+    // what happened, not a search mode: the whole document was read
+    expect(screen.getByTestId("whole-document-badge")).toHaveTextContent("Whole document");
+    expect(screen.queryByTestId("search-mode-badge")).toBeNull();
   });
 
   it("says how many documents matched, and when the scan stopped early", () => {

@@ -81,8 +81,16 @@ export function ToolIndicator({ step, firstIndex, open, onToggle, isCardOpen, on
           ✓
         </span>
         <span data-testid="tool-summary">{doneText(step, n, q)}</span>
-        <SearchModeBadge mode={r.search_mode} reranked={r.reranked} />
-        <ConfidenceChip confidence={r.confidence} />
+        {r.summary ? (
+          <span className="badge badge-whole" data-testid="whole-document-badge" title="Every part of the document was read and summarised; no search">
+            Whole document
+          </span>
+        ) : (
+          <>
+            <SearchModeBadge mode={r.search_mode} reranked={r.reranked} />
+            <ConfidenceChip confidence={r.confidence} />
+          </>
+        )}
         {r.rerank?.warning && (
           <span className="chip chip-warn" title={r.rerank.warning} data-testid="tool-rerank-warning">
             {r.rerank.status === "partial" ? "Rerank partial" : "Rerank failed"}

@@ -162,7 +162,8 @@ export function applyEvent(msg: ChatMessage, ev: ChatEvent): ChatMessage {
     case "token":
       return { ...msg, content: msg.content + ev.delta, reading: null };
     case "citations":
-      return { ...msg, citations: ev };
+      // the check may add markers to sentences a passage supports: the text shown is the checked one
+      return { ...msg, citations: ev, content: ev.content ?? msg.content };
     case "done":
       return {
         ...msg,

@@ -5,6 +5,10 @@ import { plural } from "../lib/format";
 import { collectionsApi } from "../api/collections";
 import { useCollections } from "../collections/CollectionsContext";
 import { documentsApi } from "../api/documents";
+import { Link } from "../lib/router";
+
+/** The server compares 2 to 4 whole documents (MAX_TASK_DOCUMENTS). */
+const MAX_COMPARE = 4;
 
 /** Run `one` for every id, four at a time; how many worked and why the others did not. */
 async function each(ids: string[], one: (id: string) => Promise<unknown>): Promise<{ ok: number; errors: string[] }> {
@@ -128,6 +132,16 @@ export function BulkActions({ docs, selected, onSelect, onDone }: Props) {
               <button type="button" className="btn btn-small" disabled={busy} onClick={() => void runEach("rechunk")} data-testid="bulk-rechunk">
                 Re-chunk
               </button>
+              {ids.length >= 2 && ids.length <= MAX_COMPARE && (
+                <Link
+                  className="btn btn-small"
+                  to={`/chat?documents=${ids.map(encodeURIComponent).join(",")}&task=compare`}
+                  title="Read the whole of each document and compare them, citing each part"
+                  data-testid="bulk-compare"
+                >
+                  Compare {ids.length}
+                </Link>
+              )}
               {writable.length > 0 && (
                 <span className="docs-bulk-collection">
                   <select

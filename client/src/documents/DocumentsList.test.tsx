@@ -80,6 +80,19 @@ describe("documents page at scale", () => {
     );
   });
 
+  it("offers Compare for two to four selected documents, as a whole-document comparison in chat", async () => {
+    mockServer(on("GET", "/api/documents", () => jsonResponse({ documents: many(5), total: 5 })));
+    render(<DocumentsPage />);
+    const rows = await screen.findAllByTestId("document-row");
+    fireEvent.click(within(rows[0]).getByTestId("document-select"));
+    expect(screen.queryByTestId("bulk-compare")).toBeNull(); // one document: Summarise is on its row
+    fireEvent.click(within(rows[1]).getByTestId("document-select"));
+    expect(screen.getByTestId("bulk-compare")).toHaveTextContent("Compare 2");
+    expect(screen.getByTestId("bulk-compare").getAttribute("href")).toBe("/chat?documents=d0,d1&task=compare");
+    fireEvent.click(screen.getByTestId("documents-select-all"));
+    expect(screen.queryByTestId("bulk-compare")).toBeNull(); // five: more than the server compares
+  });
+
   it("polls only the visible page while one of its documents is ingesting", async () => {
     const srv = mockServer(
       on("GET", "/api/documents", () => jsonResponse({ documents: [makeDocument({ status: "processing", chunks_total: 4, chunks_done: 1 })], total: 80 })),

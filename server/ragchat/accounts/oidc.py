@@ -274,16 +274,20 @@ class OidcClient:
         )
         return Authorization(url=url, state=state, nonce=nonce, code_verifier=verifier)
 
-    async def exchange(self, provider: Provider, *, code: str, redirect_uri: str, code_verifier: str) -> dict[str, Any]:
-        """The code for tokens at the token endpoint (client secret basic, or a public client with PKCE only)."""
+    def _oauth(self) -> AsyncOAuth2Client:
+        """A token endpoint client: client secret basic, or a public client (PKCE only)."""
         secret = self.settings.oidc_secret
-        client = AsyncOAuth2Client(
+        return AsyncOAuth2Client(
             client_id=self.client_id,
             client_secret=secret,
             token_endpoint_auth_method="client_secret_basic" if secret else "none",
             timeout=self.timeout_s,
             trust_env=False,
         )
+
+    async def exchange(self, provider: Provider, *, code: str, redirect_uri: str, code_verifier: str) -> dict[str, Any]:
+        """The code for tokens at the token endpoint (client secret basic, or a public client with PKCE only)."""
+        client = self._oauth()
         try:
             async with asyncio.timeout(self.timeout_s):
                 token = await client.fetch_token(
@@ -338,6 +342,64 @@ class OidcClient:
             log.warning("OIDC userinfo failed: %s", exc.message)
             return {}
         return info if info.get("sub") == subject else {}
+
+    async def recheck(
+        self, provider: Provider, *, subject: str, refresh_token: str | None, access_token: str | None
+    ) -> Recheck:
+        """Does the provider still accept this user? A refresh grant with the refresh token it issued (its
+        `invalid_grant` is a no), else the userinfo endpoint with the access token (401/403 or another subject is
+        a no). Timeouts, transport errors and other answers are "not asked" (the caller retries)."""
+        if refresh_token:
+            client = self._oauth()
+            try:
+                async with asyncio.timeout(self.timeout_s):
+                    token = await client.refresh_token(provider.token_endpoint, refresh_token=refresh_token)
+            except OAuthError as exc:
+                said = f"{exc.error}: {exc.description}" if exc.description else str(exc.error)
+                if exc.error == "invalid_grant":
+                    return Recheck(refused=f"the identity provider refused to renew the sign-in ({said[:300]})")
+                return Recheck(unavailable=f"the token endpoint answered {said[:300]}")
+            except TimeoutError:
+                return Recheck(unavailable=f"the token endpoint did not answer within {self.timeout_s:g} s")
+            except Exception as exc:  # transport errors, an answer that is not JSON
+                return Recheck(unavailable=f"the token endpoint failed ({type(exc).__name__})")
+            finally:
+                await client.aclose()  # pyright: ignore[reportAttributeAccessIssue]
+            return Recheck(tokens=dict(token))
+        if not access_token or provider.userinfo_endpoint is None:
+            return Recheck(unavailable="the provider issued no refresh token and has no userinfo endpoint")
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                answer = await self.http.get(
+                    provider.userinfo_endpoint, headers={"Authorization": f"Bearer {access_token}"}
+                )
+        except (TimeoutError, httpx.HTTPError) as exc:
+            return Recheck(unavailable=f"the userinfo endpoint failed ({type(exc).__name__})")
+        if answer.status_code in (401, 403):
+            return Recheck(
+                refused=f"the identity provider no longer accepts the sign-in (userinfo HTTP {answer.status_code})"
+            )
+        try:
+            info = answer.json() if answer.status_code == 200 and len(answer.content) <= MAX_DOCUMENT_BYTES else None
+        except ValueError:
+            info = None
+        if not isinstance(info, dict):
+            return Recheck(
+                unavailable=f"the userinfo endpoint answered HTTP {answer.status_code} without a JSON object"
+            )
+        if info.get("sub") != subject:
+            return Recheck(refused="the identity provider's userinfo names another subject")
+        return Recheck(tokens={})
+
+
+@dataclass(frozen=True)
+class Recheck:
+    """The provider's answer about a signed-in user: yes (with any tokens it renewed), refused (why), or not asked
+    (why: it was down or answered something else)."""
+
+    tokens: dict[str, Any] | None = None
+    refused: str | None = None
+    unavailable: str | None = None
 
 
 _KEY_TYPES = {"RS": "RSA", "PS": "RSA", "ES": "EC", "Ed": "OKP"}

@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 from ragchat.accounts.oidc_service import FLOW_TTL_S, OidcService
 from ragchat.accounts.routes import client_ip, cookie_secure, session_cookie
 from ragchat.accounts.service import AccountService
-from ragchat.core.errors import NotFound, RagchatError, SsoFailed
+from ragchat.core.errors import BadHost, NotFound, RagchatError, SsoFailed
 from ragchat.core.http import error_responses
 
 log = logging.getLogger(__name__)
@@ -79,6 +79,15 @@ def _failed(request: Request[Any, Any, Any], accounts: AccountService, exc: Ragc
     return Redirect("/", status_code=303, cookies=[cookie])
 
 
+def _origin(request: Request[Any, Any, Any]) -> str:
+    """This server's `scheme://host[:port]` as the security middleware parsed and allowed it (web/security.py:
+    the one Host parser); never the raw header."""
+    origin = request.scope.get("state", {}).get("origin")
+    if not isinstance(origin, str):
+        raise BadHost("this request's Host header was not checked: set OIDC_REDIRECT_URL")
+    return origin
+
+
 class OidcController(Controller):
     path = "/api/auth/oidc"
 
@@ -102,12 +111,12 @@ class OidcController(Controller):
         )
         return Response(body, cookies=cookies)
 
-    @get("/login", status_code=303, responses=error_responses(404))
+    @get("/login", status_code=303, responses=error_responses(400, 404))
     async def login(self, request: Request[Any, Any, Any], oidc: OidcService, accounts: AccountService) -> Redirect:
         """Public: starts a sign-in (state, nonce, PKCE) and sends the browser to the identity provider."""
         if not oidc.enabled:
             raise NotFound("single sign-on is not configured (OIDC_ISSUER)")
-        redirect_uri = oidc.settings.oidc_redirect_url or str(request.base_url).rstrip("/") + CALLBACK
+        redirect_uri = oidc.settings.oidc_redirect_url or _origin(request) + CALLBACK
         try:
             started = await oidc.start(
                 redirect_uri, ip=client_ip(request), browser_secret=request.cookies.get(FLOW_COOKIE)

@@ -6,8 +6,11 @@ verifier and the SHA-256 of a random cookie set on the browser that started it. 
 whatever happens next (a state works once), and needs the same browser's cookie (a callback URL sent to someone
 else does nothing) within FLOW_TTL_S.
 
-Who signs in: the user linked to the token's (issuer, subject); else the account whose username is the token's
-email when the provider says it is verified (and the link is stored); else, with OIDC_AUTO_CREATE, a new user.
+Who signs in (docs/ACCOUNTS.md, "Single sign-on"): the user linked to the token's (issuer, subject); else, with
+OIDC_LINK_BY_EMAIL, the account whose username is the token's email when the provider vouches for it with the JSON
+`true` and it parses as an address (`normal_email`: ASCII only, lower-cased; never a bare name like `admin`), and
+that account is not linked to another subject of this provider (the link is stored); else, with OIDC_AUTO_CREATE,
+a new user. The sign-in's refresh token is kept (server-side) for `ProviderRecheck`.
 A disabled user cannot sign in this way either. With OIDC_ADMIN_GROUP set, the groups claim decides whether the
 user is an admin (the last active admin is never demoted this way).
 """
@@ -27,6 +30,7 @@ import psycopg
 from ragchat.accounts import oidc_repository as orepo
 from ragchat.accounts import repository as repo
 from ragchat.accounts.oidc import OidcClient, Provider
+from ragchat.accounts.oidc_recheck import ProviderRecheck, token_text
 from ragchat.accounts.service import USERNAME_RE, AccountService, LoggedIn, digest
 from ragchat.core.errors import SsoFailed, SsoRefused, SsoUnavailable
 from ragchat.db.pool import Conn, Pool
@@ -83,15 +87,36 @@ def groups_of(claims: dict[str, Any], path: str) -> list[str]:
     return []
 
 
+#: An address as ragchat links it: ASCII only, `local@domain` with a dotted domain (RFC 5322's dot-atom local part).
+EMAIL_RE = re.compile(
+    r"[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*"
+    r"@(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
+)
+MAX_EMAIL = 254
+
+
+def normal_email(value: object) -> str | None:
+    """The one normalisation of an address (docs/ACCOUNTS.md, "Single sign-on"): ASCII letters lower-cased,
+    nothing else changed; an address with any non-ASCII character (`\u212aate@…`, the Kelvin sign, which
+    Unicode case folding turns into `kate@…`), spaces, or no `@domain` is None: it is never matched."""
+    if not isinstance(value, str) or not value.isascii() or len(value) > MAX_EMAIL:
+        return None
+    email = value.lower()
+    return email if EMAIL_RE.fullmatch(email) else None
+
+
+def verified_email(claims: dict[str, Any]) -> str | None:
+    """The address the provider vouches for: `email_verified` is the JSON boolean true (not 1, not "true",
+    not missing) and the address parses (`normal_email`)."""
+    return normal_email(claims.get("email")) if claims.get("email_verified") is True else None
+
+
 def identity_of(claims: dict[str, Any], issuer: str, groups_claim: str) -> Identity:
-    email = claims.get("email")
-    verified = claims.get("email_verified") in (True, "true")
-    email = email.strip().lower() if isinstance(email, str) and verified and "\x00" not in email else None
     preferred = claims.get("preferred_username")
     return Identity(
         issuer=issuer,
         subject=str(claims["sub"]),
-        email=email if email and len(email) <= 320 else None,
+        email=verified_email(claims),
         preferred_username=preferred if isinstance(preferred, str) and "\x00" not in preferred else None,
         groups=groups_of(claims, groups_claim),
     )
@@ -130,6 +155,9 @@ class OidcService:
         self.settings = settings
         self.limiter = limiter
         self.client = client or OidcClient(settings.oidc)
+        self.recheck = ProviderRecheck(pool, self.client, settings.oidc, accounts)
+        if accounts is not None and settings.oidc_enabled:
+            accounts.provider_check = self.recheck.check  # sessions and API tokens of SSO users, re-checked
 
     async def close(self) -> None:
         await self.client.close()
@@ -201,7 +229,7 @@ class OidcService:
         )
         claims = await self.client.verify_id_token(provider, tokens["id_token"], nonce=flow["nonce"])
         identity = await self._identity(provider, claims, tokens.get("access_token"))
-        return await self._sign_in(identity, ip=ip, user_agent=user_agent)
+        return await self._sign_in(identity, tokens, ip=ip, user_agent=user_agent)
 
     async def _identity(self, provider: Provider, claims: dict[str, Any], access_token: object) -> Identity:
         identity = identity_of(claims, provider.issuer, self.settings.oidc_groups_claim)
@@ -220,14 +248,14 @@ class OidcService:
                 )
         return identity
 
-    async def _sign_in(self, identity: Identity, *, ip: str, user_agent: str) -> LoggedIn:
+    async def _sign_in(self, identity: Identity, tokens: dict[str, Any], *, ip: str, user_agent: str) -> LoggedIn:
         s = self.settings
         async with self.pool.connection() as conn, conn.transaction():
             key = f"ragchat:oidc:{identity.issuer}\n{identity.subject}"
             await conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (key,))
             user = await orepo.linked_user(conn, identity.issuer, identity.subject)
-            if user is None and identity.email:
-                user = await orepo.account_named(conn, identity.email)
+            if user is None and identity.email and s.oidc_link_by_email:
+                user = await orepo.account_by_email(conn, identity.email, identity.issuer)
             if user is None:
                 if not s.oidc_auto_create:
                     who = identity.email or identity.preferred_username or identity.subject
@@ -237,7 +265,15 @@ class OidcService:
                 user = await self._create(conn, identity)
             if user["disabled"]:
                 raise SsoRefused("this account is disabled: ask an admin")
-            await orepo.link(conn, identity.issuer, identity.subject, user["id"], identity.email)
+            await orepo.link(
+                conn,
+                identity.issuer,
+                identity.subject,
+                user["id"],
+                identity.email,
+                refresh_token=token_text(tokens.get("refresh_token")),
+                access_token=token_text(tokens.get("access_token")),
+            )
             if s.oidc_admin_group:
                 user = await self._sync_admin(conn, user, in_group(identity.groups, s.oidc_admin_group))
             token = secrets.token_urlsafe(32)

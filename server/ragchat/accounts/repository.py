@@ -12,6 +12,13 @@ from ragchat.db.pool import Conn
 
 USER_COLUMNS = "id, coalesce(username, name) AS username, is_admin, disabled, created_at"
 _USER_U = "u.id, coalesce(u.username, u.name) AS username, u.is_admin, u.disabled, u.created_at"
+#: The identity provider refused this user at a re-check (oidc_repository.refuse): like a disabled account until
+#: a sign-in through the provider succeeds again.
+REFUSED = "EXISTS (SELECT 1 FROM oidc_identities i WHERE i.user_id = u.id AND i.refused_at IS NOT NULL)"
+#: A re-check at the provider is due (`%s`: OIDC_RECHECK_S, NULL when single sign-on is off).
+_DUE = """(%s::float8 IS NOT NULL AND EXISTS (SELECT 1 FROM oidc_identities i WHERE i.user_id = u.id
+            AND i.refused_at IS NULL AND (i.refresh_token IS NOT NULL OR i.access_token IS NOT NULL)
+            AND i.checked_at < now() - make_interval(secs => %s::float8))) AS oidc_due"""
 
 
 async def any_account(conn: Conn) -> bool:
@@ -22,9 +29,12 @@ async def any_account(conn: Conn) -> bool:
 
 
 async def user_by_name(conn: Conn, username: str) -> dict[str, Any] | None:
+    """The user of this name, with `refused`: its identity provider refused it at a re-check."""
     return await (
         await conn.execute(
-            f"SELECT {USER_COLUMNS}, password_hash FROM users WHERE lower(username) = lower(%s)", (username,)
+            f"""SELECT {_USER_U}, u.password_hash, {REFUSED} AS refused FROM users u
+                WHERE lower(u.username) = lower(%s)""",
+            (username,),
         )
     ).fetchone()
 
@@ -126,15 +136,16 @@ async def insert_session(conn: Conn, token_hash: bytes, user_id: UUID, ttl_s: fl
     )
 
 
-async def session_user(conn: Conn, token_hash: bytes) -> dict[str, Any] | None:
-    """The session's active user, or None (unknown, expired, or the user disabled)."""
+async def session_user(conn: Conn, token_hash: bytes, recheck_s: float | None) -> dict[str, Any] | None:
+    """The session's active user, or None (unknown, expired, the user disabled or refused by their identity
+    provider); `oidc_due`: a re-check at the provider is due."""
     return await (
         await conn.execute(
             f"""SELECT s.last_seen_at, now() - s.last_seen_at > interval '60 seconds' AS stale,
-                       {_USER_U}
+                       {_USER_U}, {_DUE}
                 FROM sessions s JOIN users u ON u.id = s.user_id
-                WHERE s.token_hash = %s AND s.expires_at > now() AND NOT u.disabled""",
-            (token_hash,),
+                WHERE s.token_hash = %s AND s.expires_at > now() AND NOT u.disabled AND NOT {REFUSED}""",
+            (recheck_s, recheck_s, token_hash),
         )
     ).fetchone()
 
@@ -213,16 +224,17 @@ async def revoke_tokens(conn: Conn, user_id: UUID, keep: UUID | None = None) -> 
     return cur.rowcount
 
 
-async def token_user(conn: Conn, token_hash: bytes) -> dict[str, Any] | None:
-    """The token's active user and whether the token has expired; None if unknown, revoked or the user disabled."""
+async def token_user(conn: Conn, token_hash: bytes, recheck_s: float | None) -> dict[str, Any] | None:
+    """The token's active user and whether the token has expired; None if unknown, revoked, the user disabled or
+    refused by their identity provider; `oidc_due`: a re-check at the provider is due."""
     return await (
         await conn.execute(
             f"""SELECT t.id AS token_id, t.expires_at, coalesce(t.expires_at <= now(), false) AS expired,
                        (t.last_used_at IS NULL OR t.last_used_at < now() - interval '60 seconds') AS stale,
-                       {_USER_U}
+                       {_USER_U}, {_DUE}
                 FROM api_tokens t JOIN users u ON u.id = t.user_id
-                WHERE t.token_hash = %s AND t.revoked_at IS NULL AND NOT u.disabled""",
-            (token_hash,),
+                WHERE t.token_hash = %s AND t.revoked_at IS NULL AND NOT u.disabled AND NOT {REFUSED}""",
+            (recheck_s, recheck_s, token_hash),
         )
     ).fetchone()
 
@@ -234,13 +246,13 @@ async def touch_token(conn: Conn, token_id: UUID) -> None:
 async def credential_valid(conn: Conn, user_id: UUID, via: str, credential: str | None) -> bool:
     """Is this session / token still live and its user enabled? (`local` is always valid.)"""
     if via == "session" and credential:
-        query = """SELECT 1 FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.token_hash = %s
-                   AND s.user_id = %s AND s.expires_at > now() AND NOT u.disabled"""
+        query = f"""SELECT 1 FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.token_hash = %s
+                   AND s.user_id = %s AND s.expires_at > now() AND NOT u.disabled AND NOT {REFUSED}"""
         row = await (await conn.execute(query, (bytes.fromhex(credential), user_id))).fetchone()
         return row is not None
     if via == "token" and credential:
-        query = """SELECT 1 FROM api_tokens t JOIN users u ON u.id = t.user_id WHERE t.id = %s
-                   AND t.user_id = %s AND t.revoked_at IS NULL AND NOT u.disabled
+        query = f"""SELECT 1 FROM api_tokens t JOIN users u ON u.id = t.user_id WHERE t.id = %s
+                   AND t.user_id = %s AND t.revoked_at IS NULL AND NOT u.disabled AND NOT {REFUSED}
                    AND (t.expires_at IS NULL OR t.expires_at > now())"""
         row = await (await conn.execute(query, (UUID(credential), user_id))).fetchone()
         return row is not None

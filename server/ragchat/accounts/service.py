@@ -2,7 +2,8 @@
 
 Sessions and tokens are random secrets handed to the client once; only their SHA-256 is stored (they are
 high-entropy, so a fast hash is the right one; passwords get argon2). `authenticate` turns a secret into a
-Principal; `still_valid` lets a long SSE stream notice a logout, a revoked token or a disabled user.
+Principal; `still_valid` lets a long SSE stream notice a logout, a revoked token or a disabled user. A user
+signed in through an identity provider is re-checked there every OIDC_RECHECK_S (`provider_check`).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
-from collections.abc import Collection
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -94,10 +95,17 @@ class AccountService:
         self.audit = audit
         self.throttle = LoginThrottle(pool, settings)
         self.documents = documents  # the documents domain counts each user's documents for the user list
+        #: single sign-on's re-check at the identity provider, `(user_id, username) -> still accepted`; set by
+        #: OidcService when OIDC_ISSUER is set (sessions and API tokens of SSO users are re-checked through it)
+        self.provider_check: Callable[[UUID, str], Awaitable[bool]] | None = None
 
     @property
     def auth_enabled(self) -> bool:
         return self.settings.auth == "on"
+
+    @property
+    def recheck_s(self) -> float | None:
+        return self.settings.oidc_recheck_s if self.provider_check is not None else None
 
     @property
     def session_ttl_s(self) -> float:
@@ -142,21 +150,20 @@ class AccountService:
         async with self.pool.connection() as conn:
             row = await repo.user_by_name(conn, name[:64]) if valid else None
         ok = await passwords.verify_password(row["password_hash"] if row else None, password)
-        if not ok or row is None:
+        if not ok or row is None or row["disabled"] or row["refused"]:
+            # a disabled account's right password is answered as a wrong one (the audit log has the truth)
+            reason = "unknown_user" if row is None else "wrong_password" if not ok else "disabled"
             await self.throttle.failed(who, ip)
-            await self.record_sign_in_failure(name, ip=ip, reason="unknown_user" if row is None else "wrong_password")
+            await self.record_sign_in_failure(name, ip=ip, reason=reason, user_id=row["id"] if ok and row else None)
             raise InvalidCredentials(WRONG)
         await self.throttle.succeeded(who, ip)
-        if row["disabled"]:
-            await self.record_sign_in_failure(name, ip=ip, reason="disabled", user_id=row["id"])
-            raise InvalidCredentials("this account is disabled: ask an admin")
         async with self.pool.connection() as conn:
             if passwords.needs_rehash(row["password_hash"]):
                 await repo.set_password(conn, row["id"], await passwords.hash_password(password))
             token = await self._new_session(conn, row["id"], ip, user_agent)
             await repo.delete_expired_sessions(conn)
             await self.record_sign_in(conn, row, ip=ip)
-        return LoggedIn({k: v for k, v in row.items() if k != "password_hash"}, token)
+        return LoggedIn({k: v for k, v in row.items() if k not in ("password_hash", "refused")}, token)
 
     async def _new_session(self, conn: Any, user_id: UUID, ip: str, user_agent: str) -> str:
         token = secrets.token_urlsafe(32)
@@ -194,7 +201,7 @@ class AccountService:
 
     async def logout(self, session_token: str) -> None:
         async with self.pool.connection() as conn:
-            row = await repo.session_user(conn, digest(session_token))
+            row = await repo.session_user(conn, digest(session_token), None)
             await repo.delete_session(conn, digest(session_token))
             if row is not None:
                 await self.audit.record(conn, AuditAction.SIGN_OUT, _actor(row))
@@ -215,18 +222,20 @@ class AccountService:
     async def from_session(self, session_token: str) -> Principal | None:
         token_hash = digest(session_token)
         async with self.pool.connection() as conn:
-            row = await repo.session_user(conn, token_hash)
+            row = await repo.session_user(conn, token_hash, self.recheck_s)
             if row is None:
                 return None
             if row["stale"]:
                 await repo.touch_session(conn, token_hash, self.session_ttl_s)
+        if row["oidc_due"] and self.provider_check and not await self.provider_check(row["id"], row["username"]):
+            return None  # the identity provider refused the user just now
         return principal_of(row, "session", token_hash.hex())
 
     async def from_token(self, token: str) -> Principal | None:
         if not token.startswith(TOKEN_PREFIX) or len(token) > 200:
             return None
         async with self.pool.connection() as conn:
-            row = await repo.token_user(conn, digest(token))
+            row = await repo.token_user(conn, digest(token), self.recheck_s)
             if row is None:
                 return None
             if row["expired"]:
@@ -234,6 +243,8 @@ class AccountService:
                 raise Unauthorized(f"this API token expired at {expired:%Y-%m-%d %H:%M} UTC: make a new one")
             if row["stale"]:
                 await repo.touch_token(conn, row["token_id"])
+        if row["oidc_due"] and self.provider_check and not await self.provider_check(row["id"], row["username"]):
+            raise Unauthorized("the identity provider no longer accepts this user: sign in through it again")
         return principal_of(row, "token", str(row["token_id"]))
 
     async def still_valid(self, principal: Principal) -> bool:
@@ -404,7 +415,7 @@ class AccountService:
             row = await repo.user_by_name(conn, username)
         if row is None:
             raise NotFound(f"no user named {username!r}")
-        return {k: v for k, v in row.items() if k != "password_hash"}
+        return {k: v for k, v in row.items() if k not in ("password_hash", "refused")}
 
 
 def _actor(user: dict[str, Any]) -> Actor:

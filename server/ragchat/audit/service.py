@@ -1,8 +1,10 @@
 """The audit log: the `AuditWriter` every domain records its actions with (in the action's own transaction),
-the admin's filtered pages and JSONL export, and the retention purge.
+the `ReadAuditor` the doors record reads of documents with (AUDIT_READS), the admin's filtered pages and JSONL
+export, and the retention purge.
 
-The table is append-only in the database too (migrations/0020_audit_log.sql): UPDATE and DELETE are refused by
-a trigger, except the purge's DELETE of rows older than AUDIT_RETENTION_DAYS. Nothing in the app edits a row.
+The table is append-only in the database too (migrations/0020_audit_log.sql, 0028_audit_log_sealed.sql): ids
+and times are the database's, UPDATE is refused, and DELETE only inside audit_purge() (rows older than
+AUDIT_RETENTION_DAYS, run as the table's owner). Nothing in the app edits a row (docs/notes/audit.md).
 """
 
 from __future__ import annotations
@@ -10,21 +12,24 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 from uuid import UUID
 
 from ragchat.audit import repository as repo
 from ragchat.audit.repository import AuditFilter, Position
-from ragchat.core.audit import SYSTEM, Actor, AuditAction
+from ragchat.core.audit import SYSTEM, Actor, AuditAction, ReadVia
 from ragchat.core.logs import current_fields
 from ragchat.core.principal import Principal
 from ragchat.db.pool import Pool
+from ragchat.readscope.sql import others_documents
 from ragchat.settings import AuditSettings
 
 log = logging.getLogger(__name__)
 EXPORT_BATCH = 1000
 PURGE_BATCH = 10_000
+READ_IDS_MAX = 100  # document ids listed in one `document.read` row (`document_count` says how many in all)
+READ_RECORD_TIMEOUT_S = 5.0
 
 
 def _clean(value: Any, limit: int | None = None) -> Any:
@@ -84,6 +89,45 @@ class AuditLog:
         """A row in a transaction of its own: for what has no transaction to join (a failed sign-in)."""
         async with self.pool.connection() as conn:
             await self.record(conn, action, actor, **kwargs)
+
+    async def record_read(
+        self, principal: Principal, via: ReadVia, document_ids: Sequence[UUID], *, owner_id: UUID | None = None
+    ) -> None:
+        """One `document.read` row for what one request read (core/audit.py `ReadAuditor`): under AUDIT_READS
+        `shared` only when some documents are another user's (those are listed), under `all` any read. In a
+        transaction of its own (a read has none), at most READ_IDS_MAX ids; a failure is logged, not raised."""
+        mode = self.settings.audit_reads
+        wanted = list(dict.fromkeys(document_ids))
+        if mode == "off" or not wanted:
+            return
+        try:
+            async with asyncio.timeout(READ_RECORD_TIMEOUT_S):
+                async with self.pool.connection() as conn:
+                    if mode == "all":
+                        read = wanted
+                    elif owner_id is not None:
+                        read = wanted if owner_id != principal.user_id else []
+                    else:
+                        read = await others_documents(conn, principal.user_id, wanted)
+                    if not read:
+                        return
+                    single = len(read) == 1 and len(wanted) == 1
+                    await self.record(
+                        conn,
+                        AuditAction.DOCUMENT_READ,
+                        principal,
+                        target_type="document" if single else None,
+                        target_id=read[0] if single else None,
+                        details={
+                            "via": via,
+                            "route": current_fields().get("route"),
+                            "document_ids": [str(i) for i in read[:READ_IDS_MAX]],
+                            "document_count": len(read),
+                            "truncated": len(read) > READ_IDS_MAX,
+                        },
+                    )
+        except Exception as exc:  # the read was answered: its record missing is logged, not the reader's error
+            log.warning("audit: could not record a read (%s) by %s: %s", via, principal.name, exc)
 
     # ---- reading --------------------------------------------------------------------------------------------
     async def page(self, where: AuditFilter, *, before: Position | None, limit: int) -> list[dict[str, Any]]:

@@ -1,5 +1,6 @@
 """Answers that are not chat threads: the RAG endpoint, the OpenAI-compatible model, MCP's `ask`, and
-`ragchat search --rag`. The same loop, tools, prompts and retrieval as a chat turn; nothing is saved.
+`ragchat search --rag`. The same pipeline as a chat turn (pipeline.py: the loop, the answer rules, the
+verification); nothing is saved.
 
 `retrieve_first=True` is retrieve-then-answer (one search with the question, passages in the prompt, one
 model call): what `POST /api/rag` promises. Otherwise the model searches through the tool, as in chat.
@@ -14,8 +15,11 @@ from typing import Any
 from uuid import UUID
 
 from ragchat.chat.document_tools import DocumentTools
-from ragchat.chat.loop import ChatContext, ChatEvent, Turn, initial_messages, run_loop
+from ragchat.chat.llm_budget import MessageBudget
+from ragchat.chat.loop import ChatContext, ChatEvent, Turn, initial_messages
+from ragchat.chat.pipeline import run_answer, task_of
 from ragchat.chat.replies import citation_report
+from ragchat.chat.verify import Verification, numbered_sources
 from ragchat.core.options import options_of
 from ragchat.core.principal import Principal
 from ragchat.core.search import SearchOptions, SearchService
@@ -35,6 +39,7 @@ class AnswerRequest:
     options: SearchOptions | None = None
     retrieve_first: bool = False
     task: str = "answer"  # summarize | compare: the whole documents (`document_ids`) first, then the answer
+    documents_only: bool = False  # refuse when nothing matches well enough, never answer from the model alone
 
 
 @dataclass
@@ -45,10 +50,9 @@ class Answer:
     usage: dict[str, Any]
     finish_reason: str | None
     citations: dict[str, Any]  # {cited, invalid}: the [n] markers in `text`
-
-
-def numbered_sources(tool_results: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{"n": n, **chunk} for n, chunk in enumerate((c for r in tool_results for c in r["chunks"]), 1)]
+    # per-sentence verdicts, repaired markers, not_covered, searched (verify.Verification.to_json); None: the
+    # check itself failed
+    verification: dict[str, Any] | None = None
 
 
 async def answer_events(
@@ -60,8 +64,11 @@ async def answer_events(
     context_tokens: int | None,
     turn: Turn,
     tools: DocumentTools | None = None,
+    budget: MessageBudget | None = None,
 ) -> AsyncGenerator[ChatEvent, None]:
-    """`tool_call`, `tool_result` and `token` events, then `done` (the same payloads as chat, no `thread`)."""
+    """`tool_call`, `tool_result`, `token` and `retry` events (the same payloads as chat, no `thread`), with the
+    answer rules of the pipeline (pipeline.py); the caller verifies the answer and says `done`."""
+    task = req.task if tools is None else task_of(req.question, req.task, req.document_ids)
     ctx = ChatContext(
         llm=llm,
         search=search,
@@ -74,28 +81,25 @@ async def answer_events(
         collection_ids=req.collection_ids,
         metadata=req.metadata,
         context_tokens=context_tokens,
+        documents_only=req.documents_only,
         documents=tools,
-        task=req.task,
+        task=task,
+        budget=budget,
     )
-    async with aclosing(run_loop(ctx, initial_messages(req.history, req.question), req.question, turn)) as events:
+    messages = initial_messages(req.history, req.question)
+    async with aclosing(run_answer(ctx, messages, req.question, req.history, turn)) as events:
         async for event in events:
             yield event
-    yield ChatEvent(
-        "done",
-        {
-            "finish_reason": turn.finish_reason,
-            "usage": turn.usage,
-            "citations": citation_report(turn.content, turn.passages),
-        },
-    )
 
 
-def collect(turn: Turn) -> Answer:
+def collect(turn: Turn, verification: Verification | None = None) -> Answer:
+    text = verification.text if verification is not None else turn.content
     return Answer(
-        text=turn.content,
+        text=text,
         sources=numbered_sources(turn.tool_results),
         tool_results=turn.tool_results,
         usage=turn.usage,
         finish_reason=turn.finish_reason,
-        citations=citation_report(turn.content, turn.passages),
+        citations=citation_report(text, turn.passages),
+        verification=None if verification is None else verification.to_json(),
     )

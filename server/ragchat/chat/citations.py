@@ -249,12 +249,22 @@ def content_terms(text: str) -> list[str]:
     return [stem(w) for w in _WORD.findall(_MARKER.sub(" ", text)) if w.lower() not in _STOP]
 
 
+def passage_terms(passage: str) -> set[str]:
+    """The passage's content words; a run of figures joined by commas ("4.50,120" in a CSV row, "1,000") also
+    counts as each of its pieces."""
+    terms = set(content_terms(passage))
+    for t in list(terms):
+        if t[0].isdigit() and "," in t:
+            terms.update(piece for piece in t.split(",") if piece)
+    return terms
+
+
 def lexical_support(sentence: str, passage: str) -> float:
     """The weighted share of the sentence's content words found in the passage (numbers weigh 2)."""
     terms = content_terms(sentence)
     if not terms:
         return 0.0
-    have = set(content_terms(passage))
+    have = passage_terms(passage)
     total = found = 0.0
     for t in dict.fromkeys(terms):
         weight = 2.0 if t[0].isdigit() else 1.0
@@ -267,7 +277,7 @@ def lexical_support(sentence: str, passage: str) -> float:
 def new_numbers(sentence: str, passage: str) -> bool:
     """Does the sentence state a number that the passage does not contain?"""
     figures = {t for t in content_terms(sentence) if t[0].isdigit()}
-    return bool(figures - set(content_terms(passage)))
+    return bool(figures - passage_terms(passage))
 
 
 _NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][\w-]*[A-Za-z][\w-]*\b")
@@ -302,9 +312,7 @@ def verdict_of(lexical: float, similarity: float | None, new_facts: bool = False
 
 
 # ---- the check --------------------------------------------------------------------------------------------------
-async def _similarities(
-    embedder: Embedder | None, pairs: list[tuple[str, str]], timeout_s: float
-) -> list[float | None]:
+async def similarities(embedder: Embedder | None, pairs: list[tuple[str, str]], timeout_s: float) -> list[float | None]:
     if embedder is None or not pairs:
         return [None] * len(pairs)
     sentences = list(dict.fromkeys(s[:MAX_SENTENCE_CHARS] for s, _ in pairs))
@@ -355,7 +363,7 @@ async def check_citations(
             checks.append(CitationCheck(claim.sentence, claim.start, claim.end, n, "weak", lexical, None))
             pairs.append((claim.sentence, passage))
             figures.append(new_numbers(claim.sentence, passage) or new_names(claim.sentence, passage))
-    scored = iter(zip(await _similarities(embedder, pairs, embed_timeout_s), figures, strict=True))
+    scored = iter(zip(await similarities(embedder, pairs, embed_timeout_s), figures, strict=True))
     for check in checks:
         if check.verdict not in ("missing", "no_source"):
             check.similarity, unknown_figure = next(scored)

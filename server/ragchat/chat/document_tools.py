@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 from uuid import UUID
 
+from ragchat.chat.llm_budget import MessageBudget
 from ragchat.chat.summarize import Summary, SummaryLimits, summarize
 from ragchat.chat.tools import ToolArgumentError, narrow_metadata
 from ragchat.core.errors import BadRequest, NotFound
@@ -107,6 +108,7 @@ class DocumentTools:
     model: str = ""
     limits: SummaryLimits | None = None
     temperature: float | None = None
+    budget: MessageBudget | None = None  # the message's LLM budget (llm_budget.py): summaries and their calls
 
     @property
     def schemas(self) -> list[dict[str, Any]]:
@@ -332,12 +334,17 @@ async def _summary_events(tools: DocumentTools, arguments: Any, outcome: ToolOut
     except ToolArgumentError as exc:
         outcome.message = f"Error: {exc}"
         return
+    refused = None if tools.budget is None else await tools.budget.take_summary()
+    if refused is not None:  # per message, per hour or running at once: the answer notes the limit
+        outcome.message = refused
+        return
     yield "tool_call", {"id": outcome.call_id, "name": SUMMARIZE_TOOL_NAME, "arguments": dict(arguments)}
     result = Summary()
     try:
         run = summarize(
             tools.llm, tools.model, tools.reader, tools.principal, ids, tools.limits, result,
             first_number=outcome.start, focus=focus, temperature=tools.temperature,
+            charge=None if tools.budget is None else tools.budget.llm_calls,
         )  # fmt: skip
         async with aclosing(run) as events:
             async for event, data in events:

@@ -53,6 +53,7 @@ FAULT_STATUS = {
     "llm_auth": 502,
     "llm_bad_response": 502,
     "llm_error": 502,
+    "answer_failed": 502,
 }
 
 

@@ -24,6 +24,7 @@ from uuid import UUID
 from ragchat.chat.budget import fit
 from ragchat.chat.coverage import NOT_COVERED, REFUSAL, not_covered
 from ragchat.chat.document_tools import SUMMARIZE_TOOL_NAME, DocumentTools, ToolOutcome, run_document_tool
+from ragchat.chat.llm_budget import MessageBudget
 from ragchat.chat.prompts import (
     FALLBACK_SYSTEM_PROMPT,
     SYSTEM_PROMPT,
@@ -114,6 +115,7 @@ class ChatContext:
     documents_only: bool = False  # nothing matched well enough: refuse (coverage.REFUSAL), never ask the model
     documents: DocumentTools | None = None  # find_documents (chat/document_tools.py); None: search only
     task: str = "answer"  # summarize | compare: summarize_documents over `document_ids`, then the answer
+    budget: MessageBudget | None = None  # the LLM work this message may do (llm_budget.py); None: unbounded
 
     def tools(self) -> list[dict[str, Any]]:
         return [SEARCH_TOOL, *(self.documents.schemas if self.documents else [])]
@@ -224,6 +226,8 @@ async def _stream_reply(
     s = ctx.settings
     budget = None if ctx.context_tokens is None else ctx.context_tokens - s.chat_answer_reserve_tokens
     for attempt in range(2):
+        if ctx.budget is not None:
+            await ctx.budget.llm_calls()  # RateLimited past the user's budget: the turn ends, saying so
         turn.usage["llm_calls"] += 1
         sent = messages if budget is None else fit(messages, tools, budget)
         hold = HoldBack(active=offer_tools)
@@ -301,6 +305,8 @@ async def _search_events(
             metadata=metadata,
         )
 
+    if ctx.budget is not None and ctx.options.rerank:
+        await ctx.budget.llm_calls(ctx.budget.rerank_cost)  # the LLM rerank's calls
     result = await search(narrow_metadata(ctx.metadata, asked))
     if asked and not result.chunks:  # filters the model made up found nothing: the request's own scope instead
         result = await search(ctx.metadata)
@@ -317,6 +323,12 @@ async def _run_tool(
 ) -> AsyncGenerator[ChatEvent, None]:
     name = call.name
     arguments = call.arguments
+    refused = ctx.budget.take_tool_call() if ctx.budget is not None and index < MAX_CALLS_PER_ROUND else None
+    if refused is not None:  # CHAT_MAX_TOOL_CALLS: the next call goes without tools, the answer notes it
+        log.info("tool call %s refused: %s", name, refused)
+        turn.stop_tools = True
+        messages.append({"role": "tool", "tool_call_id": call.id, "name": name, "content": refused})
+        return
     if ctx.documents is not None and name in ctx.documents.names and index < MAX_CALLS_PER_ROUND:
         outcome = ToolOutcome(turn.next_call_id(), turn.passages + 1)
         async with aclosing(run_document_tool(ctx.documents, name, arguments, outcome)) as events:
@@ -326,6 +338,7 @@ async def _run_tool(
                 elif event == "tool_result":
                     turn.tool_results.append(data)
                     turn.passages += len(data["chunks"])
+                    turn.usage["llm_calls"] += (data.get("summary") or {}).get("llm_calls", 0)
                 yield ChatEvent(event, data)
         messages.append({"role": "tool", "tool_call_id": call.id, "name": name, "content": outcome.message})
         return
@@ -393,6 +406,8 @@ async def _retrieve_then_answer(
 
     arguments: dict[str, Any] = {"query": question}
     if ctx.settings.chat_rewrite_followups and len(messages) > 2:  # a follow-up: search a standalone query
+        if ctx.budget is not None:
+            await ctx.budget.llm_calls()
         turn.usage["llm_calls"] += 1
         timeout = ctx.settings.chat_rewrite_timeout_s
         rewrite = await standalone_query(ctx.llm, ctx.model, messages[1:-1], question, timeout)

@@ -22,9 +22,8 @@ from litestar import Request, Response, Router, get, post
 from litestar.exceptions import HTTPException
 from litestar.response import Stream
 
-from ragchat.chat.answer import Answer, AnswerRequest, collect
+from ragchat.chat.answer import Answer, AnswerRequest
 from ragchat.chat.faults import as_http_error
-from ragchat.chat.loop import Turn
 from ragchat.chat.openai_schemas import (
     MODEL_ID,
     AssistantMessage,
@@ -36,10 +35,14 @@ from ragchat.chat.openai_schemas import (
     Model,
     ModelList,
 )
+from ragchat.chat.rag_routes import documents_only
+from ragchat.chat.schemas import AnswerVerification
 from ragchat.chat.service import ChatService
+from ragchat.chat.verify import footnotes
 from ragchat.core.errors import BadRequest, RagchatError, RateLimited
 from ragchat.core.http import EventStream, also_event_stream, error_responses, request_id_of, response_spec
 from ragchat.core.options import Asked, SearchPolicy
+from ragchat.core.preferences import PreferencesLookup
 from ragchat.core.principal import Principal
 from ragchat.db.ratelimit import RateLimiter
 
@@ -53,24 +56,27 @@ def _text(content: str | list[dict[str, Any]] | None) -> str:
     return (content or "").replace("\x00", "")
 
 
-def to_request(body: Completion) -> AnswerRequest:
+def to_request(body: Completion, only_documents: bool = False) -> AnswerRequest:
     turns = [(m.role, _text(m.content)) for m in body.messages if m.role in ("user", "assistant")]
     if not turns or turns[-1][0] != "user" or not turns[-1][1].strip():
         raise BadRequest("the last message must be a non-empty user message (the question)")
     if sum(len(t) for _, t in turns) > MAX_CHARS:
         raise BadRequest(f"the messages are too long (at most {MAX_CHARS} characters in all)")
     history = [{"role": r, "content": t} for r, t in turns[:-1] if t.strip()]
-    return AnswerRequest(question=turns[-1][1].strip(), history=history)
+    return AnswerRequest(question=turns[-1][1].strip(), history=history, documents_only=only_documents)
 
 
-def sources_block(answer: Answer) -> str:
+def sources_block(answer: Answer, with_footnotes: bool = False) -> str:
+    """The numbered sources under the answer's text; with RAG_FOOTNOTES, the verification too."""
     cited = set(answer.citations.get("cited") or [])
     lines = [
         f"[{s['n']}] {s['filename']}" + (f", p. {s['page']}" if s.get("page") else "")
         for s in answer.sources
         if not cited or s["n"] in cited
     ]
-    return "\n\nSources:\n" + "\n".join(lines) if lines else ""
+    out = "\n\nSources:\n" + "\n".join(lines) if lines else ""
+    notes = footnotes(answer.verification) if with_footnotes else ""
+    return out + (f"\n\nChecks:\n{notes}" if notes else "")
 
 
 def _sources(answer: Answer) -> list[dict[str, Any]]:
@@ -100,13 +106,19 @@ async def list_models(principal: Principal) -> ModelList:
     operation_class=also_event_stream("with `stream: true`: `data:` lines of chat.completion.chunk JSON, then [DONE]"),
 )
 async def chat_completions(
-    data: Completion, chat: ChatService, principal: Principal, limiter: RateLimiter, search_policy: SearchPolicy
+    data: Completion,
+    chat: ChatService,
+    principal: Principal,
+    limiter: RateLimiter,
+    search_policy: SearchPolicy,
+    user_preferences: PreferencesLookup,
 ) -> ChatCompletion | Stream:
-    req = to_request(data)
+    preferences = await user_preferences(principal.user_id)
+    req = to_request(data, documents_only(data.documents_only, preferences, chat.settings.chat_documents_only))
     await limiter.hit(f"chat:{principal.user_id}", chat.settings.rate_chat_per_min, what="questions")
     # the request names no search options: the user's preferences, else the environment's
     options = await search_policy.resolve(
-        principal, Asked(), default_limit=chat.settings.chat_search_limit, charge="rerank"
+        principal, Asked(), default_limit=chat.settings.chat_search_limit, charge="rerank", preferences=preferences
     )
     req = replace(req, options=options)
     cid, created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
@@ -121,11 +133,14 @@ async def chat_completions(
             model=MODEL_ID,
             choices=[
                 Choice(
-                    index=0, message=AssistantMessage(content=answer.text + sources_block(answer)), finish_reason="stop"
+                    index=0,
+                    message=AssistantMessage(content=answer.text + sources_block(answer, chat.settings.rag_footnotes)),
+                    finish_reason="stop",
                 )
             ],
             usage=CompletionUsage(**_usage(answer)),
             sources=[CompletionSource.model_validate(s) for s in _sources(answer)],
+            verification=AnswerVerification.model_validate(answer.verification) if answer.verification else None,
         )
     return EventStream(_stream(chat, principal, req, cid, created))
 
@@ -145,22 +160,24 @@ async def _stream(
         return f"data: {json.dumps(body)}\n\n".encode()
 
     yield chunk({"role": "assistant", "content": ""})
-    turn = Turn()
+    out: list[Answer] = []
     try:
-        async with aclosing(chat.answer_stream(principal, req, turn)) as events:
+        async with aclosing(chat.answer_stream(principal, req, out=out)) as events:
             async for event in events:
                 if event.event == "token" and event.data["delta"]:
                     yield chunk({"content": event.data["delta"]})
+                elif event.event == "retry":  # the text so far failed a check: say so, then the new answer
+                    yield chunk({"content": f"\n\n({event.data['message']})\n\n"})
     except Exception as exc:  # mid-stream: an OpenAI-style error object as the last data line
         err = as_http_error(exc)
         yield f"data: {json.dumps({'error': _error_body(err)})}\n\n".encode()
         yield b"data: [DONE]\n\n"
         return
-    answer = collect(turn)
-    tail = sources_block(answer)
+    answer = out[0]
+    tail = sources_block(answer, chat.settings.rag_footnotes)
     if tail:
         yield chunk({"content": tail})
-    yield chunk({}, "stop", sources=_sources(answer), usage=_usage(answer))
+    yield chunk({}, "stop", sources=_sources(answer), usage=_usage(answer), verification=answer.verification)
     yield b"data: [DONE]\n\n"
 
 

@@ -7,6 +7,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ragchat.chat.schemas import AnswerVerification
 from ragchat.core.schemas import Flag
 
 MODEL_ID = "ragchat"
@@ -24,6 +25,9 @@ class Completion(BaseModel):
     model: str = MODEL_ID
     messages: list[CompletionMessage] = Field(max_length=MAX_MESSAGES)
     stream: Flag = False
+    documents_only: Flag | None = Field(
+        default=None, description="ragchat's extension: refuse when nothing matches well (default: your preference)"
+    )
 
 
 class Model(BaseModel):
@@ -76,6 +80,9 @@ class ChatCompletion(BaseModel):
     choices: list[Choice]
     usage: CompletionUsage
     sources: list[CompletionSource]
+    verification: AnswerVerification | None = Field(
+        default=None, description="ragchat's extension (OpenAI clients ignore it): per-sentence verdicts, coverage"
+    )
 
 
 class OpenAIErrorDetail(BaseModel):

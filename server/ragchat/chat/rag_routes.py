@@ -1,4 +1,5 @@
-"""POST /api/rag: retrieve, then answer, in one JSON response `{answer, chunks, citations, usage, debug}`.
+"""POST /api/rag: retrieve, then answer, in one JSON response `{answer, chunks, citations, verification, usage,
+debug}`: the chat's answer pipeline (chat/pipeline.py), its verification included.
 
 The same retrieval and prompt as chat's retrieve-then-answer path; nothing is saved. `debug` shows what each
 arm found (`vectorResults`, `keywordResults`), what the reranker kept (`rerankedResults`) and per-stage
@@ -24,6 +25,7 @@ from ragchat.chat.sse import server_sent_events
 from ragchat.core.errors import BadRequest
 from ragchat.core.http import EventStream, also_event_stream, error_responses, response_spec
 from ragchat.core.options import Asked, SearchOptions, SearchPolicy
+from ragchat.core.preferences import PreferencesLookup, UserPreferences
 from ragchat.core.principal import Principal
 from ragchat.db.ratelimit import RateLimiter
 from ragchat.readscope.sql import require_readable
@@ -50,6 +52,7 @@ def rag_answer(answer: Answer, elapsed_ms: float, *, debug: bool = True) -> RagA
         "answer": answer.text,
         "chunks": answer.sources,
         "citations": answer.citations,
+        "verification": answer.verification,
         "usage": answer.usage,
         "finish_reason": answer.finish_reason,
     }
@@ -79,7 +82,14 @@ def rag_asked(body: RagBody) -> Asked:
     return Asked(mode=body.mode, rerank=body.rerank, limit=body.top_k)
 
 
-def rag_request(body: RagBody, options: SearchOptions) -> AnswerRequest:
+def documents_only(asked: bool | None, preferences: UserPreferences | None, default: bool) -> bool:
+    """The request's choice, else the user's preference, else CHAT_DOCUMENTS_ONLY."""
+    if asked is not None:
+        return bool(asked)
+    return preferences.documents_only if preferences is not None else default
+
+
+def rag_request(body: RagBody, options: SearchOptions, only_documents: bool = False) -> AnswerRequest:
     query = body.query.replace("\x00", "").strip()
     if not query:
         raise BadRequest("query is empty")
@@ -95,6 +105,7 @@ def rag_request(body: RagBody, options: SearchOptions) -> AnswerRequest:
         options=options,
         retrieve_first=True,
         task=body.task,
+        documents_only=only_documents,
     )
 
 
@@ -124,12 +135,19 @@ async def _sse(chat: ChatService, principal: Principal, req: AnswerRequest) -> A
     operation_class=also_event_stream("with `stream: true`: the chat events (docs/SSE.md, ChatStream), no `thread`"),
 )
 async def rag(
-    data: RagBody, chat: ChatService, principal: Principal, limiter: RateLimiter, search_policy: SearchPolicy
+    data: RagBody,
+    chat: ChatService,
+    principal: Principal,
+    limiter: RateLimiter,
+    search_policy: SearchPolicy,
+    user_preferences: PreferencesLookup,
 ) -> RagAnswer | Stream:
     """Retrieve `top_k` passages for `query` and answer from them, citing [n]; `debug` traces each stage.
     With `stream: true` the answer comes as the chat SSE events instead (see docs/SSE.md), no `thread`."""
-    options = await search_policy.resolve(principal, rag_asked(data), charge="none")
-    req = rag_request(data, options)
+    preferences = await user_preferences(principal.user_id)
+    options = await search_policy.resolve(principal, rag_asked(data), charge="none", preferences=preferences)
+    only = documents_only(data.documents_only, preferences, chat.settings.chat_documents_only)
+    req = rag_request(data, options, only)
     async with chat.pool.connection() as conn:
         await require_readable(conn, principal.user_id, req.document_ids, req.collection_ids)
     await limiter.hit(f"chat:{principal.user_id}", chat.settings.rate_chat_per_min, what="questions")

@@ -155,6 +155,19 @@ class CitationsEvent(BaseModel):
     supported_sentences: int = Field(default=0, description="of those, sentences whose every citation is supported")
     summary: str = Field(default="", description='e.g. "4 of 5 sentences supported by the cited passages"')
     judged: bool = Field(default=False, description="the verdicts are the LLM judge's (CITATION_JUDGE)")
+    all_supported: bool = Field(default=False, description="every sentence that states something is supported")
+    not_covered: bool | None = Field(
+        default=None,
+        description='"Not in your documents": nothing found matches well and the answer is not supported '
+        "(null: an older release's report; the page then decides from the searches' confidence)",
+    )
+    searched: bool = Field(default=True, description="a search or a document tool ran; false: not from the documents")
+    repaired: int = Field(default=0, description="markers the check added to uncited sentences a passage supports")
+    warnings: int = Field(default=0, description="marks shown under the answer (0: a clean check)")
+    content: str | None = Field(default=None, description="the answer's text with the added markers, when any")
+
+
+AnswerVerification = CitationsEvent  # what the JSON doors (/api/rag, /v1, MCP) return as `verification`
 
 
 class ToolCall(BaseModel):
@@ -289,6 +302,9 @@ class DoneEvent(BaseModel):
     finish_reason: str | None
     usage: Usage
     citations: Citations
+    verification: CitationsEvent | None = Field(
+        default=None, description="answers without a thread (/api/rag): the `citations` event's payload again"
+    )
 
 
 class ReadingEvent(BaseModel):
@@ -298,10 +314,11 @@ class ReadingEvent(BaseModel):
 
 
 class RetryEvent(BaseModel):
-    """`retry`: the finished answer failed a check (chat only: only citation markers, a repeat of the previous
-    answer, off the question); the page drops the text so far and the model is asked once more."""
+    """`retry`: the finished answer failed a check (only citation markers, a repeat of the previous answer, off
+    the question, or facts with no search although one was required); the page drops the text so far and the
+    model is asked once more (after a search with the question, for `unsearched`)."""
 
-    reason: Literal["only_citations", "repeated", "off_topic"]
+    reason: Literal["only_citations", "repeated", "off_topic", "unsearched"]
     message: str
 
 
@@ -343,6 +360,9 @@ class RagBody(BaseModel):
         description="summarize or compare the whole of `filters.document_ids` (1 to 4; `query` is the request, "
         'e.g. "Summarise this report"), citing each part; answer: retrieve, then answer',
     )
+    documents_only: Flag | None = Field(
+        default=None, description="refuse when nothing matches well enough (default: your preference)"
+    )
 
 
 class Source(Passage):
@@ -376,6 +396,9 @@ class RagAnswer(BaseModel):
     answer: str
     chunks: list[Source] = Field(description="every passage the model saw, numbered from 1")
     citations: Citations
+    verification: AnswerVerification | None = Field(
+        default=None, description="per-sentence verdicts and coverage; null when the check itself failed"
+    )
     usage: Usage
     finish_reason: str | None
     debug: RagDebug | None = None

@@ -21,28 +21,30 @@ from uuid import UUID
 import anyio
 
 from ragchat.chat import repository as repo
-from ragchat.chat.answer import Answer, AnswerRequest, answer_events, collect, numbered_sources
+from ragchat.chat.answer import Answer, AnswerRequest, answer_events, collect
 from ragchat.chat.audit import answer_sources, record_answer
-from ragchat.chat.citations import Embedder, check_citations
-from ragchat.chat.coverage import NOT_COVERED
+from ragchat.chat.citations import Embedder
 from ragchat.chat.document_tools import DocumentTools
 from ragchat.chat.faults import ChatFault, describe_failure
-from ragchat.chat.loop import ChatContext, ChatEvent, Turn, initial_messages, run_loop
+from ragchat.chat.llm_budget import MessageBudget, notes_text
+from ragchat.chat.loop import ChatContext, ChatEvent, Turn, initial_messages
+from ragchat.chat.pipeline import AnswerFailed, run_answer, task_of
 from ragchat.chat.prompts import continue_messages
-from ragchat.chat.quality import FAILED, Failure, failure_of, previous_exchange
 from ragchat.chat.replies import citation_report
 from ragchat.chat.runs import STOPPED, Guard, Run, RunRegistry
 from ragchat.chat.summarize import SummaryLimits
 from ragchat.chat.titles import generate_title
 from ragchat.chat.turns import BUSY, DB_TIMEOUT_S, ChatRequest, TurnPlan, begin_turn
+from ragchat.chat.verify import Verification, numbered_sources, verify_answer
 from ragchat.core.audit import AuditAction, AuditWriter
 from ragchat.core.errors import Conflict, NotFound
 from ragchat.core.matches import DocumentFinder
 from ragchat.core.options import options_of
 from ragchat.core.principal import Principal
 from ragchat.core.reading import DocumentReader
-from ragchat.core.search import SearchService
+from ragchat.core.search import SearchOptions, SearchService
 from ragchat.db.pool import Pool
+from ragchat.db.ratelimit import RateLimiter
 from ragchat.providers.llm.base import LLMProvider
 from ragchat.settings import Settings
 
@@ -106,12 +108,6 @@ async def _shielded_save(*args: Any, **kwargs: Any) -> Exception | None:
     return TimeoutError(f"saving the answer took longer than {SAVE_TIMEOUT_S:g} s")
 
 
-def _failure(turn: Turn, plan: TurnPlan) -> Failure | None:
-    """How the finished answer failed (chat/quality.py), or None."""
-    passages = [source["content"] for source in numbered_sources(turn.tool_results)]
-    return failure_of(turn.content, plan.question, previous_exchange(plan.history), passages)
-
-
 def error_event(fault: ChatFault) -> ChatEvent:
     return ChatEvent("error", fault.to_json())
 
@@ -149,8 +145,10 @@ class ChatService:
         audit: AuditWriter,
         finder: DocumentFinder | None = None,
         reader: DocumentReader | None = None,
+        limiter: RateLimiter | None = None,
     ) -> None:
         self.pool = pool
+        self.limiter = limiter  # the users' LLM budgets (llm_budget.py); None: per-message limits only
         self.audit = audit
         self.finder = finder  # find_documents for the model; None: search_documents only
         self.reader = reader  # read_document and summarize_documents; None: not offered
@@ -162,10 +160,12 @@ class ChatService:
         self._windows: dict[str, int | None] = {}
         self._titling: set[asyncio.Task[None]] = set()  # titles being generated (kept so they are not collected)
 
-    def _title_later(self, plan: TurnPlan, answer: str) -> None:
+    def _title_later(self, plan: TurnPlan, answer: str, budget: MessageBudget | None = None) -> None:
         """Title the new thread from its first exchange, in the background: the stream never waits for it."""
 
         async def title() -> None:
+            if budget is not None and not await budget.optional_llm_call():
+                return  # the user's LLM budget is spent: the trimmed question stays the title
             timeout = self.settings.chat_title_timeout_s
             new = await generate_title(self.llm, plan.model, plan.question, answer, timeout)
             if not new or new == plan.title:
@@ -192,6 +192,14 @@ class ChatService:
                 return None  # unknown for now: ask again next turn
         return self._windows[model]
 
+    def budget(self, principal: Principal, options: SearchOptions | None) -> MessageBudget:
+        """A new answer's LLM budget (llm_budget.py), charged to the user's counters."""
+        s = self.settings
+        rerank = s.rerank_enabled if options is None else options.rerank
+        limit = s.chat_search_limit if options is None else options.limit
+        cost = limit * max(1, s.rerank_candidates_factor) if rerank and s.rerank_provider == "llm" else 0
+        return MessageBudget(principal.user_id, s.limits, self.limiter, rerank_cost=cost)
+
     def document_tools(
         self,
         principal: Principal,
@@ -216,27 +224,34 @@ class ChatService:
             reader=self.reader, llm=self.llm, model=model, limits=limits, temperature=s.chat_temperature,
         )  # fmt: skip
 
-    async def check_citations(self, turn: Turn, message_id: UUID, model: str | None = None) -> dict[str, Any] | None:
-        """The `citations` event's payload (server/chat/citations.py); None when the answer cites nothing."""
-        passages = [source["content"] for source in numbered_sources(turn.tool_results)]
+    async def verify(self, turn: Turn, model: str | None = None) -> Verification | None:
+        """The answer's verification (verify.py: per-sentence verdicts, citation repair, coverage); None when the
+        check itself failed (a bug in the checker never costs the user the answer)."""
         try:
-            report = await check_citations(
+            return await verify_answer(
                 turn.content,
-                passages,
+                turn.tool_results,
                 self.embedder,
+                finish_reason=turn.finish_reason,
                 judge=self.llm if self.settings.citation_judge else None,
                 judge_model=model or self.settings.chat_model,
                 judge_timeout_s=self.settings.citation_judge_timeout_s,
             )
-        except Exception:  # a bug in the checker never costs the user the answer
+        except Exception:
             log.exception("chat: the citation check failed")
             return None
-        return report.to_json(str(message_id)) if report.citations else None
 
     async def start(self, principal: Principal, req: ChatRequest, guard: Guard | None = None) -> Run:
         """Save the question and the answer's row (NotFound, Conflict, BadRequest, database errors raise
-        here, before any stream), then generate the answer in a run that outlives the request."""
-        plan = await begin_turn(self.pool, self.settings, principal, req)
+        here, before any stream), then generate the answer in a run that outlives the request. RateLimited
+        (429) first when the user's LLM budget is spent, or a Summarise action finds no summary slot."""
+        budget = self.budget(principal, req.options)
+        await budget.admit(req.task if req.continue_id is None else "answer")
+        try:
+            plan = await begin_turn(self.pool, self.settings, principal, req)
+        except BaseException:
+            await budget.close()
+            raise
         turn = _resumed(plan)
         run = Run(plan.thread_id, plan.message_id, principal.user_id, seed=turn.content)
 
@@ -246,10 +261,16 @@ class ChatService:
                 if await repo.heartbeat(conn, plan.message_id, _clean(turn.content)):
                     run.stop(STOPPED)  # asked from another server process
 
-        return self.runs.start(run, self.events(principal, req, plan, turn, run), beat=beat, guard=guard)
+        return self.runs.start(run, self.events(principal, req, plan, turn, run, budget), beat=beat, guard=guard)
 
     async def events(
-        self, principal: Principal, req: ChatRequest, plan: TurnPlan, turn: Turn, run: Run | None = None
+        self,
+        principal: Principal,
+        req: ChatRequest,
+        plan: TurnPlan,
+        turn: Turn,
+        run: Run | None = None,
+        budget: MessageBudget | None = None,
     ) -> AsyncGenerator[ChatEvent, None]:
         """`thread`, the loop's `tool_call`/`tool_result`/`token` events, `citations`, then `done` or `error`."""
         message_id = plan.message_id
@@ -276,6 +297,11 @@ class ChatService:
             documents=self.document_tools(principal, req.document_ids, req.collection_ids, None, plan.model, window),
             task=req.task if plan.continued is None else "answer",
         )
+        if plan.continued is None and ctx.documents is not None:
+            ctx.task = task_of(plan.question, req.task, req.document_ids)
+        budget = ctx.budget = budget or self.budget(principal, ctx.options)
+        if ctx.documents is not None:
+            ctx.documents.budget = budget
         if plan.continued is None:
             messages = initial_messages(plan.history, plan.question)
         else:
@@ -289,42 +315,36 @@ class ChatService:
                 conn, AuditAction.CHAT_ANSWER, principal, target_type="message", target_id=message_id, details=details
             )
 
-        retried = False
-        while True:
-            try:
-                async with aclosing(run_loop(ctx, messages, plan.question, turn)) as events:
-                    async for event in events:
-                        yield event
-            except (asyncio.CancelledError, GeneratorExit):
-                # stopped: the LLM request is already closed (aclosing above); keep the partial answer
-                await _shielded_save(*save, "incomplete", (run and run.stop_fault) or STOPPED, audit=audited)
-                raise
-            except Exception as exc:
-                fault = describe_failure(exc)
-                log.warning("chat: %s: %r", fault.code, exc)
-                break
-            refused = turn.finish_reason == NOT_COVERED
-            failure = None if plan.continued is not None or refused else _failure(turn, plan)
-            if failure is None:
-                break
-            if retried:  # failed twice: an error with Regenerate, never shown as a normal answer
-                fault = ChatFault("answer_failed", failure.message)
-                log.warning("chat: the answer failed twice (%s)", failure.reason)
-                break
-            retried = True
-            log.info("chat: the answer failed (%s): asking once more", failure.reason)
-            yield ChatEvent("retry", {"reason": failure.reason, "message": FAILED[failure.reason] + " Asking again…"})
-            messages += [
-                {"role": "assistant", "content": turn.content},
-                {"role": "user", "content": failure.correction},
-            ]
-            turn.parts.clear()
+        try:
+            quality = plan.continued is None
+            answering = run_answer(ctx, messages, plan.question, plan.history, turn, check_quality=quality)
+            async with aclosing(answering) as events:
+                async for event in events:
+                    yield event
+        except (asyncio.CancelledError, GeneratorExit):
+            # stopped: the LLM request is already closed (aclosing above); keep the partial answer
+            await _shielded_save(*save, "incomplete", (run and run.stop_fault) or STOPPED, audit=audited)
+            raise
+        except AnswerFailed as exc:  # failed twice: an error with Regenerate, never shown as a normal answer
+            fault = exc.fault
+        except Exception as exc:
+            fault = describe_failure(exc)
+            log.warning("chat: %s: %r", fault.code, exc)
+        finally:
+            await budget.close()  # the summary slot, if the message held one
 
         try:
-            citations = None if fault else await self.check_citations(turn, message_id, plan.model)
+            verification = None if fault else await self.verify(turn, plan.model)
         except asyncio.CancelledError:  # stopped while the citations were checked
             await _shielded_save(*save, "incomplete", (run and run.stop_fault) or STOPPED, audit=audited)
             raise
+        if verification is not None and verification.repaired:
+            turn.parts[:] = [verification.text]  # the answer as shown: with the markers the check added
+        note = "" if fault else notes_text(budget.notes)
+        if note:  # a limit refused work: the answer says so (after the checks, which it is not part of)
+            turn.parts.append(note)
+            yield ChatEvent("token", {"delta": note})
+        citations = None if verification is None else verification.to_json(str(message_id))
         failed_save = await _shielded_save(*save, "error" if fault else "complete", fault, citations, audit=audited)
         if fault is None and failed_save is not None:
             fault = describe_failure(failed_save)
@@ -334,7 +354,7 @@ class ChatService:
         if citations is not None:
             yield ChatEvent("citations", citations)
         if plan.first and self.settings.chat_title_generation:
-            self._title_later(plan, turn.content)
+            self._title_later(plan, turn.content, budget)
         yield ChatEvent(
             "done",
             {
@@ -347,30 +367,53 @@ class ChatService:
 
     # ---- answers without a thread (RAG endpoint, OpenAI-compatible model, MCP, CLI) -------------------------
     async def answer_stream(
-        self, principal: Principal, req: AnswerRequest, turn: Turn | None = None
+        self, principal: Principal, req: AnswerRequest, turn: Turn | None = None, out: list[Answer] | None = None
     ) -> AsyncGenerator[ChatEvent, None]:
-        """The turn's events without persistence; pass `turn` to read the text and sources afterwards. The audit
-        log gets what it showed once it ends (however it ends)."""
+        """The pipeline's events without persistence: the loop's, `retry`, then `citations` (the verification,
+        always) and `done` {finish_reason, usage, citations, verification}. Pass `out` to get the `Answer` (its
+        text with repaired markers). A twice-failed answer raises `AnswerFailed`. The audit log gets what it
+        showed once it ends (however it ends)."""
         turn = turn or Turn()
         status = "error"
+        budget = self.budget(principal, req.options)
+        await budget.admit(req.task)  # RateLimited: the JSON doors answer 429
         window = await self.context_tokens()
+        tools = self.document_tools(
+            principal, req.document_ids, req.collection_ids, req.metadata, self.settings.chat_model, window
+        )
+        if tools is not None:
+            tools.budget = budget
         try:
-            async with aclosing(
-                answer_events(
-                    self.llm,
-                    self.search,
-                    self.settings,
-                    principal,
-                    req,
-                    window,
-                    turn,
-                    tools=self.document_tools(
-                        principal, req.document_ids, req.collection_ids, req.metadata, self.settings.chat_model, window
-                    ),
-                )
-            ) as events:
-                async for event in events:
-                    yield event
+            run = answer_events(
+                self.llm, self.search, self.settings, principal, req, window, turn, tools=tools, budget=budget
+            )
+            try:
+                async with aclosing(run) as events:
+                    async for event in events:
+                        yield event
+            finally:
+                await budget.close()
+            verification = await self.verify(turn)
+            if verification is not None and verification.repaired:
+                turn.parts[:] = [verification.text]
+            answer = collect(turn, verification)
+            if note := notes_text(budget.notes):  # a limit refused work: the answer says so
+                turn.parts.append(note)
+                answer.text += note
+                yield ChatEvent("token", {"delta": note})
+            if out is not None:
+                out.append(answer)
+            if verification is not None:
+                yield ChatEvent("citations", verification.to_json())
+            yield ChatEvent(
+                "done",
+                {
+                    "finish_reason": turn.finish_reason,
+                    "usage": turn.usage,
+                    "citations": answer.citations,
+                    "verification": answer.verification,
+                },
+            )
             status = "complete"
         except (asyncio.CancelledError, GeneratorExit):
             status = "incomplete"
@@ -379,12 +422,13 @@ class ChatService:
             await record_answer(self.pool, self.audit, principal, turn, status)
 
     async def answer(self, principal: Principal, req: AnswerRequest) -> Answer:
-        """The whole answer at once; raises what the LLM or the search raise (see faults.describe_failure)."""
-        turn = Turn()
-        async with aclosing(self.answer_stream(principal, req, turn)) as events:
+        """The whole answer at once, verified; raises what the LLM or the search raise (faults.describe_failure)
+        and `AnswerFailed`."""
+        out: list[Answer] = []
+        async with aclosing(self.answer_stream(principal, req, out=out)) as events:
             async for _ in events:
                 pass
-        return collect(turn)
+        return out[0]
 
     # ---- threads --------------------------------------------------------------------------------------------
     async def list_threads(self, principal: Principal) -> list[dict[str, Any]]:

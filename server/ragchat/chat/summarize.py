@@ -17,7 +17,7 @@ in flight and stops; nothing here catches `CancelledError`.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
@@ -172,8 +172,10 @@ async def summarize(
     first_number: int = 1,
     focus: str | None = None,
     temperature: float | None = None,
+    charge: Callable[[int], Awaitable[None]] | None = None,
 ) -> AsyncGenerator[Event, None]:
-    """`progress` events while it reads, maps and reduces; the outcome is left in `result`."""
+    """`progress` events while it reads, maps and reduces; the outcome is left in `result`. `charge(1)` is
+    awaited before every model call (the user's LLM budget: it raises when spent, which ends the summary)."""
     per_document = max(1, limits.max_sections // len(document_ids))
     documents: list[DocumentSections] = []
     for done, document_id in enumerate(document_ids):
@@ -205,6 +207,8 @@ async def summarize(
         if focus:
             ask += f"\n\n(The reader is interested in: {focus[:300]})"
         messages = [{"role": "system", "content": MAP_PROMPT}, {"role": "user", "content": ask}]
+        if charge is not None:
+            await charge(1)
         result.llm_calls += 1
         try:
             part.summary = await _complete(llm, model, messages, temperature)
@@ -234,6 +238,8 @@ async def summarize(
                 {"role": "system", "content": REDUCE_PROMPT},
                 {"role": "user", "content": "\n\n".join(group)},
             ]
+            if charge is not None:
+                await charge(1)
             result.llm_calls += 1
             text = await _complete(llm, model, messages, temperature)
             merged.append(text or "\n\n".join(group)[:SUMMARY_CHARS])

@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import platformdirs
 
+from ragchat.chat.verify import footnotes
 from ragchat.core.errors import RagchatError, Unauthorized
 from ragchat.documents.metadata.fields import parse_meta_args
 
@@ -177,6 +178,7 @@ def rag(args: argparse.Namespace, server: str, filters: dict[str, Any]) -> int:
                 check(response)
             event = ""
             sources: list[dict[str, Any]] = []
+            verification: dict[str, Any] | None = None
             for line in response.iter_lines():
                 if line.startswith("event:"):
                     event = line[6:].strip()
@@ -186,11 +188,23 @@ def rag(args: argparse.Namespace, server: str, filters: dict[str, Any]) -> int:
                         print(data["delta"], end="", flush=True)
                     elif event == "tool_result":
                         sources += data["chunks"]
+                    elif event == "retry":
+                        print(f"\n({data['message']})\n", flush=True)
+                    elif event == "done":
+                        verification = data.get("verification")
                     elif event == "error":
                         print(f"\nragchat: {data['message']}", file=sys.stderr)
                         return 2
     print_sources(sources)
+    print_checks(verification)
     return 0
+
+
+def print_checks(verification: dict[str, Any] | None) -> None:
+    """The answer's verification under its sources, as the page shows it (chat/verify.py footnotes)."""
+    notes = footnotes(verification)
+    if notes:
+        print(f"\nChecks:\n{notes}")
 
 
 def print_sources(sources: list[dict[str, Any]]) -> None:

@@ -73,13 +73,19 @@ async def local_rag(settings: Settings, args: argparse.Namespace) -> int:
             print(rag_answer(answer, (time.perf_counter() - start) * 1000).model_dump_json(indent=2))
             return 0
         sources: list[dict[str, Any]] = []
+        verification: dict[str, Any] | None = None
         async with aclosing(rt.chat.answer_stream(principal, req)) as events:
             async for event in events:
                 if event.event == "token":
                     print(event.data["delta"], end="", flush=True)
+                elif event.event == "retry":
+                    print(f"\n({event.data['message']})\n", flush=True)
                 elif event.event == "tool_result":
                     sources += event.data["chunks"]
+                elif event.event == "done":
+                    verification = event.data.get("verification")
     remote.print_sources(sources)
+    remote.print_checks(verification)
     return 0
 
 

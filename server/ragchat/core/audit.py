@@ -8,10 +8,10 @@ request's context (core/logs.py) unless they are passed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 from uuid import UUID
 
 from ragchat.core.principal import Principal
@@ -43,6 +43,8 @@ class AuditAction(StrEnum):
     DOCUMENT_DELETE = "document.delete"
     PREFERENCES_UPDATE = "preferences.update"
     CHAT_ANSWER = "chat.answer"  # the documents and chunks an answer showed its reader
+    DOCUMENT_READ = "document.read"  # documents read by someone (AUDIT_READS): opened, file, chunks, search hits
+    AUDIT_PURGE = "audit.purge"  # written by the database's audit_purge() itself, before it deletes old rows
 
 
 @dataclass(frozen=True)
@@ -75,3 +77,28 @@ class AuditWriter(Protocol):
         details: Mapping[str, Any] | None = None,
         client: str | None = None,
     ) -> None: ...
+
+
+#: how documents were read (`details.via` of a `document.read` row)
+ReadVia = Literal[
+    "document",  # GET /api/documents/{id}
+    "file",  # GET /api/documents/{id}/file
+    "chunks",  # GET /api/documents/{id}/chunks
+    "search",  # GET or POST /api/search: the documents of the hits
+    "search_documents",  # GET /api/search/documents: the documents listed
+    "mcp.read_document",
+    "mcp.search_documents",
+    "mcp.find_documents",
+]
+
+
+@runtime_checkable  # a route's dependency: Litestar checks the value against the annotation
+class ReadAuditor(Protocol):
+    """Records what one request read (implemented by `ragchat.audit`, given to routes as `audit`)."""
+
+    async def record_read(
+        self, principal: Principal, via: ReadVia, document_ids: Sequence[UUID], *, owner_id: UUID | None = None
+    ) -> None:
+        """One `document.read` row for the request, as AUDIT_READS says (`shared`: only if some of the documents
+        are another user's); `owner_id`: the owner when every id is one known document. Never raises."""
+        ...

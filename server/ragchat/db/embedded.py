@@ -75,10 +75,26 @@ class EmbeddedPostgres:
         return Path(self.server.pgdata)
 
     def stop(self) -> None:
+        """Release this process's handle; the last process out stops the server. The server it stops is the one
+        running now: after a crash, the postmaster may have been restarted by another process on the data
+        directory (a worker's watchdog, a CLI command), or by a restart still finishing in a thread here, and the
+        handle would otherwise still point at the dead one and stop nothing (issue 43, item 11)."""
         try:
-            self.server.cleanup()
+            with lock_for(self.pgdata):  # after any restart in progress (it holds the lock)
+                self._follow_running_postmaster()
+                self.server.cleanup()
         except Exception:  # already stopped or another process owns it
             log.debug("embedded postgres cleanup failed", exc_info=True)
+
+    def _follow_running_postmaster(self) -> None:
+        """Point the package's handle at the postmaster running now (`ensure_postgres_running` only re-reads
+        `postmaster.pid` when one runs); nothing when none runs (a stop never starts a server)."""
+        try:
+            info = read_postmaster(self.pgdata)
+        except (ValueError, OSError):
+            return
+        if info is not None and postmaster_alive(info.pid):
+            self.server.ensure_postgres_running()
 
     def restart_if_dead(self) -> bool:
         """Start the server again if its postmaster is gone (killed, crashed); True when this call started it.

@@ -131,6 +131,11 @@ class AskOutput(BaseModel):
     sources: list[Source]
     finish_reason: str | None = None
     usage: dict[str, Any] = Field(default_factory=dict)
+    verification: dict[str, Any] | None = Field(
+        default=None,
+        description="per-sentence verdicts (supported / weak / unsupported / no_source with the passage n), "
+        "not_covered, searched: the same checks the chat page shows",
+    )
 
 
 def where(filename: str, page: int | None, section: str | None = None, location: str | None = None) -> str:

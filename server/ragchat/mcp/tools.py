@@ -10,8 +10,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from uuid import UUID
 
-from ragchat.chat.answer import AnswerRequest
+from ragchat.chat.answer import Answer, AnswerRequest
 from ragchat.chat.faults import as_http_error
+from ragchat.chat.verify import footnotes
 from ragchat.core.errors import BadRequest
 from ragchat.core.matches import DocumentMatches, MatchMode, MatchRequest
 from ragchat.core.options import Asked
@@ -79,6 +80,8 @@ async def search_documents(
         charge="search" if caller.limited else "none",
     )
     result = await rt.searcher.search(text, principal=caller.principal, options=options)
+    read = [chunk.document_id for chunk in result.chunks]
+    await rt.audit.record_read(caller.principal, "mcp.search_documents", read)
     return SearchOutput.of(result)
 
 
@@ -108,7 +111,9 @@ async def find_documents(
         limit=limit,
         filters=scope if scope.active else None,
     )
-    return await rt.searcher.find_documents(request, principal=caller.principal)
+    found = await rt.searcher.find_documents(request, principal=caller.principal)
+    await rt.audit.record_read(caller.principal, "mcp.find_documents", [d.document_id for d in found.documents])
+    return found
 
 
 async def list_documents(caller: Caller, query: str | None = None, limit: int = 100) -> DocumentList:
@@ -143,6 +148,9 @@ async def read_document(
     if not rows:
         asked = f"page {page}" if page is not None else f"chunk {start}"
         return f"{title}\nNo text at {asked} (chunk indexes run from 0 to {max(total - 1, 0)})."
+    await caller.runtime.audit.record_read(
+        caller.principal, "mcp.read_document", [document_id], owner_id=document["owner_id"]
+    )
     shown = rows[:1]
     size = len(rows[0]["content"])
     for row in rows[1:READ_MAX_CHUNKS]:
@@ -182,11 +190,18 @@ async def summarize_documents(
         answer = await rt.chat.answer(caller.principal, answer_request)
     except Exception as exc:
         raise as_http_error(exc) from exc
+    return ask_output(answer, rt.settings.rag_footnotes)
+
+
+def ask_output(answer: Answer, with_footnotes: bool) -> AskOutput:
+    """An answer as MCP's `ask` result, its verification included (and as footnotes with RAG_FOOTNOTES)."""
+    notes = footnotes(answer.verification) if with_footnotes else ""
     return AskOutput(
-        answer=answer.text,
+        answer=answer.text + (f"\n\nChecks:\n{notes}" if notes else ""),
         sources=[Source.of(n, chunk) for n, chunk in enumerate(answer.sources, 1)],
         finish_reason=answer.finish_reason,
         usage=dict(answer.usage or {}),
+        verification=answer.verification,
     )
 
 
@@ -222,9 +237,4 @@ async def ask(
         answer = await rt.chat.answer(caller.principal, request)
     except Exception as exc:  # the LLM's or the search's failure, as the chat's message naming the fix
         raise as_http_error(exc) from exc
-    return AskOutput(
-        answer=answer.text,
-        sources=[Source.of(n, chunk) for n, chunk in enumerate(answer.sources, 1)],
-        finish_reason=answer.finish_reason,
-        usage=dict(answer.usage or {}),
-    )
+    return ask_output(answer, rt.settings.rag_footnotes)

@@ -111,6 +111,21 @@ async def unreadable(conn: Conn, user_id: UUID, document_ids: list[UUID]) -> lis
     return [i for i in document_ids if i not in found]
 
 
+async def others_documents(conn: Conn, user_id: UUID, document_ids: Sequence[UUID]) -> list[UUID]:
+    """Those of `document_ids` that another user owns (reading them is reading a share: the audit log's
+    `document.read`), in the order given."""
+    if not document_ids:
+        return []
+    rows = await (
+        await conn.execute(
+            "SELECT d.id FROM documents d WHERE d.id = ANY(%(ids)s) AND d.owner_id <> %(uid)s",
+            {"ids": list(document_ids), "uid": user_id},
+        )
+    ).fetchall()
+    found = {r["id"] for r in rows}
+    return [i for i in document_ids if i in found]
+
+
 async def unreadable_collections(conn: Conn, user_id: UUID, collection_ids: list[UUID]) -> list[UUID]:
     """Those of `collection_ids` that are not collections the user owns or is a member of."""
     if not collection_ids:

@@ -8,6 +8,7 @@ from uuid import UUID
 from litestar import Response, get
 from litestar.params import Parameter
 
+from ragchat.core.audit import ReadAuditor
 from ragchat.core.http import error_responses
 from ragchat.core.matches import DocumentMatches, MatchRequest
 from ragchat.core.options import SearchPolicy
@@ -24,6 +25,7 @@ async def search_documents_all(
     searcher: Searcher,
     principal: Principal,
     search_policy: SearchPolicy,
+    audit: ReadAuditor,
     q: str = "",
     match: Annotated[
         Literal["all", "any"],
@@ -65,6 +67,7 @@ async def search_documents_all(
         filters=filters if filters.active else None,
     )
     body = await searcher.find_documents(request, principal=principal)
+    await audit.record_read(principal, "search_documents", [d.document_id for d in body.documents])
     return Response(body, headers={"Cache-Control": "private, no-store", "Vary": "Cookie, Authorization"})
 
 

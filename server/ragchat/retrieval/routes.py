@@ -10,6 +10,7 @@ from uuid import UUID
 from litestar import Response, get, post
 from litestar.params import Parameter
 
+from ragchat.core.audit import ReadAuditor
 from ragchat.core.errors import BadRequest
 from ragchat.core.http import error_responses
 from ragchat.core.options import Asked, SearchPolicy
@@ -27,6 +28,7 @@ async def search(
     searcher: Searcher,
     principal: Principal,
     search_policy: SearchPolicy,
+    audit: ReadAuditor,
     q: str = "",
     limit: Annotated[int, Parameter(ge=1, le=MAX_TOP_K)] = 10,
     mode: str | None = None,
@@ -74,7 +76,7 @@ async def search(
         principal, Asked(mode=mode, rerank=rerank, limit=limit, filters=filters, expansion=expansion)
     )
     search = searcher.search(q, principal=principal, options=options)
-    return await _with_facets(searcher, principal, search, filters, facets)
+    return await _audited(audit, principal, await _with_facets(searcher, principal, search, filters, facets))
 
 
 @post(
@@ -84,7 +86,7 @@ async def search(
     responses=error_responses(404, 413, 429),
 )
 async def search_post(
-    searcher: Searcher, principal: Principal, search_policy: SearchPolicy, data: SearchBody
+    searcher: Searcher, principal: Principal, search_policy: SearchPolicy, audit: ReadAuditor, data: SearchBody
 ) -> Response[SearchResponse]:
     """The GET's search with a JSON body: `{query, top_k, filters: {document_ids, collection_ids, metadata:
     {key: value or [values]}, location}, mode, rerank, facets}`; the same response."""
@@ -94,7 +96,7 @@ async def search_post(
     asked = Asked(mode=data.mode, rerank=data.rerank, limit=data.top_k, filters=filters, expansion=data.expansion)
     options = await search_policy.resolve(principal, asked)
     search = searcher.search(query, principal=principal, options=options)
-    return await _with_facets(searcher, principal, search, filters, data.facets)
+    return await _audited(audit, principal, await _with_facets(searcher, principal, search, filters, data.facets))
 
 
 async def _check_ids(searcher: Searcher, principal: Principal, filters: SearchFilters | None) -> None:
@@ -123,6 +125,14 @@ async def _with_facets(
         raise
     body.facets = await facets
     return _private(body)
+
+
+async def _audited(
+    audit: ReadAuditor, principal: Principal, response: Response[SearchResponse]
+) -> Response[SearchResponse]:
+    """The hits' documents recorded as read (AUDIT_READS: others' documents by default), then the response."""
+    await audit.record_read(principal, "search", [d.document_id for d in response.content.documents])
+    return response
 
 
 def _private(body: SearchResponse) -> Response[SearchResponse]:

@@ -39,6 +39,7 @@ def as_ragchat_error(exc: BaseException) -> RagchatError | None:
 def error_response(request: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, Any]]:
     """The one exception handler: any exception → the one error body (always JSON, even on an SSE route)."""
     rid = request_id_of(request)
+    path = str(request.scope.get("path", "?"))  # not request.url: it parses the Host header, which may be bad
     headers: dict[str, str] = {}
     extra: Any = None
     if isinstance(exc, HTTPException) and exc.status_code < 500:
@@ -59,9 +60,9 @@ def error_response(request: Request[Any, Any, Any], exc: Exception) -> Response[
             extra = {"retry_after": err.retry_after}
             headers["Retry-After"] = str(err.retry_after)
         if status >= 500:
-            log.warning("request %s: %s %s → %s %s", rid, request.method, request.url.path, status, code)
+            log.warning("request %s: %s %s → %s %s", rid, request.method, path, status, code)
     else:  # a bug
-        log.error("request %s: unhandled error on %s %s", rid, request.method, request.url.path, exc_info=exc)
+        log.error("request %s: unhandled error on %s %s", rid, request.method, path, exc_info=exc)
         status, code = 500, "internal_error"
         detail = f"internal server error (logged on the server as {rid})"
     if status == 413:  # the rest of the body is not wanted: close rather than read it to keep the connection

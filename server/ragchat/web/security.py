@@ -1,6 +1,7 @@
 """Browser-facing protections, as one ASGI middleware in front of every route:
 
-- **Host allowlist** (DNS rebinding): a `Host` outside ALLOWED_HOSTS (+ loopback names + HOST) gets 400.
+- **Host allowlist** (DNS rebinding): a `Host` that does not parse (`parse_host`: user-info, a bad port, over
+  300 characters) or is outside ALLOWED_HOSTS (+ loopback names + HOST) gets a JSON 400, before any route.
 - **Cross-origin writes** (CSRF): a state-changing request whose `Origin` is not this server's (or a
   TRUSTED_ORIGINS entry), or, with no Origin, whose `Sec-Fetch-Site` says another site sent it, gets 403.
   This holds with or without a session cookie (with AUTH=off the ambient credential is being on loopback).
@@ -19,8 +20,11 @@ errors included. Errors use the API's one body (server/core/http.py).
 
 from __future__ import annotations
 
+import ipaddress
 import json
+import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -50,24 +54,86 @@ HEADERS = [
 ]
 
 
-def host_name(host: str) -> str:
-    """`example.com:8000` → `example.com`; `[::1]:8000` → `::1`."""
-    host = host.strip().lower()
+#: A Host header longer than this is refused (a DNS name is at most 253 characters, plus a port).
+MAX_HOST_CHARS = 300
+_LABELS = re.compile(r"(?:[a-z0-9_-]{1,63}\.)*[a-z0-9_-]{1,63}")
+_PORT = re.compile(r"[0-9]{1,5}")
+
+
+@dataclass(frozen=True)
+class HostHeader:
+    """A `Host` header that parsed: a lower-case DNS name or IP address (IPv6 without its brackets), and a port."""
+
+    name: str
+    port: int | None
+
+    @property
+    def netloc(self) -> str:
+        """As it goes back into a URL: `example.com:8000`, `[::1]:8000`."""
+        name = f"[{self.name}]" if ":" in self.name else self.name
+        return name if self.port is None else f"{name}:{self.port}"
+
+
+def parse_host(raw: str) -> HostHeader:
+    """The one parser of the `Host` header (RFC 9110 7.2: `uri-host [ ":" port ]`, no user-info), strict: a
+    name of DNS labels or an IPv4 address, or an IPv6 address in brackets; an optional port of 1-5 digits,
+    1-65535. Anything else (`user@host`, `host:abc`, `host:99999`, a path, spaces, 10,000 characters) is
+    BadHost, a JSON 400."""
+    if not raw:
+        raise BadHost("the request has no Host header")
+    if len(raw) > MAX_HOST_CHARS:
+        raise BadHost(f"the Host header is over {MAX_HOST_CHARS} characters")
+    host = raw.lower()
+    if "@" in host:
+        raise BadHost("the Host header may not hold user information ('@')")
     if host.startswith("["):
-        return host[1:].split("]", 1)[0]
-    if host.count(":") == 1:
-        return host.split(":", 1)[0]
-    return host
+        name, bracket, rest = host[1:].partition("]")
+        try:
+            ok = bool(bracket) and ipaddress.ip_address(name).version == 6
+        except ValueError:
+            ok = False
+        if not ok:
+            raise BadHost(f"the Host header {_shown(raw)} is not a bracketed IPv6 address")
+    else:
+        name, colon, port = host.partition(":")
+        rest = colon + port
+        if not _LABELS.fullmatch(name):
+            raise BadHost(f"the Host header {_shown(raw)} is not a host name")
+    if not rest:
+        return HostHeader(name, None)
+    port = rest[1:]
+    if not rest.startswith(":") or not _PORT.fullmatch(port) or not 0 < int(port) <= 65535:
+        raise BadHost(f"the Host header {_shown(raw)} has no valid port (1-65535)")
+    return HostHeader(name, int(port))
+
+
+def _shown(raw: str) -> str:
+    return repr(raw[:80] + ("…" if len(raw) > 80 else ""))
+
+
+def host_name(host: str) -> str:
+    """`example.com:8000` → `example.com`; `[::1]:8000` → `::1`; BadHost when it does not parse."""
+    return parse_host(host.strip()).name
 
 
 def host_allowed(host: str, allowlist: list[str]) -> bool:
-    name = host_name(host)
+    """Does `host` parse and name a host of `allowlist` (`*` any; `*.example.org` its subdomains)?"""
+    try:
+        name = host_name(host)
+    except BadHost:
+        return False
     for allowed in allowlist:
         if allowed == "*" or allowed == name:
             return True
         if allowed.startswith("*.") and name.endswith(allowed[1:]):
             return True
     return False
+
+
+def request_origin(scheme: str, headers: Mapping[str, str]) -> str:
+    """`scheme://host[:port]` from the request's `Host`, re-parsed here (the middleware refused it already if it
+    does not parse or is not allowed): what the server calls itself when no URL is configured."""
+    return f"{scheme}://{parse_host(headers.get('host', '').strip()).netloc}"
 
 
 class SecurityMiddleware:
@@ -91,6 +157,8 @@ class SecurityMiddleware:
             if "\x00" in scope["path"] or b"%00" in scope["query_string"]:
                 raise BadRequest("the URL contains a NUL character")
             self.check(scope["method"], scope["path"], headers)  # type: ignore[typeddict-item]
+            # what this server is called in this request, validated: routes read it (OIDC's redirect_uri)
+            scope.setdefault("state", {})["origin"] = request_origin(scope["scheme"], headers)
         except RagchatError as exc:
             await _error(send, exc, scope_request_id(scope))
             return
@@ -98,9 +166,10 @@ class SecurityMiddleware:
 
     def check(self, method: str, path: str, headers: dict[str, str]) -> None:
         host = headers.get("host", "")
+        name = host_name(host)  # BadHost (400) when it does not parse, whatever ALLOWED_HOSTS says
         if not host_allowed(host, self.allowed_hosts):
             raise BadHost(
-                f"the Host header {host_name(host)!r} is not allowed: add it to ALLOWED_HOSTS if this server is "
+                f"the Host header {_shown(name)} is not allowed: add it to ALLOWED_HOSTS if this server is "
                 "meant to be reached by that name"
             )
         if method not in UNSAFE:

@@ -11,6 +11,7 @@ from litestar.params import Parameter
 from litestar.response import Stream
 from pydantic import BaseModel, ConfigDict, Field
 
+from ragchat.core.audit import ReadAuditor
 from ragchat.core.http import error_responses, file_download
 from ragchat.core.principal import Principal
 from ragchat.core.search import Location
@@ -99,10 +100,13 @@ class DocumentBrowseController(Controller):
         return BulkResults(results=[BulkResult(id=i, ok=err is None, error=err) for i, err in out.items()])
 
     @get("/{document_id:uuid}/file", responses=error_responses(404), operation_class=file_download("*/*"))
-    async def file(self, document_id: UUID, documents: DocumentService, principal: Principal) -> Stream:
+    async def file(
+        self, document_id: UUID, documents: DocumentService, principal: Principal, audit: ReadAuditor
+    ) -> Stream:
         """The original file as uploaded, streamed. PDF is `inline` (the viewer shows it); every other type is an
         attachment, and HTML, SVG or XML is sent as text/plain; always nosniff and a sandboxing CSP."""
         row, size = await documents.catalog.open_file(principal, document_id)
+        await audit.record_read(principal, "file", [document_id], owner_id=row["owner_id"])
         ctype = safe_content_type(row["content_type"])
         inline = ctype in _INLINE
         return Stream(
@@ -123,6 +127,7 @@ class DocumentBrowseController(Controller):
         document_id: UUID,
         documents: DocumentService,
         principal: Principal,
+        audit: ReadAuditor,
         limit: Annotated[int, Parameter(ge=1, le=MAX_CHUNKS)] = 100,
         offset: Annotated[int, Parameter(ge=0, le=100_000_000)] = 0,
         chunk_id: Annotated[
@@ -134,4 +139,5 @@ class DocumentBrowseController(Controller):
         rows, total, first = await documents.catalog.chunk_page(
             principal, document_id, offset=offset, limit=limit, chunk_id=chunk_id
         )
+        await audit.record_read(principal, "chunks", [document_id])
         return ChunkList(chunks=[DocumentChunk.of(r) for r in rows], total=total, offset=first)

@@ -10,6 +10,7 @@ from litestar import Controller, delete, get, patch, post
 from litestar.enums import RequestEncodingType
 from litestar.params import Body, Parameter
 
+from ragchat.core.audit import ReadAuditor
 from ragchat.core.errors import BadRequest, NotFound, PayloadTooLarge, RagchatError, UnsupportedMediaType
 from ragchat.core.http import ErrorBody, error_responses, response_spec
 from ragchat.core.preferences import PreferencesLookup
@@ -166,10 +167,13 @@ class DocumentController(Controller):
         return await upload_results(documents, principal, outcomes, data.collection_id)
 
     @get("/{document_id:uuid}", responses=error_responses(404))
-    async def get_document(self, document_id: UUID, documents: DocumentService, principal: Principal) -> Document:
+    async def get_document(
+        self, document_id: UUID, documents: DocumentService, principal: Principal, audit: ReadAuditor
+    ) -> Document:
         row = await documents.catalog.get(principal, document_id)
         if row is None:
             raise NotFound(f"document {document_id} not found")
+        await audit.record_read(principal, "document", [document_id], owner_id=row["owner_id"])
         return Document.of(row)
 
     @post("/{document_id:uuid}/retry", status_code=200, responses=error_responses(403, 404, 409))

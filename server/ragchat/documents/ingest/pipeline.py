@@ -8,18 +8,24 @@ and after INGEST_MAX_ATTEMPTS claims it is failed with the last error. A documen
 over meanwhile is dropped at the next batch (the store checks the lease under a row lock). A document's
 chunks and vectors are written and its status flipped to `ready` in one transaction, so search never sees
 half of one. Vectors go into the active embedding space (server/vectors).
+
+Fair and bounded (issue 43): the claim lets owners take turns (queue.claim). Two lanes per worker: "light"
+documents (small text and office files) are parsed here in a thread, batch after batch; "heavy" ones (images,
+PDFs, files over INLINE_BLOB) each in a child process (parsing/isolated.py), at most INGEST_HEAVY_SLOTS at
+once, while the light lane goes on claiming, so a 300-page scan never holds up another user's note. A heavy
+document cancelled while it is parsed has its child killed within INGEST_CANCEL_POLL_S.
 """
 
 from __future__ import annotations
 
 import asyncio
-import ctypes
+import dataclasses
 import json
 import logging
 import os
 import socket
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,7 +45,8 @@ from ragchat.documents.chunking.sentences import content_hash, embedding_text
 from ragchat.documents.chunking.strategy import blocking_embed, chunk_document
 from ragchat.documents.ingest import queue
 from ragchat.documents.ingest.registration import BEIR_RECORD_TYPE
-from ragchat.documents.parsing.limits import ParseLimits
+from ragchat.documents.parsing.isolated import parse_in_child
+from ragchat.documents.parsing.limits import Cancelled, ParseLimits
 from ragchat.documents.parsing.parsers import ParsedDocument, ParseError, Section, parse
 from ragchat.providers.embeddings.base import EmbeddingProvider
 from ragchat.settings import Settings
@@ -100,31 +107,6 @@ class Progress:
 INLINE_BLOB = 1 << 20  # a claim brings files up to this size with it; a bigger one is read when its turn comes
 
 
-def release_memory() -> None:
-    """Hand freed heap back to the system (glibc's malloc_trim): a big file is parsed in a worker thread whose
-    malloc arena would otherwise keep its peak resident while the embed and store stages allocate elsewhere."""
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-    except OSError:  # not glibc: nothing to do
-        return
-    libc.malloc_trim(0)
-
-
-def _batches(rows: Sequence[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
-    """Consecutive rows whose bytes came with the claim go together; a big file (bytes not read yet) alone."""
-    small: list[dict[str, Any]] = []
-    for row in rows:
-        if row["data"] is not None:
-            small.append(row)
-            continue
-        if small:
-            yield small
-            small = []
-        yield [row]
-    if small:
-        yield small
-
-
 def parse_document(
     content_type: str,
     filename: str,
@@ -155,8 +137,11 @@ class IngestionPipeline:
         *,
         on_progress: Callable[[Progress], None] | None = None,
         llm: Any | None = None,  # CHUNK_SEMANTIC_LLM: the semantic chunker asks it to choose among cuts
+        wake: asyncio.Event | None = None,  # set when something is queued: looked at while heavy parses run
     ) -> None:
         self.pool = pool
+        self.wake = wake or asyncio.Event()
+        self.heavy: set[asyncio.Task[None]] = set()  # heavy documents being parsed in child processes
         self.llm = llm if settings.chunk_semantic_llm else None
         self.spaces = spaces
         self.settings = settings
@@ -248,34 +233,112 @@ class IngestionPipeline:
                     if given_up:
                         log.warning("%d documents failed: their worker stopped on every attempt", given_up)
                     rows = await queue.claim(
-                        conn, limit=32, ids=ids, worker_id=self.worker_id, lease_s=self.lease_s, inline=INLINE_BLOB
+                        conn,
+                        limit=32,
+                        ids=ids,
+                        worker_id=self.worker_id,
+                        lease_s=self.lease_s,
+                        inline=INLINE_BLOB,
+                        heavy_limit=self.settings.ingest_heavy_slots - len(self.heavy),
+                        heavy_per_owner=self.settings.ingest_heavy_per_user,
                     )
                 if not rows:
-                    break
+                    if not self.heavy:
+                        break
+                    await flush()
+                    await self._await_heavy_or_work()
+                    continue
                 try:
                     target = await self.spaces.for_ingest()
                 except RagchatError as exc:  # the embedding model cannot answer: say why on each document
                     for row in rows:
                         await self._fail(row["id"], row["filename"], exc.message, retry=True)
                     continue
-                for batch in _batches(rows):
-                    if batch[0]["data"] is None:  # a big file: alone in memory, its bytes read only now
+                for row in (r for r in rows if r["heavy"]):
+                    task = asyncio.create_task(self._prepare_heavy(row, target, out), name=f"parse-{row['id']}")
+                    self.heavy.add(task)
+                    task.add_done_callback(self.heavy.discard)
+                light = [r for r in rows if not r["heavy"]]
+                if not light:
+                    continue
+                results = await asyncio.to_thread(self._prepare_rows, light, target.embedder)
+                with tracing.span("ingest.parse", **{"ragchat.documents": len(light)}):
+                    parsed = await self._parsed(light, results)
+                for ready in parsed:
+                    group.append(ready)
+                    if sum(len(d.chunks) for d in group) >= self.group_chunks:
                         await flush()
-                        await self.drained.wait()
-                        async with self.pool.connection() as conn:
-                            batch[0]["data"] = await repo.blob(conn, batch[0]["id"])
-                    results = await asyncio.to_thread(self._prepare_rows, batch, target.embedder)
-                    if batch[0].get("byte_size", 0) > INLINE_BLOB:
-                        release_memory()  # what parsing a big file freed goes back to the system
-                    with tracing.span("ingest.parse", **{"ragchat.documents": len(batch)}):
-                        parsed = await self._parsed(batch, results)
-                    for ready in parsed:
-                        group.append(ready)
-                        if sum(len(d.chunks) for d in group) >= self.group_chunks:
-                            await flush()
             await flush()
         finally:
+            for task in list(self.heavy):
+                task.cancel()
+            await asyncio.gather(*self.heavy, return_exceptions=True)
             await out.put(None)
+
+    async def _await_heavy_or_work(self) -> None:
+        """While heavy documents are parsed and nothing else was claimed: wait until one finishes, something is
+        queued (the upload route's wake) or a poll's time has passed, then claim again."""
+        waker = asyncio.create_task(self.wake.wait())
+        try:
+            await asyncio.wait([waker, *self.heavy], timeout=2.0, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waker.cancel()
+        self.wake.clear()
+
+    async def _prepare_heavy(self, row: dict[str, Any], target: ActiveSpace, out: asyncio.Queue[Any]) -> None:
+        """Parse one heavy document in a child process (killed if it is cancelled meanwhile), chunk it here and
+        hand it to the embed stage as a group of its own."""
+        doc_id, name = row["id"], row["filename"]
+        try:
+            if row["data"] is None:  # its bytes did not come with the claim
+                async with self.pool.connection() as conn:
+                    row["data"] = await repo.blob(conn, doc_id)
+            data = row.pop("data", None)
+            if data is None:
+                raise ParseError("the file's bytes are missing; upload it again")
+            limits = await self._limits_for(row["owner_id"])
+            with tracing.span("ingest.parse", **{"ragchat.documents": 1}):
+                done = await parse_in_child(
+                    bytes(data),
+                    name,
+                    limits,
+                    on_note=self._noter(doc_id),
+                    wanted=lambda: self._holds(doc_id),
+                    poll_s=self.settings.ingest_cancel_poll_s,
+                )
+            del data
+            if done.ocr_pixels:
+                async with self.pool.connection() as conn:
+                    await queue.record_ocr(conn, row["owner_id"], doc_id, done.ocr_pixels)
+            result: Prepared | str = await asyncio.to_thread(self._chunked, row, done.document, target.embedder)
+        except Cancelled:
+            log.info("document %s was cancelled, deleted or taken over while parsed: its parse was stopped", doc_id)
+            self.lost.add(doc_id)
+            return
+        except ParseError as exc:
+            result = str(exc)
+        except Exception as exc:  # a bug must fail one document, not the worker
+            log.exception("failed to parse %s", name)
+            result = f"could not read {name}: {type(exc).__name__}: {exc}"
+        parsed = await self._parsed([row], [result])
+        if parsed:
+            self.in_flight += 1
+            self.drained.clear()
+            await out.put(parsed)
+
+    async def _holds(self, document_id: UUID) -> bool:
+        """Whether this worker still holds the document (asked while its child parses it)."""
+        if document_id in self.lost:
+            return False
+        async with self.pool.connection() as conn:
+            return bool(await queue.held(conn, self.worker_id, [document_id]))
+
+    async def _limits_for(self, owner: UUID) -> ParseLimits:
+        """The parse limits, with what the owner has left today of OCR_USER_MEGAPIXELS_PER_DAY."""
+        async with self.pool.connection() as conn:
+            used = await queue.ocr_used(conn, owner)
+        limits = ParseLimits.from_settings(self.settings)
+        return dataclasses.replace(limits, ocr_user_megapixels_left=limits.ocr_user_megapixels_per_day - used / 1e6)
 
     def _landed(self) -> None:
         """A group left the pipeline (stored, failed or dropped)."""
@@ -315,6 +378,10 @@ class IngestionPipeline:
         limits = ParseLimits.from_settings(self.settings)
         parsed = parse_document(row["content_type"], row["filename"], bytes(data), limits, self._noter(row["id"]))
         del data
+        return self._chunked(row, parsed, embedder)
+
+    def _chunked(self, row: dict[str, Any], parsed: ParsedDocument, embedder: EmbeddingProvider) -> Prepared:
+        """The parsed document chunked (runs in a worker thread)."""
         asked = row.get("chunking") or {}  # set at upload, by `ingest --chunk` or a re-chunk
         tokens = min(int(asked.get("tokens") or self.settings.chunk_tokens), embedder.max_tokens)
         chunked = chunk_document(
@@ -531,7 +598,7 @@ async def run_worker(
     while not stop.is_set():
         wake.clear()
         try:
-            progress = await IngestionPipeline(pool, spaces, settings, llm=llm).run()
+            progress = await IngestionPipeline(pool, spaces, settings, llm=llm, wake=wake).run()
             if progress.documents_done or progress.documents_failed:
                 log.info("ingested %d documents (%d failed)", progress.documents_done, progress.documents_failed)
         except (DatabaseUnavailable, psycopg.OperationalError, PoolTimeout) as exc:

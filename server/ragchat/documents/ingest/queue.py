@@ -95,6 +95,25 @@ async def next_due(conn: Conn, ids: Sequence[UUID] | None = None) -> float | Non
     return None if row is None or row["wait"] is None else max(0.0, float(row["wait"]))
 
 
+#: A document parsed in a child process (server/documents/parsing/isolated.py): images, PDFs and any file whose
+#: bytes do not come with the claim. The rest ("light": small text, office files) is parsed in the worker itself.
+HEAVY_SQL = """(d.content_type LIKE 'image/%%' OR d.content_type = 'application/pdf'
+    OR d.byte_size > coalesce(%(inline)s::bigint, d.byte_size))"""
+_CLAIM_LOCK = 4_300_027  # pg_advisory_xact_lock key: claims take turns, so the per-owner caps hold across workers
+
+_RETURNING = (
+    """RETURNING d.id, d.owner_id, d.filename, d.title, d.content_type, d.metadata, d.created_at,
+    d.attempts, d.byte_size, d.chunking, """
+    + HEAVY_SQL
+    + """ AS heavy,
+    CASE WHEN %(inline)s::bigint IS NULL OR d.byte_size <= %(inline)s::bigint
+         THEN (SELECT data FROM document_blobs b WHERE b.document_id = d.id) END AS data"""
+)
+_LEASE = """status = 'processing', locked_at = now(), attempts = attempts + 1,
+    lease_until = now() + make_interval(secs => %(lease_s)s), worker_id = %(worker_id)s, updated_at = now(),
+    chunks_done = 0, chunks_total = NULL, progress_started_at = NULL, not_before = NULL, progress_note = NULL"""
+
+
 async def claim(
     conn: Conn,
     *,
@@ -104,49 +123,108 @@ async def claim(
     worker_id: str | None = None,
     lease_s: float = 60.0,
     inline: int | None = None,
+    heavy_limit: int | None = None,
+    heavy_per_owner: int = 1,
 ) -> list[dict[str, Any]]:
     """Lease up to `limit` queued documents (or ones whose lease ran out: a crashed worker's) to `worker_id`
     for `lease_s` seconds. A processing row without a lease (from before leases) is stale after `stale_after_s`.
     Each row brings its file's bytes as `data`, only when they are at most `inline` bytes if that is given (the
-    caller reads a bigger one with `blob` when it gets to it)."""
-    # Two statements, so each can use its index: the primary key for an explicit id list (the CLI's own
-    # documents), the partial queued index otherwise. A generic `ids IS NULL OR id = ANY(ids)` uses neither
-    # and rescans the whole list for every queued row.
-    if ids is None:
-        where, params = f"status = 'queued' AND {_DUE}", []
-    else:
-        where, params = f"id = ANY(%s::uuid[]) AND status = 'queued' AND {_DUE}", [list(ids)]
-    stale_where = """status = 'processing' AND (lease_until < now()
-        OR (lease_until IS NULL AND locked_at < now() - make_interval(secs => %s)))"""
-    stale_params: list[Any] = [stale_after_s]
-    if ids is not None:
-        stale_where += " AND id = ANY(%s::uuid[])"
-        stale_params.append(list(ids))
-    rows = await (
-        await conn.execute(
-            f"""WITH fresh AS (SELECT id, created_at, false AS taken_over FROM documents WHERE {where}
-                               ORDER BY created_at LIMIT %s FOR UPDATE SKIP LOCKED),
-                     stale AS (SELECT id, created_at, true AS taken_over FROM documents WHERE {stale_where}
-                               ORDER BY created_at LIMIT %s FOR UPDATE SKIP LOCKED),
-                     picked AS (SELECT id, taken_over
-                                FROM (SELECT * FROM fresh UNION ALL SELECT * FROM stale) both_kinds
-                                ORDER BY created_at LIMIT %s)
-                UPDATE documents d SET status = 'processing', locked_at = now(), attempts = attempts + 1,
-                       lease_until = now() + make_interval(secs => %s), worker_id = %s, updated_at = now(),
-                       chunks_done = 0, chunks_total = NULL, progress_started_at = NULL, not_before = NULL,
-                       progress_note = NULL
-                FROM picked
-                WHERE d.id = picked.id
-                RETURNING picked.taken_over, d.id, d.owner_id, d.filename, d.title, d.content_type, d.metadata,
-                          d.created_at, d.attempts, d.byte_size, d.chunking,
-                          CASE WHEN %s::bigint IS NULL OR d.byte_size <= %s::bigint
-                               THEN (SELECT data FROM document_blobs b WHERE b.document_id = d.id) END AS data""",
-            (*params, limit, *stale_params, limit, limit, lease_s, worker_id, inline, inline),
-        )
-    ).fetchall()
+    caller reads a bigger one with `blob` when it gets to it), and `heavy` (see HEAVY_SQL).
+
+    Fair between owners: owners take turns (each owner's n-th oldest queued document, counting the documents it
+    has processing already, so the owner with the fewest running and then the oldest waiting goes first). With
+    `heavy_limit`, at most that many heavy documents, and none of an owner who already has `heavy_per_owner`
+    heavy ones processing anywhere: one user's scans cannot hold every worker's child process."""
+    await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_CLAIM_LOCK,))
+    params: dict[str, Any] = {
+        "limit": limit,
+        "ids": None if ids is None else list(ids),
+        "stale": stale_after_s,
+        "worker_id": worker_id,
+        "lease_s": lease_s,
+        "inline": inline,
+        "heavy_limit": heavy_limit if heavy_limit is not None else limit,
+        "per_owner": heavy_per_owner if heavy_limit is not None else limit,
+    }
+    rows = await _claim_stale(conn, params, ids, heavy_limit)
+    params["limit"] = limit - len(rows)
+    params["heavy_limit"] -= sum(1 for r in rows if r["heavy"])
+    if params["limit"] > 0:
+        rows += await _claim_fresh(conn, params, ids, heavy_limit)
     if taken := sum(1 for r in rows if r.pop("taken_over")):
         metrics.LEASE_TAKEOVERS.inc(taken)
     return sorted(rows, key=lambda r: r["created_at"])  # RETURNING has no order of its own
+
+
+async def _claim_stale(
+    conn: Conn, params: dict[str, Any], ids: Sequence[UUID] | None, heavy_limit: int | None
+) -> list[dict[str, Any]]:
+    """Documents a dead worker left processing (lease run out, or no lease and locked long ago), oldest first."""
+    only = "AND d.id = ANY(%(ids)s::uuid[])" if ids is not None else ""
+    heavy = "true" if heavy_limit is None else HEAVY_SQL
+    sql = f"""WITH stale AS (
+                  SELECT d.id, d.created_at, {heavy} AS heavy FROM documents d
+                  WHERE d.status = 'processing' AND (d.lease_until < now()
+                      OR (d.lease_until IS NULL AND d.locked_at < now() - make_interval(secs => %(stale)s)))
+                  {only}
+                  ORDER BY d.created_at LIMIT %(limit)s FOR UPDATE OF d SKIP LOCKED),
+              picked AS (  -- at most `heavy_limit` heavy ones (the others stay for a worker with room)
+                  SELECT id FROM (SELECT id, created_at, heavy,
+                                         row_number() OVER (PARTITION BY heavy ORDER BY created_at) AS nth
+                                  FROM stale) s
+                  WHERE NOT s.heavy OR s.nth <= %(heavy_limit)s)
+              UPDATE documents d SET {_LEASE} FROM picked WHERE d.id = picked.id
+              {_RETURNING}, true AS taken_over"""
+    return await (await conn.execute(sql, params)).fetchall()
+
+
+async def _claim_fresh(
+    conn: Conn, params: dict[str, Any], ids: Sequence[UUID] | None, heavy_limit: int | None
+) -> list[dict[str, Any]]:
+    """Queued documents due now, owners taking turns (see `claim`)."""
+    if ids is None:  # the owners with something queued, one index probe each (a loose index scan)
+        owners = """WITH RECURSIVE owners AS (
+            (SELECT owner_id FROM documents WHERE status = 'queued' ORDER BY owner_id LIMIT 1)
+            UNION ALL
+            SELECT (SELECT d.owner_id FROM documents d WHERE d.status = 'queued' AND d.owner_id > o.owner_id
+                    ORDER BY d.owner_id LIMIT 1)
+            FROM owners o WHERE o.owner_id IS NOT NULL)"""
+        only = ""
+    else:
+        owners = "WITH owners AS (SELECT DISTINCT owner_id FROM documents WHERE id = ANY(%(ids)s::uuid[]))"
+        only = "AND d.id = ANY(%(ids)s::uuid[])"
+    heavy_cap = "" if heavy_limit is None else "AND (NOT c.heavy OR c.kind_nth <= %(per_owner)s - c.heavy_running)"
+    sql = f"""{owners},
+        running AS (
+            SELECT d.owner_id, count(*) AS n, count(*) FILTER (WHERE {HEAVY_SQL}) AS heavy_n FROM documents d
+            WHERE d.status = 'processing' AND (d.lease_until IS NULL OR d.lease_until >= now())
+            GROUP BY d.owner_id),
+        firsts AS (  -- each owner's oldest due documents, light and heavy apart
+            SELECT o.owner_id, f.* FROM owners o CROSS JOIN LATERAL (
+                SELECT d.id, d.created_at, {HEAVY_SQL} AS heavy FROM documents d
+                WHERE d.owner_id = o.owner_id AND d.status = 'queued' AND {_DUE}
+                      {only}
+                ORDER BY d.created_at LIMIT %(limit)s) f
+            WHERE o.owner_id IS NOT NULL),
+        cand AS (
+            SELECT f.id, f.heavy, f.created_at, coalesce(r.heavy_n, 0) AS heavy_running,
+                   row_number() OVER (PARTITION BY f.owner_id, f.heavy ORDER BY f.created_at) AS kind_nth,
+                   row_number() OVER (PARTITION BY f.owner_id ORDER BY f.created_at) + coalesce(r.n, 0) AS turn
+            FROM firsts f LEFT JOIN running r ON r.owner_id = f.owner_id),
+        light AS (
+            SELECT d.id FROM documents d JOIN cand c ON c.id = d.id
+            WHERE NOT c.heavy AND d.status = 'queued'
+            ORDER BY c.turn, c.created_at LIMIT %(limit)s FOR UPDATE OF d SKIP LOCKED),
+        heavy AS (
+            SELECT d.id FROM documents d JOIN cand c ON c.id = d.id
+            WHERE c.heavy AND d.status = 'queued' {heavy_cap}
+            ORDER BY c.turn, c.created_at LIMIT greatest(%(heavy_limit)s, 0) FOR UPDATE OF d SKIP LOCKED),
+        picked AS (
+            SELECT p.id FROM (SELECT id FROM light UNION ALL SELECT id FROM heavy) p
+            JOIN cand c ON c.id = p.id ORDER BY c.turn, c.created_at LIMIT %(limit)s)
+        UPDATE documents d SET {_LEASE} FROM picked WHERE d.id = picked.id
+        {_RETURNING}, false AS taken_over"""
+    return await (await conn.execute(sql, params)).fetchall()
 
 
 async def renew_leases(conn: Conn, worker_id: str, lease_s: float) -> set[UUID]:
@@ -228,6 +306,25 @@ async def mark_failed(
         )
     ).fetchone()
     return row["status"] if row else None
+
+
+async def ocr_used(conn: Conn, owner: UUID) -> int:
+    """Pixels decoded for OCR of `owner`'s documents in the last 24 hours (OCR_USER_MEGAPIXELS_PER_DAY)."""
+    row = await (
+        await conn.execute(
+            """SELECT coalesce(sum(pixels), 0)::bigint AS n FROM ocr_usage
+               WHERE owner_id = %s AND at > now() - interval '1 day'""",
+            (owner,),
+        )
+    ).fetchone()
+    return int(row["n"]) if row else 0
+
+
+async def record_ocr(conn: Conn, owner: UUID, document_id: UUID, pixels: int) -> None:
+    """Count `pixels` decoded for OCR of a document against its owner's daily budget."""
+    await conn.execute(
+        "INSERT INTO ocr_usage (owner_id, document_id, pixels) VALUES (%s, %s, %s)", (owner, document_id, pixels)
+    )
 
 
 class LeaseLost(Exception):

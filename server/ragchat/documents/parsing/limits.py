@@ -22,6 +22,10 @@ class ParseError(Exception):
     """A file could not be turned into text; the message is shown to the user."""
 
 
+class Cancelled(Exception):
+    """The document was cancelled while it was parsed (not a failure of the file)."""
+
+
 def _setting_default(name: str) -> Any:
     """The default of the setting of that name: the one place the limits' defaults are written."""
     return Settings.model_fields[name].default
@@ -46,26 +50,70 @@ class ParseLimits:
     ocr_page_timeout_s: float = _setting_default("ocr_page_timeout_s")
     ocr_time_budget_s: float = _setting_default("ocr_time_budget_s")
     ocr_min_text_chars: int = _setting_default("ocr_min_text_chars")
+    ocr_max_megapixels: float = _setting_default("ocr_max_megapixels")
+    ocr_user_megapixels_per_day: float = _setting_default("ocr_user_megapixels_per_day")
+    ocr_user_megapixels_left: float | None = None  # what the owner has left of it today (the worker fills it in)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Self:
-        return cls(**{f.name: getattr(settings, f.name) for f in fields(cls)})
+        return cls(**{f.name: getattr(settings, f.name) for f in fields(cls) if f.name in Settings.model_fields})
+
+
+class OverBudget(ParseError):
+    """Decoding the next page would pass a pixel budget: it and the pages after it are not read."""
+
+
+@dataclass
+class OcrMeter:
+    """Pixels decoded for OCR in one parse, checked against OCR_MAX_MEGAPIXELS and what the owner has left of
+    OCR_USER_MEGAPIXELS_PER_DAY before each page is decoded."""
+
+    limits: ParseLimits
+    pixels: int = 0
+
+    def spend(self, pixels: int) -> None:
+        """Count a page of `pixels` about to be decoded, or raise OverBudget naming the limit it would pass."""
+        total = (self.pixels + pixels) / 1e6
+        mine = self.limits.ocr_max_megapixels
+        if total > mine:
+            raise OverBudget(f"over the {mine:,.0f} megapixel budget of one document (OCR_MAX_MEGAPIXELS)")
+        left = self.limits.ocr_user_megapixels_left
+        if left is not None and total > left:
+            day = self.limits.ocr_user_megapixels_per_day
+            raise OverBudget(
+                f"the owner's OCR budget of {day:,.0f} megapixels a day is used up "
+                f"({max(left, 0):,.0f} left; OCR_USER_MEGAPIXELS_PER_DAY)"
+            )
+        self.pixels += pixels
 
 
 class Deadline:
     """PARSE_TIMEOUT_S for one parse; `check()` between pages / elements raises once it has passed. It also
     carries the parse's progress line (`note`: "OCR page 3 of 12"), for the worker to show while it runs."""
 
-    def __init__(self, limits: ParseLimits, progress: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        limits: ParseLimits,
+        progress: Callable[[str], None] | None = None,
+        meter: OcrMeter | None = None,
+        cancelled: Callable[[], bool] | None = None,
+    ) -> None:
         self.seconds = limits.parse_timeout_s
         self.end = time.monotonic() + self.seconds
         self.progress = progress
+        self.meter = meter or OcrMeter(limits)
+        self.cancelled = cancelled  # asked between pages: the document was cancelled, stop
+
+    def stop_if_cancelled(self) -> None:
+        if self.cancelled is not None and self.cancelled():
+            raise Cancelled("cancelled")
 
     def note(self, text: str) -> None:
         if self.progress is not None:
             self.progress(text)
 
     def check(self, where: str) -> None:
+        self.stop_if_cancelled()
         if time.monotonic() > self.end:
             raise ParseError(
                 f"parsing took longer than {self.seconds:g} s (PARSE_TIMEOUT_S), stopped at {where}; "

@@ -23,6 +23,7 @@ from ragchat.documents.parsing.formats.text import parse_txt
 from ragchat.documents.parsing.formats.transcripts import parse_srt, parse_vtt
 from ragchat.documents.parsing.limits import (
     Deadline,
+    OcrMeter,
     ParseError,
     ParseLimits,
     mislabelled,
@@ -99,12 +100,18 @@ def content_type_for(filename: str) -> str:
 
 
 def parse(
-    data: bytes, filename: str, limits: ParseLimits | None = None, progress: Callable[[str], None] | None = None
+    data: bytes,
+    filename: str,
+    limits: ParseLimits | None = None,
+    progress: Callable[[str], None] | None = None,
+    meter: OcrMeter | None = None,
+    cancelled: Callable[[], bool] | None = None,
 ) -> ParsedDocument:
     """Parse file bytes by (case-insensitive) extension. Raises ParseError / UnsupportedFormat.
 
     Runs under `limits` (default: the Settings defaults): sizes, element counts, pages and PARSE_TIMEOUT_S.
-    `progress` is told what a long parse is doing ("OCR page 3 of 12").
+    `progress` is told what a long parse is doing ("OCR page 3 of 12"); `meter` counts the pixels decoded for
+    OCR (against the pixel budgets); `cancelled`, asked between pages, stops the parse (raises Cancelled).
     """
     limits = limits or ParseLimits()
     ext, stem = split_name(filename)
@@ -116,7 +123,7 @@ def parse(
     if not data:
         raise ParseError("file is empty (0 bytes); upload a file with content")
     try:
-        return parser(data, one_line(stem) or filename, limits, Deadline(limits, progress))
+        return parser(data, one_line(stem) or filename, limits, Deadline(limits, progress, meter, cancelled))
     except RecursionError as exc:
         raise ParseError("document is too deeply nested to parse") from exc
 

@@ -2,9 +2,10 @@
 confidence in the section's location), under the OCR limits, with a plain account of what was done.
 
 The limits: at most OCR_MAX_PAGES pages, OCR_PAGE_TIMEOUT_S of recognition per page, OCR_TIME_BUDGET_S for
-the whole document. Pages past a limit are not read, and the account (`OcrReport.summary`, kept in the
-document's metadata as `ocr`) says which; a page where nothing was read (a blank page, noise) is skipped and
-named, never an error for the document.
+the whole document, and pixels decoded within OCR_MAX_MEGAPIXELS (and the owner's OCR_USER_MEGAPIXELS_PER_DAY),
+checked from a page's size before it is decoded. A cancel is noticed between pages. Pages past a limit are not
+read, and the account (`OcrReport.summary`, kept in the document's metadata as `ocr`) says which; a page where
+nothing was read (a blank page, noise) is skipped and named, never an error for the document.
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ from typing import Any
 
 from ragchat.documents.parsing import ocr
 from ragchat.documents.parsing.document import Section
-from ragchat.documents.parsing.limits import Deadline, ParseError, ParseLimits
+from ragchat.documents.parsing.limits import Deadline, OverBudget, ParseError, ParseLimits
 
 #: A page to read: its number, and a function giving its image (a PIL image) or raising ParseError (too big,
-#: undecodable: that page is skipped with the reason).
+#: undecodable: that page is skipped with the reason; OverBudget: it and the pages after it are not read).
 PageSource = tuple[int, Callable[[], Any]]
 
 PDFIUM_LOCK = threading.Lock()  # PDFium is not thread-safe: one rendering at a time per process
@@ -93,6 +94,10 @@ def read_pages(
     budget_end = started + limits.ocr_time_budget_s
     done = 0
     for number, image_of in pages:
+        deadline.stop_if_cancelled()
+        if report.stopped_by and report.not_read:  # a budget ran out: no page after it is decoded
+            report.not_read.append(number)
+            continue
         if done >= limits.ocr_max_pages:
             report.not_read.append(number)
             report.stopped_by = f"over the {limits.ocr_max_pages:,} page limit of OCR_MAX_PAGES"
@@ -105,6 +110,11 @@ def read_pages(
         deadline.note(f"OCR page {done} of {min(total, limits.ocr_max_pages)}")
         try:
             image = image_of()
+        except OverBudget as exc:
+            done -= 1
+            report.not_read.append(number)
+            report.stopped_by = str(exc)
+            continue
         except ParseError as exc:
             report.failed[number] = str(exc)
             continue

@@ -12,7 +12,7 @@ from typing import Any
 
 from ragchat.documents.parsing import ocr
 from ragchat.documents.parsing.document import ParsedDocument, make_document
-from ragchat.documents.parsing.limits import Deadline, ParseError, ParseLimits, mislabelled, sniff
+from ragchat.documents.parsing.limits import Deadline, OcrMeter, ParseError, ParseLimits, mislabelled, sniff
 from ragchat.documents.parsing.scanned import PageSource, ocr_unavailable, read_pages
 from ragchat.documents.parsing.text import short_error
 
@@ -62,14 +62,15 @@ def open_image(data: bytes, ext: str, limits: ParseLimits) -> Any:
     return image
 
 
-def _frame(image: Any, index: int, limits: ParseLimits) -> Any:
+def _frame(image: Any, index: int, limits: ParseLimits, meter: OcrMeter) -> Any:
     """Frame `index` decoded as RGB at most ocr.MAX_SIDE on its long side (the JPEG decoder scales down
-    itself), or a ParseError."""
+    itself), or a ParseError (OverBudget when its pixels would pass a budget: nothing decoded)."""
     try:
         image.seek(index)
         width, height = image.size
         if width * height > limits.ocr_max_pixels:
             raise _too_big(width, height, limits, f"frame {index + 1}")
+        meter.spend(width * height)  # from the header, before decoding
         if image.format in ("JPEG", "MPO"):
             image.draft("RGB", (ocr.MAX_SIDE, ocr.MAX_SIDE))
         return ocr.fit(image)
@@ -99,7 +100,7 @@ def parse_image(data: bytes, stem: str, limits: ParseLimits, deadline: Deadline,
 
     def pages() -> Iterator[PageSource]:
         for index in range(frames):
-            yield index + 1, lambda index=index: _frame(image, index, limits)
+            yield index + 1, lambda index=index: _frame(image, index, limits, deadline.meter)
 
     sections, report = read_pages(pages(), frames, limits, deadline)
     if not sections:

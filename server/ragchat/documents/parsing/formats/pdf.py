@@ -11,6 +11,7 @@ from ragchat.documents.parsing import ocr
 from ragchat.documents.parsing.document import ParsedDocument, Section, make_document
 from ragchat.documents.parsing.limits import (
     Deadline,
+    OcrMeter,
     ParseError,
     ParseLimits,
     mislabelled,
@@ -77,7 +78,7 @@ def parse_pdf(data: bytes, stem: str, limits: ParseLimits, deadline: Deadline) -
     ocr_meta: dict[str, str] = {}
     why_not = ocr_unavailable(limits) if scanned else None
     if scanned and not why_not:
-        read, report = read_pages(_rendered(data, scanned, limits), len(scanned), limits, deadline)
+        read, report = read_pages(_rendered(data, scanned, limits, deadline.meter), len(scanned), limits, deadline)
         by_page = {s.page: s for s in sections}
         for section in read:  # an OCR'd page replaces the few characters its text layer had
             by_page[section.page] = section
@@ -123,7 +124,7 @@ def _draws_image(page: Any) -> bool:
         return True
 
 
-def _rendered(data: bytes, numbers: list[int], limits: ParseLimits) -> Iterator[PageSource]:
+def _rendered(data: bytes, numbers: list[int], limits: ParseLimits, meter: OcrMeter) -> Iterator[PageSource]:
     """The pages `numbers` rendered (PDFium) at 300 dpi, scaled down so the long side is at most ocr.MAX_SIDE:
     however large a page claims to be, its bitmap stays within that (and OCR_MAX_PIXELS)."""
     import pypdfium2 as pdfium
@@ -142,10 +143,13 @@ def _rendered(data: bytes, numbers: list[int], limits: ParseLimits) -> Iterator[
                 scale = min(_RENDER_DPI / 72, ocr.MAX_SIDE / max(width, height, 1.0))
                 if width * height * scale * scale > limits.ocr_max_pixels:
                     scale = (limits.ocr_max_pixels / (width * height)) ** 0.5
+                meter.spend(round(width * scale) * round(height * scale))  # before it is rendered
                 bitmap = page.render(scale=scale, grayscale=True)  # pyright: ignore[reportArgumentType]  (a float is fine)
                 image = bitmap.to_pil()
                 page.close()
                 return image
+            except ParseError:
+                raise
             except Exception as exc:  # PDFium's errors on a damaged page
                 raise ParseError(f"could not render the page: {short_error(exc)}") from None
 

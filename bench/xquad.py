@@ -1,0 +1,166 @@
+"""Retrieval in other languages: XQuAD dev paragraphs (English, German, Spanish), each language on its own.
+
+    .venv/bin/python bench/xquad.py --label before [--cache /tmp/xquad-bench] [--json bench/results/xquad_before.json]
+
+Each paragraph of `../shared/data/xquad-dev/xquad.<lang>.json` is one document (no title: the article titles are
+English in every file); each question's one relevant document is its own paragraph. A language's corpus is written
+in the BEIR layout and ingested through `ragchat eval`'s own `ensure_corpus` (the product's registration, parsing,
+chunking, embedding and BM25 triggers) under an owner of its own, into a private embedded database under
+`--cache/data-<label>` (a fresh one per label, so an "after" run ingests with the code of that moment). Every
+question is then searched through the product's `Searcher` in each mode (vector, keyword, hybrid) with the
+environment's defaults, and scored by `ragchat.evaluation` (nDCG@10, recall@5) with a standard error over queries.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import RESULTS, ROOT, bench_runtime, bench_settings, cpu_context, write_json
+from ragchat.core.options import options_of
+from ragchat.core.principal import Principal
+from ragchat.evaluation.beir import BeirDataset, load_beir
+from ragchat.evaluation.metrics import dedup_keep_first
+from ragchat.evaluation.runner import DEPTH, ensure_corpus, eval_owner, source_document
+from ragchat.evaluation.scoring import per_query_scores
+
+DATA = ROOT.parent / "shared" / "data" / "xquad-dev"
+MODES = ("vector", "keyword", "hybrid")
+METRICS = ("ndcg@10", "recall@5")
+
+
+def write_beir(lang: str, out: Path) -> Path:
+    """`xquad.<lang>.json` as a BEIR folder: corpus (one paragraph a document), queries, qrels/test.tsv."""
+    raw = json.loads((DATA / f"xquad.{lang}.json").read_text(encoding="utf-8"))
+    root = out / f"xquad-{lang}"
+    (root / "qrels").mkdir(parents=True, exist_ok=True)
+    corpus, queries, qrels = [], [], ["query-id\tcorpus-id\tscore"]
+    for a, article in enumerate(raw["data"]):
+        for p, para in enumerate(article["paragraphs"]):
+            doc_id = f"a{a}p{p}"
+            corpus.append({"_id": doc_id, "title": "", "text": para["context"]})
+            for qa in para["qas"]:
+                queries.append({"_id": qa["id"], "text": qa["question"]})
+                qrels.append(f"{qa['id']}\t{doc_id}\t1")
+    lines = lambda rows: "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)  # noqa: E731
+    (root / "corpus.jsonl").write_text(lines(corpus), encoding="utf-8")
+    (root / "queries.jsonl").write_text(lines(queries), encoding="utf-8")
+    (root / "qrels" / "test.tsv").write_text("\n".join(qrels) + "\n", encoding="utf-8")
+    return root
+
+
+def _mean_se(values: list[float]) -> tuple[float, float]:
+    n = len(values)
+    if n == 0:
+        return float("nan"), float("nan")
+    mean = sum(values) / n
+    var = sum((v - mean) ** 2 for v in values) / (n - 1) if n > 1 else 0.0
+    return mean, math.sqrt(var / n)
+
+
+async def measure_language(rt: Any, dataset: BeirDataset, limit: int | None) -> dict[str, Any]:
+    owner = eval_owner(dataset)
+    start = time.perf_counter()
+    done = await ensure_corpus(rt.accounts, rt.documents.ingestion, dataset, owner)
+    ingest_s = time.perf_counter() - start
+    async with rt.pool.connection() as conn:
+        configs = await (
+            await conn.execute(
+                "SELECT d.metadata->>'text_search_config' AS cfg, count(*) AS n FROM documents d "
+                "WHERE d.owner_id = %s GROUP BY 1 ORDER BY 2 DESC",
+                (owner,),
+            )
+        ).fetchall()
+    principal = Principal(owner, "eval", False)
+    items = list(dataset.queries.items())[:limit]
+    qrels = {qid: dataset.qrels[qid] for qid, _ in items}
+    out: dict[str, Any] = {
+        "documents_ingested_now": done,
+        "ingest_s": round(ingest_s, 1),
+        "queries": len(items),
+        "document_configs": {str(r["cfg"]): int(r["n"]) for r in configs},
+        "modes": {},
+    }
+    for mode in MODES:
+        options = options_of(rt.settings.retrieval, mode=mode, rerank=False, limit=DEPTH)
+        run: dict[str, list[str]] = {}
+        latencies: list[float] = []
+        for qid, text in items:
+            t0 = time.perf_counter()
+            result = await rt.searcher.search(text, principal=principal, options=options)
+            latencies.append((time.perf_counter() - t0) * 1000)
+            run[qid] = dedup_keep_first(source_document(h) for h in result.chunks)
+        per_query = per_query_scores(run, qrels, (5, 10))
+        row: dict[str, Any] = {}
+        for m in METRICS:
+            mean, se = _mean_se([per_query[q][m] for q in qrels])
+            row[m] = round(mean, 4)
+            row[f"{m}_se"] = round(se, 4)
+        latencies.sort()
+        row["p50_ms"] = round(latencies[len(latencies) // 2], 1)
+        out["modes"][mode] = row
+    return out
+
+
+def markdown(result: dict[str, Any]) -> str:
+    lines = [
+        "| language | documents (config) | vector nDCG@10 | keyword nDCG@10 | hybrid nDCG@10 | vector R@5 | keyword R@5 | "
+        "hybrid R@5 | hybrid p50 ms |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for lang, r in result["languages"].items():
+        m = r["modes"]
+        cfg = ", ".join(f"{k} {v}" for k, v in r["document_configs"].items())
+        nd = " | ".join(f"{m[x]['ndcg@10']:.3f} ± {m[x]['ndcg@10_se']:.3f}" for x in MODES)
+        rc = " | ".join(f"{m[x]['recall@5']:.3f}" for x in MODES)
+        lines.append(f"| {lang} | {cfg} | {nd} | {rc} | {m['hybrid']['p50_ms']} |")
+    return "\n".join(lines)
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    settings = bench_settings(args.cache / f"data-{args.label}")
+    result: dict[str, Any] = {
+        "label": args.label,
+        "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "context_before": cpu_context(),
+        "settings": {
+            "search_mode": settings.search_mode,
+            "fusion": settings.fusion,
+            "embed_model": settings.embed_model,
+        },
+        "languages": {},
+    }
+    async with bench_runtime(settings) as rt:
+        for lang in args.langs.split(","):
+            dataset = load_beir(write_beir(lang, args.cache / "beir"))
+            r = await measure_language(rt, dataset, args.limit)
+            result["languages"][lang] = r
+            print(f"{lang}: {json.dumps(r['modes'])}", file=sys.stderr)
+    result["context_after"] = cpu_context()
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cache", type=Path, default=Path("/tmp/xquad-bench"))
+    parser.add_argument("--label", default="now", help="names the data directory and the output")
+    parser.add_argument("--langs", default="en,de,es")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N questions of each language")
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
+    result = asyncio.run(run(args))
+    path = args.json or RESULTS / f"xquad_{args.label}.json"
+    write_json(path, result)
+    print(markdown(result))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,211 @@
+"""What every door says about an answer once it is written: the per-sentence citation check, post-hoc citation
+repair, and whether the documents cover the question — computed once (`verify_answer`) and shown the same way
+by the page, `/api/rag`, `/v1`, MCP and the CLI.
+
+- **What a passage says** includes its document's title and file name: an answer that names its document
+  ("The Vacation Policy says …") is not "naming something the passage lacks".
+- **Citation repair**: a sentence that cites nothing but states a fact, and that one retrieved passage supports
+  by the same rules a cited sentence is checked by (`citations.verdict_of`), gets that passage's marker in the
+  text instead of a "no source" warning. In a summary or comparison (the passages are the parts the
+  map-reduce wrote), every uncited sentence is given the part it is closest to and checked against it: it is
+  never marked "no source" for lacking a marker, and it is still marked when that part does not support it.
+- **Not in your documents** (`not_covered`): every search of the turn fell below the confidence floor
+  (`coverage.not_covered`) *and* the check did not find the answer supported; an answer whose every sentence a
+  passage supports never carries it.
+- **Unsearched** (`searched: false`): the answer states facts and no search or document tool ran, so nothing
+  in it comes from the documents; the doors say so instead of showing it as a grounded answer.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ragchat.chat.citations import (
+    MAX_CHECKS,
+    CitationReport,
+    Embedder,
+    JudgeLLM,
+    check_citations,
+    find_claims,
+    lexical_support,
+    new_names,
+    new_numbers,
+    similarities,
+    verdict_of,
+)
+from ragchat.chat.coverage import NOT_COVERED, not_covered
+
+log = logging.getLogger(__name__)
+SUMMARY_TOOLS = frozenset({"summarize_documents"})
+REPAIR_MIN_LEXICAL = 0.25  # a summary sentence's closest part must share this much, else it stays uncited
+_TRAILING_MARKERS = re.compile(r"(?:\s*\[\d{1,3}(?:\s*,\s*\d{1,3})*\])+\s*$")
+
+
+def passage_text(source: Mapping[str, Any]) -> str:
+    """What passage n says for the check: its document's title and file name, its section, then its text."""
+    head = [str(source.get(k) or "") for k in ("title", "filename", "section")]
+    names = " · ".join(dict.fromkeys(h for h in head if h))
+    content = str(source.get("content") or "")
+    return f"{names}\n{content}" if names else content
+
+
+def numbered_sources(tool_results: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Every passage the model saw, numbered from 1 in the order it saw them."""
+    return [{"n": n, **chunk} for n, chunk in enumerate((c for r in tool_results for c in r["chunks"]), 1)]
+
+
+@dataclass
+class Verification:
+    """The answer as shown (`text`, with repaired markers) and what the checks found."""
+
+    text: str
+    report: CitationReport
+    repaired: int  # markers added to uncited sentences
+    not_covered: bool
+    searched: bool  # a search or a document tool ran this turn
+
+    @property
+    def supported(self) -> bool:
+        """Every sentence that states something is supported by a passage (and there is at least one)."""
+        claims, supported = self.report.sentences()
+        return claims > 0 and supported == claims
+
+    @property
+    def warnings(self) -> int:
+        """How many marks the page shows under the answer (0: a clean ✓)."""
+        verdicts = [c.verdict for c in self.report.citations]
+        unsearched = 0 if self.searched or not verdicts else 1
+        return sum(v != "supported" for v in verdicts) + int(self.not_covered) + unsearched
+
+    def to_json(self, message_id: str | None = None) -> dict[str, Any]:
+        out = self.report.to_json(message_id)
+        if not out["sentences"]:
+            out["summary"] = ""  # nothing stated, nothing to check: no line under the answer
+        out.update(
+            {
+                "not_covered": self.not_covered,
+                "searched": self.searched,
+                "repaired": self.repaired,
+                "all_supported": self.supported,
+                "warnings": self.warnings,
+            }
+        )
+        out["content"] = self.text if self.repaired else None  # the page replaces the streamed text with this one
+        return out
+
+
+def _summary_turn(tool_results: Sequence[Mapping[str, Any]]) -> bool:
+    return any(r.get("name") in SUMMARY_TOOLS for r in tool_results)
+
+
+def _insert_markers(text: str, repairs: list[tuple[int, int]]) -> str:
+    """`text` with ` [n]` put at the end of each repaired sentence (`(end, n)`), after its full stop."""
+    out, last = [], 0
+    for end, n in sorted(repairs):
+        out.append(text[last:end])
+        out.append(f" [{n}]")
+        last = end
+    out.append(text[last:])
+    return "".join(out)
+
+
+async def _repairs(
+    text: str, passages: list[str], embedder: Embedder | None, *, summary: bool, timeout_s: float
+) -> list[tuple[int, int]]:
+    """(end of sentence, passage number) for each uncited fact that one passage supports (in a summary: the part
+    it is closest to)."""
+    uncited = [c for c in find_claims(text, uncited=True) if not c.numbers][:MAX_CHECKS]
+    if not uncited or not passages:
+        return []
+    pairs = [(c.sentence, p) for c in uncited for p in passages]
+    sims = await similarities(embedder, pairs, timeout_s)
+    repairs: list[tuple[int, int]] = []
+    for i, claim in enumerate(uncited):
+        best: tuple[float, int] | None = None
+        for j, passage in enumerate(passages):
+            lexical = lexical_support(claim.sentence, passage)
+            sim = sims[i * len(passages) + j]
+            closeness = max(lexical, sim if sim is not None else 0.0)
+            if summary:
+                ok = lexical >= REPAIR_MIN_LEXICAL or (sim is not None and sim >= 0.4)
+            else:
+                new_facts = new_numbers(claim.sentence, passage) or new_names(claim.sentence, passage)
+                ok = verdict_of(lexical, sim, new_facts) == "supported"
+            if ok and (best is None or closeness > best[0]):
+                best = (closeness, j + 1)
+        if best is not None:
+            end = claim.end
+            trailing = _TRAILING_MARKERS.search(text[claim.start : claim.end])
+            if trailing:  # never between a sentence and markers it already has
+                end = claim.start + trailing.start()
+            repairs.append((end, best[1]))
+    return repairs
+
+
+async def verify_answer(
+    text: str,
+    tool_results: Sequence[Mapping[str, Any]],
+    embedder: Embedder | None,
+    *,
+    finish_reason: str | None = None,
+    judge: JudgeLLM | None = None,
+    judge_model: str = "",
+    judge_timeout_s: float = 30.0,
+    embed_timeout_s: float = 15.0,
+    repair: bool = True,
+) -> Verification:
+    """Check `text` against the turn's passages; repair uncited supported sentences; decide coverage."""
+    passages = [passage_text(s) for s in numbered_sources(tool_results)]
+    repaired = 0
+    if repair and finish_reason != NOT_COVERED:
+        try:
+            repairs = await _repairs(
+                text, passages, embedder, summary=_summary_turn(tool_results), timeout_s=embed_timeout_s
+            )
+        except Exception:  # a bug in the repair never costs the user the answer or its check
+            log.exception("verify: citation repair failed")
+            repairs = []
+        if repairs:
+            text = _insert_markers(text, repairs)
+            repaired = len(repairs)
+    report = await check_citations(
+        text,
+        passages,
+        embedder,
+        judge=judge,
+        judge_model=judge_model,
+        judge_timeout_s=judge_timeout_s,
+        embed_timeout_s=embed_timeout_s,
+    )
+    verification = Verification(text, report, repaired, not_covered=False, searched=bool(tool_results))
+    refused = finish_reason == NOT_COVERED
+    verification.not_covered = refused or (not_covered(tool_results) and not verification.supported)
+    return verification
+
+
+def footnotes(verification: Mapping[str, Any] | None) -> str:
+    """The verification as plain text under an answer (RAG_FOOTNOTES, the CLI, MCP): the summary line and each
+    sentence that is not supported, e.g. "⚠ not supported by [2]: The office opens at 8."."""
+    if not verification:
+        return ""
+    lines: list[str] = []
+    if verification.get("not_covered"):
+        lines.append("Not in your documents: nothing found matches the question closely.")
+    elif not verification.get("searched", True) and verification.get("sentences"):
+        lines.append("Not from your documents: no search was made for this answer.")
+    if verification.get("summary"):
+        mark = "✓" if verification.get("all_supported") else "⚠"
+        lines.append(f"{mark} {verification['summary']}.")
+    words = {"unsupported": "not supported by", "weak": "only partly supported by", "missing": "cites a missing"}
+    for check in verification.get("citations") or []:
+        verdict = check.get("verdict")
+        if verdict == "supported":
+            continue
+        where = "no source" if verdict == "no_source" else f"{words.get(verdict, verdict)} [{check.get('n')}]"
+        sentence = str(check.get("sentence") or "")
+        lines.append(f"  - {where}: {sentence[:200]}")
+    return "\n".join(lines)
