@@ -33,7 +33,6 @@ import argparse
 import asyncio
 import hashlib
 import json
-import os
 import random
 import subprocess
 import sys
@@ -41,7 +40,6 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -148,24 +146,6 @@ def corpus_jsonl(docs: Sequence[Doc]) -> bytes:
 
 
 # ---- checkpoints -------------------------------------------------------------------------------------------
-def read_lines(path: Path) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
-    if path.exists():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                rows.append(json.loads(line))
-            except ValueError:  # a line cut by a kill: ignored (and redone)
-                continue
-    return rows
-
-
-def append_line(path: Path, row: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    row = {**row, "loadavg": [round(x, 2) for x in os.getloadavg()], "at": datetime.now(UTC).isoformat()}
-    with path.open("a", encoding="utf-8") as f:
-        f.write(json.dumps(row, ensure_ascii=False) + "\n")
-
-
 async def wait_quiet() -> None:
     waited = 0
     while any(lock.exists() for lock in LOCKS):
@@ -212,12 +192,17 @@ async def ask_ragchat(client: httpx.AsyncClient, question: str) -> dict[str, Any
             elif kind == "error":
                 out["error"] = data
     covered = [bool((r.get("confidence") or {}).get("insufficient")) for r in results]
+    page_rule = bool(covered) and all(covered)  # client/src/chat/coverage.ts
+    verifier = out["verifier"] or {}
+    shown = verifier.get("content")  # the text as saved and shown (citation repair may add markers)
     return {
         **out,
-        "answer": "".join(text),
+        "answer": shown if isinstance(shown, str) and shown.strip() else "".join(text),
+        "streamed": "".join(text),
         "passages": [{"document_id": p.get("document_id"), "content": p.get("content", "")} for p in passages],
         "searches": len(results),
-        "not_covered": bool(covered) and all(covered),  # client/src/chat/coverage.ts
+        "not_covered": bool(verifier.get("not_covered", page_rule)),  # the check's own flag when it sends one
+        "not_covered_page_rule": page_rule,
         "ttft_s": None if first is None else round(first, 3),
         "total_s": round(time.perf_counter() - start, 3),
     }
@@ -351,12 +336,25 @@ async def _serve(
         await task
 
 
+async def ask(
+    arm: str, question: str, client: httpx.AsyncClient, llm: httpx.AsyncClient, model: str, peer: OpenWebUI | None
+) -> dict[str, Any]:
+    if arm == "ragchat":
+        return await ask_ragchat(client, question)
+    if arm == "ragchat-rag":
+        return await ask_rag(client, question)
+    if arm == "openwebui":
+        assert peer is not None
+        return await peer.ask(question)
+    return await ask_model(llm, model, question)
+
+
 async def run_lang(lang: str, args: argparse.Namespace, real: Any) -> None:
     tag = data_tag(args.data)
     docs, questions, held = plan(args.data, lang, args)
     print(f"[{lang}] {len(docs)} documents, {len(questions)} questions; held out: {', '.join(held)}", flush=True)
     done = {
-        (r["arm"], r["qid"]) for r in read_lines(LOG) if (r["data"], r["lang"], r["seed"]) == (tag, lang, args.seed)
+        (r["arm"], r["qid"]) for r in sc.read_lines(LOG) if (r["data"], r["lang"], r["seed"]) == (tag, lang, args.seed)
     }
     todo = [q for q in questions if any((a, q.qid) not in done for a in args.arms)]
     if not todo:
@@ -380,20 +378,16 @@ async def run_lang(lang: str, args: argparse.Namespace, real: Any) -> None:
                 if (arm, q.qid) in done:
                     continue
                 await wait_quiet()
-                if arm == "ragchat":
-                    turn = await ask_ragchat(client, q.question)
-                elif arm == "ragchat-rag":
-                    turn = await ask_rag(client, q.question)
-                elif arm == "openwebui":
-                    assert peer is not None
-                    turn = await peer.ask(q.question)
-                else:
-                    turn = await ask_model(llm, real.model, q.question)
+                try:
+                    turn = await ask(arm, q.question, client, llm, real.model, peer)
+                except httpx.HTTPError as exc:  # no line: a rerun asks it again
+                    print(f"[{lang} {arm} {i + 1}/{len(questions)}] failed: {exc!r}", flush=True)
+                    continue
                 for p in turn["passages"]:  # the paragraph each passage came from
                     p.setdefault("doc", source_of.get(str(p.get("document_id")), p.get("document_id")))
                 row = {"data": tag, "lang": lang, "seed": args.seed, "arm": arm, "index": i, **asdict(q), **turn}
                 row["scores"] = sc.score(row, lang)
-                append_line(LOG, row)
+                sc.append_line(LOG, row)
                 s = row["scores"]
                 print(f"[{lang} {arm} {i + 1}/{len(questions)} {q.kind[:4]}] {turn['total_s']:.0f} s "
                       f"gold={s.get('contains')} refusal={s['refusal']} warn={s.get('warning')} | "
@@ -430,12 +424,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     global LOG
     LOG = args.results / LOG.name
     if args.fresh and not args.report:
-        keep = [r for r in read_lines(LOG) if r.get("data") != data_tag(args.data) or r.get("lang") not in args.lang]
+        keep = [r for r in sc.read_lines(LOG) if r.get("data") != data_tag(args.data) or r.get("lang") not in args.lang]
         LOG.parent.mkdir(parents=True, exist_ok=True)
         LOG.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in keep), encoding="utf-8")
     if not args.report:
         asyncio.run(run(args))
-    text, summary = sc.report(read_lines(LOG))
+    text, summary = sc.report(sc.read_lines(LOG))
     print(text)
     write_json(args.results / "answers.json", summary)
     return 0

@@ -20,11 +20,14 @@ before scoring, so a marker's number never counts as an answer token.
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 ARTICLES = {
@@ -133,6 +136,25 @@ def cited_numbers(text: str) -> list[int]:
     return out
 
 
+# ---- the checkpoint lines ------------------------------------------------------------------------------
+def read_lines(path: Path) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                rows.append(json.loads(line))
+            except ValueError:  # a line cut by a kill: ignored (and redone)
+                continue
+    return rows
+
+
+def append_line(path: Path, row: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    row = {**row, "loadavg": [round(x, 2) for x in os.getloadavg()], "at": datetime.now(UTC).isoformat()}
+    with path.open("a", encoding="utf-8") as f:
+        f.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
 # ---- one answer, and the table -----------------------------------------------------------------------------
 WARNING_VERDICTS = ("unsupported", "weak", "missing", "no_source")  # the page's doubtful marks (Citations.tsx)
 
@@ -190,6 +212,7 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     s = [r["scores"] for r in ans]
     cites = sum(x["cited"] for x in s)
     flagged = "not_covered" in (rows[0]["scores"] if rows else {})
+    retrieves = any(r.get("passages") for r in rows) or any(r["arm"] != "model-alone" for r in rows)
 
     def says(r: dict[str, Any]) -> bool:  # the "not in your documents" signal: the page's flag, else the text's
         return bool(r["scores"].get("not_covered")) if flagged else bool(r["scores"]["refusal"])
@@ -207,8 +230,8 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "contains_gold": _share(sum(x["contains"] for x in s), len(s)),
         "citation_precision": _share(sum(x["cited_gold_span"] for x in s), cites),
         "citations": cites,
-        "citation_recall": _share(sum(x["cited_gold_doc"] for x in s), len(s)),
-        "retrieved_gold": _share(sum(x["retrieved_gold"] for x in s), len(s)),
+        "citation_recall": _share(sum(x["cited_gold_doc"] for x in s), len(s)) if retrieves else None,
+        "retrieved_gold": _share(sum(x["retrieved_gold"] for x in s), len(s)) if retrieves else None,
         "not_in_documents_signal": "page flag" if flagged else "refusal in the text",
         "not_in_documents_precision": _share(tp, tp + fp),
         "not_in_documents_recall": _share(tp, len(none)),

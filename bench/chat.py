@@ -118,8 +118,9 @@ def serve_app(data_dir: str, ollama_url: str, port: int) -> None:
     from ragchat.app import create_app
 
     settings = bench_settings(
-        Path(data_dir), ollama_host=ollama_url, chat_model=MODEL, log_level="warning", auth="off", rate_chat_per_min=0
-    )
+        Path(data_dir), ollama_host=ollama_url, chat_model=MODEL, log_level="warning", auth="off", rate_chat_per_min=0,
+        rate_llm_calls_per_min=0,  # one user's 200 streams: the per-user LLM budget would refuse most of them
+    )  # fmt: skip
     uvicorn.run(create_app(settings), host="127.0.0.1", port=port, log_level="warning",
                 timeout_graceful_shutdown=5)  # fmt: skip
 

@@ -117,8 +117,8 @@ async def run(args: argparse.Namespace) -> None:
             if not line.strip():
                 continue
             question = json.loads(line)["question"]
-            emit(await answer(args, llm, question, request, embed, cfg, more, doc_of,
-                              get_sources_from_items, apply_source_context_to_messages, get_source_context))  # fmt: skip
+            fns = (get_sources_from_items, apply_source_context_to_messages, get_source_context)
+            emit(await answer(args, llm, question, request, embed, cfg, more, doc_of, *fns))
 
 
 async def generate_queries(args: argparse.Namespace, llm: Any, messages: list[dict[str, Any]], more: dict) -> list[str]:

@@ -306,6 +306,11 @@ class RetrievalSettings(BaseModel):
     rrf_k: int = 60
     fusion: Fusion = "relative"
     fusion_vector_weight: float | None = Field(default=None, ge=0, le=1)  # None: the method's own default
+    # the text-search configurations (languages) the embedding model understands, comma-separated; * = any (a
+    # multilingual model such as bge-m3). A scope whose documents are all in other languages fuses with
+    # FUSION_VECTOR_WEIGHT_OTHER_LANGUAGES instead (None: FUSION_VECTOR_WEIGHT); tuned on xquad-dev (bench/xquad.py)
+    embed_languages: str = "english"
+    fusion_vector_weight_other_languages: float | None = Field(default=None, ge=0, le=1)
     keyword_scorer: Literal["bm25", "ts_rank"] = "bm25"
     keyword_candidates: int = 1000
     hnsw_ef_search: int = Field(default=100, ge=1, le=1000)  # at 100k indexed rows
@@ -398,6 +403,9 @@ class IngestionSettings(BaseModel):
     # a document queued again after a passing fault (model or database away) waits this long, doubled per attempt
     ingest_retry_backoff_s: float = Field(default=2.0, ge=0, le=3600)
     metadata_extraction: bool = False  # one LLM call per new document: title, summary, topics, type, language, dates
+    # the Postgres text-search configuration of each document's chunks: auto = detected per document (lingua,
+    # among the server's stemmers; `simple` when it cannot tell), or one configuration for all, e.g. english
+    text_search_config: str = Field(default="auto", pattern=r"^[a-z_]{1,63}$")
     metadata_extraction_timeout_s: float = 60.0  # per call (one retry)
     metadata_extraction_chars: int = 4000  # the document's first characters the model reads
 

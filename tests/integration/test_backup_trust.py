@@ -11,8 +11,8 @@ import io
 import json
 import shutil
 import subprocess
-import tempfile
 import tarfile
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,8 +25,9 @@ from psycopg.conninfo import make_conninfo
 from ragchat.db.backup import BackupError, backup, canonical, read_backup, restore, signature, table_counts
 from ragchat.db.migrate import head_version, migrate
 from ragchat.vectors.store import manifest_spaces
-from tests.integration.test_ops_backup import new_db  # noqa: F401  (fixture)
+from tests.integration import test_ops_backup
 
+new_db = test_ops_backup.new_db  # the fixture: new, empty databases on the test server
 KEY = b"a-test-key-that-is-long-enough-0123456789"
 OTHER = b"another-key-that-is-long-enough-9876543210"
 
@@ -86,7 +87,11 @@ def attacker_dump(uri: str, tmp_path: Path, evil_sql: str) -> tuple[bytes, dict[
 def filled_target(new_db: Callable[[], str], source: str, tmp_path: Path) -> str:
     """A target that already holds a restore of `source` (so --force has something to lose)."""
     target = new_db()
-    restore(target, backup(source, tmp_path / "prior.backup", spaces=manifest_spaces, key=KEY) and tmp_path / "prior.backup", key=KEY)
+    restore(
+        target,
+        backup(source, tmp_path / "prior.backup", spaces=manifest_spaces, key=KEY) and tmp_path / "prior.backup",
+        key=KEY,
+    )
     return target
 
 
@@ -186,7 +191,7 @@ def test_a_function_with_an_allowed_name_cannot_run_a_program(
     pwned.unlink(missing_ok=True)
     target = filled_target(new_db, db, tmp_path)
     before = table_counts(target)
-    with pytest.raises(BackupError, match="(?s)pg_restore failed.*permission denied|must be superuser"):
+    with pytest.raises(BackupError, match=r"(?s)pg_restore failed.*permission denied|must be superuser"):
         restore(target, package(evil, rows, tmp_path / "x.backup", key=KEY), key=KEY, force=True)
     assert not pwned.exists()
     assert table_counts(target) == before  # --force: the target is untouched
@@ -224,7 +229,9 @@ def test_row_counts_are_checked(db: str, new_db: Any, tmp_path: Path) -> None:
         dump = tar.extractfile("database.dump").read()  # type: ignore[union-attr]
     lied = package(dump, {**made.rows, "users": made.rows["users"] + 2}, tmp_path / "lied.backup", key=KEY)
     target = new_db()
-    with pytest.raises(BackupError, match=rf"users: {made.rows['users'] + 2} in the manifest, {made.rows['users']} restored"):
+    with pytest.raises(
+        BackupError, match=rf"users: {made.rows['users'] + 2} in the manifest, {made.rows['users']} restored"
+    ):
         restore(target, lied, key=KEY)
     assert table_counts(target) == {}
 

@@ -201,3 +201,28 @@ async def test_summaries_per_hour_and_a_refused_summary_the_model_asked_for(
     assert (
         text.startswith(ANSWER) and "Limit reached: too many whole-document summaries (RATE_SUMMARIES_PER_HOUR)" in text
     )
+
+
+async def test_a_summary_answer_asked_again_reuses_its_parts(
+    corpus: Corpus, start: Callable[..., Any], llm: LLMFake
+) -> None:
+    """A failed answer is asked once more (pipeline.py): from the parts already summarised, not a second summary
+    (which SUMMARY_MAX_PER_MESSAGE would refuse, leaving the answer nothing to write from)."""
+    server = start()
+    answers = iter(["[1]", ANSWER])
+
+    def respond(body: dict[str, Any]) -> Reply:
+        if body["messages"][0]["content"] == MAP_PROMPT:
+            return Reply.text("This part sets a delivery time and a penalty.")
+        return Reply.text(next(answers))
+
+    llm.fake.responder = respond
+    ids = [str(corpus[n]) for n in NAMES[:2]]
+    events = await chat(server.url, {"message": "Compare them.", "document_ids": ids, "task": "compare"})
+    assert [n for n, _ in events].count("retry") == 1 and first(events, "done")
+    assert kinds(llm) == {"map": 2, "reduce": 0, "other": 2}
+    retry = max(i for i, (n, _) in enumerate(events) if n == "retry")
+    text = "".join(d["delta"] for n, d in events[retry:] if n == "token")
+    assert text == ANSWER
+    again = llm.fake.chat_requests[-1].messages[-1]["content"]
+    assert again.startswith("Compare them.") and "Comparing Contract 0" in again

@@ -128,3 +128,35 @@ def test_answers_are_not_refusals(text: str) -> None:
 def test_an_empty_answer_asserts_nothing() -> None:
     assert not asserts_answer("")
     assert not asserts_answer(" [1] ")
+
+
+def _row(kind: str, answer: str, **extra: object) -> dict[str, object]:
+    passages = [
+        {"doc": "a01-p02", "content": "The Broncos won Super Bowl 50."},
+        {"doc": "a03-p00", "content": "Other."},
+    ]
+    return {"arm": "ragchat", "kind": kind, "answer": answer, "golds": ["Broncos"], "gold_doc": "a01-p02",
+            "passages": passages, "ttft_s": 1.0, "total_s": 2.0, "loadavg": [1.0, 1.0, 1.0], **extra}  # fmt: skip
+
+
+def test_score_and_summary_of_lines() -> None:
+    from bench.answers_score import score, summarize
+
+    right = _row("answerable", "The Broncos won [1].", verifier={"citations": [{"verdict": "supported"}]},
+                 not_covered=False)  # fmt: skip
+    wrong = _row("answerable", "The Panthers won [2].", verifier={"citations": [{"verdict": "unsupported"}]},
+                 not_covered=False)  # fmt: skip
+    repaired = _row("answerable", "The Broncos won.", done_cited=[1], verifier=None, not_covered=False)
+    refused = _row("unanswerable", "The documents do not say.", verifier=None, not_covered=True)
+    rows = [right, wrong, repaired, refused]
+    for r in rows:
+        r["scores"] = score(r)
+    assert (right["scores"]["contains"], right["scores"]["cited_gold_doc"], right["scores"]["warning"]) == (
+        True, True, False)  # fmt: skip
+    assert (wrong["scores"]["cited_gold_span"], wrong["scores"]["warning_kinds"]) == (0, ["unsupported"])
+    assert repaired["scores"]["cited_gold_doc"]  # a citation the check added counts
+    assert refused["scores"]["warning_kinds"] == ["not_covered"] and not refused["scores"]["asserts"]
+    s = summarize(rows)
+    assert s["citation_precision"] == {"k": 2, "n": 3, "value": 0.6667}
+    assert s["not_in_documents_precision"]["value"] == 1.0 and s["not_in_documents_recall"]["value"] == 1.0
+    assert s["warned_right"]["value"] == 0.0 and s["warned_wrong"] == {"k": 1, "n": 1, "value": 1.0}

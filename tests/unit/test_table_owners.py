@@ -43,6 +43,7 @@ OWNERS = {
     "bm25_document_groups": "retrieval",
     "bm25_group_terms": "retrieval",
     "bm25_group_stats": "retrieval",
+    "bm25_owner_configs": "retrieval",  # text-search configurations per owner (0029, kept by a chunk trigger)
     "user_settings": "preferences",
     "chunk_embeddings": "vectors",
     "embedding_spaces": "vectors",

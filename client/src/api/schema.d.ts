@@ -1471,6 +1471,8 @@ export interface components {
             filename: string;
             /** Format: uuid */
             id: string;
+            /** @description ISO 639-1 code of the language detected at ingest (null: not detected) */
+            language?: string | null;
             /** @description strings or lists of strings: yours (upload, PATCH), the server's (source_path, source_url) and, with METADATA_EXTRACTION, the extractor's (title, summary, topics, document_type, language, key_dates) */
             metadata: {
                 [key: string]: unknown;
@@ -1496,6 +1498,11 @@ export interface components {
             stage: "queued" | "waiting" | "reading" | "embedding" | "ready" | "failed";
             /** @enum {string} */
             status: "queued" | "processing" | "ready" | "failed";
+            /**
+             * @description the Postgres text-search configuration its passages are analysed with for keyword search (german, spanish, …; simple: no stemming, when the language could not be told)
+             * @default english
+             */
+            text_search_config: string;
             title: string;
             /** Format: date-time */
             updated_at: string;

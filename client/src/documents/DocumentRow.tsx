@@ -121,6 +121,7 @@ export function DocumentRow({ doc, onDelete, onRetry, onCancel, onChanged, colle
           <span>{formatBytes(doc.byte_size)}</span>
           {doc.page_count != null && <span data-testid="document-pages">{plural(doc.page_count, "page")}</span>}
           {doc.status === "ready" && <span data-testid="document-chunks">{plural(total ?? doc.chunks_done, "chunk")}</span>}
+          {doc.status === "ready" && doc.text_search_config && doc.text_search_config !== "english" && <span data-testid="document-language" title="keyword search analyses it as this language">{doc.text_search_config}</span>}
           <span>{formatDate(doc.created_at)}</span>
           {!mine && doc.owner && <span data-testid="doc-owner">Owner: {doc.owner.username}</span>}
           {collections.length > 0 && (

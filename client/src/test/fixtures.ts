@@ -129,6 +129,7 @@ export function makeDocument(over: Partial<Document> = {}): Document {
     access: "owner",
     collection_ids: [],
     attempts: 1,
+    text_search_config: "english",
     eta_s: null,
     retry_at: null,
     ...over,

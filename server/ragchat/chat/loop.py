@@ -81,6 +81,7 @@ class Turn:
     passages: int = 0  # passages numbered so far (the next search continues at passages + 1)
     searched: dict[tuple[str, tuple[str, ...]], tuple[int, int]] = field(default_factory=dict)  # → passages
     stop_tools: bool = False  # the model repeated a search: the next call goes without tools
+    task_text: str | None = None  # a Summarise/Compare task's parts as the model reads them (a retry reuses them)
     _calls: int = 0
 
     @property
@@ -424,11 +425,13 @@ async def _task_then_answer(
     """Summarise or compare the request's documents (map-reduce, with progress), then answer from the parts."""
     if ctx.documents is None or not ctx.documents.whole_documents:
         raise LLMBadResponse("summaries are not available here: no document reader is set up")
-    call = ToolCall(id="task", name=SUMMARIZE_TOOL_NAME, arguments={"focus": question})
-    results: list[dict[str, Any]] = []
-    async with aclosing(_run_tool(ctx, call, 0, results, turn)) as events:
-        async for event in events:
-            yield event
-    text = results[-1]["content"] if results else ""
+    if turn.task_text is None:  # once per message: an answer asked again is written from the same parts
+        call = ToolCall(id="task", name=SUMMARIZE_TOOL_NAME, arguments={"focus": question})
+        results: list[dict[str, Any]] = []
+        async with aclosing(_run_tool(ctx, call, 0, results, turn)) as events:
+            async for event in events:
+                yield event
+        turn.task_text = results[-1]["content"] if results else ""
+    text = turn.task_text
     messages[0] = {"role": "system", "content": FALLBACK_SYSTEM_PROMPT}
     messages[-1] = {"role": "user", "content": f"{question}\n\n{text}"}

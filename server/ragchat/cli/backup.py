@@ -20,9 +20,7 @@ def backup_command(settings: Settings, args: argparse.Namespace) -> int:
     key = load_key(settings.backup_key, settings.backup_key_file)
     database = open_database(settings)
     try:
-        manifest = backup(
-            database.uri, Path(args.file), spaces=manifest_spaces, bin_dir=settings.pg_bin_dir, key=key
-        )
+        manifest = backup(database.uri, Path(args.file), spaces=manifest_spaces, bin_dir=settings.pg_bin_dir, key=key)
     finally:
         database.close()
     documents = manifest.rows.get("documents", 0)
@@ -74,7 +72,10 @@ def backup_key_command(settings: Settings, args: argparse.Namespace) -> int:
         raise BackupError(f"{path} exists: a key is not overwritten (backups signed with it need it)") from None
     with os.fdopen(fd, "w") as f:
         f.write(key + "\n")
-    print(f"wrote a new backup key to {path} (mode 600): set BACKUP_KEY_FILE={path}, and keep a copy apart from the backups")
+    print(
+        f"wrote a new backup key to {path} (mode 600): set BACKUP_KEY_FILE={path}, and keep a copy apart from "
+        "the backups"
+    )
     return 0
 
 

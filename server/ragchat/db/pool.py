@@ -9,6 +9,7 @@ from typing import Any
 
 from pgvector.psycopg import register_vector_async
 from psycopg import AsyncConnection
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool
 
@@ -30,6 +31,9 @@ Pool = AsyncConnectionPool[Conn]
 #: or when the watchdog sees the database back). psycopg_pool's default, 5 min with doubling delays, would let
 #: a connection come back minutes after the database did.
 RECONNECT_TIMEOUT_S = 5.0
+#: the `application_name` of the pool's connections (unless DATABASE_URL names one): `ragchat restore` refuses a
+#: target these sessions use (db/restore_guard.py)
+APPLICATION_NAME = "ragchat"
 
 
 async def _configure(conn: Conn) -> None:
@@ -90,6 +94,8 @@ def make_pool(
     `prepared_statements=False` (DATABASE_PREPARED_STATEMENTS): never prepare server-side, for a connection
     pooler in transaction mode that cannot keep them (PgBouncer before 1.21, or with max_prepared_statements 0)."""
     kwargs: dict[str, Any] = {"row_factory": dict_row}
+    if not conninfo_to_dict(uri).get("application_name"):
+        kwargs["application_name"] = APPLICATION_NAME
     if not prepared_statements:
         kwargs["prepare_threshold"] = None
     return GatedPool(

@@ -115,18 +115,16 @@ def filter_toc(entries: list[TocEntry], reference: list[TocEntry]) -> list[TocEn
     known = {e.key for e in reference}
     tables = {e.name for e in reference if e.desc == "TABLE" and e.schema == "public"}
     keep: list[TocEntry] = []
-    refused: list[str] = []
+    refused: list[TocEntry] = []
     for e in entries:
         if f"{e.desc} {e.schema} {e.name}" in _SKIPPED or e.desc in _SKIPPED_TYPES:
             continue
         ok = e.schema == "public" and (
-            (e.desc in _KEYED or e.desc in _AS_OBJECT)
-            and e.key in known
-            or e.desc in _ON_TABLE
-            and e.name.split(" ", 1)[0] in tables
+            ((e.desc in _KEYED or e.desc in _AS_OBJECT) and e.key in known)
+            or (e.desc in _ON_TABLE and e.name.split(" ", 1)[0] in tables)
             or e.desc == "INDEX"
         )
-        (keep if ok else refused).append(e)  # type: ignore[arg-type]
+        (keep if ok else refused).append(e)
     if refused:
         names = "; ".join(f"{e.desc} {e.schema}.{e.name}" if e.schema != "-" else f"{e.desc} {e.name}" for e in refused)
         raise BackupError(f"the backup holds objects that are not ragchat's, nothing was restored: {names[:1500]}")
@@ -172,7 +170,8 @@ UNION ALL SELECT format('column %s.%s %s %s %s', rel.oid::regclass, a.attname, f
 UNION ALL SELECT format('constraint %s %s %s', coalesce(c.conrelid::regclass::text, c.contypid::regtype::text),
                         c.conname, pg_get_constraintdef(c.oid))
   FROM pg_constraint c JOIN ns ON ns.oid = c.connamespace
-UNION ALL SELECT format('view %s %s', rel.oid::regclass, pg_get_viewdef(rel.oid)) FROM rel WHERE rel.relkind IN ('v', 'm')
+UNION ALL SELECT format('view %s %s', rel.oid::regclass, pg_get_viewdef(rel.oid)) FROM rel
+  WHERE rel.relkind IN ('v', 'm')
 UNION ALL SELECT 'rule ' || pg_get_ruledef(r.oid) FROM pg_rewrite r JOIN rel ON rel.oid = r.ev_class
   WHERE r.rulename <> '_RETURN'
 UNION ALL SELECT format('policy %s %s %s %s %s', p.polrelid::regclass, p.polname, p.polcmd,
@@ -328,6 +327,73 @@ def hand_over(server: Server, scratch: str, restorer: Restorer) -> None:
 def drop_role(server: Server, role: str) -> None:
     with server.admin() as conn:
         conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role)))
+
+
+# ---- one restore at a time, on a target nobody uses ------------------------------------------------------------
+#: ragchat's own connections name themselves (db/pool.py's pool, the watchdog): `ragchat`, `ragchat-watchdog`
+APP_NAME_PREFIX = "ragchat"
+_LOCK = "ragchat.restore"
+#: what a restore creates; left behind only when its process was killed (the next restore drops them)
+_LEFTOVER_DATABASES = r"^ragchat_(restoring|reference)_[0-9a-f]{8}$"
+_LEFTOVER_ROLES = r"^ragchat_restore_[0-9a-f]{12}$"
+
+
+def refuse_if_in_use(server: Server) -> None:
+    """BackupError when other sessions use the target: the swap renames it, which PostgreSQL refuses while
+    anyone is connected, and a server that kept its connections would go on with the old types' OIDs."""
+    with server.admin() as conn:
+        names = [
+            str(r[0] or "")
+            for r in conn.execute(
+                "SELECT application_name FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+                (server.target,),
+            )
+        ]
+    if not names:
+        return
+    ours = [n for n in names if n.startswith(APP_NAME_PREFIX)]
+    if ours:
+        raise BackupError(
+            f"the target database {server.target} is in use by other sessions of a running ragchat server or "
+            f"worker ({len(ours)} connections named {', '.join(sorted(set(ours)))}): stop the server and its workers "
+            "first, then restore; nothing was replaced"
+        )
+    said = ", ".join(sorted({n or "unnamed" for n in names}))[:300]
+    raise BackupError(
+        f"the target database {server.target} is in use by other sessions ({len(names)}: {said}): close them and "
+        "restore again; nothing was replaced"
+    )
+
+
+@contextmanager
+def exclusive(server: Server) -> Iterator[list[str]]:
+    """Hold the server-wide restore lock (a session advisory lock: it goes with a killed process) and drop what
+    a killed restore left behind; yields the names dropped. BackupError when another restore holds it."""
+    with server.admin() as conn:
+        row = conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (_LOCK,)).fetchone()
+        if row is None or not row[0]:
+            raise BackupError("another ragchat restore is running on this database server: wait for it to finish")
+        try:
+            yield _drop_leftovers(server, conn)
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (_LOCK,))
+
+
+def _drop_leftovers(server: Server, conn: psycopg.Connection[Any]) -> list[str]:
+    replaced = "^" + re.escape(server.target[:40]) + "_replaced_[0-9a-f]{8}$"
+    databases = [
+        str(r[0])
+        for r in conn.execute(
+            "SELECT datname FROM pg_database WHERE datname ~ %s OR datname ~ %s ORDER BY 1",
+            (_LEFTOVER_DATABASES, replaced),
+        )
+    ]
+    for name in databases:  # FORCE: ends the sessions of a pg_restore its killed parent left running
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+    roles = [str(r[0]) for r in conn.execute("SELECT rolname FROM pg_roles WHERE rolname ~ %s", (_LEFTOVER_ROLES,))]
+    for role in roles:
+        conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role)))
+    return databases + roles
 
 
 def swap_in(server: Server, scratch: str) -> None:

@@ -77,6 +77,14 @@ class Document(BaseModel):
     progress_note: str | None = Field(
         default=None, description='stage reading: what the worker is doing, e.g. "OCR page 3 of 12"'
     )
+    language: str | None = Field(
+        default=None, description="ISO 639-1 code of the language detected at ingest (null: not detected)"
+    )
+    text_search_config: str = Field(
+        default="english",
+        description="the Postgres text-search configuration its passages are analysed with for keyword search "
+        "(german, spanish, …; simple: no stemming, when the language could not be told)",
+    )
 
     @classmethod
     def of(cls, row: dict[str, Any]) -> Document:

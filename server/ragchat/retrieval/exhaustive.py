@@ -24,14 +24,20 @@ from ragchat.core.search import Location, Passage, Trace
 from ragchat.db.pool import Pool
 from ragchat.readscope.sql import ReadScope
 from ragchat.retrieval.filters import filter_sql
-from ragchat.retrieval.keyword import or_query, query_terms
+from ragchat.retrieval.keyword import QueryAnalysis, analyse_query, or_query
 from ragchat.settings import RetrievalSettings
 
 MAX_PAGE_SIZE = 200
 MAX_CURSOR_CHARS = 200
 
-_TSQUERY_ALL = "SELECT websearch_to_tsquery('english', %(q)s)::text AS tsq"
-_LEXEMES = "SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', %(q)s)) ORDER BY lexeme LIMIT 256"
+# Once per text-search configuration in the reader's scope (retrieval/keyword.py): `all` is every word under
+# one of them (the per-configuration queries OR-ed), `any` every lexeme of any of them.
+_TSQUERY_ALL = """SELECT string_agg('(' || x.t::text || ')', ' | ' ORDER BY x.cfg) AS tsq FROM (
+    SELECT c.cfg, websearch_to_tsquery(c.cfg, %(q)s) AS t FROM unnest(%(configs)s::regconfig[]) AS c(cfg)
+) x WHERE numnode(x.t) > 0"""
+_LEXEMES = """SELECT DISTINCT v.lexeme
+    FROM unnest(%(configs)s::regconfig[]) AS c(cfg) CROSS JOIN LATERAL unnest(to_tsvector(c.cfg, %(q)s)) v
+    ORDER BY v.lexeme LIMIT 256"""
 
 _PAGE_SQL = """
 WITH scanned AS MATERIALIZED (
@@ -123,7 +129,8 @@ async def find_documents(
     after = decode_cursor(request.cursor, query, request.match) if request.cursor else None
     where, params = filter_sql(scope, request.filters)
     async with pool.connection() as conn:
-        tsq = await _tsquery(conn, query, request.match)
+        analysis = await analyse_query(conn, query, scope)
+        tsq = await _tsquery(conn, query, request.match, analysis.configs)
         empty = DocumentMatches(
             query=query,
             match=request.match,
@@ -154,7 +161,7 @@ async def find_documents(
         page = [(r["document_id"], int(r["n"])) for r in rows if r["document_id"] is not None]
         more = len(page) > request.page_size
         page = page[: request.page_size]
-        best = await _best_passages(conn, scope, query, tsq, [d for d, _ in page], where, params, settings)
+        best = await _best_passages(conn, analysis, tsq, [d for d, _ in page], where, params, settings)
     top = max((float(r["score"]) for r in best.values()), default=0.0) or 1.0
     documents = []
     for document_id, n in page:
@@ -194,18 +201,19 @@ async def find_documents(
     return result
 
 
-async def _tsquery(conn: Any, query: str, match: str) -> str:
+async def _tsquery(conn: Any, query: str, match: str, configs: tuple[str, ...]) -> str:
+    params = {"q": query, "configs": list(configs)}
     if match == "all":
-        row = await (await conn.execute(_TSQUERY_ALL, {"q": query})).fetchone()
-        return str(row["tsq"] or "") if row else ""
-    rows = await (await conn.execute(_LEXEMES, {"q": query})).fetchall()
+        row = await (await conn.execute(_TSQUERY_ALL, params)).fetchone()
+        tsq = str(row["tsq"] or "") if row else ""
+        return tsq[1:-1] if len(configs) == 1 and tsq else tsq  # one configuration: as before, unbracketed
+    rows = await (await conn.execute(_LEXEMES, params)).fetchall()
     return or_query([r["lexeme"] for r in rows])
 
 
 async def _best_passages(
     conn: Any,
-    scope: ReadScope,
-    query: str,
+    analysis: QueryAnalysis,
     tsq: str,
     documents: list[UUID],
     where: str,
@@ -214,7 +222,7 @@ async def _best_passages(
 ) -> dict[UUID, dict[str, Any]]:
     if not documents:
         return {}
-    terms, _n, avgdl = await query_terms(conn, query, scope)
+    terms, avgdl = analysis.terms, analysis.avgdl
     sql = cast(LiteralString, _BEST_SQL.format(where=where))
     rows = await (
         await conn.execute(

@@ -1,9 +1,14 @@
 """The keyword arm: BM25 computed inside Postgres over the stored tsvector, on a bounded candidate set.
 
-Query lexemes come from the same `to_tsvector('english', …)` as the documents (so punctuation, operators and
-any language are safe: they never reach the tsquery parser unquoted). Document frequencies and lengths come
-from the per-share-group `bm25_group_terms` / `bm25_group_stats` (kept by triggers, migrations/0017), term
-frequencies from the tsvector's positions.
+Query lexemes come from the same `to_tsvector(config, …)` as the documents (so punctuation, operators and
+any language are safe: they never reach the tsquery parser unquoted), once per text-search configuration the
+chunks in the reader's scope use (migrations/0029: `bm25_owner_configs`, one row per owner and configuration),
+their lexemes unioned: an English-only scope analyses the query once with `english`, as before; a scope with
+German and English documents analyses it with both, and each chunk matches the lexemes of its own analysis.
+Document frequencies and lengths come from the per-share-group `bm25_group_terms` / `bm25_group_stats` (kept
+by triggers, migrations/0017), term frequencies from the tsvector's positions. Lexemes of different
+configurations are different strings (a German 'haus' and an English 'hous'), so each keeps its own df; each
+chunk's length counts its own analysis.
 
 Candidates: rare query terms are matched exhaustively while their posting lists fit in `candidates`; common
 terms (small idf) then only add to the score of those candidates, like MaxScore's non-essential lists. A
@@ -26,11 +31,28 @@ MAX_QUERY_TERMS = 32
 MAX_SHARED_LEXEMES = 256  # a 10k-character query is cut to this many distinct lexemes before looking them up
 
 
+DEFAULT_CONFIG = "english"  # a scope with no recorded configuration (nothing ingested yet)
+
+
 @dataclass(frozen=True)
 class TermStat:
     term: str
     df: int
     idf: float
+
+
+@dataclass(frozen=True)
+class QueryAnalysis:
+    terms: list[TermStat]  # rarest first, at most MAX_QUERY_TERMS
+    n_chunks: int
+    avgdl: float
+    configs: tuple[str, ...]  # the text-search configurations the query was analysed with (the scope's)
+
+
+@dataclass(frozen=True)
+class KeywordHits:
+    hits: list[tuple[int, float]]
+    configs: tuple[str, ...]
 
 
 def quote_lexeme(lexeme: str) -> str:
@@ -52,25 +74,35 @@ def bm25_idf(n_chunks: int, df: int) -> float:
 
 
 async def query_terms(conn: Conn, query: str, scope: ReadScope) -> tuple[list[TermStat], int, float]:
-    """Distinct query lexemes present in what the reader may read (rarest first), N, and average chunk length.
+    """Distinct query lexemes present in what the reader may read (rarest first), N, and average chunk length."""
+    a = await analyse_query(conn, query, scope)
+    return a.terms, a.n_chunks, a.avgdl
+
+
+async def analyse_query(conn: Conn, query: str, scope: ReadScope) -> QueryAnalysis:
+    """`query_terms`, and the configurations the query was analysed with.
 
     The statistics cover exactly the readable chunks, so another user's private documents never change a
     score: the sum over the reader's share groups (migrations/0017: the documents of one owner in one set of
     collections, kept by triggers), each counted once however many readable collections hold it. Cost: one
     index probe per (readable group, query lexeme, written shard), never a scan of the shared chunks."""
-    params = {"uid": scope.user_id, "query": query, "max_lexemes": MAX_SHARED_LEXEMES}
+    params: dict[str, object] = {"uid": scope.user_id, "query": query, "max_lexemes": MAX_SHARED_LEXEMES}
     groups = _SHARED_GROUPS_SQL if scope.shared else _OWN_GROUPS_SQL
+    owners = _SHARED_OWNERS_SQL if scope.shared else "%(uid)s"
     # constant SQL: the group subquery is one of the two fragments below, never user text
-    stats_sql = cast(LiteralString, _STATS_SQL.format(groups=groups))
+    stats_sql = cast(LiteralString, _STATS_SQL.format(groups=groups, owners=owners))
     terms_sql = cast(LiteralString, _TERMS_SQL.format(groups=groups))
     row = await (await conn.execute(stats_sql, params)).fetchone()
     n = int(row["n"]) if row else 0
     total = int(row["len"]) if row else 0
+    configs = tuple(row["configs"] or ()) if row else ()
+    configs = configs or (DEFAULT_CONFIG,)
     if n <= 0:
-        return [], 0, 0.0
+        return QueryAnalysis([], 0, 0.0, configs)
+    params["configs"] = list(configs)
     rows = await (await conn.execute(terms_sql, params)).fetchall()
     ranked = sorted((int(r["df"]), r["term"]) for r in rows)[:MAX_QUERY_TERMS]
-    return [TermStat(t, d, bm25_idf(n, d)) for d, t in ranked], n, max(total / n, 1.0)
+    return QueryAnalysis([TermStat(t, d, bm25_idf(n, d)) for d, t in ranked], n, max(total / n, 1.0), configs)
 
 
 #: The reader's own documents only (`ReadScope.shared` False: nothing of another owner is shared with them).
@@ -80,14 +112,23 @@ _SHARED_GROUPS_SQL = f"""{_OWN_GROUPS_SQL}
     UNION
     {SHARED_GROUPS}"""
 
+#: The owners of those groups (the configurations in scope are kept per owner: a superset is harmless).
+_SHARED_OWNERS_SQL = f"""SELECT %(uid)s::uuid
+    UNION
+    SELECT g.owner_id FROM bm25_groups g WHERE g.id IN ({SHARED_GROUPS})"""
+
 _STATS_SQL = """
-SELECT coalesce(sum(s.n_chunks), 0) AS n, coalesce(sum(s.total_len), 0) AS len
+SELECT coalesce(sum(s.n_chunks), 0) AS n, coalesce(sum(s.total_len), 0) AS len,
+       ARRAY(SELECT DISTINCT o.config::text FROM bm25_owner_configs o
+             WHERE o.owner_id IN ({owners}) ORDER BY 1) AS configs
 FROM bm25_group_stats s WHERE s.group_id IN ({groups})
 """
 
 _TERMS_SQL = """
 WITH q AS (
-    SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', %(query)s)) ORDER BY lexeme LIMIT %(max_lexemes)s
+    SELECT DISTINCT v.lexeme
+    FROM unnest(%(configs)s::regconfig[]) AS c(cfg) CROSS JOIN LATERAL unnest(to_tsvector(c.cfg, %(query)s)) v
+    ORDER BY v.lexeme LIMIT %(max_lexemes)s
 )
 SELECT t.term, sum(t.df) AS df
 FROM bm25_group_terms t
@@ -152,9 +193,29 @@ async def keyword_search(
     candidates: int = 1000,
 ) -> list[tuple[int, float]]:
     """(chunk id, keyword score), best first, at most `n`. Unmatchable queries give []."""
-    terms, _n_chunks, avgdl = await query_terms(conn, query, scope)
+    found = await keyword_arm(
+        conn, query, scope=scope, n=n, filters=filters, scorer=scorer, k1=k1, b=b, candidates=candidates
+    )
+    return found.hits
+
+
+async def keyword_arm(
+    conn: Conn,
+    query: str,
+    *,
+    scope: ReadScope,
+    n: int,
+    filters: SearchFilters | None = None,
+    scorer: Scorer = "bm25",
+    k1: float = 0.9,
+    b: float = 0.4,
+    candidates: int = 1000,
+) -> KeywordHits:
+    """`keyword_search`'s hits, and the text-search configurations of the reader's scope."""
+    a = await analyse_query(conn, query, scope)
+    terms, avgdl = a.terms, a.avgdl
     if not terms:
-        return []
+        return KeywordHits([], a.configs)
     where, params = filter_sql(scope, filters)
     # `where` is filter_sql's own fragment (bound parameters only), never user text
     sql = cast(LiteralString, (_BM25_SQL if scorer == "bm25" else _TS_RANK_SQL).format(where=where))
@@ -173,6 +234,6 @@ async def keyword_search(
         # Only common words: prefer chunks that contain all of the rarest few, then fill up.
         rows = await (await conn.execute(sql, {**params, "tsq": and_query([t.term for t in terms[:4]])})).fetchall()
         if len(rows) >= n:
-            return [(int(r["id"]), float(r["score"])) for r in rows]
+            return KeywordHits([(int(r["id"]), float(r["score"])) for r in rows], a.configs)
     rows = await (await conn.execute(sql, {**params, "tsq": or_query([t.term for t in chosen])})).fetchall()
-    return [(int(r["id"]), float(r["score"])) for r in rows]
+    return KeywordHits([(int(r["id"]), float(r["score"])) for r in rows], a.configs)

@@ -84,24 +84,25 @@ _HEADINGS = """SELECT document_id, section FROM (
         ORDER BY c.document_id, c.section, c.chunk_index
     ) s ORDER BY document_id, chunk_index"""
 
-# two-word phrases repeated in a document's first chunks; words of 4+ letters that are not stop words
+# two-word phrases repeated in a document's first chunks; words of 4+ letters that are not stop words of the
+# chunk's own text-search configuration (migrations/0029)
 _PHRASES = """WITH words AS (
-        SELECT c.document_id, c.id AS chunk, t.w, t.n
+        SELECT c.document_id, c.text_search_config AS cfg, c.id AS chunk, t.w, t.n
         FROM document_chunks c
         CROSS JOIN LATERAL regexp_split_to_table(lower(left(c.content, %(chars)s)), '[^[:alpha:]]+')
             WITH ORDINALITY AS t(w, n)
         WHERE c.document_id = ANY(%(ids)s) AND c.chunk_index < %(chunks)s
     ), pairs AS (
-        SELECT document_id, w AS w1, lead(w) OVER (PARTITION BY chunk ORDER BY n) AS w2 FROM words
+        SELECT document_id, cfg, w AS w1, lead(w) OVER (PARTITION BY chunk ORDER BY n) AS w2 FROM words
     ), counted AS (
-        SELECT document_id, w1, w2, count(*) AS freq FROM pairs
+        SELECT document_id, cfg, w1, w2, count(*) AS freq FROM pairs
         WHERE length(w1) >= 4 AND length(w2) >= 4 AND w1 <> w2
-        GROUP BY 1, 2, 3 HAVING count(*) >= 2
+        GROUP BY 1, 2, 3, 4 HAVING count(*) >= 2
     ), ranked AS (
         SELECT document_id, w1 || ' ' || w2 AS phrase, freq,
                row_number() OVER (PARTITION BY document_id ORDER BY freq DESC, w1, w2) AS r
         FROM counted
-        WHERE to_tsvector('english', w1) <> ''::tsvector AND to_tsvector('english', w2) <> ''::tsvector
+        WHERE to_tsvector(cfg, w1) <> ''::tsvector AND to_tsvector(cfg, w2) <> ''::tsvector
     )
     SELECT document_id, phrase FROM ranked WHERE r <= %(per_doc)s ORDER BY document_id, r"""
 

@@ -13,6 +13,7 @@ from psycopg.types.json import Jsonb
 
 from ragchat.db.pool import Conn
 from ragchat.documents.catalog.repository import READABLE, jsonb
+from ragchat.documents.ingest.language import DetectedLanguage
 from ragchat.documents.ingest.queue import LeaseLost
 from ragchat.vectors.store import Space, VectorRow, insert_vectors, still_active
 
@@ -46,10 +47,13 @@ async def store_chunks(
     replaces_source: str | None,
     worker_id: str | None = None,
     chunking: dict[str, Any] | None = None,
+    language: DetectedLanguage | None = None,
 ) -> None:
     """Replace the document's chunks and their vectors (in `space`, which must still be the active one) and
     flip it to ready, in the caller's transaction. With `worker_id`, only while that worker holds the lease
-    (the row stays locked until commit, so a cancel or delete waits; otherwise LeaseLost)."""
+    (the row stays locked until commit, so a cancel or delete waits; otherwise LeaseLost). `language`: the
+    text-search configuration its chunks are analysed with (None: 'english', as before issue 42)."""
+    config = language.config if language is not None else "english"
     if worker_id is not None:
         mine = await (
             await conn.execute(
@@ -65,7 +69,7 @@ async def store_chunks(
     await conn.execute("DELETE FROM document_chunks WHERE document_id = %s", (document_id,))
     async with conn.cursor().copy(
         """COPY document_chunks (document_id, owner_id, chunk_index, title, content, page, section,
-                                 token_count, content_hash, location) FROM STDIN"""
+                                 token_count, content_hash, location, text_search_config) FROM STDIN"""
     ) as copy:
         for c in chunks:
             await copy.write_row(
@@ -80,6 +84,7 @@ async def store_chunks(
                     c.token_count,
                     c.content_hash,
                     None if c.location is None else Jsonb(c.location),
+                    config,
                 )
             )
     ids = await (
@@ -96,9 +101,20 @@ async def store_chunks(
                title = CASE WHEN jsonb_typeof(metadata->'title') = 'string' THEN metadata->>'title' ELSE %s END,
                chunks_total = %s, chunks_done = %s,
                page_count = %s, metadata = %s || metadata, locked_at = NULL, lease_until = NULL,
-               worker_id = NULL, updated_at = now(), chunking = coalesce(%s, chunking)
+               worker_id = NULL, updated_at = now(), chunking = coalesce(%s, chunking),
+               language = %s, text_search_config = %s
            WHERE id = %s""",
-        (title, len(chunks), len(chunks), page_count, Jsonb(metadata), jsonb(chunking), document_id),
+        (
+            title,
+            len(chunks),
+            len(chunks),
+            page_count,
+            Jsonb(metadata),
+            jsonb(chunking),
+            language.language if language is not None else None,
+            config,
+            document_id,
+        ),
     )
     if replaces_source:
         await conn.execute(

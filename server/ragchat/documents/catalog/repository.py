@@ -15,7 +15,7 @@ from ragchat.readscope.sql import SHARED_DOCUMENTS
 
 DOCUMENT_COLUMNS = """id, owner_id, filename, title, content_type, byte_size, sha256, status, chunks_total,
     chunks_done, page_count, error, metadata, created_at, updated_at, attempts, locked_at, progress_started_at,
-    not_before, metadata_status, metadata_error, chunking, progress_note"""
+    not_before, metadata_status, metadata_error, chunking, progress_note, language, text_search_config"""
 
 
 @dataclass(frozen=True)

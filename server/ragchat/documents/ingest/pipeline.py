@@ -44,6 +44,7 @@ from ragchat.documents.chunking.llm import llm_chooser
 from ragchat.documents.chunking.sentences import content_hash, embedding_text
 from ragchat.documents.chunking.strategy import blocking_embed, chunk_document
 from ragchat.documents.ingest import queue
+from ragchat.documents.ingest.language import DetectedLanguage, LanguageDetection, detection_for
 from ragchat.documents.ingest.registration import BEIR_RECORD_TYPE
 from ragchat.documents.parsing.isolated import parse_in_child
 from ragchat.documents.parsing.limits import Cancelled, ParseLimits
@@ -71,6 +72,7 @@ class Prepared:
     embedded: int = 0  # chunks this worker embedded for it (the rest came from the vector cache)
     chunking: dict[str, Any] | None = None  # the strategy used and why (documents.chunking)
     filled: int = 0  # rows of `vectors` set so far
+    language: DetectedLanguage | None = None  # its text-search configuration (ingest/language.py)
 
     def put(self, index: int, vector: np.ndarray) -> None:
         if self.vectors is None:
@@ -156,6 +158,7 @@ class IngestionPipeline:
         self.drained.set()
         self.requeued = False  # a document went back to the queue after a fault that may pass
         self.loop: asyncio.AbstractEventLoop | None = None  # the semantic chunker embeds through it from a thread
+        self.languages: LanguageDetection | None = None  # built on first run (the server's configurations)
 
     def _alive(self, docs: list[Prepared]) -> list[Prepared]:
         return [d for d in docs if d.id not in self.lost]
@@ -186,6 +189,7 @@ class IngestionPipeline:
     async def run(self, ids: Sequence[UUID] | None = None) -> Progress:
         """Process queued documents (only `ids` when given) until none is left to claim (documents queued
         again after a passing fault included: they come back, after their backoff, until INGEST_MAX_ATTEMPTS)."""
+        self.languages = self.languages or await detection_for(self.pool, self.settings.text_search_config)
         while True:
             self.requeued = False
             await self._round(ids)
@@ -412,6 +416,7 @@ class IngestionPipeline:
             metadata=meta,
             source_path=(row["metadata"] or {}).get("source_path"),
             chunking=chunked.record,
+            language=self.languages.detect([c.content for c in chunks]) if self.languages else None,
         )
 
     def _noter(self, document_id: UUID) -> Callable[[str], None]:
@@ -529,6 +534,7 @@ class IngestionPipeline:
                     replaces_source=doc.source_path,
                     worker_id=self.worker_id,
                     chunking=doc.chunking,
+                    language=doc.language,
                 )
         except queue.LeaseLost:
             log.info("document %s was cancelled, deleted or taken over before it was stored: dropped", doc.id)

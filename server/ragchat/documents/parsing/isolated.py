@@ -1,6 +1,7 @@
 """Parsing in a child process: images, PDFs and big files are parsed (and OCR'd) in a process of their own,
 forked from a server process that imported the parsers once (multiprocessing's `forkserver`: no threads of
-the worker are copied). The worker watches it: a cancel kills it within INGEST_CANCEL_POLL_S, a parse that
+the worker are copied; like `spawn`, a child imports the parent's `__main__` module, so a script that ingests
+must keep its work under `if __name__ == "__main__"`). The worker watches it: a cancel kills it within INGEST_CANCEL_POLL_S, a parse that
 outlives its limits is killed, and whatever memory decoding took goes back to the system when it exits (a
 thread's malloc arenas keep their peak). Progress lines ("OCR page 3 of 12") come back over the pipe.
 """
@@ -118,10 +119,10 @@ async def parse_in_child(
                 )
     finally:
         loop.remove_reader(parent.fileno())
-        parent.close()
         if process.is_alive():
             process.kill()
         await _reap(process)
+        parent.close()
 
 
 async def _reap(process: Any) -> int | None:
