@@ -7,7 +7,9 @@ The model is `make test-real`'s (Qwen2.5-Coder-1.5B-Instruct Q4_K_M on llama.cpp
 database under bench/.data/real_llm_arms/ (reused on rerun).
 
 Arms, all through `Searcher.search` with hybrid search and limit 10 (ARMS): `hybrid`; `rerank` (the LLM scores the
-fused top 20, `RERANK_CANDIDATES_FACTOR=2`, the top 10 by score are kept); `keywords` and `hyde` (query expansion,
+fused top 20, `RERANK_CANDIDATES_FACTOR=2`, the top 10 by score are kept; `RERANK_METHOD=json`); `graded` (the same
+with `RERANK_METHOD=logprobs`: P("Yes") from the token probabilities, issue 42); `listwise` (`RERANK_METHOD=listwise`,
+one call over the fused top `--listwise-size`, the rest in fused order); `keywords` and `hyde` (query expansion,
 server/ragchat/retrieval/expansion.py); `keywords+rerank`, `hyde+rerank` (the hyde arms only with `--arms`:
 DEFAULT_ARMS says why). 60 queries with qrels per set, seeded, the same for every arm. Per arm: nDCG@10 and
 recall@10 over the corpus ids (chunks deduplicated, first kept), seconds per query (median, p95), and the outcome
@@ -42,6 +44,7 @@ import json
 import logging
 import os
 import random
+import subprocess
 import sys
 import time
 from collections import Counter, defaultdict
@@ -60,17 +63,29 @@ from ragchat.evaluation.beir import BeirDataset, iter_corpus, load_beir
 from ragchat.evaluation.metrics import dedup_keep_first, ndcg_at_k, percentiles, recall_at_k
 from ragchat.evaluation.runner import ensure_corpus, eval_owner, source_document
 from ragchat.providers.llm import build_llm
-from ragchat.providers.llm.base import ChatChunk, LLMProvider, LLMStatus, Message, ModelInfo
+from ragchat.providers.llm.base import (
+    ChatChunk,
+    LLMProvider,
+    LLMStatus,
+    LogprobsReply,
+    Message,
+    ModelInfo,
+    SupportsLogprobs,
+)
 from ragchat.providers.llm.replies import parse_reply
 from ragchat.retrieval.expansion import ExpansionTerms, HydePassage, LLMExpander
 from ragchat.retrieval.rerank import LLMReranker, RerankScore
+from ragchat.retrieval.rerank_graded import yes_probability
 from ragchat.runtime import Overrides, open_runtime
-from tests.real.model import RealLLM, ensure_model, ensure_runtime
+from tests.real.model import MODEL_ALIAS, RealLLM, ensure_model, ensure_runtime, free_port
 
 log = logging.getLogger("bench.real_llm_arms")
 K = 10
 SETS = {"scifact": ("scifact-dev", "train"), "nfcorpus": ("nfcorpus-dev", "dev")}
-ARMS = ["hybrid", "rerank", "keywords", "keywords+rerank", "hyde", "hyde+rerank"]
+ARMS = ["hybrid", "rerank", "keywords", "keywords+rerank", "hyde", "hyde+rerank", "graded", "listwise"]
+#: the RERANK_METHOD of each arm that reranks
+ARM_METHOD = {"rerank": "json", "keywords+rerank": "json", "hyde+rerank": "json", "graded": "logprobs"}
+ARM_METHOD["listwise"] = "listwise"
 # hyde is not in the default run: one expansion arm is what the four-arm table needs, and on 2 cores the CPU goes
 # to the 60 queries per set. Its reply is bounded in tokens now (it once wrote for 120 s); --arms adds it back
 DEFAULT_ARMS = ARMS[:4]
@@ -184,6 +199,44 @@ class ReplayLLM:
         self._done[key] = {**record, "content": content}
         return content
 
+    async def complete_logprobs(
+        self,
+        *,
+        model: str,
+        messages: list[Message],
+        timeout_s: float,
+        top_logprobs: int = 20,
+        max_tokens: int = 1,
+    ) -> LogprobsReply:
+        """Replayed like `complete_json`; outcome valid (a Yes/No or label probability), invalid (neither among the
+        top tokens) or no-logprobs."""
+        key = hashlib.sha256(json.dumps(["lp", model, messages, top_logprobs, max_tokens]).encode()).hexdigest()
+        if (seen := self._done.get(key)) is not None:
+            self.calls.append({**seen, "replayed": True})
+            return seen["reply"]
+        record: dict[str, Any] = {"kind": "rerank", "outcome": "error", "replayed": False}
+        self.calls.append(record)
+        start = time.perf_counter()
+        assert isinstance(self.inner, SupportsLogprobs)
+        try:
+            reply = await self.inner.complete_logprobs(
+                model=model, messages=messages, timeout_s=timeout_s, top_logprobs=top_logprobs, max_tokens=max_tokens
+            )
+        except (asyncio.CancelledError, TimeoutError):
+            record["outcome"] = "timeout"
+            raise
+        finally:
+            record["seconds"] = round(time.perf_counter() - start, 3)
+        if reply.tokens is None:
+            record["outcome"] = "no-logprobs"
+        else:
+            first = reply.tokens[0].top if reply.tokens else ()
+            listwise = any(len(t.strip()) == 1 and t.strip().isupper() for t, _ in first[:3])
+            ok = yes_probability(reply.tokens) is not None or listwise
+            record["outcome"] = "valid" if ok else "invalid"
+        self._done[key] = {**record, "reply": reply}
+        return reply
+
     async def close(self) -> None:  # the real provider is closed by its owner
         return None
 
@@ -193,9 +246,14 @@ def sample(dataset: BeirDataset, name: str, n: int, seed: int) -> list[str]:
     return random.Random(f"{seed}:{name}").sample(sorted(dataset.queries), min(n, len(dataset.queries)))
 
 
-async def one_arm(rt: Any, llm: ReplayLLM, principal: Principal, text: str, rels: dict[str, int], arm: str) -> dict:
+async def one_arm(
+    rt: Any, llm: ReplayLLM, principal: Principal, text: str, rels: dict[str, int], arm: str, rerankers: dict
+) -> dict:
     expansion = "keywords" if arm.startswith("keywords") else "hyde" if arm.startswith("hyde") else "off"
-    options = options_of(rt.settings, mode="hybrid", limit=K, rerank=arm.endswith("rerank"), expansion=expansion)
+    method = ARM_METHOD.get(arm)
+    if method is not None:
+        rt.searcher.reranker = rerankers[method]
+    options = options_of(rt.settings, mode="hybrid", limit=K, rerank=method is not None, expansion=expansion)
     mark = len(llm.calls)
     start = time.perf_counter()
     result = await rt.searcher.search(text, principal=principal, options=options)
@@ -223,7 +281,9 @@ async def one_arm(rt: Any, llm: ReplayLLM, principal: Principal, text: str, rels
     }
 
 
-async def run_arms(rt: Any, llm: ReplayLLM, sets: dict[str, BeirDataset], args: argparse.Namespace) -> None:
+async def run_arms(
+    rt: Any, llm: ReplayLLM, sets: dict[str, BeirDataset], args: argparse.Namespace, rerankers: dict
+) -> None:
     done = {(r["set"], r["qid"], r["arm"]) for r in read_lines(ARMS_LOG)}
     plan = {name: sample(ds, name, args.queries, args.seed) for name, ds in sets.items()}
     for i in range(args.queries):  # interleaved: scifact q1, nfcorpus q1, scifact q2, ...
@@ -237,7 +297,7 @@ async def run_arms(rt: Any, llm: ReplayLLM, sets: dict[str, BeirDataset], args: 
             await wait_quiet()
             principal = Principal(eval_owner(ds), "eval", False)
             for arm in todo:
-                row = await one_arm(rt, llm, principal, ds.queries[qid], ds.qrels[qid], arm)
+                row = await one_arm(rt, llm, principal, ds.queries[qid], ds.qrels[qid], arm, rerankers)
                 append_line(ARMS_LOG, {"set": name, "qid": qid, "index": i, "arm": arm, **row})
                 print(
                     f"[{name} {i + 1}/{args.queries} {qid}] {arm:16} nDCG@10 {row['ndcg10']:.3f} "
@@ -318,42 +378,67 @@ async def reverify_answers(sets: dict[str, BeirDataset]) -> None:
 
 # ---- run ---------------------------------------------------------------------------------------------------
 async def run(args: argparse.Namespace) -> None:
+    """Ingest first (the model server not yet running, so it holds no memory and blocks nobody), then start
+    the model on a port chosen up front, once no other real-model server runs."""
     data = ROOT.parent / "shared" / "data"
     sets = {n: load_beir(data / folder, split) for n, (folder, split) in SETS.items() if n in args.sets}
     ensure_runtime()
     model_path = ensure_model()
     DATA_DIR.mkdir(parents=True, exist_ok=True)
-    with RealLLM(model_path, n_ctx=4096, threads=2, log_path=DATA_DIR / "llm.log") as real:
-        print(f"model {real.model} up in {real.startup_seconds:.1f} s", flush=True)
-        settings = bench_settings(
-            DATA_DIR / "data",
-            llm_provider="openai",
-            openai_base_url=real.base_url,
-            chat_model=real.model,
-            llm_timeout_s=300.0,
-            rerank_timeout_s=args.call_timeout,
-            rerank_deadline_s=args.call_timeout * 25,
-            rerank_concurrency=1,
-            rerank_candidates_factor=2,
-            expansion_timeout_s=args.call_timeout,
-            log_level="warning",
-        )
-        llm = build_llm(settings)
-        replay = ReplayLLM(llm)
-        try:
-            async with open_runtime(settings, Overrides(llm=llm, rerank_llm=replay)) as rt:
-                rt.searcher.reranker = LLMReranker(replay, settings, cache_size=0)
-                rt.searcher.expander = LLMExpander(replay, settings, cache_size=0)
-                for name, ds in sets.items():
-                    start = time.perf_counter()
-                    n = await ensure_corpus(rt.accounts, rt.documents.ingestion, ds, eval_owner(ds))
-                    print(f"{name}: {n} documents ingested now, {time.perf_counter() - start:.0f} s", flush=True)
-                if args.part in ("all", "answers"):
-                    await run_answers(rt, sets, args)
-                if args.part in ("all", "arms"):
-                    await run_arms(rt, replay, sets, args)
-        finally:
-            await llm.close()
+    real = RealLLM(model_path, n_ctx=4096, threads=2, log_path=DATA_DIR / "llm.log", port=free_port())
+    settings = bench_settings(
+        DATA_DIR / "data",
+        llm_provider="openai",
+        openai_base_url=real.base_url,
+        chat_model=MODEL_ALIAS,
+        llm_timeout_s=300.0,
+        rerank_timeout_s=args.call_timeout,
+        rerank_deadline_s=args.call_timeout * 25,
+        rerank_concurrency=1,
+        rerank_candidates_factor=2,
+        rerank_listwise_size=args.listwise_size,
+        rerank_early_stop=not args.no_early_stop,
+        expansion_timeout_s=args.call_timeout,
+        log_level="warning",
+    )
+    llm = build_llm(settings)
+    replay = ReplayLLM(llm)
+    try:
+        async with open_runtime(settings, Overrides(llm=llm, rerank_llm=replay)) as rt:
+            rerankers = {
+                m: LLMReranker(replay, settings.model_copy(update={"rerank_method": m}), cache_size=0)
+                for m in ("json", "logprobs", "listwise")
+            }
+            rt.searcher.reranker = rerankers["json"]
+            rt.searcher.expander = LLMExpander(replay, settings, cache_size=0)
+            for name, ds in sets.items():
+                start = time.perf_counter()
+                n = await ensure_corpus(rt.accounts, rt.documents.ingestion, ds, eval_owner(ds))
+                print(f"{name}: {n} documents ingested now, {time.perf_counter() - start:.0f} s", flush=True)
+            await wait_model_free()
+            real.start()
+            print(f"model {real.model} up in {real.startup_seconds:.1f} s", flush=True)
+            if args.part in ("all", "answers"):
+                await run_answers(rt, sets, args)
+            if args.part in ("all", "arms"):
+                await run_arms(rt, replay, sets, args, rerankers)
+    finally:
+        real.stop()
+        await llm.close()
+
+
+async def wait_model_free() -> None:
+    """While another process serves the real model (`tests.real.model serve`): wait (one model server at a time)."""
+    waited = 0
+    while True:
+        pgrep = ["pgrep", "-f", "tests.real.model serve"]
+        found = (await asyncio.to_thread(subprocess.run, pgrep, capture_output=True, text=True)).stdout.split()
+        if not found:
+            return
+        if waited % 60 == 0:
+            print(f"another real-model server runs (pids {found}): waiting ({waited} s so far)", flush=True)
+        await asyncio.sleep(10)
+        waited += 10
 
 
 # ---- report ------------------------------------------------------------------------------------------------
@@ -442,6 +527,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=34)
     p.add_argument("--results", type=Path, default=RESULTS, help="where the checkpoints and tables go")
     p.add_argument("--call-timeout", type=float, default=120.0, help="RERANK_TIMEOUT_S and EXPANSION_TIMEOUT_S")
+    p.add_argument("--listwise-size", type=int, default=10, help="RERANK_LISTWISE_SIZE for the listwise arm")
+    p.add_argument("--no-early-stop", action="store_true", help="RERANK_EARLY_STOP=false")
     args = p.parse_args(argv)
     if unknown := [a for a in args.arms if a not in ARMS] + [s for s in args.sets if s not in SETS]:
         p.error(f"unknown arms or sets: {unknown}")

@@ -119,7 +119,7 @@ def markdown(result: dict[str, Any]) -> str:
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for lang, r in result["languages"].items():
-        m = r["modes"]
+        m = r.get("modes", {})
         if set(m) != set(MODES):
             continue
         cfg = ", ".join(f"{k} {v}" for k, v in r["document_configs"].items())
@@ -147,6 +147,17 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     async with bench_runtime(settings) as rt:
         for lang in args.langs.split(","):
             dataset = load_beir(write_beir(lang, args.cache / "beir"))
+            if args.sweep:  # hybrid at each FUSION_VECTOR_WEIGHT_OTHER_LANGUAGES (tuning on xquad-dev only)
+                base = rt.searcher.settings
+                sweep = {}
+                for w in [float(x) for x in args.sweep.split(",")]:
+                    rt.searcher.settings = base.model_copy(update={"fusion_vector_weight_other_languages": w})
+                    r = await measure_language(rt, dataset, args.limit, ("hybrid",))
+                    sweep[str(w)] = r["modes"]["hybrid"]
+                    print(f"{lang} w={w}: {json.dumps(sweep[str(w)])}", file=sys.stderr)
+                rt.searcher.settings = base
+                result["languages"][lang] = {"sweep": sweep}
+                continue
             r = await measure_language(rt, dataset, args.limit, tuple(args.modes.split(",")))
             result["languages"][lang] = r
             print(f"{lang}: {json.dumps(r['modes'])}", file=sys.stderr)
@@ -162,6 +173,7 @@ def main() -> None:
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--data", default=None, help="the data directory's label (default: --label's)")
     parser.add_argument("--other-weight", type=float, default=None, help="FUSION_VECTOR_WEIGHT_OTHER_LANGUAGES")
+    parser.add_argument("--sweep", default=None, help="e.g. 0.2,0.3,0.5: hybrid only, at each other-language weight")
     parser.add_argument("--limit", type=int, default=None, help="only the first N questions of each language")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()

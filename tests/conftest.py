@@ -96,6 +96,9 @@ def make_settings(uri: str, tmp_path: Path, **overrides: Any) -> Settings:
         # One more LLM call after a new thread's first answer would take replies scripted for the next turn:
         # tests that want generated titles turn it on (tests/integration/test_not_covered.py, e2e).
         "chat_title_generation": False,
+        # Replies are scripted for the tool loop (a search call, then the answer); the retrieve-first path of plain
+        # lookups (CHAT_RETRIEVE_FIRST=auto, the default) has its own tests (tests/integration/test_answer_doors.py).
+        "chat_retrieve_first": "never",
     }
     values.update(overrides)
     return Settings(_env_file=None, **values)  # type: ignore[call-arg]

@@ -26,6 +26,7 @@ from ragchat.audit.service import AuditLog
 from ragchat.chat.action_routes import action_handlers
 from ragchat.chat.routes import chat_handlers
 from ragchat.chat.service import ChatService
+from ragchat.core import tracing
 from ragchat.core.logs import bind
 from ragchat.core.preferences import PreferencesLookup
 from ragchat.core.principal import CredentialCheck, Principal
@@ -47,7 +48,7 @@ from ragchat.retrieval.search import Searcher
 from ragchat.retrieval.suggestion_routes import suggestion_handlers
 from ragchat.runtime import Overrides, Runtime, open_runtime
 from ragchat.settings import Settings
-from ragchat.system_routes import system_handlers
+from ragchat.system_routes import metrics_port, system_handlers
 from ragchat.web.access_log import AccessLogMiddleware
 from ragchat.web.docs import document_errors, openapi_config
 from ragchat.web.errors import error_response
@@ -87,6 +88,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, overrides:
         async with AsyncExitStack() as stack:
             rt = runtime or await stack.enter_async_context(open_runtime(settings, overrides))
             holder["runtime"] = rt
+            await stack.enter_async_context(metrics_port(rt))  # METRICS_PORT, when set
             rt.llm_status.start()  # /api/health reads it from memory
             rt.spawn(rt.audit.run_retention, "audit-retention")  # AUDIT_RETENTION_DAYS
             if runtime is None:  # a real start: say what to fix before the first request needs it
@@ -201,6 +203,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, overrides:
         exception_handlers={Exception: error_response},
         middleware=[
             lambda app: ProxyHeadersMiddleware(app, trusted=settings.trusted_proxies),
+            *tracing.asgi_middleware(),  # OpenTelemetry's request spans, when tracing is on
             AccessLogMiddleware,
             lambda app: SecurityMiddleware(
                 app, allowed_hosts=settings.host_allowlist, trusted_origins=settings.trusted_origins

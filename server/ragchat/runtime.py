@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from ragchat.accounts.service import AccountService
 from ragchat.audit.service import AuditLog
 from ragchat.chat.runs import RunRegistry
 from ragchat.chat.service import ChatService
+from ragchat.core.logs import say
 from ragchat.core.options import SearchPolicy
 from ragchat.db.capabilities import Capabilities, detect
 from ragchat.db.pool import Database, Pool, make_pool, prepare_database
@@ -109,6 +111,9 @@ class Runtime:
         spaces = await self.spaces.status()
         if spaces["message"]:
             problems.append(spaces["message"])
+        setup = await self.accounts.setup_notice()  # a server others can reach: first admin by setup token only
+        if setup:  # said, not logged: the link's token is for the operator's eyes, where log lines mask tokens
+            say(setup[0], "setup_required", stream=sys.stderr, url=setup[1])
         return problems
 
 

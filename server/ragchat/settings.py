@@ -81,7 +81,8 @@ class ServerSettings(BaseModel):
         default_factory=list, validation_alias=AliasChoices("trusted_proxies", "forwarded_allow_ips")
     )
     log_format: Literal["text", "json"] = "text"  # json: one object a line (timestamp, level, logger, request id)
-    # where `ragchat backup`/`restore` find pg_dump and pg_restore (default: the embedded engine's, else PATH)
+    # one more place `ragchat backup`/`restore` look for pg_dump, pg_restore and psql; the newest found among it,
+    # the embedded engine's and PATH's is used (db/pg_tools.py)
     pg_bin_dir: Path | None = None
     # the key that signs backups and checks them on restore (HMAC-SHA256; make one: `ragchat backup-key FILE`);
     # BACKUP_KEY itself, or BACKUP_KEY_FILE: a file holding it. Keep it outside the data directory and the backups.
@@ -89,6 +90,10 @@ class ServerSettings(BaseModel):
     backup_key_file: Path | None = None
     # GET /metrics answers `Authorization: Bearer <METRICS_TOKEN>` (a scraper), or an admin's credentials
     metrics_token: SecretStr | None = None
+    # A second listener with /metrics, /livez and /readyz only, without a token (bind it where only the
+    # scraper reaches): `ragchat worker` has no other; `ragchat serve` opens it beside PORT. Unset: none.
+    metrics_port: int | None = Field(default=None, ge=1, le=65535)
+    metrics_host: str | None = None  # where METRICS_PORT listens; default: HOST
     # /api/health reads the LLM's status from memory; a probe older than this is redone in the background
     llm_status_refresh_s: float = Field(default=15.0, gt=0)
 
@@ -236,6 +241,10 @@ class LLMSettings(BaseModel):
     # The first model call of a turn must search (OpenAI-compatible `tool_choice: required`; Ollama has no such
     # option). Small local models otherwise answer from memory with invented citations.
     chat_search_first: bool = True
+    # A first question that is plainly a lookup ("When did …?", "What is …?") is answered retrieve-first: one search
+    # with the question, then one model call (half the calls of the tool loop). auto: those questions; always: every
+    # first question; never: the tool loop decides (bench/answers.py measures both)
+    chat_retrieve_first: Literal["auto", "always", "never"] = "auto"
     # false: retrieve-then-answer (search with the question, passages in the prompt) for models without tool
     # calling; also chosen automatically when the server says the model does not support tools
     chat_use_tools: bool = True
@@ -334,6 +343,12 @@ class RetrievalSettings(BaseModel):
     rerank_timeout_s: float = 30.0
     rerank_deadline_s: float = 120.0
     rerank_passage_chars: int = 1000
+    # how the LLM scores (retrieval/rerank.py): json = a {"score"} reply per passage; logprobs = P("Yes") from the
+    # token probabilities of a one-token Yes/No reply (json where the server returns none); listwise = one call
+    # over the top RERANK_LISTWISE_SIZE passages, read from the label probabilities (a JSON ranking without them)
+    rerank_method: Literal["json", "logprobs", "listwise"] = "json"
+    rerank_listwise_size: int = Field(default=10, ge=2, le=20)
+    rerank_early_stop: bool = True  # stop scoring lower ranks once the top `limit` all hold the best score
     rerank_client_shards: int = 8  # small HTTP connection pools the parallel rerank calls are spread over
     rerank_provider: Literal["llm", "http"] = "llm"  # http: a cross-encoder server at rerank_url
     rerank_url: str | None = None  # e.g. http://127.0.0.1:8080 (TEI) or http://127.0.0.1:7997 (Infinity)
@@ -443,6 +458,12 @@ class AccountSettings(BaseModel):
     login_delay_max_s: float = Field(default=900.0, ge=0)
     login_global_delay_max_s: float = Field(default=2.0, ge=0, le=10)
     login_failure_memory_s: int = Field(default=3600, ge=60)  # failures are forgotten this long after the last
+    # Creating the first admin (the first-run page, POST /api/auth/setup) needs this token when the server
+    # listens beyond loopback (HOST not 127.0.0.1/::1), so the first stranger to reach a new server does not
+    # become its admin. Unset there: `ragchat serve` makes a one-time token and prints the link to use.
+    setup_token: SecretStr | None = Field(
+        default=None, validation_alias=AliasChoices("RAGCHAT_SETUP_TOKEN", "setup_token")
+    )
 
 
 class OidcSettings(BaseModel):

@@ -1,4 +1,5 @@
-"""System routes: `/api/health` and the admin re-embed (switch embedding models without downtime)."""
+"""System routes: `/api/health`, the probes (`/livez`, `/readyz`), `/metrics` (also on METRICS_PORT: `metrics_port`)
+and the admin re-embed (switch embedding models without downtime)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import asyncio
 import hmac
 import logging
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any, Literal
 
 import psycopg
@@ -25,6 +28,7 @@ from ragchat.db.watchdog import DatabaseStatus, bounded, describe_failure, probe
 from ragchat.documents.ingest.queue import status_counts
 from ragchat.runtime import Runtime
 from ragchat.settings import EmbedProvider
+from ragchat.web.metrics_port import MetricsListener
 
 log = logging.getLogger(__name__)
 
@@ -176,6 +180,12 @@ class Readiness(BaseModel):
 )
 async def readyz(runtime: Runtime) -> Response[Readiness]:
     """A readiness probe: 200 when this server can take traffic, 503 (with the problems in words) when not."""
+    body = await readiness(runtime)
+    return Response(body, status_code=503 if body.problems else 200)
+
+
+async def readiness(runtime: Runtime) -> Readiness:
+    """/readyz's answer (also on METRICS_PORT)."""
     limit = runtime.settings.db_probe_timeout_s
     head = head_version()
     problems: list[str] = []
@@ -208,7 +218,7 @@ async def readyz(runtime: Runtime) -> Response[Readiness]:
         problems=problems,
         replicas=runtime.reads.status() if runtime.reads is not None else [],
     )
-    return Response(body, status_code=503 if problems else 200)
+    return body
 
 
 @get("/metrics", include_in_schema=False, cache_control=CacheControlHeader(no_store=True))
@@ -219,6 +229,13 @@ async def metrics_endpoint(request: Request[Any, Any, Any], runtime: Runtime) ->
     scheme, _, given = request.headers.get("authorization", "").partition(" ")
     if not (token and scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())):
         require_admin(await authenticate(request, runtime.accounts))
+    await refresh_gauges(runtime)
+    return Response(generate_latest(metrics.REGISTRY), media_type=CONTENT_TYPE_LATEST)
+
+
+async def refresh_gauges(runtime: Runtime) -> None:
+    """Set the gauges read at scrape time: the pool's connections and the ingestion queue's counts (skipped,
+    with a warning, when the database does not answer: the rest of the scrape still answers)."""
     stats = runtime.pool.get_stats()
     size, idle = stats.get("pool_size", 0), stats.get("pool_available", 0)
     for state, value in (("in_use", size - idle), ("idle", idle), ("size", size), ("max", runtime.pool.max_size)):
@@ -237,7 +254,32 @@ async def metrics_endpoint(request: Request[Any, Any, Any], runtime: Runtime) ->
     else:
         for state in ("queued", "processing", "ready", "failed", *counts):
             metrics.INGEST_DOCUMENTS.labels(state).set(counts.get(state, 0))
-    return Response(generate_latest(metrics.REGISTRY), media_type=CONTENT_TYPE_LATEST)
+
+
+@asynccontextmanager
+async def metrics_port(runtime: Runtime) -> AsyncIterator[MetricsListener | None]:
+    """METRICS_PORT's listener (web/metrics_port.py) while the block runs; None when METRICS_PORT is unset."""
+    s = runtime.settings
+    if s.metrics_port is None:
+        yield None
+        return
+
+    async def ready() -> tuple[bool, dict[str, Any]]:
+        body = await readiness(runtime)
+        return not body.problems, body.model_dump(mode="json")
+
+    listener = MetricsListener(
+        s.metrics_host or s.host,
+        s.metrics_port,
+        refresh=lambda: refresh_gauges(runtime),
+        ready=ready,
+        timeout_s=s.db_probe_timeout_s + 5,
+    )
+    log.info("metrics on http://%s:%d/metrics", s.metrics_host or s.host, listener.port)
+    try:
+        yield listener
+    finally:
+        await asyncio.to_thread(listener.close)
 
 
 class ReembedBody(BaseModel):

@@ -191,7 +191,10 @@ class FakeOllama(ScriptedServer):
                 status = 500 if trailer.lstrip().startswith("{") else 200
                 return await self._send(send, rec, status, trailer.encode(), _JSON)
             extra = {"tool_calls": list(reply.calls)} if reply.calls and chat else {}
-            return await self._send_json(send, rec, 200, final(reply.content, **extra))
+            answer = final(reply.content, **extra)
+            if body.get("logprobs") and reply.logprobs is not None:  # Ollama >= 0.12.11; older ones send none
+                answer["logprobs"] = reply.logprobs
+            return await self._send_json(send, rec, 200, answer)
 
         rec.status = 200
         await send({"type": "http.response.start", "status": 200, "headers": [_NDJSON]})

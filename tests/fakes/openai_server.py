@@ -262,7 +262,10 @@ class FakeOpenAI(ScriptedServer):
                     {"id": cid, "type": "function", "function": {"name": name, "arguments": text}}
                     for cid, name, text in calls
                 ]
-            choice = {"index": 0, "message": answer, "logprobs": None, "finish_reason": finish}
+            logprobs = None  # like llama.cpp: `{"content": [...]}` only when asked for and the script has them
+            if body.get("logprobs") and reply.logprobs is not None:
+                logprobs = {"content": reply.logprobs, "refusal": None}
+            choice = {"index": 0, "message": answer, "logprobs": logprobs, "finish_reason": finish}
             return await self._send_json(send, rec, 200, {
                 **head, "object": "chat.completion", "system_fingerprint": SYSTEM_FINGERPRINT,
                 "choices": [choice], "usage": usage,

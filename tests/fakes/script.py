@@ -70,6 +70,9 @@ class Reply:
     delay: float = 0.0  # extra wait before the first byte (hang)
     trailer: str | None = None  # raw non-JSON line sent instead of the end of the stream (garbage)
     stream_error: str | None = None  # error event sent instead of the end of the stream (runner failure)
+    # per-token log-probabilities in the wire's shape ([{"token", "logprob", "top_logprobs": [...]}]), sent only
+    # when the request asks for `logprobs` (anything else, e.g. a string, is sent as it is: malformed)
+    logprobs: Any = None
 
     @property
     def content(self) -> str:
@@ -147,6 +150,15 @@ class Reply:
     def hang(cls, seconds: float, then: Reply | None = None) -> Reply:
         """Wait `seconds` before the first byte, then answer with `then` (default: empty text)."""
         return replace(then or cls(), delay=seconds)
+
+    @classmethod
+    def label(cls, top: Mapping[str, float], token: str | None = None) -> Reply:
+        """A one-token answer (`token`, default the likeliest of `top`) whose first-token alternatives are `top`
+        (token -> log-probability), returned to requests that ask for logprobs; others get the text only."""
+        first = token if token is not None else max(top, key=lambda t: top[t])
+        alternatives = [{"token": t, "logprob": lp} for t, lp in sorted(top.items(), key=lambda p: -p[1])]
+        entry = {"token": first, "logprob": top.get(first, -30.0), "top_logprobs": alternatives}
+        return cls(deltas=(first,), logprobs=[entry])
 
     @classmethod
     def json(cls, obj: Any, token_delay: float | None = None) -> Reply:

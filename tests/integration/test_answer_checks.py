@@ -52,8 +52,7 @@ async def test_a_verbatim_answer_naming_its_document_is_supported(answer: str, e
 
 async def test_uncited_sentences_a_passage_supports_get_its_marker_not_no_source(embedder: Any) -> None:
     answer = (
-        "Full-time employees receive 25 days of paid vacation per calendar year. "
-        "Revenue grew 12% in the third quarter."
+        "Full-time employees receive 25 days of paid vacation per calendar year. Revenue grew 12% in the third quarter."
     )
     v = await verify_answer(answer, [search(HANDBOOK, REPORT)], embedder)
     assert v.repaired == 2 and v.warnings == 0, v.to_json()
@@ -72,7 +71,9 @@ async def test_uncited_sentences_no_passage_supports_are_still_marked(embedder: 
 
 
 async def test_a_wrong_figure_stays_unsupported(embedder: Any) -> None:
-    v = await verify_answer("Full-time employees receive 30 days of paid vacation per year [1].", [search(HANDBOOK)], embedder)
+    v = await verify_answer(
+        "Full-time employees receive 30 days of paid vacation per year [1].", [search(HANDBOOK)], embedder
+    )
     assert verdicts(v) == ["unsupported"] and v.warnings >= 1
 
 
@@ -99,12 +100,12 @@ async def test_an_unsupported_answer_over_weak_passages_is_not_covered(embedder:
 
 
 async def test_a_summary_is_checked_against_its_parts_never_no_source(embedder: Any) -> None:
+    first_part = "The handbook sets 25 days of paid vacation for full-time staff and lets 5 unused days carry over."
+    second_part = "Sick leave needs a doctor's note after three days; remote work is allowed two days a week."
     parts = [
-        {**HANDBOOK, "section": "Summary of pages 1–2",
-         "content": "The handbook sets 25 days of paid vacation for full-time staff and lets 5 unused days carry over."},
-        {**HANDBOOK, "section": "Summary of pages 3–4",
-         "content": "Sick leave needs a doctor's note after three days; remote work is allowed two days a week."},
-    ]  # fmt: skip
+        {**HANDBOOK, "section": "Summary of pages 1–2", "content": first_part},
+        {**HANDBOOK, "section": "Summary of pages 3–4", "content": second_part},
+    ]
     summary = {"id": "call_1", "name": "summarize_documents", "chunks": parts, "confidence": {}}
     answer = (
         "The handbook gives full-time staff 25 days of paid vacation and lets them carry over 5 unused days. "

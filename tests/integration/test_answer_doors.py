@@ -35,9 +35,12 @@ def _reply(body: dict[str, Any]) -> Reply:
     return Reply.text(ANSWER)
 
 
-@pytest.fixture
-async def served(live_app: Callable[..., Any], fake_ollama: Any) -> AsyncIterator[dict[str, Any]]:
-    server = live_app(auth="on", ingest_workers=1, ollama_host=fake_ollama.url)
+@pytest.fixture(params=["auto"])
+async def served(
+    request: pytest.FixtureRequest, live_app: Callable[..., Any], fake_ollama: Any
+) -> AsyncIterator[dict[str, Any]]:
+    """Admin's tides.txt and bread.txt; CHAT_RETRIEVE_FIRST as the test asks (the default, auto, unless said)."""
+    server = live_app(auth="on", ingest_workers=1, ollama_host=fake_ollama.url, chat_retrieve_first=request.param)
     admin = await setup_admin(server.url)
     docs = [await upload(admin, "tides.txt", TIDES), await upload(admin, "bread.txt", BREAD)]
     await wait_ready(admin, docs)
@@ -104,7 +107,9 @@ async def test_every_door_returns_the_same_verification(served: dict[str, Any], 
     from tests.integration.test_accounts import run_cli
 
     env = {"RAGCHAT_DATA_DIR": str(tmp_path / "d"), "RAGCHAT_TOKEN": token, "DATABASE_URL": db}
-    cli = await asyncio.to_thread(run_cli, "search", "What causes ocean tides?", "--rag", "--json", "--server", url, env=env)
+    cli = await asyncio.to_thread(
+        run_cli, "search", "What causes ocean tides?", "--rag", "--json", "--server", url, env=env
+    )
     assert cli.returncode == 0, cli.stderr
     body = json.loads(cli.stdout)
     doors["cli"] = (body["answer"], body["verification"])
@@ -124,11 +129,12 @@ async def test_every_door_returns_the_same_verification(served: dict[str, Any], 
     assert cli_text.returncode == 0 and "Checks:" in cli_text.stdout and "not supported by [1]" in cli_text.stdout
 
 
+@pytest.mark.parametrize("served", ["never"], indirect=True)
 async def test_an_answer_that_skips_a_required_search_is_searched_first(
     served: dict[str, Any], fake_ollama: Any
 ) -> None:
-    """The model ignores tool_choice=required and answers from memory: the pipeline searches with the question
-    and asks again with the passages, for every door (here: MCP-free JSON doors and the chat)."""
+    """The tool loop (CHAT_RETRIEVE_FIRST=never): the model ignores tool_choice=required and answers from memory;
+    the pipeline searches with the question and asks again with the passages."""
 
     def ignores_tools(body: dict[str, Any]) -> Reply:
         if body.get("tools"):
@@ -144,3 +150,29 @@ async def test_an_answer_that_skips_a_required_search_is_searched_first(
     assert text.startswith("Ocean tides are caused mainly by the gravity of the moon [1].") and "wind" not in text
     verification = (done.model_extra or {})["verification"]
     assert verification["searched"] is True and verification["all_supported"] is True
+    offered = [bool(r.body.get("tools")) for r in fake_ollama.chat_requests]
+    assert offered == [True, False]  # the tool loop's answer without a search, then retrieve-first
+
+
+async def test_a_plain_lookup_is_one_model_call_and_a_summary_asked_in_words_reads_the_whole_document(
+    served: dict[str, Any], fake_ollama: Any
+) -> None:
+    """CHAT_RETRIEVE_FIRST=auto: "What causes …?" is retrieved first and answered in one model call (no tools
+    offered); "Summarise this document" typed with one document in scope reaches the whole-document tool."""
+    admin = served["admin"]
+    rag = await admin.post("/api/chat", json={"message": "What causes ocean tides?"})
+    assert rag.status_code == 200
+    await asyncio.sleep(0)
+    calls = [r for r in fake_ollama.chat_requests if r.path.endswith("/api/chat")]
+    assert len(calls) == 1 and not calls[0].body.get("tools"), [c.body.get("tools") for c in calls]
+    assert "gravity of the moon" in json.dumps(calls[0].body["messages"])
+
+    docs = (await admin.get("/api/documents")).json()["documents"]
+    tides = next(d["id"] for d in docs if d["filename"] == "tides.txt")
+    fake_ollama.chat_requests.clear()
+    fake_ollama.responder = lambda body: Reply.text("The document explains that the moon's gravity causes tides [1].")
+    body = {"query": "Summarise this document", "filters": {"document_ids": [tides]}}
+    summary = (await admin.post("/api/rag", json=body)).json()
+    assert summary["chunks"] and summary["chunks"][0]["section"].startswith("Summary of"), summary
+    assert summary["verification"]["searched"] is True
+    assert "no_source" not in [c["verdict"] for c in summary["verification"]["citations"]]

@@ -27,7 +27,9 @@ Events = list[tuple[str, dict[str, Any], str]]  # name, data, id
 
 @pytest.fixture
 def server(live_app: Callable[..., Any], fake_ollama: FakeOllama) -> Any:
-    return live_app(ollama_host=fake_ollama.url)
+    # answers scripted without a search: with CHAT_SEARCH_FIRST on, one that states facts would be searched for and
+    # asked again (chat/pipeline.py); these tests are about runs, not grounding
+    return live_app(ollama_host=fake_ollama.url, chat_search_first=False)
 
 
 async def read(source: Any, until: Callable[[Events], bool] | None = None) -> Events:

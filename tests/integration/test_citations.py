@@ -75,15 +75,20 @@ async def test_right_wrong_and_missing_citations_are_reported_and_saved(
     assert thread["messages"][0]["citations"] is None  # the question
 
 
-async def test_an_answer_without_markers_has_no_citations_event(
+async def test_an_answer_that_states_nothing_has_a_clean_check(
     corpus: dict[str, UUID], start: Callable[..., Any], llm: LLMFake
 ) -> None:
+    """Every answer gets its verification (coverage and search included), but nothing stated means no marks and no
+    summary line."""
     server = start()
     _script(llm, "The documents do not say.")
     events = await _ask(server, corpus)
-    assert all_of(events, "citations") == [] and [n for n, _ in events][-1] == "done"
+    (report,) = all_of(events, "citations")
+    assert [n for n, _ in events][-1] == "done"
+    assert report["citations"] == [] and report["summary"] == "" and report["warnings"] == 0
+    assert report["searched"] is True and report["content"] is None
     thread = await get_thread(server.url, first(events, "thread")["thread_id"])
-    assert thread["messages"][-1]["citations"] is None
+    assert thread["messages"][-1]["citations"] == report
 
 
 async def test_the_llm_judge_overrides_the_cheap_verdicts(

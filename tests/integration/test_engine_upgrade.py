@@ -49,3 +49,30 @@ def test_newer_or_unknown_versions_are_refused_untouched(tmp_path: Path) -> None
         assert (root / "pgdata" / "PG_VERSION").read_text() == f"{version}\n"
         assert sorted(p.name for p in (root / "pgdata").iterdir()) == ["PG_VERSION"]
         assert not (root / NEW).exists()
+
+
+def test_without_the_upgrade_extra_the_old_directory_is_refused_untouched(tmp_path: Path) -> None:
+    """pgserver is an optional extra (issue 44, item 8): without it the start says how to get it."""
+    import subprocess
+    import sys
+
+    pgdata = tmp_path / "pgdata"
+    pgdata.mkdir()
+    (pgdata / "PG_VERSION").write_text("16\n")
+    code = (
+        "import sys; sys.modules['pgserver'] = None  # not installed\n"
+        "from pathlib import Path; from ragchat.db.embedded import start_embedded\n"
+        "try:\n    start_embedded(Path(sys.argv[1]))\nexcept Exception as exc:\n    print(type(exc).__name__, exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert "EngineUpgradeError" in out.stdout and "ragchat-server[upgrade-pg16]" in out.stdout, out.stdout + out.stderr
+    assert not (tmp_path / NEW).exists()
+    assert sorted(p.name for p in pgdata.iterdir()) == ["PG_VERSION"]
+
+
+def test_pgserver_is_not_a_runtime_dependency() -> None:
+    import tomllib
+
+    project = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())["project"]
+    assert not any(d.startswith("pgserver") for d in project["dependencies"])
+    assert project["optional-dependencies"]["upgrade-pg16"] == ["pgserver==0.1.4"]

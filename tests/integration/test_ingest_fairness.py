@@ -250,3 +250,39 @@ async def test_a_small_file_waits_seconds_behind_another_users_scan_and_cancel_s
     finally:
         await admin.aclose()
         await bea.aclose()
+
+
+async def test_pixels_decoded_before_a_cancel_count_against_the_owners_day(
+    pool: Any, embedder: Any, settings: Settings
+) -> None:
+    """A scan cancelled at its second page: the child is killed, yet the pixels it decoded (the first page's
+    and the second's, counted before decoding) go into ocr_usage, so cancelling and uploading again does not
+    get OCR for free. The child's progress note reached the document while it read."""
+    frames = [scans.text_page([f"Ledger page {n}, entry {i}: salt cod" for i in range(8)], size=26) for n in range(6)]
+    page_pixels = frames[0].width * frames[0].height
+    [scan] = await register_many(pool, {"ledger.tif": scans.tiff(frames)})
+    pipeline = make_pipeline(pool, embedder, settings.model_copy(update={"ingest_cancel_poll_s": 0.2}))
+    run = asyncio.create_task(pipeline.run())
+
+    async def note() -> str:
+        async with pool.connection() as conn:
+            row = await (await conn.execute("SELECT progress_note FROM documents WHERE id = %s", (scan,))).fetchone()
+        return (row or {}).get("progress_note") or ""
+
+    async def at_page_2() -> bool:
+        return (await note()).startswith("OCR page 2 of 6")
+
+    try:
+        await _until(at_page_2, 240, 0.05)
+        assert await note() == "OCR page 2 of 6"
+        async with pool.connection() as conn:
+            assert await queue.cancel(conn, LOCAL_OWNER_ID, scan)
+        await asyncio.wait_for(run, 60)  # the child killed, nothing else queued: the pipeline ends
+    finally:
+        run.cancel()
+    async with pool.connection() as conn:
+        used = await queue.ocr_used(conn, LOCAL_OWNER_ID)
+        status = await (await conn.execute("SELECT status, error FROM documents WHERE id = %s", (scan,))).fetchone()
+    assert status == {"status": "failed", "error": "cancelled"}, status
+    assert used >= 2 * page_pixels, (used, page_pixels)  # pages 1 and 2 at least (a later one if it got that far)
+    assert used <= 6 * page_pixels

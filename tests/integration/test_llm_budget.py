@@ -14,6 +14,8 @@ import httpx
 import pytest
 
 from ragchat.chat.summarize import MAP_PROMPT, REDUCE_PROMPT
+from ragchat.core.errors import RateLimited
+from ragchat.db.ratelimit import RateLimiter
 from ragchat.settings import Settings
 from tests.fakes.ollama_server import Reply
 from tests.fakes.plugin import LLMFake
@@ -226,3 +228,25 @@ async def test_a_summary_answer_asked_again_reuses_its_parts(
     assert text == ANSWER
     again = llm.fake.chat_requests[-1].messages[-1]["content"]
     assert again.startswith("Compare them.") and "Comparing Contract 0" in again
+
+
+async def test_a_summary_slot_is_shared_by_processes_and_expires_when_its_holder_dies(pool: Any) -> None:
+    """The slots are rows in Postgres (every server process sees them); a holder that died without giving its
+    slot back (its renewals stop) loses it once the lease's time to live has passed."""
+    first_process, second_process = RateLimiter(pool), RateLimiter(pool)
+    held = await first_process.lease("summaries-running:u", 1, ttl_s=1.5, what="summaries")
+    assert held is not None
+    with pytest.raises(RateLimited, match="at most 1 run at the same time"):
+        await second_process.lease("summaries-running:u", 1, ttl_s=1.5, what="summaries")
+    await asyncio.sleep(2.0)  # renewed every 0.5 s: still held
+    with pytest.raises(RateLimited):
+        await second_process.lease("summaries-running:u", 1, ttl_s=1.5)
+    held._stop.set()  # the holder dies: no more renewals, no release
+    await asyncio.sleep(2.0)
+    taken = await second_process.lease("summaries-running:u", 1, ttl_s=1.5)
+    assert taken is not None
+    await taken.release()
+    await taken.release()  # once is enough; again does nothing
+    again = await first_process.lease("summaries-running:u", 1, ttl_s=1.5)
+    assert again is not None
+    await again.release()

@@ -3,6 +3,7 @@ fails half-way is rolled back and named; `ragchat migrate [--status]`."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -15,7 +16,15 @@ import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from ragchat.db.migrate import MIGRATIONS_DIR, SchemaError, applied_versions, head_version, migrate, migration_files
+from ragchat.db.migrate import (
+    MIGRATIONS_DIR,
+    SchemaError,
+    applied_versions,
+    file_checksum,
+    head_version,
+    migrate,
+    migration_files,
+)
 
 HEAD = head_version()
 
@@ -85,6 +94,11 @@ def test_migrate_command(empty_db: str, tmp_path: Path) -> None:
     assert status.returncode == 0, status.stderr
     assert "schema version none (empty)" in status.stdout and "pending: 0001_" in status.stdout
     assert tables(empty_db) == set()  # --status changes nothing
+    as_json = ragchat(empty_db, tmp_path, "migrate", "--status", "--json")
+    assert as_json.returncode == 0, as_json.stderr
+    status = json.loads(as_json.stdout)
+    assert status["schema_version"] is None and status["code_schema_version"] == HEAD
+    assert status["pending"] == [p.name for p in migration_files()] and status["changed"] == []
 
     applied = ragchat(empty_db, tmp_path, "migrate")
     assert applied.returncode == 0, applied.stderr
@@ -98,3 +112,59 @@ def test_migrate_command(empty_db: str, tmp_path: Path) -> None:
         newer = ragchat(empty_db, tmp_path, *args)
         assert newer.returncode == 2, (args, newer.stdout, newer.stderr)
         assert "9990" in newer.stderr and f"(schema {HEAD})" in newer.stderr, newer.stderr
+
+
+def checksums(uri: str) -> dict[str, str | None]:
+    with psycopg.connect(uri) as conn:
+        return {r[0]: r[1] for r in conn.execute("SELECT name, checksum FROM schema_migrations")}
+
+
+def test_an_edited_applied_migration_is_refused_at_start(empty_db: str, tmp_path: Path) -> None:
+    migrations = tmp_path / "migrations"
+    shutil.copytree(MIGRATIONS_DIR, migrations)
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    migrate(empty_db, migrations)
+    recorded = checksums(empty_db)
+    assert recorded == {p.name: file_checksum(p) for p in migration_files(migrations)}
+    assert migrate(empty_db, migrations) == []  # unchanged files: started again without a word
+
+    edited = migration_files(migrations)[6]
+    edited.write_text(edited.read_text() + "\n-- a comment added after the release\n")
+    with pytest.raises(SchemaError) as refused:
+        migrate(empty_db, migrations)
+    message = refused.value.message
+    assert f"migration {edited.name} changed after it was applied" in message, message
+    assert recorded[edited.name][:12] in message and f"git checkout -- migrations/{edited.name}" in message
+    assert "\n" not in message
+    assert checksums(empty_db) == recorded  # nothing recorded over the applied file's checksum
+
+    edited.write_bytes(edited.read_bytes()[: -len(b"\n-- a comment added after the release\n")].replace(b"\n", b"\r\n"))
+    assert migrate(empty_db, migrations) == []  # the same file with CRLF line endings is the same migration
+
+
+def test_an_edited_migration_stops_every_command_with_one_line(empty_db: str, tmp_path: Path) -> None:
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    migrate(empty_db)
+    name = migration_files()[3].name
+    with psycopg.connect(empty_db, autocommit=True) as conn:  # as if the file had been edited after it was applied
+        conn.execute("UPDATE schema_migrations SET checksum = repeat('0', 64) WHERE name = %s", (name,))
+    for args in (("migrate", "--status"), ("migrate",), ("user", "list")):
+        done = ragchat(empty_db, tmp_path, *args)
+        assert done.returncode == 2, (args, done.stdout, done.stderr)
+        assert f"ragchat: migration {name} changed after it was applied" in done.stderr, done.stderr
+        assert "Traceback" not in done.stderr
+
+
+def test_checksums_are_recorded_on_the_first_start_of_an_older_database(empty_db: str) -> None:
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    migrate(empty_db)
+    with psycopg.connect(empty_db, autocommit=True) as conn:  # schema_migrations as releases before 0.5 left it
+        conn.execute("ALTER TABLE schema_migrations DROP COLUMN checksum")
+        conn.execute("INSERT INTO schema_migrations (version, name) VALUES ('0000', '0000_from_another_branch.sql')")
+    assert migrate(empty_db) == []
+    recorded = checksums(empty_db)
+    assert recorded.pop("0000_from_another_branch.sql") is None  # no file here to take a checksum of
+    assert recorded == {p.name: file_checksum(p) for p in migration_files()}

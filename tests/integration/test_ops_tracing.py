@@ -1,17 +1,22 @@
-"""OpenTelemetry spans (issue 31), through the SDK's in-memory exporter: each request, both search arms, each
-LLM call and each ingestion stage, with the request id; nothing at all when tracing is off."""
+"""OpenTelemetry spans (issues 31, 44), through the SDK's in-memory exporter: each request (the ASGI
+instrumentation, an incoming `traceparent` continued), its database queries and HTTP calls (psycopg and httpx
+instrumentation), both search arms, each LLM call and each ingestion stage, with the request id; one trace per
+document's ingestion; nothing at all when tracing is off."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterator
 from typing import Any
+from uuid import UUID
 
 import httpx
 import pytest
+from opentelemetry.instrumentation.utils import suppress_http_instrumentation
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind
 
 from ragchat.core import tracing
 from tests.fakes.script import Reply
@@ -21,7 +26,7 @@ from tests.support.chat import chat, names
 @pytest.fixture
 def spans() -> Iterator[InMemorySpanExporter]:
     exporter = InMemorySpanExporter()
-    provider = TracerProvider()
+    provider = TracerProvider(sampler=tracing.sampler())  # as `ragchat serve` makes it
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     tracing.use_provider(provider)
     try:
@@ -41,38 +46,97 @@ async def test_spans_for_requests_search_arms_llm_calls_and_ingestion(
     live_app: Callable[..., Any], fake_ollama: Any, spans: InMemorySpanExporter
 ) -> None:
     server = live_app(ingest_workers=1, ollama_host=fake_ollama.url)
-    async with httpx.AsyncClient(base_url=server.url, timeout=60) as client:
-        r = await client.post(
-            "/api/documents", files={"files": ("rivers.txt", b"Rivers carry sediment to the sea. " * 20, "text/plain")}
+    with suppress_http_instrumentation():  # the test's own client is no traced caller (same process)
+        async with httpx.AsyncClient(base_url=server.url, timeout=60) as client:
+            r = await client.post(
+                "/api/documents",
+                files={"files": ("rivers.txt", b"Rivers carry sediment to the sea. " * 20, "text/plain")},
+            )
+            doc_id = UUID(r.json()["results"][0]["document"]["id"])
+            await wait_ready(client, doc_id)
+            searched = await client.get(
+                "/api/search", params={"q": "rivers sediment"}, headers={"X-Request-ID": "trace-1"}
+            )
+            assert searched.status_code == 200
+        fake_ollama.enqueue(
+            Reply.tool_call("search_documents", {"query": "rivers"}), Reply.text("They carry sediment.")
         )
-        doc_id = r.json()["results"][0]["document"]["id"]
-        for _ in range(300):
-            if (await client.get(f"/api/documents/{doc_id}")).json()["status"] == "ready":
-                break
-            await asyncio.sleep(0.1)
-        searched = await client.get("/api/search", params={"q": "rivers sediment"}, headers={"X-Request-ID": "trace-1"})
-        assert searched.status_code == 200
-    fake_ollama.enqueue(Reply.tool_call("search_documents", {"query": "rivers"}), Reply.text("They carry sediment."))
-    assert names(await chat(server.url, {"message": "What do rivers carry?"}))[-1] == "done"
+        assert names(await chat(server.url, {"message": "What do rivers carry?"}))[-1] == "done"
     await asyncio.sleep(0.2)
 
     finished = spans.get_finished_spans()
     by_name: dict[str, list[Any]] = {}
     for s in finished:
         by_name.setdefault(s.name, []).append(s)
-    request = [s for s in by_name["HTTP GET /api/search"] if s.attributes.get("ragchat.request_id") == "trace-1"]
-    assert len(request) == 1 and request[0].attributes["http.status_code"] == 200
+    request = [s for s in by_name["GET /api/search"] if s.attributes.get("ragchat.request_id") == "trace-1"]
+    assert len(request) == 1 and request[0].attributes["http.response.status_code"] == 200
+    assert request[0].kind == SpanKind.SERVER and request[0].attributes["http.route"] == "/api/search"
+    assert request[0].attributes["http.request.method"] == "GET" and request[0].parent is None
     for arm in ("search.vector", "search.keyword", "search.embed"):
         mine = [s for s in by_name[arm] if s.attributes.get("ragchat.request_id") == "trace-1"]
         assert len(mine) == 1, arm
         assert mine[0].parent is not None and mine[0].parent.span_id == request[0].context.span_id
         assert mine[0].context.trace_id == request[0].context.trace_id
+    queries = in_trace(finished, request[0].context.trace_id, SpanKind.CLIENT)
+    assert queries and all(q.attributes["db.system.name"] == "postgresql" for q in queries)  # database spans
+    assert any("document_chunks" in str(q.attributes.get("db.query.text")) for q in queries)
     llm_calls = by_name["llm.chat"]
     assert len(llm_calls) == 2 and {s.attributes["llm.tool_calls"] for s in llm_calls} == {0, 1}
-    chat_request = by_name["HTTP POST /api/chat"][0]
+    chat_request = by_name["POST /api/chat"][0]
     assert all(s.context.trace_id == chat_request.context.trace_id for s in llm_calls)
-    for stage in ("ingest.parse", "ingest.embed", "ingest.store"):
-        assert by_name.get(stage), stage
+    # each LLM call is an httpx CLIENT span in the chat's trace, and the LLM server was sent the trace
+    outgoing = in_trace(finished, chat_request.context.trace_id, SpanKind.CLIENT)
+    assert len([s for s in outgoing if str(s.attributes.get("url.full")).endswith("/api/chat")]) == 2
+    sent = [r.headers.get("traceparent", "") for r in fake_ollama.chat_requests]
+    assert sent and all(f"-{chat_request.context.trace_id:032x}-" in t for t in sent), sent
+
+    # one document's ingestion is one trace, its id the document's: every stage, with its database spans
+    job = in_trace(finished, doc_id.int)
+    assert {"ingest.parse", "ingest.embed", "ingest.store"} <= {s.name for s in job}, {s.name for s in job}
+    store = next(s for s in job if s.name == "ingest.store")
+    assert store.kind == SpanKind.CONSUMER and tracing.job_trace_id(doc_id) == f"{store.context.trace_id:032x}"
+    assert any(s.parent is not None and s.parent.span_id == store.context.span_id for s in job if s.kind == SpanKind.CLIENT)
+    upload = next(s for s in by_name["POST /api/documents"])
+    assert [link.context.trace_id for link in upload.links] == [doc_id.int]  # the upload links its job's trace
+    # a query nobody's request or job asked for (the watchdog's, the queue's polls) starts no trace
+    assert not [s for s in finished if s.kind == SpanKind.CLIENT and s.parent is None]
+
+
+async def test_incoming_traceparent_is_continued_and_a_malformed_one_ignored(
+    live_app: Callable[..., Any], spans: InMemorySpanExporter
+) -> None:
+    server = live_app()
+    upstream_trace, upstream_span = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+    with suppress_http_instrumentation():
+        async with httpx.AsyncClient(base_url=server.url, timeout=30) as client:
+            ok = await client.get(
+                "/api/search", params={"q": "x"}, headers={"traceparent": f"00-{upstream_trace}-{upstream_span}-01"}
+            )
+            assert ok.status_code == 200
+            for bad in ("00-zzzz-00f067aa0ba902b7-01", "00-" + "0" * 32 + "-00f067aa0ba902b7-01", "x" * 600, "\x7f"):
+                r = await client.get("/api/documents", headers={"traceparent": bad})
+                assert r.status_code == 200, (bad, r.text)
+    await asyncio.sleep(0.2)
+    finished = spans.get_finished_spans()
+    search = next(s for s in finished if s.name == "GET /api/search")
+    assert f"{search.context.trace_id:032x}" == upstream_trace and search.kind == SpanKind.SERVER
+    assert search.parent is not None and f"{search.parent.span_id:016x}" == upstream_span and search.parent.is_remote
+    assert in_trace(finished, search.context.trace_id, SpanKind.CLIENT)  # its queries joined the caller's trace
+    listings = [s for s in finished if s.name == "GET /api/documents"]
+    assert len(listings) == 4 and all(s.parent is None for s in listings)  # new traces, not errors
+    assert all(f"{s.context.trace_id:032x}" != upstream_trace for s in listings)
+
+
+def in_trace(spans: Any, trace_id: int, kind: SpanKind | None = None) -> list[Any]:
+    return [s for s in spans if s.context.trace_id == trace_id and (kind is None or s.kind == kind)]
+
+
+async def wait_ready(client: httpx.AsyncClient, doc_id: UUID) -> None:
+    for _ in range(300):
+        if (await client.get(f"/api/documents/{doc_id}")).json()["status"] == "ready":
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError("the document was not ingested")
 
 
 def test_otlp_endpoint_from_the_environment_receives_spans(monkeypatch: pytest.MonkeyPatch) -> None:

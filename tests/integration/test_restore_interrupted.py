@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -56,6 +57,25 @@ def orphan_restores() -> list[psutil.Process]:
         except psutil.Error:
             continue
     return found
+
+
+def work_dirs_of(pid: int) -> list[Path]:
+    """The temporary directories a restore process `pid` made (db/restore_lock.py's `work_dir`)."""
+    found = []
+    for work in Path(tempfile.gettempdir()).glob("ragchat-restore-*"):
+        try:
+            if int((work / "pid").read_text()) == pid:
+                found.append(work)
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def orphans_gone(within_s: float) -> bool:
+    deadline = time.monotonic() + within_s
+    while orphan_restores() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return not orphan_restores()
 
 
 @pytest.fixture
@@ -114,16 +134,16 @@ async def test_a_restore_killed_halfway_leaves_the_target_serving(
         assert conn.execute(documents).fetchall() == names
     dbs, roles = leftovers(target)
     assert any(d.startswith("ragchat_restoring_") for d in dbs) and roles, (dbs, roles)
+    left = work_dirs_of(restoring.pid)
+    assert len(left) == 1 and (left[0] / "database.dump").exists()  # the killed restore's copy of the dump
 
     # the next restore drops them first (the pg_restore still writing into one is disconnected), then works
     again = ragchat(target, tmp_path, "restore", "--force", str(small))
     assert again.returncode == 0, again.stderr
     assert leftovers(target) == ([], [])
+    assert work_dirs_of(restoring.pid) == []
     assert table_counts(target) == before
-    deadline = time.monotonic() + 30
-    while orphan_restores() and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert orphan_restores() == []
+    assert orphans_gone(within_s=30)
 
 
 async def test_a_target_a_running_ragchat_uses_is_refused(db: str, new_db: Any, tmp_path: Path) -> None:
@@ -201,12 +221,13 @@ async def test_a_running_server_refuses_the_restore_and_stops_promptly_after_one
     port = free_port()
     url = f"http://127.0.0.1:{port}/api/search"
     process, log = serve(target, tmp_path, port)
+    http = httpx.AsyncClient(timeout=60)
     try:
-        first = httpx.get(url, params={"q": "volcano"}, timeout=60)
+        first = await http.get(url, params={"q": "volcano"})
         assert first.status_code == 200 and first.json()["chunks"], first.text
         refused = ragchat(target, tmp_path, "restore", "--force", str(archive))
         assert refused.returncode == 2 and "stop the server" in refused.stderr, refused.stderr
-        again = httpx.get(url, params={"q": "volcano"}, timeout=60)
+        again = await http.get(url, params={"q": "volcano"})
         assert again.status_code == 200 and contents(again) == contents(first)
         assert stop_within(process, log, 20) < 20
     finally:
@@ -215,8 +236,9 @@ async def test_a_running_server_refuses_the_restore_and_stops_promptly_after_one
     assert restored.returncode == 0, restored.stderr
     process, log = serve(target, tmp_path, port)  # the restored database: searches work, and it stops at once
     try:
-        after = httpx.get(url, params={"q": "volcano"}, timeout=60)
+        after = await http.get(url, params={"q": "volcano"})
         assert after.status_code == 200 and contents(after) == contents(first), after.text
         assert stop_within(process, log, 20) < 20
     finally:
         process.kill()
+        await http.aclose()

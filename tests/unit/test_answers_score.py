@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from bench.answers_score import (
@@ -130,7 +132,7 @@ def test_an_empty_answer_asserts_nothing() -> None:
     assert not asserts_answer(" [1] ")
 
 
-def _row(kind: str, answer: str, **extra: object) -> dict[str, object]:
+def _row(kind: str, answer: str, **extra: Any) -> dict[str, Any]:
     passages = [
         {"doc": "a01-p02", "content": "The Broncos won Super Bowl 50."},
         {"doc": "a03-p00", "content": "Other."},

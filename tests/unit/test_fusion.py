@@ -217,6 +217,7 @@ def test_long_lists_fuse_in_bounded_time() -> None:
     vector = [(i, 1 - i / 40_000) for i in range(20_000)]
     keyword = [(i + 10_000, 40.0 - i / 1000) for i in range(20_000)]
     for method in ("relative", "score", "rrf", "weighted_rrf"):
-        start = time.perf_counter()
+        # the CPU time of this thread, not the wall clock: bounded work whatever else the machine is doing
+        start = time.thread_time()
         fused = fuse(vector, keyword, method=method, depth=20_000)
-        assert len(fused) == 30_000 and time.perf_counter() - start < 2.0
+        assert len(fused) == 30_000 and time.thread_time() - start < 2.0

@@ -87,8 +87,13 @@ def test_groups_roles_and_names() -> None:
 
     unverified = identity_of({"sub": "s", "email": "boss@example.com", "email_verified": False}, ISS, "groups")
     assert unverified.email is None
-    as_text = identity_of({"sub": "s", "email": "Boss@Example.com", "email_verified": "true"}, ISS, "groups")
-    assert as_text.email == "boss@example.com"
+    # only the JSON boolean true verifies an address (issue 43: "true" and 1 do not); the one normalisation is
+    # lower-casing ASCII (docs/ACCOUNTS.md)
+    for not_true in ("true", 1, "1", None):
+        claims = {"sub": "s", "email": "boss@example.com", "email_verified": not_true}
+        assert identity_of(claims, ISS, "groups").email is None, not_true
+    verified = identity_of({"sub": "s", "email": "Boss@Example.com", "email_verified": True}, ISS, "groups")
+    assert verified.email == "boss@example.com"
 
     # a name that is not a verified email never has an '@': a later verified email cannot collide with it
     names = username_candidates(Identity(ISS, "s", None, "alice@contoso.com", []))

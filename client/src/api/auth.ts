@@ -8,9 +8,11 @@ export const authApi = {
   /** Public: is single sign-on on (its button's label, why it is unavailable), is the password form on. */
   ssoConfig: (signal?: AbortSignal) => get("/api/auth/oidc/config", { signal }),
 
-  /** Create the first (admin) account; 409 `setup_done` once one exists. Sets the session cookie. */
-  setup: async (username: string, password: string) =>
-    (await post("/api/auth/setup", { body: { username, password } })).user,
+  /** Create the first (admin) account; 409 `setup_done` once one exists, 403 `setup_token_required` without
+   * the server's setup token (a server others can reach: the link `ragchat serve` printed). Sets the session cookie. */
+  setup: async (username: string, password: string, setupToken?: string | null) =>
+    (await post("/api/auth/setup", { body: { username, password, ...(setupToken ? { setup_token: setupToken } : {}) } }))
+      .user,
 
   /** 401 `invalid_credentials` for a wrong username or password (never reported as a lost session). */
   login: async (username: string, password: string) =>

@@ -1906,6 +1906,8 @@ export interface components {
         NewAccount: {
             /** @description the password */
             password: string;
+            /** @description the server's setup token (the `?setup_token=` of the link `ragchat serve` printed, or RAGCHAT_SETUP_TOKEN): needed when the server listens beyond loopback */
+            setup_token?: string | null;
             /** @description 1-64 letters, digits, '.', '_', '-' or '@' */
             username: string;
         };

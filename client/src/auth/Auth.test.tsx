@@ -39,6 +39,27 @@ describe("first run: create the admin account", () => {
     expect(screen.getByTestId("nav-admin")).toBeInTheDocument();
   });
 
+  it("sends the setup token of the link the server printed, then drops it from the address", async () => {
+    window.history.replaceState(null, "", "/?setup_token=s3cret-token");
+    const srv = mockServer(
+      on("GET", "/api/auth/session", () => jsonResponse(session({ setup_required: true, user: null }))),
+      on("POST", "/api/auth/setup", () => jsonResponse({ user: user({ username: "boss" }) }, 201)),
+    );
+    render(<App />);
+    await screen.findByTestId("setup-form");
+    type("setup-username", "boss");
+    type("setup-password", "correct horse");
+    type("setup-confirm", "correct horse");
+    fireEvent.click(screen.getByTestId("setup-submit"));
+    expect(await screen.findByTestId("nav-user")).toHaveTextContent("boss");
+    expect(srv.find("POST", "/api/auth/setup")[0].body).toEqual({
+      username: "boss",
+      password: "correct horse",
+      setup_token: "s3cret-token",
+    });
+    expect(window.location.search).toBe("");
+  });
+
   it("says so when the admin exists already (409 setup_done)", async () => {
     mockServer(
       on("GET", "/api/auth/session", () => jsonResponse(session({ setup_required: true, user: null }))),

@@ -17,6 +17,11 @@ export function passwordProblem(password: string, confirm?: string): string | nu
   return null;
 }
 
+/** The `?setup_token=` of the link `ragchat serve` printed (a server others can reach asks for it). */
+function setupTokenInAddress(): string | null {
+  return new URLSearchParams(window.location.search).get("setup_token");
+}
+
 /** First run: no account exists yet, so the first one is created as the admin. */
 export function SetupPage() {
   const { signedIn, recheck } = useAuth();
@@ -38,7 +43,9 @@ export function SetupPage() {
     setBusy(true);
     setError(null);
     try {
-      signedIn(await authApi.setup(name, password));
+      const created = await authApi.setup(name, password, setupTokenInAddress());
+      window.history.replaceState(null, "", window.location.pathname + window.location.hash); // the token is spent
+      signedIn(created);
     } catch (err) {
       setBusy(false);
       if (err instanceof ApiError && err.code === "setup_done") {

@@ -125,7 +125,9 @@ class AuthController(Controller):
         """Public, once: create the first account (an admin) and sign it in."""
         local_login_allowed(accounts)
         ua = request.headers.get("user-agent", "")
-        result = await accounts.setup(data.username, data.password, ip=client_ip(request), user_agent=ua)
+        result = await accounts.setup(
+            data.username, data.password, ip=client_ip(request), user_agent=ua, token=data.setup_token
+        )
         return _logged_in(request, accounts, result, 201)
 
     @post("/login", status_code=200, responses=error_responses(401, 403, 429))

@@ -32,6 +32,12 @@ class NewAccount(BaseModel):
 
     username: str = Field(pattern=USERNAME, description="1-64 letters, digits, '.', '_', '-' or '@'")
     password: str = new_password("the password")
+    setup_token: str | None = Field(
+        default=None,
+        max_length=256,
+        description="the server's setup token (the `?setup_token=` of the link `ragchat serve` printed, or "
+        "RAGCHAT_SETUP_TOKEN): needed when the server listens beyond loopback",
+    )
 
 
 class PasswordChange(BaseModel):

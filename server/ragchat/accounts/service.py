@@ -9,6 +9,7 @@ signed in through an identity provider is re-checked there every OIDC_RECHECK_S 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import re
 import secrets
 from collections.abc import Awaitable, Callable, Collection
@@ -21,6 +22,7 @@ import psycopg
 
 from ragchat.accounts import passwords
 from ragchat.accounts import repository as repo
+from ragchat.accounts.setup import SetupTokenRequired, setup_notice, setup_token
 from ragchat.accounts.throttle import LoginThrottle
 from ragchat.core.audit import Actor, AuditAction, AuditWriter
 from ragchat.core.errors import (
@@ -98,6 +100,8 @@ class AccountService:
         #: single sign-on's re-check at the identity provider, `(user_id, username) -> still accepted`; set by
         #: OidcService when OIDC_ISSUER is set (sessions and API tokens of SSO users are re-checked through it)
         self.provider_check: Callable[[UUID, str], Awaitable[bool]] | None = None
+        #: what `setup` asks for (None: nothing); made once per process unless RAGCHAT_SETUP_TOKEN sets it
+        self.setup_token = setup_token(settings)
 
     @property
     def auth_enabled(self) -> bool:
@@ -115,10 +119,23 @@ class AccountService:
         async with self.pool.connection() as conn:
             return not await repo.any_account(conn)
 
+    async def setup_notice(self) -> tuple[str, str | None] | None:
+        """What a start says while the first admin is still to be made and a token guards it, and the link."""
+        if not self.setup_token or not await self.setup_required():
+            return None
+        return setup_notice(self.settings, self.setup_token)
+
     # ---- first run, login, logout ---------------------------------------------------------------------------
-    async def setup(self, username: str, password: str, *, ip: str, user_agent: str) -> LoggedIn:
-        """Create the first account (an admin) and log it in; 409 once any account exists."""
+    async def setup(
+        self, username: str, password: str, *, ip: str, user_agent: str, token: str | None = None
+    ) -> LoggedIn:
+        """Create the first account (an admin) and log it in; 409 once any account exists; 403 without the
+        setup token when one guards it (`self.setup_token`)."""
         await self.limiter.hit(f"login:ip:{ip}", self.settings.rate_login_per_min, what="login attempts")
+        if self.setup_token and not hmac.compare_digest((token or "").encode(), self.setup_token.encode()):
+            if not await self.setup_required():
+                raise SetupDone("the admin account exists already: log in")
+            raise SetupTokenRequired.for_token(token)
         username = clean_username(username)
         hashed = await passwords.hash_password(password)
         async with self.pool.connection() as conn, conn.transaction():

@@ -2,6 +2,7 @@
 `ragchat search --rag`.
 
     question ─> task (a summary or comparison asked in words reaches the whole-document tools)
+             ─> a first question that is plainly a lookup: retrieve first (one search, one model call)
              ─> the model loop (loop.py: search policy already resolved into `ChatContext.options`)
              ─> a failed answer (quality.py) asked once more, then an error, never shown as an answer
              ─> an answer that made no search although one was required: retrieved first and asked again
@@ -66,6 +67,31 @@ def task_of(question: str, task: str, document_ids: Sequence[UUID] | None) -> st
     return task
 
 
+_LOOKUP = re.compile(
+    r"^\s*(?:who|whom|whose|what|which|when|where|why|how|is|are|was|were|do|does|did|can|could|should|will|"
+    r"wer|wen|wem|wessen|was|welche[rsnm]?|wann|wo|wie|warum|qui[eé]n(?:es)?|qu[eé]|cu[aá]l(?:es)?|cu[aá]ndo|"
+    r"d[oó]nde|c[oó]mo|por qu[eé]|cu[aá]nt[oa]s?)\b|\?\s*$",
+    re.IGNORECASE,
+)
+_NOT_A_LOOKUP = re.compile(
+    r"\b(?:which|what|all|every|list|find|how many)\s+(?:of\s+(?:my|the)\s+)?(?:documents?|files?|notes?|papers?)\b",
+    re.IGNORECASE,
+)
+
+
+def plain_lookup(ctx: ChatContext, question: str, history: Sequence[dict[str, Any]]) -> bool:
+    """Answer retrieve-first (one search with the question, one model call)? CHAT_RETRIEVE_FIRST=auto: a first
+    question that asks for a fact (a question word or a question mark, three or more words), not one about the
+    documents themselves ("which documents mention …": the document tools answer those), and not a summary."""
+    mode = ctx.settings.chat_retrieve_first
+    if mode == "never" or not ctx.use_tools or ctx.task != "answer" or history:
+        return False
+    if mode == "always":
+        return True
+    words = question.split()
+    return 3 <= len(words) <= 60 and bool(_LOOKUP.search(question)) and not _NOT_A_LOOKUP.search(question)
+
+
 def _unsearched(ctx: ChatContext, turn: Turn) -> bool:
     """The model answered with facts, no search and no document tool ran, and a search was required."""
     if turn.tool_results or turn.finish_reason == NOT_COVERED or not ctx.use_tools or ctx.task != "answer":
@@ -87,6 +113,8 @@ async def run_answer(
     """The loop's events, with the answer rules applied: a failed answer is asked once more (a `retry` event
     tells the page to drop the failed text), twice failed raises `AnswerFailed`; an answer that skipped a
     required search is replaced by one written after a search with the question. `ctx` is not changed."""
+    if plain_lookup(ctx, question, history):
+        ctx = replace(ctx, use_tools=False)
     retried = False
     while True:
         async with aclosing(run_loop(ctx, messages, question, turn)) as events:

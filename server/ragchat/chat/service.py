@@ -224,16 +224,20 @@ class ChatService:
             reader=self.reader, llm=self.llm, model=model, limits=limits, temperature=s.chat_temperature,
         )  # fmt: skip
 
-    async def verify(self, turn: Turn, model: str | None = None) -> Verification | None:
+    async def verify(
+        self, turn: Turn, model: str | None = None, budget: MessageBudget | None = None
+    ) -> Verification | None:
         """The answer's verification (verify.py: per-sentence verdicts, citation repair, coverage); None when the
-        check itself failed (a bug in the checker never costs the user the answer)."""
+        check itself failed (a bug in the checker never costs the user the answer). The LLM judge's call is
+        charged to `budget`; with the budget spent the judge is skipped (`judged: false`)."""
+        judge = self.settings.citation_judge and (budget is None or await budget.optional_llm_call())
         try:
             return await verify_answer(
                 turn.content,
                 turn.tool_results,
                 self.embedder,
                 finish_reason=turn.finish_reason,
-                judge=self.llm if self.settings.citation_judge else None,
+                judge=self.llm if judge else None,
                 judge_model=model or self.settings.chat_model,
                 judge_timeout_s=self.settings.citation_judge_timeout_s,
             )
@@ -334,7 +338,7 @@ class ChatService:
             await budget.close()  # the summary slot, if the message held one
 
         try:
-            verification = None if fault else await self.verify(turn, plan.model)
+            verification = None if fault else await self.verify(turn, plan.model, budget)
         except asyncio.CancelledError:  # stopped while the citations were checked
             await _shielded_save(*save, "incomplete", (run and run.stop_fault) or STOPPED, audit=audited)
             raise
@@ -393,7 +397,7 @@ class ChatService:
                         yield event
             finally:
                 await budget.close()
-            verification = await self.verify(turn)
+            verification = await self.verify(turn, budget=budget)
             if verification is not None and verification.repaired:
                 turn.parts[:] = [verification.text]
             answer = collect(turn, verification)

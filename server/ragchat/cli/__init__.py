@@ -7,26 +7,45 @@ import logging
 import sys
 from pathlib import Path
 
+import psycopg
 from pydantic import ValidationError
 
 from ragchat import __version__
-from ragchat.cli import backup, documents, evaluation, mcp, metadata, migrations, remote, search, sync, users, vectors
-from ragchat.cli.common import run_server
+from ragchat.cli import (
+    backup,
+    documents,
+    evaluation,
+    mcp,
+    metadata,
+    migrations,
+    models,
+    remote,
+    search,
+    sync,
+    users,
+    vectors,
+)
+from ragchat.cli.common import (
+    Parser,
+    check_database_url,
+    check_port,
+    database_unreachable,
+    preflight_database,
+    run_server,
+)
 from ragchat.core import tracing
 from ragchat.core.errors import RagchatError
-from ragchat.core.logs import configure_logging
+from ragchat.core.logs import configure_logging, say
 from ragchat.settings import Settings, is_loopback, warn_unknown_settings
 
 log = logging.getLogger("ragchat")
 
 
 def serve(settings: Settings, args: argparse.Namespace) -> int:
-    from ragchat.app import create_app
-
     host = args.host or settings.host
     port = args.port or settings.port
-    if args.host:
-        settings = settings.model_copy(update={"host": host})
+    if args.host or args.port:  # what the app knows of its address (the setup link, the exposure checks)
+        settings = settings.model_copy(update={"host": host, "port": port})
     if settings.auth == "off" and not is_loopback(host):
         print(
             f"ragchat: refusing to serve on {host} with AUTH=off: anyone who can reach it would own every "
@@ -34,19 +53,26 @@ def serve(settings: Settings, args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    check_port(host, port)  # in use, not allowed, not an address here: said at once, before the slow start-up
+    preflight_database(settings)  # a wrong DATABASE_URL: one line, not a traceback from the app's start
+
+    from ragchat.app import create_app
+
     if not is_loopback(host):
-        print(
+        say(
             f"ragchat: listening on {host}: other machines can reach this server. Requests must name a host in "
             f"ALLOWED_HOSTS (now: {', '.join(settings.host_allowlist)}); put it behind HTTPS for real use.",
-            file=sys.stderr,
+            "exposed",
+            stream=sys.stderr,
+            host=host,
         )
     url = f"http://{_url_host(host)}:{port}"
-    print(f"ragchat: starting on {host}:{port} (auth {settings.auth})", flush=True)
+    say(f"ragchat: starting on {host}:{port} (auth {settings.auth})", "starting", host=host, port=port)
     announced: list[Path] = []
 
     def ready() -> None:
         announced.append(remote.announce(settings.data_dir, url, settings.auth))  # commands on this data dir use it
-        print(f"ragchat: ready at {url}", flush=True)
+        say(f"ragchat: ready at {url}", "ready", url=url)
 
     try:
         started = run_server(create_app(settings), host=host, port=port, log_level=settings.log_level, on_ready=ready)
@@ -64,7 +90,7 @@ def _url_host(host: str) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ragchat", description="Chat with your documents.")
+    parser = Parser(prog="ragchat", description="Chat with your documents.")
     parser.add_argument("--version", action="version", version=f"ragchat {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     s = sub.add_parser("serve", help="run the HTTP server")
@@ -81,6 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     mcp.add_commands(sub)
     metadata.add_commands(sub)
     migrations.add_commands(sub)
+    models.add_commands(sub)
     backup.add_commands(sub)
     return parser
 
@@ -99,9 +126,14 @@ def main(argv: list[str] | None = None) -> int:
             logging.getLogger(name).setLevel(settings.log_level.upper())
         tracing.setup_from_environment()  # OTEL_EXPORTER_OTLP_ENDPOINT set: spans exported
     try:
+        if settings.database_url:
+            check_database_url(settings.database_url)
         return int(args.func(settings, args) or 0)
     except RagchatError as exc:
         print(f"ragchat: {exc.message}", file=sys.stderr)
+        return 2
+    except psycopg.OperationalError as exc:  # the database unreachable, the password wrong...: what to check
+        print(f"ragchat: {database_unreachable(exc, settings)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

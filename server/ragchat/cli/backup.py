@@ -83,7 +83,10 @@ def add_commands(sub: Any) -> None:
     b = sub.add_parser("backup", help="write the database (documents' files included) and a manifest to FILE")
     b.add_argument("file", metavar="FILE", help="the backup file to write (a tar: pg_dump, manifest, signature)")
     b.set_defaults(func=backup_command)
-    r = sub.add_parser("restore", help="restore a backup into an empty data directory or DATABASE_URL")
+    r = sub.add_parser(
+        "restore",
+        help="restore a backup into an empty data directory or DATABASE_URL (stop the server and workers first)",
+    )
     r.add_argument("file", metavar="FILE", help="a file written by `ragchat backup`")
     r.add_argument("--force", action="store_true", help="replace everything in a database that is not empty")
     r.add_argument(

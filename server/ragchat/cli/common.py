@@ -1,14 +1,19 @@
-"""What every command shares: running an async command, whom a local command acts as, running the server."""
+"""What every command shares: running an async command, whom a local command acts as, running the server, and
+the one-line messages for a user's mistakes (a bad id, DATABASE_URL or port) instead of tracebacks."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import socket
+import sys
+import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
+from ragchat.core.errors import RagchatError
 from ragchat.core.principal import Principal, local_principal
 from ragchat.settings import Settings
 
@@ -34,6 +39,125 @@ async def open_accounts(settings: Settings) -> AsyncIterator[AccountService]:
 
 
 Command = Callable[[Settings, argparse.Namespace], int]
+
+DATABASE_URL_FORM = "postgresql://USER:PASSWORD@HOST:5432/DBNAME"
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: what is wrong and where the help is, without the usage block."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
+
+
+def id_arg(what: str) -> Callable[[str], str]:
+    """An argparse type for a document, collection... id: a UUID, given back in its canonical text."""
+
+    def parse(value: str) -> str:
+        try:
+            return str(uuid.UUID(value.strip()))
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{value!r} is not a {what} id: ids are UUIDs such as 0b6f3a52-8d0e-4c55-9d8e-2f1c7f0e6a41 "
+                f"(`ragchat search` and the web page show them)"
+            ) from None
+
+    return parse
+
+
+def check_database_url(url: str) -> None:
+    """A DATABASE_URL libpq cannot parse, as a RagchatError saying the form it takes (its password never shown)."""
+    from psycopg import ProgrammingError
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        conninfo_to_dict(url)
+    except ProgrammingError as exc:
+        detail = _redact(str(exc).strip().splitlines()[0], url)
+        raise RagchatError(
+            f"DATABASE_URL is not a PostgreSQL connection URL ({detail}): write it as "
+            f"{DATABASE_URL_FORM}, or unset it to use the embedded database"
+        ) from None
+
+
+def database_unreachable(exc: BaseException, settings: Settings) -> str:
+    """psycopg's connection failure as one line with what to check."""
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    detail = _redact(" ".join(lines) or type(exc).__name__, settings.database_url or "")
+    if not settings.database_url:
+        return f"the embedded database in {settings.data_dir} is not reachable: {detail}"
+    return (
+        f"cannot connect to the database in DATABASE_URL ({detail}): check the URL ({DATABASE_URL_FORM}), "
+        "that the server runs and accepts connections from here, or unset DATABASE_URL for the embedded one"
+    )
+
+
+def preflight_database(settings: Settings, timeout_s: int = 5) -> None:
+    """`serve` with DATABASE_URL: connect once before the slow start-up, so a wrong URL, host, password or
+    database name is one line (RagchatError), not a traceback from the app's start."""
+    if not settings.database_url:
+        return
+    import psycopg
+
+    check_database_url(settings.database_url)
+    try:
+        psycopg.connect(settings.database_url, connect_timeout=timeout_s).close()
+    except psycopg.OperationalError as exc:
+        raise RagchatError(database_unreachable(exc, settings)) from None
+
+
+def check_port(host: str, port: int) -> None:
+    """RagchatError when `host:port` cannot be listened on now (in use, not allowed, not this machine's
+    address), found in milliseconds before the slow start-up. Binds as uvicorn (asyncio) does: every address
+    the host name resolves to, with SO_REUSEADDR, and closes at once."""
+    try:
+        infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise RagchatError(
+            f"cannot listen on {host!r}: {exc.strerror}; set HOST (or --host) to an address of "
+            "this machine, e.g. 127.0.0.1 or 0.0.0.0"
+        ) from None
+    for family, kind, proto, _, address in infos:
+        with socket.socket(family, kind, proto) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6 and hasattr(socket, "IPPROTO_IPV6"):
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            try:
+                sock.bind(address)
+            except OSError as exc:
+                raise RagchatError(_port_message(host, port, exc)) from None
+
+
+def _port_message(host: str, port: int, exc: OSError) -> str:
+    if exc.errno == errno.EADDRINUSE:
+        return (
+            f"port {port} on {host} is already in use (another `ragchat serve`?): stop that program, or use "
+            f"another port: `ragchat serve --port {port + 1 if port < 65535 else 8000}` (or PORT in .env)"
+        )
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return f"not allowed to listen on port {port} (ports below 1024 need privileges): use --port 8000"
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return f"{host} is not an address of this machine: set HOST (or --host) to 127.0.0.1 or 0.0.0.0"
+    return f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+
+
+def _redact(text: str, url: str) -> str:
+    """`text` without the password of `url` (psycopg's messages may quote the connection string)."""
+    from urllib.parse import urlsplit
+
+    try:
+        password = urlsplit(url).password
+    except ValueError:
+        password = None
+    return text.replace(password, "***") if password else text
+
+
+def print_json(value: Any) -> None:
+    """A listing command's `--json`: one JSON document on stdout (dates as ISO 8601, ids as text)."""
+    import json
+
+    json.dump(value, sys.stdout, indent=2, default=str)
+    sys.stdout.write("\n")
 
 
 def run_async(fn: Callable[[Settings, argparse.Namespace], Coroutine[Any, Any, Any]]) -> Command:
@@ -79,21 +203,22 @@ def uvicorn_options(*, host: str, port: int, log_level: str) -> dict[str, Any]:
 
 
 def run_server(app: Any, *, host: str, port: int, log_level: str, on_ready: Callable[[], None]) -> bool:
-    """Serve `app` with uvicorn until Ctrl-C or SIGTERM. `on_ready` runs once the app has started (lifespan
-    done: database migrated, models loaded) and the port accepts connections. False if it never got there."""
+    """Serve `app` with uvicorn until Ctrl-C or SIGTERM. The port is bound at once and answers `/livez` while
+    the app starts (web/starting.py); `on_ready` runs once the app has started (database migrated, models
+    loaded). False if it never got there (the port was taken, or the app's start failed)."""
     import uvicorn
 
-    class Server(uvicorn.Server):
-        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-            await super().startup(sockets)  # binds the listening socket last, then sets `started`
-            if self.started:
-                on_ready()
+    from ragchat.web.starting import EarlyStart
 
-    config = uvicorn.Config(app, **uvicorn_options(host=host, port=port, log_level=log_level))
-    server = Server(config)
-    with suppress(KeyboardInterrupt):
+    def failed() -> None:
+        server.should_exit = True
+
+    early = EarlyStart(app, on_ready=on_ready, on_failed=failed)
+    config = uvicorn.Config(early, **uvicorn_options(host=host, port=port, log_level=log_level), lifespan="on")
+    server = uvicorn.Server(config)
+    with suppress(KeyboardInterrupt, SystemExit):  # uvicorn exits (SystemExit) when it cannot bind the port
         server.run()
-    return server.started
+    return server.started and early.started
 
 
 def format_duration(seconds: float) -> str:

@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING
 from uuid import UUID
 
 from ragchat.cli import remote
-from ragchat.cli.common import acting_as, add_user_option, format_duration, open_runtime, run_async, where
+from ragchat.cli.common import acting_as, add_user_option, format_duration, id_arg, open_runtime, run_async, where
 from ragchat.core.errors import RagchatError
+from ragchat.core.logs import json_mode, say
 from ragchat.documents.ingest.registration import Asked
 from ragchat.documents.metadata.fields import parse_meta_args
 from ragchat.settings import Settings
@@ -60,13 +61,28 @@ async def ingest(settings: Settings, args: argparse.Namespace) -> int:
         duplicates = [r for r in registered if r.status == "duplicate"]
         rejected = [r for r in registered if r.status == "rejected"]
         started = time.perf_counter()
-        bar = tqdm(total=len(queued), unit="doc", desc="ingesting", disable=not queued or args.quiet)
+        as_events = json_mode()  # LOG_FORMAT=json: progress events (at most one a second) instead of the bar
+        bar = tqdm(total=len(queued), unit="doc", desc="ingesting", disable=not queued or args.quiet or as_events)
+        said = [0.0]
 
         def report(p: Progress) -> None:  # after every embedded batch and every stored or failed document
             bar.n = p.documents_done + p.documents_failed
             elapsed = time.perf_counter() - started
             rate = (p.chunks_embedded + p.chunks_reused) / max(elapsed, 1e-9)
             eta = p.eta_s(len(queued), elapsed)
+            if as_events and not args.quiet and (elapsed - said[0] >= 1 or bar.n >= len(queued)):
+                said[0] = elapsed
+                say(
+                    f"ingesting: {bar.n}/{len(queued)} documents",
+                    "progress",
+                    documents_done=p.documents_done,
+                    documents_failed=p.documents_failed,
+                    documents_total=len(queued),
+                    chunks_done=p.chunks_embedded + p.chunks_reused,
+                    chunks_total=p.chunks_total,
+                    chunks_per_s=round(rate, 2),
+                    eta_s=None if eta is None else round(eta, 1),
+                )
             bar.set_postfix_str(
                 f"{p.chunks_embedded + p.chunks_reused}/{p.chunks_total} chunks, {rate:.1f}/s"
                 + (f", ~{format_duration(eta)} left" if eta is not None else "")
@@ -77,9 +93,14 @@ async def ingest(settings: Settings, args: argparse.Namespace) -> int:
         progress = await rt.documents.ingestion.ingest([r.document_id for r in queued if r.document_id], report)
         bar.close()
         elapsed = time.perf_counter() - started
-    print(
+    say(
         f"ingested {progress.documents_done} documents ({progress.chunks_done} chunks, "
-        f"{progress.chunks_reused} embeddings reused) in {elapsed:.1f}s"
+        f"{progress.chunks_reused} embeddings reused) in {elapsed:.1f}s",
+        "ingested",
+        documents_done=progress.documents_done,
+        chunks_done=progress.chunks_done,
+        chunks_reused=progress.chunks_reused,
+        seconds=round(elapsed, 1),
     )
     if duplicates:
         earlier_failures = sum(1 for d in duplicates if d.error and d.error.startswith("failed"))
@@ -113,9 +134,12 @@ async def worker(settings: Settings, args: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    from ragchat.system_routes import metrics_port
+
     logging.getLogger("ragchat.documents").setLevel(logging.INFO)  # a line per stored document, for operators
-    async with open_runtime(settings) as rt:
-        print("ragchat worker: waiting for queued documents (Ctrl+C to stop)", flush=True)
+    async with open_runtime(settings) as rt, metrics_port(rt) as listener:
+        where_metrics = f"; metrics on port {listener.port}" if listener else ""
+        say(f"ragchat worker: waiting for queued documents (Ctrl+C to stop){where_metrics}", "ready")
         await rt.documents.ingestion.run_worker(stop, poll_s=args.poll)
     return 0
 
@@ -211,7 +235,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     ing.set_defaults(func=run_async(ingest))
 
     rt = sub.add_parser("retry", help="queue failed (or stuck) documents again, attempts reset")
-    rt.add_argument("document_ids", nargs="*", metavar="DOC_ID", help="documents to retry")
+    rt.add_argument("document_ids", nargs="*", metavar="DOC_ID", type=id_arg("document"), help="documents to retry")
     rt.add_argument("--all-failed", action="store_true", help="every failed document of yours")
     rt.add_argument("--server", metavar="URL", help="retry through this running server (default: RAGCHAT_SERVER)")
     rt.add_argument("--token", help="personal API token (default: RAGCHAT_TOKEN, else `ragchat login`'s)")

@@ -6,7 +6,7 @@ import argparse
 import sys
 from uuid import UUID
 
-from ragchat.cli.common import acting_as, add_user_option, open_runtime, run_async, where
+from ragchat.cli.common import acting_as, add_user_option, id_arg, open_runtime, run_async, where
 from ragchat.core.errors import BadRequest
 from ragchat.settings import Settings
 
@@ -14,10 +14,7 @@ from ragchat.settings import Settings
 async def extract(settings: Settings, args: argparse.Namespace) -> int:
     if bool(args.all) == bool(args.document_ids):
         raise BadRequest("name the documents (IDs) or pass --all (every document of yours)")
-    try:
-        ids = [UUID(i) for i in args.document_ids]
-    except ValueError:
-        raise BadRequest("document IDs are UUIDs (see `ragchat search` or the documents page)") from None
+    ids = [UUID(i) for i in args.document_ids]  # checked by the parser (id_arg)
     print(f"ragchat: using {where(settings)}", file=sys.stderr)
     async with open_runtime(settings) as rt:
         principal = await acting_as(rt, args.user)
@@ -40,7 +37,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     m = sub.add_parser("metadata", help="document metadata: run the LLM extraction again")
     msub = m.add_subparsers(dest="metadata_command", required=True)
     e = msub.add_parser("extract", help="extract title, summary, topics, type, language and dates with the LLM")
-    e.add_argument("document_ids", nargs="*", metavar="ID", help="these documents")
+    e.add_argument("document_ids", nargs="*", metavar="ID", type=id_arg("document"), help="these documents")
     e.add_argument("--all", action="store_true", help="every document of yours")
     add_user_option(e)
     e.set_defaults(func=run_async(extract))

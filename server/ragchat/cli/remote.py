@@ -17,6 +17,7 @@ import httpx
 import platformdirs
 
 from ragchat.chat.verify import footnotes
+from ragchat.cli.common import id_arg
 from ragchat.core.errors import RagchatError, Unauthorized
 from ragchat.documents.metadata.fields import parse_meta_args
 
@@ -285,7 +286,13 @@ def _walk(path: Path) -> list[Path]:
 def add_remote_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--server", metavar="URL", help="talk to this running server (default: RAGCHAT_SERVER)")
     parser.add_argument("--token", help="personal API token (default: RAGCHAT_TOKEN, else `ragchat login`'s)")
-    parser.add_argument("--collection", action="append", metavar="ID", help="a collection (search: repeatable)")
+    parser.add_argument(
+        "--collection",
+        action="append",
+        metavar="ID",
+        type=id_arg("collection"),
+        help="a collection (search: repeatable)",
+    )
     parser.add_argument("--local", action="store_true", help="work on the database directly, even if a server runs")
 
 

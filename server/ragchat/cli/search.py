@@ -11,7 +11,7 @@ from contextlib import aclosing
 from typing import Any
 
 from ragchat.cli import remote
-from ragchat.cli.common import acting_as, add_user_option, open_runtime, run_async, where
+from ragchat.cli.common import acting_as, add_user_option, id_arg, open_runtime, run_async, where
 from ragchat.cli.search_all import add_options, search_all
 from ragchat.core.options import Asked
 from ragchat.core.search import SearchFilters
@@ -139,7 +139,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         metavar="KEY=VALUE",
         help="document metadata filter, repeatable: values of one key are OR, keys are AND",
     )
-    s.add_argument("--document", action="append", metavar="ID", help="only this document (repeatable)")
+    s.add_argument(
+        "--document", action="append", metavar="ID", type=id_arg("document"), help="only this document (repeatable)"
+    )
     s.add_argument("--json", action="store_true", help="print the same JSON as GET /api/search (or /api/rag)")
     s.add_argument("--rag", action="store_true", help="answer the query from the passages (streamed), with sources")
     add_options(s)

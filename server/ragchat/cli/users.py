@@ -33,6 +33,11 @@ async def user_command(settings: Settings, args: argparse.Namespace) -> int:
     async with open_accounts(settings) as accounts:
         if args.action == "list":
             rows = await accounts.list_users()
+            if args.json:  # the same JSON as the admin API's GET /api/admin/users
+                from ragchat.accounts.schemas import User, UserList
+
+                print(UserList(users=[User.of(u) for u in rows]).model_dump_json(indent=2))
+                return 0
             print(f"{'username':<24} {'admin':<6} {'disabled':<9} {'documents':>9}  last seen")
             for u in rows:
                 seen = u["last_seen_at"].strftime("%Y-%m-%d %H:%M") if u["last_seen_at"] else "never"
@@ -48,7 +53,9 @@ async def user_command(settings: Settings, args: argparse.Namespace) -> int:
                 raise RagchatError("the first account must be an admin: add --admin")
             password = read_password(args)
             if await accounts.setup_required():
-                result = await accounts.setup(args.username, password, ip="cli", user_agent="ragchat CLI")
+                result = await accounts.setup(  # the CLI has the database: it needs no setup token
+                    args.username, password, ip="cli", user_agent="ragchat CLI", token=accounts.setup_token
+                )
                 await accounts.logout(result.session_token)
                 user = result.user
             else:
@@ -71,7 +78,8 @@ async def user_command(settings: Settings, args: argparse.Namespace) -> int:
 def add_commands(sub: argparse._SubParsersAction) -> None:
     u = sub.add_parser("user", help="manage accounts (on the server's machine)")
     actions = u.add_subparsers(dest="action", required=True)
-    actions.add_parser("list", help="all accounts")
+    listing = actions.add_parser("list", help="all accounts")
+    listing.add_argument("--json", action="store_true", help="print them as JSON (as GET /api/admin/users)")
     add = actions.add_parser("add", help="add an account (password prompted, or RAGCHAT_PASSWORD)")
     add.add_argument("username", help="1-64 letters, digits, . _ - @ (case-insensitive)")
     add.add_argument("--admin", action="store_true", help="make it an admin")

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from ragchat.cli.common import open_runtime, run_async
+from ragchat.cli.common import open_runtime, print_json, run_async
 from ragchat.settings import Settings
 
 if TYPE_CHECKING:
@@ -23,6 +23,9 @@ async def reembed(settings: Settings, args: argparse.Namespace) -> int:
         if args.status:
             status = await rt.spaces.status()
             progress = await rt.reembedder.progress()
+            if args.json:
+                print_json({**status, "progress": progress.to_json()})
+                return 0
             stored = status["stored"]
             print(
                 f"stored vectors: {stored['model']} ({stored['provider']}, {stored['dim']} dims)"
@@ -70,6 +73,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--provider", choices=["sentence-transformers", "ollama", "openai"], help="default: EMBED_PROVIDER")
     r.add_argument("--model", help="default: EMBED_MODEL")
     r.add_argument("--status", action="store_true", help="show which model the stored vectors use, and progress")
+    r.add_argument("--json", action="store_true", help="with --status: print it as JSON")
     r.add_argument("--cancel", action="store_true", help="abandon a switch under way (the stored vectors stay)")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     r.set_defaults(func=run_async(reembed))

@@ -2,14 +2,34 @@
 
 Counters and histograms are updated where things happen (the access-log middleware, search, the chat loop,
 ingestion, the rate limiter, the SSE streams); gauges of state kept in the database (the ingestion queue) or in
-the pool are set when /metrics is scraped.
+the pool are set when /metrics is scraped. The registry also holds prometheus_client's standard `process_*`
+and `python_*` collectors and `ragchat_build_info{version}`; `_created` series are off (one per counter and
+histogram, noise to a scraper). `ragchat worker` serves the same registry on METRICS_PORT (system_routes.py).
 """
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    Histogram,
+    Info,
+    PlatformCollector,
+    ProcessCollector,
+    disable_created_metrics,
+)
 
+from ragchat import __version__
+
+disable_created_metrics()
 REGISTRY = CollectorRegistry(auto_describe=True)
+ProcessCollector(registry=REGISTRY)  # process_cpu_seconds_total, process_resident_memory_bytes, open fds…
+PlatformCollector(registry=REGISTRY)  # python_info{version, implementation}
+GCCollector(registry=REGISTRY)  # python_gc_*
+BUILD_INFO = Info("ragchat_build", "the running ragchat release", registry=REGISTRY)
+BUILD_INFO.info({"version": __version__})
 
 _FAST = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 _SLOW = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 60.0)

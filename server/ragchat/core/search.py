@@ -258,7 +258,18 @@ class RerankStatus(BaseModel):
     status: RerankState = "off"
     scored: int = Field(default=0, description="candidates the LLM scored")
     candidates: int = Field(default=0, description="candidates sent to the LLM")
-    warning: str | None = Field(default=None, description="for people, when the rerank failed or was partial")
+    warning: str | None = Field(
+        default=None, description="for people, when the rerank failed, was partial or fell back to another method"
+    )
+    skipped: int = Field(
+        default=0,
+        description="candidates not scored on purpose (the top was settled, or beyond "
+        "the listwise window): they follow in retrieval order",
+    )
+    method: str | None = Field(
+        default=None,
+        description="how the LLM scored: json, logprobs, logprobs+json (some fell back), listwise, listwise-json",
+    )
 
     @property
     def reranked(self) -> bool:

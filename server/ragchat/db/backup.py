@@ -41,6 +41,7 @@ from pydantic import SecretStr
 
 from ragchat import __version__
 from ragchat.db import restore_guard as guard
+from ragchat.db import restore_lock
 from ragchat.db.capabilities import modern_pgvector
 from ragchat.db.migrate import head_version, migrate
 from ragchat.db.pg_tools import pg_tool, run_restore, server_major
@@ -313,17 +314,16 @@ def restore(
 ) -> dict[str, Any]:
     """Restore `source` into the database at `uri` and migrate it to this code's schema; returns the manifest
     (with `signed`). The target is replaced only once the restored copy has passed every check."""
-    with tempfile.TemporaryDirectory(prefix="ragchat-restore-") as tmp:
-        work = Path(tmp)
+    with restore_lock.work_dir() as work:
         manifest, dump = read_backup(source, work, key=key, trust_unsigned=trust_unsigned)
         server = guard.inspect_server(uri)
-        guard.refuse_if_in_use(server)
+        restore_lock.refuse_if_in_use(server)
         if not force and not is_empty(uri):
             raise BackupError(
                 "the target database is not empty: restore into an empty data directory or DATABASE_URL, or "
                 "pass --force to replace everything in it"
             )
-        with guard.exclusive(server):
+        with restore_lock.exclusive(server):
             _restore(server, manifest, dump, work, bin_dir)
     return manifest
 

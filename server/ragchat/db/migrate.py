@@ -1,14 +1,19 @@
 """Apply `migrations/NNNN_*.sql` in order, each in its own transaction, under a transaction-level advisory lock.
 
 The directory is the installed package's copy (`ragchat/_bundle/migrations`) or the checkout's (ragchat/resources.py).
+Each applied file's SHA-256 is recorded in `schema_migrations.checksum`; at every start an applied migration whose
+file changed since is refused (a change to the schema goes in a new migration). Rows applied before checksums
+were kept get the current file's recorded on the first start that sees them.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
+from dataclasses import dataclass
 from pathlib import Path
-from typing import LiteralString, cast
+from typing import Any, LiteralString, cast
 
 import psycopg
 
@@ -41,6 +46,30 @@ def head_version(directory: Path = MIGRATIONS_DIR) -> str:
     """The newest migration this code ships (e.g. "0016")."""
     files = migration_files(directory)
     return files[-1].name[:4] if files else "0000"
+
+
+def file_checksum(path: Path) -> str:
+    """A migration file's SHA-256 (line endings normalised: a checkout with CRLF endings is the same file)."""
+    return hashlib.sha256(path.read_bytes().replace(b"\r\n", b"\n")).hexdigest()
+
+
+@dataclass(frozen=True)
+class ChangedMigration:
+    """An applied migration whose file is not the one applied."""
+
+    name: str
+    recorded: str
+    now: str
+
+
+def changed_message(changed: list[ChangedMigration]) -> str:
+    names = ", ".join(c.name for c in changed)
+    first = changed[0]
+    return (
+        f"migration {names} changed after it was applied to this database (sha256 recorded "
+        f"{first.recorded[:12]}…, the file now {first.now[:12]}…): put the file back as released "
+        f"(e.g. `git checkout -- migrations/{first.name}`); a schema change goes in a new migration"
+    )
 
 
 #: the schema version a database is at (None: no migration table yet)
@@ -88,10 +117,14 @@ def migrate(uri: str, directory: Path = MIGRATIONS_DIR) -> list[str]:
                 """CREATE TABLE IF NOT EXISTS schema_migrations (
                        version text PRIMARY KEY,
                        name text NOT NULL,
-                       applied_at timestamptz NOT NULL DEFAULT now())"""
+                       applied_at timestamptz NOT NULL DEFAULT now(),
+                       checksum text)"""
             )
+            if not _has_checksum_column(conn):  # a database migrated before checksums were kept
+                conn.execute("ALTER TABLE schema_migrations ADD COLUMN IF NOT EXISTS checksum text")
         done = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
         check_not_newer(max(done) if done else None, directory)
+        check_checksums(conn, directory)
         for path in migration_files(directory):
             version = path.name[:4]
             if version in done:
@@ -103,7 +136,10 @@ def migrate(uri: str, directory: Path = MIGRATIONS_DIR) -> list[str]:
                         continue  # another process applied it while this one waited for the lock
                     log.info("applying migration %s", path.name)
                     conn.execute(cast(LiteralString, path.read_text()))  # our own migration files
-                    conn.execute("INSERT INTO schema_migrations (version, name) VALUES (%s, %s)", (version, path.name))
+                    conn.execute(
+                        "INSERT INTO schema_migrations (version, name, checksum) VALUES (%s, %s, %s)",
+                        (version, path.name, file_checksum(path)),
+                    )
             except psycopg.Error as exc:
                 at = max([*done, *(n[:4] for n in applied)], default="none")
                 raise SchemaError(
@@ -112,3 +148,46 @@ def migrate(uri: str, directory: Path = MIGRATIONS_DIR) -> list[str]:
                 ) from exc
             applied.append(path.name)
     return applied
+
+
+def _has_checksum_column(conn: psycopg.Connection[Any]) -> bool:
+    row = conn.execute(
+        """SELECT 1 FROM pg_attribute
+            WHERE attrelid = 'schema_migrations'::regclass AND attname = 'checksum' AND NOT attisdropped"""
+    ).fetchone()
+    return row is not None
+
+
+def changed_migrations(conn: psycopg.Connection[Any], directory: Path = MIGRATIONS_DIR) -> list[ChangedMigration]:
+    """Applied migrations whose file differs from the checksum recorded when they were applied (rows without a
+    checksum, and versions this code has no file for, are not compared)."""
+    files = {p.name[:4]: p for p in migration_files(directory)}
+    if not _has_checksum_column(conn):
+        return []
+    changed: list[ChangedMigration] = []
+    for version, recorded in conn.execute("SELECT version, checksum FROM schema_migrations ORDER BY version"):
+        path = files.get(version)
+        if path is None or recorded is None:
+            continue
+        now = file_checksum(path)
+        if now != recorded:
+            changed.append(ChangedMigration(path.name, recorded, now))
+    return changed
+
+
+def check_checksums(conn: psycopg.Connection[Any], directory: Path = MIGRATIONS_DIR) -> None:
+    """Refuse applied migrations edited since (SchemaError); record the checksums of rows that have none."""
+    changed = changed_migrations(conn, directory)
+    if changed:
+        raise SchemaError(changed_message(changed))
+    files = {p.name[:4]: p for p in migration_files(directory)}
+    missing = [r[0] for r in conn.execute("SELECT version FROM schema_migrations WHERE checksum IS NULL")]
+    known = [(file_checksum(files[v]), v) for v in missing if v in files]
+    if known:
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+            with conn.cursor() as cur:
+                cur.executemany(
+                    "UPDATE schema_migrations SET checksum = %s WHERE version = %s AND checksum IS NULL", known
+                )
+        log.info("recorded the checksums of %d migrations applied before checksums were kept", len(known))

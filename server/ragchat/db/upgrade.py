@@ -95,8 +95,9 @@ def _old_bin() -> Path:
         import pgserver
     except ImportError as exc:
         raise EngineUpgradeError(
-            "this data directory was written by the previous embedded engine (PostgreSQL 16); reading it needs the "
-            "`pgserver` package: `pip install pgserver==0.1.4`, then start again. Nothing was changed."
+            "this data directory was written by the previous embedded engine (PostgreSQL 16); reading it once needs "
+            "the `pgserver` package: `pip install 'ragchat-server[upgrade-pg16]'` (or `pip install pgserver==0.1.4`), "
+            "then start again. Nothing was changed."
         ) from exc
     return Path(pgserver.__file__).parent / "pginstall" / "bin"
 

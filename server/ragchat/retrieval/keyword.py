@@ -88,9 +88,11 @@ async def analyse_query(conn: Conn, query: str, scope: ReadScope) -> QueryAnalys
     index probe per (readable group, query lexeme, written shard), never a scan of the shared chunks."""
     params: dict[str, object] = {"uid": scope.user_id, "query": query, "max_lexemes": MAX_SHARED_LEXEMES}
     groups = _SHARED_GROUPS_SQL if scope.shared else _OWN_GROUPS_SQL
-    owners = _SHARED_OWNERS_SQL if scope.shared else "%(uid)s"
     # constant SQL: the group subquery is one of the two fragments below, never user text
-    stats_sql = cast(LiteralString, _STATS_SQL.format(groups=groups, owners=owners))
+    if scope.shared:  # the reader's groups once (a CTE), for the statistics and for their owners' configurations
+        stats_sql = cast(LiteralString, _SHARED_STATS_SQL.format(groups=groups))
+    else:
+        stats_sql = cast(LiteralString, _STATS_SQL.format(groups=groups))
     terms_sql = cast(LiteralString, _TERMS_SQL.format(groups=groups))
     row = await (await conn.execute(stats_sql, params)).fetchone()
     n = int(row["n"]) if row else 0
@@ -112,16 +114,22 @@ _SHARED_GROUPS_SQL = f"""{_OWN_GROUPS_SQL}
     UNION
     {SHARED_GROUPS}"""
 
-#: The owners of those groups (the configurations in scope are kept per owner: a superset is harmless).
-_SHARED_OWNERS_SQL = f"""SELECT %(uid)s::uuid
-    UNION
-    SELECT g.owner_id FROM bm25_groups g WHERE g.id IN ({SHARED_GROUPS})"""
-
 _STATS_SQL = """
 SELECT coalesce(sum(s.n_chunks), 0) AS n, coalesce(sum(s.total_len), 0) AS len,
-       ARRAY(SELECT DISTINCT o.config::text FROM bm25_owner_configs o
-             WHERE o.owner_id IN ({owners}) ORDER BY 1) AS configs
+       ARRAY(SELECT o.config::text FROM bm25_owner_configs o WHERE o.owner_id = %(uid)s ORDER BY 1) AS configs
 FROM bm25_group_stats s WHERE s.group_id IN ({groups})
+"""
+
+#: The same, with the configurations of the groups' owners (kept per owner: a superset of the scope's is
+#: harmless, its extra lexemes match nothing readable).
+_SHARED_STATS_SQL = """
+WITH grp(id) AS MATERIALIZED ({groups})
+SELECT coalesce(sum(s.n_chunks), 0) AS n, coalesce(sum(s.total_len), 0) AS len,
+       ARRAY(SELECT DISTINCT o.config::text FROM bm25_owner_configs o
+             WHERE o.owner_id IN (SELECT g.owner_id FROM bm25_groups g WHERE g.id IN (SELECT id FROM grp)
+                                  UNION SELECT %(uid)s::uuid)
+             ORDER BY 1) AS configs
+FROM bm25_group_stats s WHERE s.group_id IN (SELECT id FROM grp)
 """
 
 _TERMS_SQL = """

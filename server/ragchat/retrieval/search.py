@@ -213,7 +213,15 @@ class Searcher:
             rerank_start = time.perf_counter()
             outcome = await self.reranker.rerank_with_status(text, hits, limit)
             timings.rerank_ms = _ms(rerank_start)
-            status = rerank_status(True, outcome.scored, outcome.candidates, outcome.scorer)
+            status = rerank_status(
+                True,
+                outcome.scored,
+                outcome.candidates,
+                outcome.scorer,
+                skipped=outcome.skipped,
+                method=outcome.method,
+                note=outcome.note,
+            )
             if status.reranked:  # none scored: keep the retrieval order and scores as they were
                 hits = outcome.hits
         elif want_rerank and self.reranker is None:

@@ -33,23 +33,36 @@ def confidence_of(best: float | None, *, high: float, moderate: float, floor: fl
     )
 
 
-def rerank_status(requested: bool, scored: int, candidates: int, scorer: str = "the language model") -> RerankStatus:
-    """`scorer` names who scored in the warning: the language model, or the rerank server (RERANK_PROVIDER=http)."""
+def rerank_status(
+    requested: bool,
+    scored: int,
+    candidates: int,
+    scorer: str = "the language model",
+    *,
+    skipped: int = 0,
+    method: str | None = None,
+    note: str | None = None,
+) -> RerankStatus:
+    """`scorer` names who scored in the warning: the language model, or the rerank server (RERANK_PROVIDER=http).
+    `skipped` candidates were left unscored on purpose (early stop, listwise window); `note` says why a graded
+    method fell back (added to the warning)."""
     if not requested or candidates == 0:
         return RerankStatus(requested=requested)
-    if scored >= candidates:
-        return RerankStatus(requested=True, status="ok", scored=scored, candidates=candidates)
+    common = {"requested": True, "candidates": candidates, "skipped": skipped, "method": method}
+    if scored + skipped >= candidates and scored > 0:
+        return RerankStatus(status="ok", scored=scored, warning=note, **common)
     if scored == 0:
         warning = (
             f"Rerank failed: {scorer} scored none of the {candidates} passages (unreachable, "
             "erroring or too slow), so the results are in search order."
         )
-        return RerankStatus(requested=True, status="failed", candidates=candidates, warning=warning)
+        return RerankStatus(status="failed", warning=" ".join(filter(None, [warning, note])), **common)
+    missing = candidates - scored - skipped
     warning = (
         f"Rerank was partial: {scorer} scored {scored} of {candidates} passages; the "
-        f"{candidates - scored} it did not score follow the scored ones, in search order."
+        f"{missing} it did not score follow the scored ones, in search order."
     )
-    return RerankStatus(requested=True, status="partial", scored=scored, candidates=candidates, warning=warning)
+    return RerankStatus(status="partial", scored=scored, warning=" ".join(filter(None, [warning, note])), **common)
 
 
 #: When rerank was asked for but nothing can score.

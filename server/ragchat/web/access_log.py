@@ -33,21 +33,19 @@ class AccessLogMiddleware:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = int(message["status"])
+                # the request's span is OpenTelemetry's ASGI middleware's (core/tracing.py), ended with the
+                # response's last byte: named by the route template (known by now) as the response starts
+                route = str(scope.get("path_template") or "-")  # type: ignore[call-overload]
+                tracing.name_request(scope["method"], route, context["request_id"])
             await send(message)
 
-        request_span = tracing.start(f"HTTP {scope['method']}", **{"http.method": scope["method"]})
-        failure: BaseException | None = None
         try:
-            with tracing.current(request_span):
-                await self.app(scope, receive, send_status)
-        except BaseException as exc:
-            status, failure = status or 500, exc
+            await self.app(scope, receive, send_status)
+        except BaseException:
+            status = status or 500
             raise
         finally:
             route = str(scope.get("path_template") or "-")  # type: ignore[call-overload]
-            if request_span is not None:
-                request_span.update_name(f"HTTP {scope['method']} {route}")
-            tracing.finish(request_span, failure, **{"http.route": route, "http.status_code": status})
             context["route"] = route
             client = scope.get("client")
             seconds = time.perf_counter() - began

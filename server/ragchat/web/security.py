@@ -2,6 +2,9 @@
 
 - **Host allowlist** (DNS rebinding): a `Host` that does not parse (`parse_host`: user-info, a bad port, over
   300 characters) or is outside ALLOWED_HOSTS (+ loopback names + HOST) gets a JSON 400, before any route.
+  The operators' probes (`GET`/`HEAD` of `/livez`, `/readyz`, `/metrics`: PROBES) are the exception: a
+  Kubernetes probe or a scrape names the pod's IP, and these paths hold nothing a rebinding page could use
+  (/metrics still wants its token). Their Host must still parse.
 - **Cross-origin writes** (CSRF): a state-changing request whose `Origin` is not this server's (or a
   TRUSTED_ORIGINS entry), or, with no Origin, whose `Sec-Fetch-Site` says another site sent it, gets 403.
   This holds with or without a session cookie (with AUTH=off the ambient credential is being on loopback).
@@ -34,6 +37,8 @@ from ragchat.core.errors import BadHost, BadRequest, CrossOrigin, RagchatError, 
 from ragchat.core.http import error_body, scope_request_id
 
 UNSAFE = {"POST", "PUT", "PATCH", "DELETE"}
+#: Paths a probe or a scraper reads by the pod's address: outside the Host allowlist (GET and HEAD only).
+PROBES = frozenset({"/livez", "/readyz", "/metrics"})
 #: Routes whose body is not JSON: (method, path prefix, accepted media types).
 NON_JSON = [("POST", "/api/documents", ("multipart/form-data",))]
 
@@ -167,6 +172,8 @@ class SecurityMiddleware:
     def check(self, method: str, path: str, headers: dict[str, str]) -> None:
         host = headers.get("host", "")
         name = host_name(host)  # BadHost (400) when it does not parse, whatever ALLOWED_HOSTS says
+        if path in PROBES and method in ("GET", "HEAD"):
+            return  # a probe by the pod's IP (above)
         if not host_allowed(host, self.allowed_hosts):
             raise BadHost(
                 f"the Host header {_shown(name)} is not allowed: add it to ALLOWED_HOSTS if this server is "

@@ -266,7 +266,7 @@ class IngestionPipeline:
                 if not light:
                     continue
                 results = await asyncio.to_thread(self._prepare_rows, light, target.embedder)
-                with tracing.span("ingest.parse", **{"ragchat.documents": len(light)}):
+                with tracing.span("ingest.parse", jobs=[r["id"] for r in light], **{"ragchat.documents": len(light)}):
                     parsed = await self._parsed(light, results)
                 for ready in parsed:
                     group.append(ready)
@@ -293,6 +293,12 @@ class IngestionPipeline:
         """Parse one heavy document in a child process (killed if it is cancelled meanwhile), chunk it here and
         hand it to the embed stage as a group of its own."""
         doc_id, name = row["id"], row["filename"]
+        spent = 0  # pixels counted for OCR so far: the child tells page by page, so a cancelled parse counts too
+
+        def count(pixels: int) -> None:
+            nonlocal spent
+            spent = pixels
+
         try:
             if row["data"] is None:  # its bytes did not come with the claim
                 async with self.pool.connection() as conn:
@@ -301,7 +307,7 @@ class IngestionPipeline:
             if data is None:
                 raise ParseError("the file's bytes are missing; upload it again")
             limits = await self._limits_for(row["owner_id"])
-            with tracing.span("ingest.parse", **{"ragchat.documents": 1}):
+            with tracing.span("ingest.parse", jobs=[doc_id], **{"ragchat.documents": 1}):
                 done = await parse_in_child(
                     bytes(data),
                     name,
@@ -309,11 +315,10 @@ class IngestionPipeline:
                     on_note=self._noter(doc_id),
                     wanted=lambda: self._holds(doc_id),
                     poll_s=self.settings.ingest_cancel_poll_s,
+                    on_pixels=count,
                 )
             del data
-            if done.ocr_pixels:
-                async with self.pool.connection() as conn:
-                    await queue.record_ocr(conn, row["owner_id"], doc_id, done.ocr_pixels)
+            spent = done.ocr_pixels
             result: Prepared | str = await asyncio.to_thread(self._chunked, row, done.document, target.embedder)
         except Cancelled:
             log.info("document %s was cancelled, deleted or taken over while parsed: its parse was stopped", doc_id)
@@ -324,11 +329,21 @@ class IngestionPipeline:
         except Exception as exc:  # a bug must fail one document, not the worker
             log.exception("failed to parse %s", name)
             result = f"could not read {name}: {type(exc).__name__}: {exc}"
+        finally:
+            if spent:  # against the owner's OCR_USER_MEGAPIXELS_PER_DAY, whatever became of the parse
+                await self._count_ocr(row["owner_id"], doc_id, spent)
         parsed = await self._parsed([row], [result])
         if parsed:
             self.in_flight += 1
             self.drained.clear()
             await out.put(parsed)
+
+    async def _count_ocr(self, owner: UUID, document_id: UUID, pixels: int) -> None:
+        try:
+            async with self.pool.connection() as conn:
+                await queue.record_ocr(conn, owner, document_id, pixels)
+        except Exception as exc:  # the database is away: the pixels go uncounted, the document goes on
+            log.warning("could not count the OCR pixels of %s: %s", document_id, exc)
 
     async def _holds(self, document_id: UUID) -> bool:
         """Whether this worker still holds the document (asked while its child parses it)."""
@@ -443,7 +458,7 @@ class IngestionPipeline:
         try:
             while (group := await inp.get()) is not None:
                 try:
-                    with tracing.span("ingest.embed", **{"ragchat.documents": len(group)}):
+                    with tracing.span("ingest.embed", jobs=[d.id for d in group], **{"ragchat.documents": len(group)}):
                         group = await self._embed_group(group)
                 except Exception as exc:
                     log.exception("embedding failed")
@@ -508,7 +523,7 @@ class IngestionPipeline:
         while (group := await inp.get()) is not None:
             try:
                 for doc in group:
-                    with tracing.span("ingest.store", **{"ragchat.document_id": str(doc.id)}):
+                    with tracing.span("ingest.store", jobs=[doc.id], **{"ragchat.document_id": str(doc.id)}):
                         await self._store(doc)
                     doc.chunks, doc.vectors = [], None  # memory goes back as each document is stored
             finally:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 from uuid import UUID
 
+from ragchat.core import tracing
 from ragchat.core.errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
 from ragchat.db.pool import Pool
 from ragchat.documents.catalog import repository as repo
@@ -153,6 +154,7 @@ async def _insert_all(
             else:
                 out.append(Registered(doc.filename, "duplicate", doc_id, f"already ingested ({status})"))
         new = [r.document_id for r in out if r.document_id and r.status in ("queued", "requeued")]
+        tracing.note_jobs(new)  # the request links each queued document's ingestion trace (core/tracing.py)
         if asked and new and asked.chunking:
             await repo.set_chunking(conn, owner, new, asked.chunking)
         if asked and new and asked.metadata:

@@ -1,9 +1,11 @@
 """Parsing in a child process: images, PDFs and big files are parsed (and OCR'd) in a process of their own,
 forked from a server process that imported the parsers once (multiprocessing's `forkserver`: no threads of
 the worker are copied; like `spawn`, a child imports the parent's `__main__` module, so a script that ingests
-must keep its work under `if __name__ == "__main__"`). The worker watches it: a cancel kills it within INGEST_CANCEL_POLL_S, a parse that
-outlives its limits is killed, and whatever memory decoding took goes back to the system when it exits (a
-thread's malloc arenas keep their peak). Progress lines ("OCR page 3 of 12") come back over the pipe.
+must keep its work under `if __name__ == "__main__"`: `ragchat` and `python -m ragchat.cli` do). The worker
+watches it: a cancel kills it within INGEST_CANCEL_POLL_S, a parse that outlives its limits is killed, and
+whatever memory decoding took goes back to the system when it exits (a thread's malloc arenas keep their
+peak). Progress lines ("OCR page 3 of 12") come back over the pipe, and so do the pixels counted for OCR as
+each page is about to be decoded (a killed child's pages still count against the owner's daily budget).
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ def _child(conn: Connection, data: bytes, filename: str, limits: ParseLimits) ->
     """The child's whole life: parse, send ("done", document, pixels, peak) or ("error", kind, message, peak)."""
     from ragchat.documents.parsing.parsers import parse
 
-    meter = OcrMeter(limits)
+    meter = OcrMeter(limits, on_spend=lambda pixels: conn.send(("pixels", pixels)))
     try:
         document = parse(data, filename, limits, lambda text: conn.send(("note", text)), meter)
         conn.send(("done", document, meter.pixels, _peak_mb()))
@@ -77,10 +79,12 @@ async def parse_in_child(
     on_note: Callable[[str], None],
     wanted: Callable[[], Awaitable[bool]],
     poll_s: float = 1.0,
+    on_pixels: Callable[[int], None] | None = None,
 ) -> ChildParse:
     """Parse `data` in a child process. Every `poll_s` seconds `wanted()` is asked: False (cancelled, deleted,
     taken over) kills the child and raises Cancelled. Raises ParseError for a file that cannot be read, a child
-    that died (out of memory?) or one that outlived its limits."""
+    that died (out of memory?) or one that outlived its limits. `on_pixels` hears the running total of pixels
+    counted for OCR (whatever the outcome, that much was decoded)."""
     parent, child_end = _mp().Pipe(duplex=False)
     process = _mp().Process(target=_child, args=(child_end, data, filename, limits), daemon=True)
     await asyncio.to_thread(process.start)
@@ -105,6 +109,9 @@ async def parse_in_child(
                     ) from None
                 if message[0] == "note":
                     on_note(message[1])
+                elif message[0] == "pixels":
+                    if on_pixels is not None:
+                        on_pixels(message[1])
                 elif message[0] == "done":
                     return ChildParse(message[1], message[2], message[3])
                 else:

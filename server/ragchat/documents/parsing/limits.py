@@ -70,6 +70,7 @@ class OcrMeter:
 
     limits: ParseLimits
     pixels: int = 0
+    on_spend: Callable[[int], None] | None = None  # told the running total after each page is counted
 
     def spend(self, pixels: int) -> None:
         """Count a page of `pixels` about to be decoded, or raise OverBudget naming the limit it would pass."""
@@ -85,6 +86,8 @@ class OcrMeter:
                 f"({max(left, 0):,.0f} left; OCR_USER_MEGAPIXELS_PER_DAY)"
             )
         self.pixels += pixels
+        if self.on_spend is not None:
+            self.on_spend(self.pixels)
 
 
 class Deadline:

@@ -58,12 +58,21 @@ def cache_key(model_dir: Path, variant: Variant) -> str:
     return f"minilm-{weights[:16]}-ort{onnxruntime.__version__}-r{EXPORT_VERSION}-{variant}"
 
 
+def cached_path(model_dir: str | Path, cache_dir: Path | None = None, variant: Variant = "int8") -> Path:
+    """Where the export of these weights (for this onnxruntime and recipe) is, or will be, cached."""
+    return (cache_dir or default_cache_dir()) / cache_key(Path(model_dir), variant) / "model.onnx"
+
+
 def cached_model(model_dir: str | Path, cache_dir: Path | None = None, variant: Variant = "int8") -> Path:
-    """The exported model's path: from the cache when it is there and intact, else exported now (~30 s)."""
+    """The exported model's path: from the cache when it is there and intact, else exported now (30-90 s on
+    two cores; `ragchat prepare-models` does it at install or image build). An intact cache is only read, so a
+    read-only one (an image's, prepared by another user) works."""
     model_dir = Path(model_dir)
-    folder = (cache_dir or default_cache_dir()) / cache_key(model_dir, variant)
+    target = cached_path(model_dir, cache_dir, variant)
+    if intact(target):  # the manifest is written after the file is in place: intact means complete
+        return target
+    folder = target.parent
     folder.mkdir(parents=True, exist_ok=True)
-    target = folder / "model.onnx"
     with _locked(folder / ".lock"):
         if intact(target):
             return target

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 Message = dict[str, Any]
 
@@ -122,6 +122,80 @@ class ToolsUnsupported(LLMError):
     """The model (or server) rejects `tools`: the chat loop falls back to retrieve-then-answer."""
 
     code = "tools_unsupported"
+
+
+@dataclass(frozen=True)
+class TokenChoice:
+    """One generated token with its log-probability and the most likely alternatives (`top`, best first)."""
+
+    token: str
+    logprob: float
+    top: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True)
+class LogprobsReply:
+    """A short completion with the token log-probabilities the server returned: `tokens` is None when it
+    returned none (an older server, or one that ignores the request), `problem` says what was wrong when it
+    returned something unreadable (then `tokens` is None too)."""
+
+    content: str
+    tokens: tuple[TokenChoice, ...] | None
+    problem: str | None = None
+
+
+def read_logprobs(entries: Any) -> tuple[tuple[TokenChoice, ...] | None, str | None]:
+    """`[{"token", "logprob", "top_logprobs": [{"token", "logprob"}, ...]}, ...]` (OpenAI's `logprobs.content`
+    and Ollama's `logprobs`, as dicts) as `TokenChoice`s; (None, None) when absent, (None, why) when malformed:
+    a log-probability must be a finite number <= 0."""
+    if entries is None:
+        return None, None
+    if not isinstance(entries, list | tuple) or not entries:
+        return None, f"logprobs is {type(entries).__name__}, not a non-empty list"
+
+    def pair(item: Any) -> tuple[str, float] | str:
+        if not isinstance(item, dict):
+            return f"a logprobs entry is {type(item).__name__}"
+        token, value = item.get("token"), item.get("logprob")
+        if not isinstance(token, str):
+            return "a logprobs entry has no token"
+        if isinstance(value, bool) or not isinstance(value, int | float) or not (-1e9 < value <= 1e-6):
+            return f"token {token!r} has logprob {value!r}"
+        return token, float(min(0.0, value))
+
+    out: list[TokenChoice] = []
+    for entry in entries:
+        head = pair(entry)
+        if isinstance(head, str):
+            return None, head
+        top: list[tuple[str, float]] = []
+        for alt in entry.get("top_logprobs") or []:
+            got = pair(alt)
+            if isinstance(got, str):
+                return None, got
+            top.append(got)
+        top.sort(key=lambda p: -p[1])
+        out.append(TokenChoice(head[0], head[1], tuple(top)))
+    return tuple(out), None
+
+
+@runtime_checkable
+class SupportsLogprobs(Protocol):
+    """A provider that can return token log-probabilities (OpenAI-compatible `logprobs`/`top_logprobs`, which
+    llama.cpp's server supports; Ollama >= 0.12.11 `logprobs`/`top_logprobs` on /api/chat)."""
+
+    async def complete_logprobs(
+        self,
+        *,
+        model: str,
+        messages: list[Message],
+        timeout_s: float,
+        top_logprobs: int = 20,
+        max_tokens: int = 1,
+    ) -> LogprobsReply:
+        """A non-streamed reply of at most `max_tokens` at temperature 0, with the `top_logprobs` most likely
+        tokens at each step (servers cap it at 20). Raises `LLMError` as `complete_json` does."""
+        ...
 
 
 class LLMProvider(Protocol):

@@ -35,11 +35,13 @@ from ragchat.providers.llm.base import (
     LLMStatus,
     LLMTimeout,
     LLMUnreachable,
+    LogprobsReply,
     Message,
     ModelInfo,
     ToolCall,
     ToolsUnsupported,
     looks_like_overflow,
+    read_logprobs,
 )
 
 log = logging.getLogger(__name__)
@@ -246,6 +248,40 @@ class OllamaProvider:
         except Exception as exc:
             raise self.map_error(exc, model) from exc
 
+    async def complete_logprobs(
+        self,
+        *,
+        model: str,
+        messages: list[Message],
+        timeout_s: float,
+        top_logprobs: int = 20,
+        max_tokens: int = 1,
+    ) -> LogprobsReply:
+        """`logprobs: true, top_logprobs: N` on /api/chat (Ollama >= 0.12.11; older servers ignore both and
+        answer without `logprobs`: `tokens` is None)."""
+        kwargs: dict[str, Any] = {
+            "model": model,
+            "messages": [_to_wire(m) for m in messages],
+            "stream": False,
+            "logprobs": True,
+            "top_logprobs": top_logprobs,
+            "options": {"temperature": 0, "num_predict": max_tokens},
+        }
+        try:
+            if model not in self._no_think:
+                try:
+                    response = await asyncio.wait_for(self.json_client.chat(**kwargs, think=False), timeout_s)
+                    return _logprobs_reply(response)
+                except ResponseError as exc:
+                    if not self._think_rejected(exc):
+                        raise
+                    self._no_think.add(model)
+            return _logprobs_reply(await asyncio.wait_for(self.json_client.chat(**kwargs), timeout_s))
+        except (asyncio.CancelledError, GeneratorExit):
+            raise
+        except Exception as exc:
+            raise self.map_error(exc, model) from exc
+
     # ---- status -------------------------------------------------------------------------------------------
     async def list_models(self) -> list[ModelInfo]:
         """/api/tags: every pulled model, with its size and family."""
@@ -288,6 +324,13 @@ class OllamaProvider:
     async def close(self) -> None:
         await self.client.close()
         await self.json_client.close()
+
+
+def _logprobs_reply(response: Any) -> LogprobsReply:
+    raw = getattr(response, "logprobs", None)
+    entries = None if raw is None else [e.model_dump() if hasattr(e, "model_dump") else e for e in raw]
+    tokens, problem = read_logprobs(entries)
+    return LogprobsReply(str(response.message.content or ""), tokens, problem)
 
 
 def _to_wire(message: Message) -> dict[str, Any]:

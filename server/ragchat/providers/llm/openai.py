@@ -26,11 +26,13 @@ from ragchat.providers.llm.base import (
     LLMStatus,
     LLMTimeout,
     LLMUnreachable,
+    LogprobsReply,
     Message,
     ModelInfo,
     ToolCall,
     ToolsUnsupported,
     looks_like_overflow,
+    read_logprobs,
 )
 
 log = logging.getLogger(__name__)
@@ -54,6 +56,7 @@ class OpenAIProvider:
         self.base_url = base_url.rstrip("/")
         self.timeout_s = timeout_s
         self._n_ctx: int | None = None
+        self._llamacpp: bool | None = None  # the server answers llama.cpp's GET /props (probed once)
         # the client brings its own HTTP stack (httpx2 in openai 3.x): configure it through its own types
         self.client = openai.AsyncOpenAI(
             base_url=self.base_url,
@@ -207,6 +210,54 @@ class OpenAIProvider:
         if not response.choices:
             return ""
         return response.choices[0].message.content or ""
+
+    async def complete_logprobs(
+        self,
+        *,
+        model: str,
+        messages: list[Message],
+        timeout_s: float,
+        top_logprobs: int = 20,
+        max_tokens: int = 1,
+    ) -> LogprobsReply:
+        """`logprobs: true, top_logprobs: N` on /v1/chat/completions (llama.cpp: pre-sampling probabilities).
+        llama.cpp also gets `cache_prompt: true`, so a burst of calls sharing their start (the reranker's
+        instructions and query) evaluates that prefix once per slot; other servers may reject the unknown field."""
+        extra: dict[str, Any] = {"cache_prompt": True} if await self.is_llamacpp() else {}
+        try:
+            response = await asyncio.wait_for(
+                self._create(
+                    model=model,
+                    messages=[_to_wire(m) for m in messages],  # type: ignore[misc]
+                    temperature=0,
+                    max_tokens=max_tokens,
+                    logprobs=True,
+                    top_logprobs=top_logprobs,
+                    **({"extra_body": extra} if extra else {}),
+                ),
+                timeout_s,
+            )
+        except (asyncio.CancelledError, GeneratorExit):
+            raise
+        except Exception as exc:
+            raise self.map_error(exc, model) from exc
+        if not response.choices:
+            return LogprobsReply("", None, "the answer has no choices")
+        choice: dict[str, Any] = response.choices[0].to_dict(warnings=False)
+        message = choice.get("message")
+        content = str(message.get("content") or "") if isinstance(message, dict) else ""
+        logprobs = choice.get("logprobs")
+        if logprobs is None:
+            return LogprobsReply(content, None)
+        if not isinstance(logprobs, dict):
+            return LogprobsReply(content, None, f"logprobs is {type(logprobs).__name__}")
+        tokens, problem = read_logprobs(logprobs.get("content"))
+        return LogprobsReply(content, tokens, problem)
+
+    async def is_llamacpp(self) -> bool:
+        if self._llamacpp is None:
+            self._llamacpp = await self.context_length() is not None
+        return self._llamacpp
 
     # ---- status -------------------------------------------------------------------------------------------
     async def list_models(self) -> list[ModelInfo]:
