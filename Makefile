@@ -32,6 +32,7 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/pip install --quiet --upgrade pip
 	$(call install_torch,$(BIN)/pip)
 	$(BIN)/pip install --quiet --constraint constraints.txt -e '.[dev]'
+	HF_HUB_OFFLINE=1 $(BIN)/ragchat prepare-models  # the embedding model's ONNX export, now: not at the first start
 	touch $(STAMP)
 
 constraints:

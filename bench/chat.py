@@ -48,8 +48,8 @@ import psutil
 from httpx_sse import aconnect_sse
 
 from bench.common import RESULTS, bench_settings, cpu_context, pct, table, write_json
-from ragchat.chat.prompts import SYSTEM_PROMPT
-from ragchat.chat.tools import SEARCH_TOOL, TOOL_NAME
+from ragchat.chat.engine.prompts import SYSTEM_PROMPT
+from ragchat.chat.engine.tools import SEARCH_TOOL, TOOL_NAME
 
 MODEL = "llama3.2"
 CORPUS = {

@@ -17,12 +17,12 @@ Judging one answer (no LLM judge, so it is reproducible and cheap):
   restating the question does not count;
 - `has_fact` = both: the answer uses a relevant document and says something from it;
 - `retrieved_relevant`: the search results the model saw held a relevant document (the ceiling);
-- citations: the project's own verifier (`ragchat.chat.citations`, the `citations` event of the turn):
+- citations: the project's own verifier (`ragchat.chat.engine.citations`, the `citations` event of the turn):
   sentences, supported sentences and the verdict counts;
 - unanswerable: `says_not_found` (the answer says the documents do not have it: NOT_FOUND patterns) and
   whether it cited anything anyway;
 - `page_not_covered`, for every question: the page shows "Not in your documents" under the answer (every
-  search's confidence was insufficient: `ragchat.chat.coverage.not_covered`, as client/src/chat/coverage.ts),
+  search's confidence was insufficient: `ragchat.chat.engine.coverage.not_covered`, as client/src/chat/coverage.ts),
   whatever the model wrote.
 Every answer's text is saved in the checkpoint lines for spot checks by hand.
 """
@@ -39,10 +39,10 @@ from typing import Any
 from uuid import UUID
 
 from bench.real_llm import _CITE, content_words
-from ragchat.chat.answer import numbered_sources
-from ragchat.chat.coverage import not_covered
-from ragchat.chat.loop import Turn
-from ragchat.chat.turns import ChatRequest
+from ragchat.chat.engine.answer import numbered_sources
+from ragchat.chat.engine.coverage import not_covered
+from ragchat.chat.engine.loop import Turn
+from ragchat.chat.store.turns import ChatRequest
 from ragchat.core.options import options_of
 from ragchat.core.principal import Principal
 

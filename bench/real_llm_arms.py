@@ -477,8 +477,8 @@ def report() -> tuple[str, dict[str, Any]]:
     lines += [
         "Paired: only queries every listed arm has finished. Seconds as if uncached (wall + replayed calls).",
         "",
-        "| set | arm | done | paired n | nDCG@10 | Δ vs hybrid | W/T/L vs hybrid | recall@10 | s/query median | p95 |"
-        " LLM calls valid/invalid/error/timeout |",
+        "| set | arm | done | paired n | nDCG@10 | Δ vs hybrid ± s.e. | W/T/L vs hybrid | recall@10 | s/query median |"
+        " p95 | LLM calls valid/invalid/error/timeout |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name in SETS:
@@ -495,6 +495,10 @@ def report() -> tuple[str, dict[str, Any]]:
                 continue
             delta = "-" if not base or paired["ndcg10"] is None else f"{paired['ndcg10'] - base['ndcg10']:+.4f}"
             diffs = [by[(name, q)][arm]["ndcg10"] - by[(name, q)]["hybrid"]["ndcg10"] for q in complete] if base else []
+            if len(diffs) > 1 and delta != "-":  # the paired differences' standard error
+                mean = sum(diffs) / len(diffs)
+                se = (sum((d - mean) ** 2 for d in diffs) / (len(diffs) - 1) / len(diffs)) ** 0.5
+                delta, paired["delta_se"] = f"{delta} ± {se:.4f}", round(se, 4)
             wtl = f"{sum(d > 1e-9 for d in diffs)}/{sum(abs(d) <= 1e-9 for d in diffs)}/{sum(d < -1e-9 for d in diffs)}"
             paired["wins_ties_losses"] = wtl
             calls: Counter[str] = Counter()

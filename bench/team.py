@@ -69,7 +69,7 @@ def serve_fake(tokens: int, pace_s: float) -> None:
     """The fake Ollama: a search tool call for a fresh question, then an answer that restates the question with
     a citation, `tokens` tokens at `pace_s` each; until stdin closes. Idle connections are kept as Ollama keeps
     them (the fake's default 5 s would close ones the server is about to reuse)."""
-    from ragchat.chat.tools import TOOL_NAME
+    from ragchat.chat.engine.tools import TOOL_NAME
     from tests.fakes.ollama_server import FakeOllama, Reply
 
     def respond(body: dict[str, Any]) -> Reply:

@@ -27,7 +27,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ragchat.chat.citations import check_citations
+from ragchat.chat.engine.citations import check_citations
 from ragchat.providers.embeddings import build_embedder
 from ragchat.settings import Settings
 

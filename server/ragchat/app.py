@@ -23,8 +23,8 @@ from ragchat.accounts.routes import account_handlers, authenticate
 from ragchat.accounts.service import AccountService
 from ragchat.audit.routes import audit_handlers
 from ragchat.audit.service import AuditLog
-from ragchat.chat.action_routes import action_handlers
-from ragchat.chat.routes import chat_handlers
+from ragchat.chat.api.action_routes import action_handlers
+from ragchat.chat.api.routes import chat_handlers
 from ragchat.chat.service import ChatService
 from ragchat.core import tracing
 from ragchat.core.logs import bind

@@ -261,7 +261,7 @@ class LLMSettings(BaseModel):
     chat_rewrite_followups: bool = True
     chat_rewrite_timeout_s: float = Field(default=10.0, gt=0, le=120)
     chat_temperature: float | None = None  # None: the model server's default
-    # whole-document summaries and comparisons (chat/summarize.py): sections read per request, map calls per
+    # whole-document summaries and comparisons (chat/engine/summarize.py): sections read per request, map calls per
     # request, and the window assumed when the model's is unknown (CHAT_CONTEXT_TOKENS, else the server's)
     summary_max_sections: int = Field(default=2000, ge=1, le=100_000)
     summary_max_parts: int = Field(default=48, ge=1, le=1000)
@@ -269,7 +269,7 @@ class LLMSettings(BaseModel):
     # Prompt + answer must fit the model's context: None asks the server (llama.cpp /props; Ollama's num_ctx).
     chat_context_tokens: int | None = None
     chat_answer_reserve_tokens: int = 512
-    # Verified citations (server/chat/citations.py): true adds one LLM call per answer that judges each cited
+    # Verified citations (server/chat/engine/citations.py): true adds one LLM call per answer that judges each cited
     # claim against its passage; false (default) keeps the lexical + embedding check only
     citation_judge: bool = False
     # /v1, MCP `ask` and `ragchat search --rag`: the verification also as footnotes under the answer's text
@@ -523,7 +523,7 @@ class LimitSettings(BaseModel):
     rate_search_per_min: int = 120
     rate_rerank_candidates_per_min: int = 600
     rerank_max_candidates: int = 60  # one request's limit × RERANK_CANDIDATES_FACTOR may not exceed this
-    # the budget of LLM work (chat/llm_budget.py): model calls per user per minute, charged for every call a
+    # the budget of LLM work (chat/engine/llm_budget.py): model calls per user per minute, charged for every call a
     # message makes (loop rounds, summary map/reduce parts, LLM rerank, titles); per message: tool calls and
     # whole-document summaries; per user: summaries per hour and running at once. 0 disables one
     rate_llm_calls_per_min: int = Field(default=120, ge=0)

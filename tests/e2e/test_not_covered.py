@@ -10,7 +10,7 @@ import httpx
 import pytest
 from playwright.sync_api import expect
 
-from ragchat.chat.coverage import REFUSAL
+from ragchat.chat.engine.coverage import REFUSAL
 from tests.e2e.conftest import DESKTOP, Pages, screenshot, wait_ready, wait_until
 from tests.e2e.test_phone_and_documents import HANDBOOK, PHONE, _put, axe_violations
 from tests.fakes.ollama_server import FakeOllama, Reply

@@ -11,7 +11,7 @@ import httpx
 import pytest
 from playwright.sync_api import expect
 
-from ragchat.chat.summarize import MAP_PROMPT
+from ragchat.chat.engine.summarize import MAP_PROMPT
 from tests.fakes.script import Reply
 from tests.unit.test_parsers import make_pdf
 

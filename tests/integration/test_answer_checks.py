@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from ragchat.chat.verify import footnotes, verify_answer
+from ragchat.chat.engine.verify import footnotes, verify_answer
 
 HANDBOOK = {
     "title": "Employee Handbook",

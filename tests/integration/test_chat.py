@@ -10,7 +10,7 @@ from uuid import UUID
 
 import pytest
 
-from ragchat.chat.prompts import FALLBACK_SYSTEM_PROMPT, SYSTEM_PROMPT
+from ragchat.chat.engine.prompts import FALLBACK_SYSTEM_PROMPT, SYSTEM_PROMPT
 from tests.fakes.ollama_server import Reply
 from tests.fakes.plugin import LLMFake
 from tests.support.chat import (

@@ -132,7 +132,7 @@ async def test_a_stall_between_tokens_also_times_out(start: Callable[..., Any], 
 async def test_a_client_disconnect_does_not_stop_the_answer(start: Callable[..., Any], llm: LLMFake) -> None:
     """Issue 21: leaving the page no longer cancels the model (it did: "client gone → stopped"); only an
     explicit stop does (tests/integration/test_chat_runs.py). The answer is scripted without a search, so the
-    search-first rule is off (else it would be searched for and asked again: chat/pipeline.py)."""
+    search-first rule is off (else it would be searched for and asked again: chat/engine/pipeline.py)."""
     server = start(chat_search_first=False)
     words = [f" w{i}" for i in range(40)]
     llm.fake.enqueue(Reply.tokens(words, token_delay=0.02))

@@ -192,7 +192,7 @@ async def test_retrieve_then_answer_when_tools_are_off(
 
 
 def test_fitting_keeps_the_citation_instructions() -> None:
-    from ragchat.chat.budget import fit, request_tokens
+    from ragchat.chat.engine.budget import fit, request_tokens
 
     passages = "\n\n".join(f"[{n}] doc.txt\n" + "text " * 200 for n in range(1, 7))
     tool = {"role": "tool", "content": f"Results for x: passages [1] to [6].\n\n{passages}\n\n---\nCite like [1]."}

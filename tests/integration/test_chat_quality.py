@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
-from ragchat.chat.quality import failure_of, previous_exchange
+from ragchat.chat.engine.quality import failure_of, previous_exchange
 from tests.fakes.ollama_server import Reply
 from tests.fakes.plugin import LLMFake
 from tests.support.chat import chat, first, get_thread, names

@@ -12,7 +12,7 @@ from uuid import UUID
 
 import pytest
 
-from ragchat.chat.rewrite import REWRITE_PROMPT
+from ragchat.chat.engine.rewrite import REWRITE_PROMPT
 from tests.fakes.ollama_server import Reply
 from tests.fakes.plugin import LLMFake
 from tests.support.chat import chat, first, get_thread

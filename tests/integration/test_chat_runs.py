@@ -28,7 +28,7 @@ Events = list[tuple[str, dict[str, Any], str]]  # name, data, id
 @pytest.fixture
 def server(live_app: Callable[..., Any], fake_ollama: FakeOllama) -> Any:
     # answers scripted without a search: with CHAT_SEARCH_FIRST on, one that states facts would be searched for and
-    # asked again (chat/pipeline.py); these tests are about runs, not grounding
+    # asked again (chat/engine/pipeline.py); these tests are about runs, not grounding
     return live_app(ollama_host=fake_ollama.url, chat_search_first=False)
 
 
@@ -192,7 +192,7 @@ async def test_stop_saves_the_answer_incomplete(server: Any, fake_ollama: FakeOl
 async def test_a_stop_from_another_server_process_is_seen_at_the_next_heartbeat(
     server: Any, fake_ollama: FakeOllama, pool: Any
 ) -> None:
-    from ragchat.chat import repository
+    from ragchat.chat.store import repository
 
     fake_ollama.enqueue(Reply.text(ANSWER, token_delay=0.25))  # ~10 s of answer
     async with (

@@ -1,15 +1,17 @@
 """A user's mistakes on the command line are one line saying what to fix, never a traceback (issue 44): a bad
 id, a DATABASE_URL that is no URL or reaches no database, a port already in use (found before the slow
-start-up); and the listing commands print JSON with `--json`."""
+start-up); the listing commands print JSON with `--json`; the worker's health check can fail."""
 
 from __future__ import annotations
 
 import json
 import os
 import resource
+import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -130,3 +132,43 @@ def test_listing_commands_print_json(tmp_path: Path, db: str) -> None:
     assert spaces["stored"] is None and spaces["configured"]["model"] and spaces["progress"]["state"] == "idle"
     with psycopg.connect(db) as conn:  # (the listing changed nothing)
         assert conn.execute("SELECT count(*) FROM users WHERE username = 'boss'").fetchone() == (1,)
+
+
+def test_the_worker_health_check_can_fail(tmp_path: Path, db: str) -> None:
+    """compose's worker health check (`ragchat worker --check`): healthy only while a live worker's database
+    round trips are recent; a missing, stale or orphaned heartbeat fails it."""
+    beat = tmp_path / "worker.alive"
+    env = {"DATABASE_URL": db, "OLLAMA_HOST": "http://127.0.0.1:9"}
+    check = ("worker", "--check", "--heartbeat-file", str(beat))
+    done, _ = ragchat(tmp_path, *check, **env)
+    assert done.returncode == 1 and "not running" in done.stderr, done
+
+    beat.write_text(json.dumps({"pid": os.getpid(), "at": time.time() - 600}))  # alive, but stuck 10 minutes
+    done, _ = ragchat(tmp_path, *check, **env)
+    assert done.returncode == 1 and "it is stuck" in done.stderr, done
+    beat.write_text(json.dumps({"pid": 2**22 + 7, "at": time.time()}))  # fresh, from no process
+    done, _ = ragchat(tmp_path, *check, **env)
+    assert done.returncode == 1 and "is gone" in done.stderr, done
+    beat.unlink()
+
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("RAGCHAT_", "DATABASE_"))}
+    full = {**clean, **env, "RAGCHAT_DATA_DIR": str(tmp_path / "data"), "HF_HUB_OFFLINE": "1"}
+    worker = subprocess.Popen(
+        [sys.executable, "-c", CLI, "worker", "--heartbeat-file", str(beat)],
+        env=full,
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not beat.exists():
+            assert worker.poll() is None and time.monotonic() < deadline, "no heartbeat from the worker"
+            time.sleep(0.2)
+        done, _ = ragchat(tmp_path, *check, **env)
+        assert done.returncode == 0 and f"worker {worker.pid} is alive" in done.stdout, done
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(timeout=60)
+    done, _ = ragchat(tmp_path, *check, **env)
+    assert done.returncode == 1, done  # a worker that stopped took its heartbeat with it

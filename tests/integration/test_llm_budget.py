@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from ragchat.chat.summarize import MAP_PROMPT, REDUCE_PROMPT
+from ragchat.chat.engine.summarize import MAP_PROMPT, REDUCE_PROMPT
 from ragchat.core.errors import RateLimited
 from ragchat.db.ratelimit import RateLimiter
 from ragchat.settings import Settings

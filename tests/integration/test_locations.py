@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from ragchat.chat.prompts import format_passages
+from ragchat.chat.engine.prompts import format_passages
 from ragchat.core.options import options_of
 from ragchat.core.search import SearchFilters
 from ragchat.mcp.models import SearchOutput, search_text

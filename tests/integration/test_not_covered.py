@@ -10,8 +10,8 @@ from uuid import UUID
 
 import httpx
 
-from ragchat.chat.coverage import REFUSAL, not_covered
-from ragchat.chat.titles import clean_title
+from ragchat.chat.engine.coverage import REFUSAL, not_covered
+from ragchat.chat.engine.titles import clean_title
 from tests.fakes.ollama_server import Reply
 from tests.fakes.plugin import LLMFake
 from tests.support.chat import chat, first, get_thread, names

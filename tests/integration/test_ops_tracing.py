@@ -95,7 +95,9 @@ async def test_spans_for_requests_search_arms_llm_calls_and_ingestion(
     assert {"ingest.parse", "ingest.embed", "ingest.store"} <= {s.name for s in job}, {s.name for s in job}
     store = next(s for s in job if s.name == "ingest.store")
     assert store.kind == SpanKind.CONSUMER and tracing.job_trace_id(doc_id) == f"{store.context.trace_id:032x}"
-    assert any(s.parent is not None and s.parent.span_id == store.context.span_id for s in job if s.kind == SpanKind.CLIENT)
+    assert any(
+        s.parent is not None and s.parent.span_id == store.context.span_id for s in job if s.kind == SpanKind.CLIENT
+    )
     upload = next(s for s in by_name["POST /api/documents"])
     assert [link.context.trace_id for link in upload.links] == [doc_id.int]  # the upload links its job's trace
     # a query nobody's request or job asked for (the watchdog's, the queue's polls) starts no trace

@@ -189,3 +189,76 @@ def test_ragchat_serve_from_the_wheel(
     # uvicorn shuts down gracefully, then re-raises the signal it caught: killed by SIGTERM, after a clean stop
     assert code in (0, -signal.SIGTERM), f"exit code {code}:\n" + "\n".join(lines)
     assert not [line for line in lines if "Traceback" in line or line.startswith("ERROR")], "\n".join(lines)
+
+
+def checkout_ragchat(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    code = "import sys; from ragchat.cli import main; sys.exit(main(sys.argv[1:]))"
+    return subprocess.run(
+        [sys.executable, "-c", code, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=900
+    )
+
+
+def test_prepare_models_exports_once_where_serve_looks(tmp_path: Path) -> None:
+    """`ragchat prepare-models` (make install, the image build) makes the ONNX export in EMBED_CACHE_DIR; run
+    again it only checks; `--check` says whether it is there. (The export itself: 30-90 s on two cores.)"""
+    env = clean_env(EMBED_CACHE_DIR=str(tmp_path / "cache"), RAGCHAT_DATA_DIR=str(tmp_path / "data"))
+    check = checkout_ragchat("prepare-models", "--check", env=env, cwd=tmp_path)
+    assert check.returncode == 1 and "not prepared" in check.stderr, check
+    made = checkout_ragchat("prepare-models", env=env, cwd=tmp_path)
+    assert made.returncode == 0 and "prepared " in made.stdout, made
+    (model,) = (tmp_path / "cache").glob("minilm-*-int8/model.onnx")
+    again = checkout_ragchat("prepare-models", env=env, cwd=tmp_path)
+    assert again.returncode == 0 and f"is prepared: {model}" in again.stdout, again
+    assert checkout_ragchat("prepare-models", "--check", env=env, cwd=tmp_path).returncode == 0
+
+
+def test_serve_uses_a_prepared_model_without_writing_to_its_cache(
+    tmp_path: Path, empty_database: str | None, fake_ollama: FakeOllama
+) -> None:
+    """A prepared cache (an image's, made at build time by another user) is only read: no export, no lock file,
+    so a read-only one works; the first start is the database and the model's load, not a conversion."""
+    from ragchat.providers.embeddings import onnx_export
+    from ragchat.providers.embeddings.base import bundled_model_path
+
+    cache = tmp_path / "cache"
+    prepared = onnx_export.cached_model(bundled_model_path())  # this machine's (made once, by the test suite too)
+    folder = cache / prepared.parent.name
+    folder.mkdir(parents=True)
+    for name in ("model.onnx", "manifest.json"):
+        (folder / name).write_bytes((prepared.parent / name).read_bytes())
+    port = free_port()
+    env = clean_env(
+        **({"DATABASE_URL": empty_database} if empty_database else {}),
+        EMBED_CACHE_DIR=str(cache),
+        RAGCHAT_DATA_DIR=str(tmp_path / "data"),
+        PORT=str(port),
+        OLLAMA_HOST=fake_ollama.url,
+        LOG_LEVEL="info",
+    )
+    code = "import sys; from ragchat.cli import main; sys.exit(main(sys.argv[1:]))"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, "serve"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    lines: list[str] = []
+    try:
+        assert proc.stdout is not None
+        started = time.monotonic()
+        for line in proc.stdout:
+            lines.append(line.rstrip())
+            if "ready at" in line or time.monotonic() - started > 180:
+                break
+        assert any("ready at" in line for line in lines), "\n".join(lines)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    assert not [line for line in lines if "exporting" in line or "unavailable" in line], "\n".join(lines)
+    assert sorted(p.name for p in folder.iterdir()) == ["manifest.json", "model.onnx"]  # nothing written there

@@ -26,7 +26,7 @@ from tests.fakes.script import Reply
 from tests.support.corpus import Corpus, ingest_files
 from tests.support.services import LOCAL, make_searcher
 
-DOCS = {
+DOCS: dict[str, bytes | str] = {
     "volcano.txt": "Volcanic eruptions eject magma, ash and gases. Lava flows from the crater of a volcano.",
     "bread.txt": "Sourdough bread rises because wild yeast and lactobacilli ferment the flour and water.",
     "tides.txt": "Ocean tides are caused by the gravitational pull of the moon and the sun on the oceans.",
@@ -111,7 +111,7 @@ async def search(searcher: Searcher, limit: int = 5, rerank: bool = True) -> Sea
 
 
 def names(result: SearchResult | list[ChunkHit]) -> list[str]:
-    chunks = result.chunks if isinstance(result, SearchResult) else result
+    chunks: list[ChunkHit] = list(result) if isinstance(result, list) else list(result.chunks)
     return [c.filename for c in chunks]
 
 

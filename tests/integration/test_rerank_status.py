@@ -178,7 +178,7 @@ async def test_http_chat_and_mcp_report_the_status(
         assert all(c["score_kind"] != "rerank" and c["score"] > 0 for c in body["chunks"])
     assert plain["rerank"]["status"] == "off"
 
-    from ragchat.chat.tools import tool_result_payload
+    from ragchat.chat.engine.tools import tool_result_payload
 
     result = await searcher.search(QUERY, principal=LOCAL, options=options_of(searcher.settings, limit=3))
     payload = tool_result_payload("call-1", result)

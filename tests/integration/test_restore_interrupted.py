@@ -29,6 +29,7 @@ from tests.support.chat import ingest_corpus
 new_db = test_ops_backup.new_db  # the fixture: new, empty databases on the test server
 KEY = "a-test-key-that-is-long-enough-0123456789"
 ROOT = Path(__file__).resolve().parents[2]
+QUERY = {"q": "volcano", "mode": "keyword"}  # no query embedding: the stored space's model is not loaded
 CLI = "import sys; from ragchat.cli import main; sys.exit(main(sys.argv[1:]))"
 
 
@@ -221,13 +222,13 @@ async def test_a_running_server_refuses_the_restore_and_stops_promptly_after_one
     port = free_port()
     url = f"http://127.0.0.1:{port}/api/search"
     process, log = serve(target, tmp_path, port)
-    http = httpx.AsyncClient(timeout=60)
+    http = httpx.AsyncClient(timeout=120)
     try:
-        first = await http.get(url, params={"q": "volcano"})
+        first = await http.get(url, params=QUERY)
         assert first.status_code == 200 and first.json()["chunks"], first.text
         refused = ragchat(target, tmp_path, "restore", "--force", str(archive))
         assert refused.returncode == 2 and "stop the server" in refused.stderr, refused.stderr
-        again = await http.get(url, params={"q": "volcano"})
+        again = await http.get(url, params=QUERY)
         assert again.status_code == 200 and contents(again) == contents(first)
         assert stop_within(process, log, 20) < 20
     finally:
@@ -236,7 +237,7 @@ async def test_a_running_server_refuses_the_restore_and_stops_promptly_after_one
     assert restored.returncode == 0, restored.stderr
     process, log = serve(target, tmp_path, port)  # the restored database: searches work, and it stops at once
     try:
-        after = await http.get(url, params={"q": "volcano"})
+        after = await http.get(url, params=QUERY)
         assert after.status_code == 200 and contents(after) == contents(first), after.text
         assert stop_within(process, log, 20) < 20
     finally:

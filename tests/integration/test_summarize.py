@@ -16,8 +16,8 @@ import httpx
 import pytest
 from httpx_sse import aconnect_sse
 
-from ragchat.chat.budget import MESSAGE_OVERHEAD, estimate_tokens
-from ragchat.chat.summarize import MAP_PROMPT, REDUCE_PROMPT
+from ragchat.chat.engine.budget import MESSAGE_OVERHEAD, estimate_tokens
+from ragchat.chat.engine.summarize import MAP_PROMPT, REDUCE_PROMPT
 from ragchat.settings import Settings
 from tests.fakes.ollama_server import Reply
 from tests.fakes.plugin import LLMFake
@@ -60,7 +60,7 @@ def responder(body: dict[str, Any]) -> Reply:
 
 
 def tokens(body: dict[str, Any]) -> int:
-    """The request's size as the app's budget counts it (server/ragchat/chat/budget.py), from the wire body."""
+    """The request's size as the app's budget counts it (server/ragchat/chat/engine/budget.py), from the wire body."""
     total = estimate_tokens(json.dumps(body["tools"])) if body.get("tools") else 0
     for m in body["messages"]:
         total += MESSAGE_OVERHEAD + estimate_tokens(str(m.get("content") or ""))

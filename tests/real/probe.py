@@ -19,8 +19,8 @@ from typing import Any
 
 import httpx
 
-from ragchat.chat.prompts import SYSTEM_PROMPT
-from ragchat.chat.tools import SEARCH_TOOL
+from ragchat.chat.engine.prompts import SYSTEM_PROMPT
+from ragchat.chat.engine.tools import SEARCH_TOOL
 from tests.real.model import RealLLM
 from tests.real.test_probe import SEARCH_TOOL as SIMPLE_TOOL
 from tests.real.test_probe import SYSTEM as SIMPLE_SYSTEM

@@ -12,9 +12,9 @@ import pytest
 from ollama import ResponseError
 from pydantic import BaseModel
 
-from ragchat.chat.faults import describe_failure
-from ragchat.chat.prompts import fallback_user_message, history_messages, thread_title, tool_message
-from ragchat.chat.tools import SEARCH_TOOL, ToolArgumentError, parse_search_args, tool_result_payload
+from ragchat.chat.engine.faults import describe_failure
+from ragchat.chat.engine.prompts import fallback_user_message, history_messages, thread_title, tool_message
+from ragchat.chat.engine.tools import SEARCH_TOOL, ToolArgumentError, parse_search_args, tool_result_payload
 from ragchat.core.search import ChunkHit, SearchResult, Timings
 from ragchat.providers.llm.base import LLMError, ToolsUnsupported
 from ragchat.providers.llm.ollama import OllamaProvider

@@ -8,8 +8,8 @@ import json
 import uuid
 from datetime import UTC, datetime
 
-from ragchat.chat.actions import EXPORT_COLUMNS, feedback_csv, feedback_jsonl
-from ragchat.chat.export import export_filename, thread_markdown
+from ragchat.chat.api.export import export_filename, thread_markdown
+from ragchat.chat.store.actions import EXPORT_COLUMNS, feedback_csv, feedback_jsonl
 
 
 def test_file_names_from_titles() -> None:

@@ -7,8 +7,8 @@ import asyncio
 import uuid
 from collections.abc import AsyncGenerator
 
-from ragchat.chat.faults import ChatFault
-from ragchat.chat.loop import ChatEvent
+from ragchat.chat.engine.faults import ChatFault
+from ragchat.chat.engine.loop import ChatEvent
 from ragchat.chat.runs import Run, RunRegistry
 
 

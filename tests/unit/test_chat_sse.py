@@ -7,8 +7,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from ragchat.chat.loop import ChatEvent
-from ragchat.chat.sse import coalesce_tokens, server_sent_events
+from ragchat.chat.api.sse import coalesce_tokens, server_sent_events
+from ragchat.chat.engine.loop import ChatEvent
 
 
 def token(delta: str) -> ChatEvent:

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ragchat.chat.citations import (
+from ragchat.chat.engine.citations import (
     MAX_CHECKS,
     check_citations,
     find_claims,
@@ -217,7 +217,7 @@ async def test_a_figure_or_a_name_the_passage_lacks_is_not_supported(minilm: Any
 
 
 def test_code_is_never_a_claim() -> None:
-    from ragchat.chat.citations import find_claims
+    from ragchat.chat.engine.citations import find_claims
 
     text = "Run this:\n\n```\nThe server listens on port 8080 by default and logs to stdout.\n```\n"
     assert find_claims(text, uncited=True) == []

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from ragchat.chat.tools import ToolArgumentError, narrow_metadata, parse_search_args
+from ragchat.chat.engine.tools import ToolArgumentError, narrow_metadata, parse_search_args
 from ragchat.core.errors import BadRequest
 from ragchat.core.search import SearchFilters
 from ragchat.documents.metadata.extraction import parse_extraction

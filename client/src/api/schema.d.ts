@@ -2183,6 +2183,8 @@ export interface components {
              * @default 0
              */
             candidates: number;
+            /** @description how the LLM scored: json, logprobs, logprobs+json (some fell back), listwise, listwise-json */
+            method?: string | null;
             /** @default false */
             requested: boolean;
             /**
@@ -2191,11 +2193,16 @@ export interface components {
              */
             scored: number;
             /**
+             * @description candidates not scored on purpose (the top was settled, or beyond the listwise window): they follow in retrieval order
+             * @default 0
+             */
+            skipped: number;
+            /**
              * @default off
              * @enum {string}
              */
             status: "off" | "ok" | "partial" | "failed";
-            /** @description for people, when the rerank failed or was partial */
+            /** @description for people, when the rerank failed, was partial or fell back to another method */
             warning?: string | null;
         };
         /** RerankedHit */

@@ -26,8 +26,8 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
 from uuid import UUID
 
-from ragchat.chat.faults import ChatFault
-from ragchat.chat.loop import ChatEvent
+from ragchat.chat.engine.faults import ChatFault
+from ragchat.chat.engine.loop import ChatEvent
 
 log = logging.getLogger(__name__)
 GRACE_S = 30.0  # a finished run is kept this long for late resumes

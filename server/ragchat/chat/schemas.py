@@ -128,7 +128,7 @@ class Citations(BaseModel):
 
 class CitationCheck(BaseModel):
     """One cited passage checked against the sentence that cites it, or one uncited sentence that states a fact
-    (verdict `no_source`, n = 0) (server/ragchat/chat/citations.py)."""
+    (verdict `no_source`, n = 0) (server/ragchat/chat/engine/citations.py)."""
 
     sentence: str = Field(description="the sentence, markers removed")
     start: int = Field(description="where the sentence (with its markers) starts in the answer, in characters")

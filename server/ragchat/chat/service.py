@@ -20,22 +20,22 @@ from uuid import UUID
 
 import anyio
 
-from ragchat.chat import repository as repo
-from ragchat.chat.answer import Answer, AnswerRequest, answer_events, collect
-from ragchat.chat.audit import answer_sources, record_answer
-from ragchat.chat.citations import Embedder
-from ragchat.chat.document_tools import DocumentTools
-from ragchat.chat.faults import ChatFault, describe_failure
-from ragchat.chat.llm_budget import MessageBudget, notes_text
-from ragchat.chat.loop import ChatContext, ChatEvent, Turn, initial_messages
-from ragchat.chat.pipeline import AnswerFailed, run_answer, task_of
-from ragchat.chat.prompts import continue_messages
-from ragchat.chat.replies import citation_report
+from ragchat.chat.engine.answer import Answer, AnswerRequest, answer_events, collect
+from ragchat.chat.engine.citations import Embedder
+from ragchat.chat.engine.document_tools import DocumentTools
+from ragchat.chat.engine.faults import ChatFault, describe_failure
+from ragchat.chat.engine.llm_budget import MessageBudget, notes_text
+from ragchat.chat.engine.loop import ChatContext, ChatEvent, Turn, initial_messages
+from ragchat.chat.engine.pipeline import AnswerFailed, run_answer, task_of
+from ragchat.chat.engine.prompts import continue_messages
+from ragchat.chat.engine.replies import citation_report
+from ragchat.chat.engine.summarize import SummaryLimits
+from ragchat.chat.engine.titles import generate_title
+from ragchat.chat.engine.verify import Verification, numbered_sources, verify_answer
 from ragchat.chat.runs import STOPPED, Guard, Run, RunRegistry
-from ragchat.chat.summarize import SummaryLimits
-from ragchat.chat.titles import generate_title
-from ragchat.chat.turns import BUSY, DB_TIMEOUT_S, ChatRequest, TurnPlan, begin_turn
-from ragchat.chat.verify import Verification, numbered_sources, verify_answer
+from ragchat.chat.store import repository as repo
+from ragchat.chat.store.audit import answer_sources, record_answer
+from ragchat.chat.store.turns import BUSY, DB_TIMEOUT_S, ChatRequest, TurnPlan, begin_turn
 from ragchat.core.audit import AuditAction, AuditWriter
 from ragchat.core.errors import Conflict, NotFound
 from ragchat.core.matches import DocumentFinder

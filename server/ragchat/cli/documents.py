@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from uuid import UUID
 
-from ragchat.cli import remote
+from ragchat.cli import remote, worker_health
 from ragchat.cli.common import acting_as, add_user_option, format_duration, id_arg, open_runtime, run_async, where
 from ragchat.core.errors import RagchatError
 from ragchat.core.logs import json_mode, say
@@ -130,6 +130,11 @@ async def register_urls(documents: DocumentService, principal: Principal, urls: 
 
 
 async def worker(settings: Settings, args: argparse.Namespace) -> int:
+    heartbeat = Path(args.heartbeat_file) if args.heartbeat_file else worker_health.default_file()
+    if args.check:  # a container's health check: a live worker's database round trip within STALE_S
+        healthy, why = worker_health.check(heartbeat)
+        print(f"ragchat worker: {why}", file=sys.stdout if healthy else sys.stderr)
+        return 0 if healthy else 1
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -140,7 +145,12 @@ async def worker(settings: Settings, args: argparse.Namespace) -> int:
     async with open_runtime(settings) as rt, metrics_port(rt) as listener:
         where_metrics = f"; metrics on port {listener.port}" if listener else ""
         say(f"ragchat worker: waiting for queued documents (Ctrl+C to stop){where_metrics}", "ready")
-        await rt.documents.ingestion.run_worker(stop, poll_s=args.poll)
+        beats = asyncio.create_task(worker_health.beat(rt.pool, heartbeat, stop), name="worker-heartbeat")
+        try:
+            await rt.documents.ingestion.run_worker(stop, poll_s=args.poll)
+        finally:
+            stop.set()
+            await beats
     return 0
 
 
@@ -210,6 +220,8 @@ def _chunk_tokens(value: str) -> int:
 def add_commands(sub: argparse._SubParsersAction) -> None:
     w = sub.add_parser("worker", help="process queued documents (run as many as you like)")
     w.add_argument("--poll", type=float, default=2.0, help="seconds between queue polls")
+    w.add_argument("--check", action="store_true", help="health check: is a worker here alive (exit 0) or not (1)")
+    w.add_argument("--heartbeat-file", metavar="PATH", help="where the worker notes it is alive (default: in /tmp)")
     w.set_defaults(func=run_async(worker))
 
     ing = sub.add_parser("ingest", help="ingest files, folders (recursively) and web pages (http:// or https://)")

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import platformdirs
 
-from ragchat.chat.verify import footnotes
+from ragchat.chat.engine.verify import footnotes
 from ragchat.cli.common import id_arg
 from ragchat.core.errors import RagchatError, Unauthorized
 from ragchat.documents.metadata.fields import parse_meta_args
@@ -202,7 +202,7 @@ def rag(args: argparse.Namespace, server: str, filters: dict[str, Any]) -> int:
 
 
 def print_checks(verification: dict[str, Any] | None) -> None:
-    """The answer's verification under its sources, as the page shows it (chat/verify.py footnotes)."""
+    """The answer's verification under its sources, as the page shows it (chat/engine/verify.py footnotes)."""
     notes = footnotes(verification)
     if notes:
         print(f"\nChecks:\n{notes}")

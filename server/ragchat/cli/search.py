@@ -59,7 +59,7 @@ def rag_filters(args: argparse.Namespace) -> dict[str, Any]:
 
 async def local_rag(settings: Settings, args: argparse.Namespace) -> int:
     """`search --rag` on the database directly: the same answer as POST /api/rag, streamed to the terminal."""
-    from ragchat.chat.rag_routes import rag_answer, rag_asked, rag_request
+    from ragchat.chat.api.rag_routes import rag_answer, rag_asked, rag_request
     from ragchat.chat.schemas import RagBody, RagFilters
 
     body = RagBody(query=args.query, top_k=args.top_k, mode=args.mode, rerank=args.rerank,

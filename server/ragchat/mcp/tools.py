@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from uuid import UUID
 
-from ragchat.chat.answer import Answer, AnswerRequest
-from ragchat.chat.faults import as_http_error
-from ragchat.chat.verify import footnotes
+from ragchat.chat.engine.answer import Answer, AnswerRequest
+from ragchat.chat.engine.faults import as_http_error
+from ragchat.chat.engine.verify import footnotes
 from ragchat.core.errors import BadRequest
 from ragchat.core.matches import DocumentMatches, MatchMode, MatchRequest
 from ragchat.core.options import Asked

@@ -11,7 +11,7 @@ from litestar.openapi.config import OpenAPIConfig
 from litestar.openapi.plugins import OpenAPIRenderPlugin
 from litestar.routes import HTTPRoute
 
-from ragchat.chat.openai_schemas import OpenAIError
+from ragchat.chat.api.openai_schemas import OpenAIError
 from ragchat.core.http import ErrorBody, error_responses
 
 REDOC_JS = "/vendor/redoc.standalone.js"

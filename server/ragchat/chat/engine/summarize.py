@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
-from ragchat.chat.budget import estimate_tokens
+from ragchat.chat.engine.budget import estimate_tokens
 from ragchat.core.principal import Principal
 from ragchat.core.reading import DocumentReader, DocumentSections, Section
 from ragchat.providers.llm.base import LLMError, LLMProvider

@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
-from ragchat.chat.document_tools import DocumentTools
-from ragchat.chat.llm_budget import MessageBudget
-from ragchat.chat.loop import ChatContext, ChatEvent, Turn, initial_messages
-from ragchat.chat.pipeline import run_answer, task_of
-from ragchat.chat.replies import citation_report
-from ragchat.chat.verify import Verification, numbered_sources
+from ragchat.chat.engine.document_tools import DocumentTools
+from ragchat.chat.engine.llm_budget import MessageBudget
+from ragchat.chat.engine.loop import ChatContext, ChatEvent, Turn, initial_messages
+from ragchat.chat.engine.pipeline import run_answer, task_of
+from ragchat.chat.engine.replies import citation_report
+from ragchat.chat.engine.verify import Verification, numbered_sources
 from ragchat.core.options import options_of
 from ragchat.core.principal import Principal
 from ragchat.core.search import SearchOptions, SearchService

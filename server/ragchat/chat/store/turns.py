@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID, uuid4
 
-from ragchat.chat import repository as repo
-from ragchat.chat.prompts import history_messages, thread_title
+from ragchat.chat.engine.prompts import history_messages, thread_title
+from ragchat.chat.store import repository as repo
 from ragchat.core.errors import BadRequest, Conflict, NotFound
 from ragchat.core.principal import Principal
 from ragchat.core.search import SearchOptions

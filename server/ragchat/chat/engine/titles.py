@@ -14,7 +14,7 @@ import re
 import unicodedata
 from typing import Any
 
-from ragchat.chat.prompts import thread_title
+from ragchat.chat.engine.prompts import thread_title
 from ragchat.providers.llm.base import LLMProvider
 
 log = logging.getLogger(__name__)

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ragchat.chat.citations import (
+from ragchat.chat.engine.citations import (
     MAX_CHECKS,
     CitationReport,
     Embedder,
@@ -37,7 +37,7 @@ from ragchat.chat.citations import (
     similarities,
     verdict_of,
 )
-from ragchat.chat.coverage import NOT_COVERED, not_covered
+from ragchat.chat.engine.coverage import NOT_COVERED, not_covered
 
 log = logging.getLogger(__name__)
 SUMMARY_TOOLS = frozenset({"summarize_documents"})

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from ragchat.chat.answer import numbered_sources
+from ragchat.chat.engine.answer import numbered_sources
 from ragchat.chat.schemas import Thread
 from ragchat.core.search import Passage
 

@@ -1,6 +1,6 @@
 """The chat's document tools beside `search_documents`: `find_documents` (every document that matches, for
 "which documents…" questions), `read_document` (a document's text in order, paged) and `summarize_documents`
-(a map-reduce summary or comparison of whole documents, chat/summarize.py). Each runs as `tool_call` →
+(a map-reduce summary or comparison of whole documents, chat/engine/summarize.py). Each runs as `tool_call` →
 (`progress`…) → `tool_result`, numbers its passages after the turn's earlier ones, and leaves the text the
 model reads in `ToolOutcome.message`."""
 
@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 from uuid import UUID
 
-from ragchat.chat.llm_budget import MessageBudget
-from ragchat.chat.summarize import Summary, SummaryLimits, summarize
-from ragchat.chat.tools import ToolArgumentError, narrow_metadata
+from ragchat.chat.engine.llm_budget import MessageBudget
+from ragchat.chat.engine.summarize import Summary, SummaryLimits, summarize
+from ragchat.chat.engine.tools import ToolArgumentError, narrow_metadata
 from ragchat.core.errors import BadRequest, NotFound
 from ragchat.core.matches import DocumentFinder, DocumentMatches, MatchMode, MatchRequest, matches_text
 from ragchat.core.principal import Principal

@@ -11,10 +11,10 @@ from uuid import UUID
 from litestar import Response, get, put
 from litestar.params import Parameter
 
-from ragchat.chat.actions import feedback_csv, feedback_jsonl, feedback_rows, set_feedback
-from ragchat.chat.export import export_filename, thread_json, thread_markdown
+from ragchat.chat.api.export import export_filename, thread_json, thread_markdown
 from ragchat.chat.schemas import ChatModel, ChatModels, Feedback, FeedbackBody
 from ragchat.chat.service import ChatService
+from ragchat.chat.store.actions import feedback_csv, feedback_jsonl, feedback_rows, set_feedback
 from ragchat.core.errors import ServiceUnavailable
 from ragchat.core.http import error_responses, file_download
 from ragchat.core.ownership import UserNames

@@ -21,12 +21,12 @@ from dataclasses import replace
 from typing import Any
 from uuid import UUID
 
-from ragchat.chat.citations import find_claims
-from ragchat.chat.coverage import NOT_COVERED
-from ragchat.chat.faults import ChatFault
-from ragchat.chat.loop import ChatContext, ChatEvent, Turn, run_loop
-from ragchat.chat.quality import FAILED, Failure, failure_of, previous_exchange
-from ragchat.chat.verify import numbered_sources
+from ragchat.chat.engine.citations import find_claims
+from ragchat.chat.engine.coverage import NOT_COVERED
+from ragchat.chat.engine.faults import ChatFault
+from ragchat.chat.engine.loop import ChatContext, ChatEvent, Turn, run_loop
+from ragchat.chat.engine.quality import FAILED, Failure, failure_of, previous_exchange
+from ragchat.chat.engine.verify import numbered_sources
 from ragchat.core.errors import RagchatError
 
 log = logging.getLogger(__name__)

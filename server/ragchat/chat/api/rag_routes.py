@@ -1,5 +1,5 @@
 """POST /api/rag: retrieve, then answer, in one JSON response `{answer, chunks, citations, verification, usage,
-debug}`: the chat's answer pipeline (chat/pipeline.py), its verification included.
+debug}`: the chat's answer pipeline (chat/engine/pipeline.py), its verification included.
 
 The same retrieval and prompt as chat's retrieve-then-answer path; nothing is saved. `debug` shows what each
 arm found (`vectorResults`, `keywordResults`), what the reranker kept (`rerankedResults`) and per-stage
@@ -16,12 +16,12 @@ from typing import Any
 from litestar import post
 from litestar.response import Stream
 
-from ragchat.chat.answer import Answer, AnswerRequest
-from ragchat.chat.faults import as_http_error, describe_failure
-from ragchat.chat.loop import ChatEvent
+from ragchat.chat.api.sse import server_sent_events
+from ragchat.chat.engine.answer import Answer, AnswerRequest
+from ragchat.chat.engine.faults import as_http_error, describe_failure
+from ragchat.chat.engine.loop import ChatEvent
 from ragchat.chat.schemas import MAX_QUERY_CHARS, RagAnswer, RagBody, RagFilters, check_task
 from ragchat.chat.service import ChatService
-from ragchat.chat.sse import server_sent_events
 from ragchat.core.errors import BadRequest
 from ragchat.core.http import EventStream, also_event_stream, error_responses, response_spec
 from ragchat.core.options import Asked, SearchOptions, SearchPolicy

@@ -23,7 +23,7 @@ from typing import Any
 import anyio
 from sse_starlette import JSONServerSentEvent
 
-from ragchat.chat.loop import ChatEvent
+from ragchat.chat.engine.loop import ChatEvent
 from ragchat.chat.runs import Run
 from ragchat.core import metrics
 

@@ -12,10 +12,10 @@ from litestar.openapi.datastructures import ResponseSpec
 from sse_starlette import EventSourceResponse
 from starlette.responses import Response
 
-from ragchat.chat.actions import update_thread
-from ragchat.chat.faults import describe_failure
-from ragchat.chat.openai_routes import openai_router
-from ragchat.chat.rag_routes import rag
+from ragchat.chat.api.openai_routes import openai_router
+from ragchat.chat.api.rag_routes import rag
+from ragchat.chat.api.sse import run_events
+from ragchat.chat.engine.faults import describe_failure
 from ragchat.chat.runs import Run
 from ragchat.chat.schemas import (
     BranchBody,
@@ -30,7 +30,7 @@ from ragchat.chat.schemas import (
     check_task,
 )
 from ragchat.chat.service import ChatRequest, ChatService
-from ragchat.chat.sse import run_events
+from ragchat.chat.store.actions import update_thread
 from ragchat.core.errors import BadRequest, Conflict, DatabaseUnavailable
 from ragchat.core.http import error_responses, response_spec
 from ragchat.core.options import Asked, SearchOptions, SearchPolicy

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
-from ragchat.chat.citations import content_terms
+from ragchat.chat.engine.citations import content_terms
 
 MIN_LETTERS = 1  # no letter or digit left once markers, punctuation and spaces are gone: only markers
 REPEAT_RATIO = 0.9  # this similar to the previous answer (and long enough to matter): a repeat

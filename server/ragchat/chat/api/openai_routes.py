@@ -22,9 +22,7 @@ from litestar import Request, Response, Router, get, post
 from litestar.exceptions import HTTPException
 from litestar.response import Stream
 
-from ragchat.chat.answer import Answer, AnswerRequest
-from ragchat.chat.faults import as_http_error
-from ragchat.chat.openai_schemas import (
+from ragchat.chat.api.openai_schemas import (
     MODEL_ID,
     AssistantMessage,
     ChatCompletion,
@@ -35,10 +33,12 @@ from ragchat.chat.openai_schemas import (
     Model,
     ModelList,
 )
-from ragchat.chat.rag_routes import documents_only
+from ragchat.chat.api.rag_routes import documents_only
+from ragchat.chat.engine.answer import Answer, AnswerRequest
+from ragchat.chat.engine.faults import as_http_error
+from ragchat.chat.engine.verify import footnotes
 from ragchat.chat.schemas import AnswerVerification
 from ragchat.chat.service import ChatService
-from ragchat.chat.verify import footnotes
 from ragchat.core.errors import BadRequest, RagchatError, RateLimited
 from ragchat.core.http import EventStream, also_event_stream, error_responses, request_id_of, response_spec
 from ragchat.core.options import Asked, SearchPolicy

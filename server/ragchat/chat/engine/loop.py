@@ -21,19 +21,19 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 from uuid import UUID
 
-from ragchat.chat.budget import fit
-from ragchat.chat.coverage import NOT_COVERED, REFUSAL, not_covered
-from ragchat.chat.document_tools import SUMMARIZE_TOOL_NAME, DocumentTools, ToolOutcome, run_document_tool
-from ragchat.chat.llm_budget import MessageBudget
-from ragchat.chat.prompts import (
+from ragchat.chat.engine.budget import fit
+from ragchat.chat.engine.coverage import NOT_COVERED, REFUSAL, not_covered
+from ragchat.chat.engine.document_tools import SUMMARIZE_TOOL_NAME, DocumentTools, ToolOutcome, run_document_tool
+from ragchat.chat.engine.llm_budget import MessageBudget
+from ragchat.chat.engine.prompts import (
     FALLBACK_SYSTEM_PROMPT,
     SYSTEM_PROMPT,
     fallback_user_message,
     tool_message,
 )
-from ragchat.chat.replies import HoldBack
-from ragchat.chat.rewrite import standalone_query
-from ragchat.chat.tools import (
+from ragchat.chat.engine.replies import HoldBack
+from ragchat.chat.engine.rewrite import standalone_query
+from ragchat.chat.engine.tools import (
     SEARCH_TOOL,
     TOOL_NAME,
     ToolArgumentError,
@@ -114,7 +114,7 @@ class ChatContext:
     metadata: dict[str, list[str]] | None = None  # document metadata filter (the RAG endpoint's `filters`)
     context_tokens: int | None = None  # the model's window; None: requests are not fitted
     documents_only: bool = False  # nothing matched well enough: refuse (coverage.REFUSAL), never ask the model
-    documents: DocumentTools | None = None  # find_documents (chat/document_tools.py); None: search only
+    documents: DocumentTools | None = None  # find_documents (chat/engine/document_tools.py); None: search only
     task: str = "answer"  # summarize | compare: summarize_documents over `document_ids`, then the answer
     budget: MessageBudget | None = None  # the LLM work this message may do (llm_budget.py); None: unbounded
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import anyio
 
-from ragchat.chat.loop import Turn
+from ragchat.chat.engine.loop import Turn
 from ragchat.core.audit import AuditAction, AuditWriter
 from ragchat.core.logs import current_fields
 from ragchat.core.principal import Principal
