@@ -317,9 +317,10 @@ class RetrievalSettings(BaseModel):
     fusion_vector_weight: float | None = Field(default=None, ge=0, le=1)  # None: the method's own default
     # the text-search configurations (languages) the embedding model understands, comma-separated; * = any (a
     # multilingual model such as bge-m3). A scope whose documents are all in other languages fuses with
-    # FUSION_VECTOR_WEIGHT_OTHER_LANGUAGES instead (None: FUSION_VECTOR_WEIGHT); tuned on xquad-dev (bench/xquad.py)
+    # FUSION_VECTOR_WEIGHT_OTHER_LANGUAGES instead (None: FUSION_VECTOR_WEIGHT); 0.6 tuned on xquad-dev only
+    # (bench/xquad.py, docs/BENCHMARKS.md session 13), for the relative fusion
     embed_languages: str = "english"
-    fusion_vector_weight_other_languages: float | None = Field(default=None, ge=0, le=1)
+    fusion_vector_weight_other_languages: float | None = Field(default=0.6, ge=0, le=1)
     keyword_scorer: Literal["bm25", "ts_rank"] = "bm25"
     keyword_candidates: int = 1000
     hnsw_ef_search: int = Field(default=100, ge=1, le=1000)  # at 100k indexed rows

@@ -20,8 +20,8 @@ from ragchat.documents.ingest.language import SIMPLE, LanguageDetection
 from ragchat.documents.ingest.registration import register_bytes
 from ragchat.readscope.sql import ReadScope
 from ragchat.retrieval.exhaustive import find_documents
+from ragchat.retrieval.fusion import vector_weight
 from ragchat.retrieval.keyword import analyse_query, keyword_search
-from ragchat.retrieval.search import vector_weight
 from ragchat.settings import Settings
 from tests.support.services import LOCAL_OWNER_ID, make_pipeline
 

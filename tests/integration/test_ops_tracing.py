@@ -6,7 +6,16 @@ document's ingestion; nothing at all when tracing is off."""
 from __future__ import annotations
 
 import asyncio
+import gzip
+import http.server
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 from uuid import UUID
 
@@ -19,6 +28,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind
 
 from ragchat.core import tracing
+from tests.conftest import free_port
 from tests.fakes.script import Reply
 from tests.support.chat import chat, names
 
@@ -141,30 +151,44 @@ async def wait_ready(client: httpx.AsyncClient, doc_id: UUID) -> None:
     raise AssertionError("the document was not ingested")
 
 
-def test_otlp_endpoint_from_the_environment_receives_spans(monkeypatch: pytest.MonkeyPatch) -> None:
-    """`setup_from_environment` with OTEL_EXPORTER_OTLP_ENDPOINT set exports over real HTTP to a collector (here a
-    local one that records what it is sent), and `shutdown` flushes what is buffered."""
-    import http.server
-    import threading
+class _Collector(http.server.BaseHTTPRequestHandler):
+    """An OTLP/HTTP receiver that records what it is sent (`server.received`: path, protobuf body)."""
 
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if self.headers.get("Content-Encoding") == "gzip":
+            body = gzip.decompress(body)
+        self.server.received.append((self.path, body))  # type: ignore[attr-defined]
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def collector() -> Iterator[tuple[str, list[tuple[str, bytes]]]]:
+    """A local OTLP receiver: its URL and what it received."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Collector)
     received: list[tuple[str, bytes]] = []
-
-    class Collector(http.server.BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            received.append((self.path, body))
-            self.send_response(200)
-            self.send_header("Content-Type", "application/x-protobuf")
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Collector)
+    server.received = received  # type: ignore[attr-defined]
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{server.server_port}")
+        yield f"http://127.0.0.1:{server.server_port}", received
+    finally:
+        server.shutdown()
+
+
+def test_otlp_endpoint_from_the_environment_receives_spans(
+    monkeypatch: pytest.MonkeyPatch, collector: tuple[str, list[tuple[str, bytes]]]
+) -> None:
+    """`setup_from_environment` with OTEL_EXPORTER_OTLP_ENDPOINT set exports over real HTTP to a collector (here a
+    local one that records what it is sent), and `shutdown` flushes what is buffered."""
+    url, received = collector
+    try:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", url)
         monkeypatch.setenv("OTEL_SERVICE_NAME", "ragchat-test")
         assert tracing.setup_from_environment()
         with tracing.span("search.keyword", mode="hybrid"):
@@ -172,11 +196,114 @@ def test_otlp_endpoint_from_the_environment_receives_spans(monkeypatch: pytest.M
         tracing.shutdown()
         assert not tracing.enabled()
     finally:
-        server.shutdown()
         tracing.use_provider(None)
     assert [path for path, _ in received] == ["/v1/traces"]
     body = received[0][1]
     assert b"search.keyword" in body and b"ragchat-test" in body
+
+
+def exported(received: list[tuple[str, bytes]]) -> list[tuple[str, Any]]:
+    """(service name, span) of every span a collector received."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    out = []
+    for _, body in received:
+        request = ExportTraceServiceRequest.FromString(body)
+        for resource_spans in request.resource_spans:
+            attributes = {a.key: a.value.string_value for a in resource_spans.resource.attributes}
+            for scope_spans in resource_spans.scope_spans:
+                out += [(attributes.get("service.name", ""), s) for s in scope_spans.spans]
+    return out
+
+
+def _start(tmp_path: Path, name: str, command: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[bytes], Path]:
+    log = tmp_path / f"{name}.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "ragchat.cli", *command], env={**os.environ, **env}, stdout=out, stderr=out
+        )
+    return process, log
+
+
+def _wait_for(process: subprocess.Popen[bytes], log: Path, text: str) -> None:
+    deadline = time.monotonic() + 180
+    while text not in log.read_text():
+        assert process.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
+        time.sleep(0.2)
+
+
+@pytest.mark.slow
+def test_serve_and_worker_export_one_trace_per_request_and_per_ingest(
+    tmp_path: Path, db: str, collector: tuple[str, list[tuple[str, bytes]]]
+) -> None:
+    """Real `ragchat serve` and `ragchat worker` processes export to a local OTLP receiver: a search is one trace
+    (its server span, search stages and database queries); a document's ingestion in the worker is one trace
+    whose id is the document's, with database spans, which the upload request in the server links to."""
+    url, received = collector
+    port = free_port()
+    common = {
+        "DATABASE_URL": db,
+        "DATA_DIR": str(tmp_path / "data"),
+        "AUTH": "off",
+        "OLLAMA_HOST": "http://127.0.0.1:9",
+        "HF_HUB_OFFLINE": "1",
+        "OTEL_EXPORTER_OTLP_ENDPOINT": url,
+        "OTEL_BSP_SCHEDULE_DELAY": "200",
+    }
+    serve, serve_log = _start(
+        tmp_path, "serve", ["serve"],
+        {**common, "PORT": str(port), "INGEST_WORKERS": "0", "OTEL_SERVICE_NAME": "ragchat-serve"},
+    )  # fmt: skip
+    worker, worker_log = _start(
+        tmp_path, "worker", ["worker", "--poll", "0.2"], {**common, "OTEL_SERVICE_NAME": "ragchat-worker"}
+    )
+    try:
+        _wait_for(serve, serve_log, "ready at")
+        _wait_for(worker, worker_log, "waiting for queued documents")
+        base = f"http://127.0.0.1:{port}"
+        r = httpx.post(
+            f"{base}/api/documents",
+            files={"files": ("deltas.txt", b"River deltas form where sediment settles. " * 30, "text/plain")},
+            timeout=60,
+        )
+        assert r.status_code == 201, r.text
+        doc_id = UUID(r.json()["results"][0]["document"]["id"])
+        deadline = time.monotonic() + 180
+        while httpx.get(f"{base}/api/documents/{doc_id}", timeout=30).json()["status"] != "ready":
+            assert time.monotonic() < deadline, worker_log.read_text()[-3000:]
+            time.sleep(0.2)
+        searched = httpx.get(f"{base}/api/search", params={"q": "deltas"}, headers={"X-Request-ID": "otlp-1"})
+        assert searched.status_code == 200
+    finally:
+        for process in (serve, worker):
+            process.send_signal(signal.SIGTERM)
+        for process in (serve, worker):
+            try:
+                process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                process.kill()
+    spans = exported(received)
+    assert spans, (serve_log.read_text()[-2000:], worker_log.read_text()[-2000:])
+    kinds = {"SERVER": 2, "CLIENT": 3, "CONSUMER": 5}  # OTLP's Span.SpanKind numbers
+
+    def attribute(span: Any, key: str) -> str:
+        return next((a.value.string_value for a in span.attributes if a.key == key), "")
+
+    search = [s for svc, s in spans if svc == "ragchat-serve" and attribute(s, "ragchat.request_id") == "otlp-1"]
+    request = next(s for s in search if s.kind == kinds["SERVER"])
+    assert request.name == "GET /api/search"
+    trace = [s for _, s in spans if s.trace_id == request.trace_id]
+    assert {"search.vector", "search.keyword", "search.embed"} <= {s.name for s in trace}
+    assert [s for s in trace if s.kind == kinds["CLIENT"] and attribute(s, "db.system.name") == "postgresql"]
+
+    job = [(svc, s) for svc, s in spans if s.trace_id == doc_id.bytes]
+    assert {svc for svc, _ in job} == {"ragchat-worker"}, job
+    assert {"ingest.parse", "ingest.embed", "ingest.store"} <= {s.name for _, s in job}
+    assert [s for _, s in job if s.kind == kinds["CLIENT"] and attribute(s, "db.system.name") == "postgresql"]
+    upload = next(s for svc, s in spans if svc == "ragchat-serve" and s.name == "POST /api/documents")
+    assert [link.trace_id for link in upload.links] == [doc_id.bytes]
+    # traces start at requests and jobs only: no query or HTTP call is a trace of its own
+    assert not [s for _, s in spans if s.kind == kinds["CLIENT"] and not s.parent_span_id]
 
 
 def test_no_endpoint_means_no_tracing(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from ragchat.core import tracing
 from ragchat.core.errors import RagchatError
 from ragchat.core.principal import Principal, local_principal
 from ragchat.settings import Settings
@@ -213,9 +214,16 @@ def run_server(app: Any, *, host: str, port: int, log_level: str, on_ready: Call
     def failed() -> None:
         server.should_exit = True
 
+    class Server(uvicorn.Server):
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().shutdown(sockets)
+            # uvicorn re-raises the SIGTERM it handled once it is done, which ends the process here: export the
+            # spans still buffered first
+            await asyncio.to_thread(tracing.flush)
+
     early = EarlyStart(app, on_ready=on_ready, on_failed=failed)
     config = uvicorn.Config(early, **uvicorn_options(host=host, port=port, log_level=log_level), lifespan="on")
-    server = uvicorn.Server(config)
+    server = Server(config)
     with suppress(KeyboardInterrupt, SystemExit):  # uvicorn exits (SystemExit) when it cannot bind the port
         server.run()
     return server.started and early.started

@@ -270,3 +270,10 @@ def setup_from_environment() -> bool:
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
     use_provider(provider)
     return True
+
+
+def flush() -> None:
+    """Export what is buffered now (tracing stays on)."""
+    provider = _state.provider
+    if provider is not None and hasattr(provider, "force_flush"):
+        provider.force_flush()

@@ -21,6 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from ragchat.settings import RetrievalSettings
+
 FusionMethod = Literal["relative", "rrf", "weighted_rrf", "score"]
 DEFAULT_VECTOR_WEIGHT: dict[str, float] = {"relative": 0.75, "score": 0.5, "weighted_rrf": 0.5, "rrf": 0.5}
 
@@ -171,3 +173,16 @@ def fuse(
     for entry in fused:
         entry.score = min(1.0, entry.score / best) if best > 0 else 0.0
     return fused
+
+
+def vector_weight(s: RetrievalSettings, configs: Sequence[str]) -> float | None:
+    """The fusion's vector weight for a scope whose chunks use `configs` (text-search configurations): the
+    configured one, or FUSION_VECTOR_WEIGHT_OTHER_LANGUAGES when the scope has text in some language and none of
+    it in a language the embedding model covers (EMBED_LANGUAGES; `simple`, the unknown language, decides
+    nothing): the model's vectors of text it does not understand rank worse than the keyword arm."""
+    other = s.fusion_vector_weight_other_languages
+    covered = {c.strip() for c in s.embed_languages.split(",") if c.strip()}
+    if other is None or "*" in covered:
+        return s.fusion_vector_weight
+    known = set(configs) - {"simple"}
+    return other if known and not known & covered else s.fusion_vector_weight

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -38,7 +37,7 @@ from ragchat.providers.embeddings.base import EmbeddingError
 from ragchat.readscope.sql import ReadScope, read_chunk_scope, readable_chunks, scope_params
 from ragchat.retrieval.exhaustive import find_documents
 from ragchat.retrieval.expansion import NO_EXPANDER, Expander, keyword_text, vector_text
-from ragchat.retrieval.fusion import Fused, fuse, keyword_only, vector_only
+from ragchat.retrieval.fusion import Fused, fuse, keyword_only, vector_only, vector_weight
 from ragchat.retrieval.keyword import KeywordHits, keyword_arm
 from ragchat.retrieval.rerank import Reranked
 from ragchat.retrieval.vector import vector_search
@@ -61,19 +60,6 @@ class Reranker(Protocol):
         """Hits sorted by `trace.rerank_score` (and `score` set to it), at most `limit`, and how many the LLM
         scored (the unscored ones follow in retrieval order; none scored: the retrieval order)."""
         ...
-
-
-def vector_weight(s: RetrievalSettings, configs: Sequence[str]) -> float | None:
-    """The fusion's vector weight for a scope whose chunks use `configs` (text-search configurations): the
-    configured one, or FUSION_VECTOR_WEIGHT_OTHER_LANGUAGES when the scope has text in some language and none of
-    it in a language the embedding model covers (EMBED_LANGUAGES; `simple`, the unknown language, decides
-    nothing): the model's vectors of text it does not understand rank worse than the keyword arm."""
-    other = s.fusion_vector_weight_other_languages
-    covered = {c.strip() for c in s.embed_languages.split(",") if c.strip()}
-    if other is None or "*" in covered:
-        return s.fusion_vector_weight
-    known = set(configs) - {"simple"}
-    return other if known and not known & covered else s.fusion_vector_weight
 
 
 def monotone(hits: list[ChunkHit]) -> list[ChunkHit]:

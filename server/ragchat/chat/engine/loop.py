@@ -15,111 +15,32 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple
-from uuid import UUID
+from typing import Any
 
 from ragchat.chat.engine.budget import fit
+from ragchat.chat.engine.context import ChatContext, ChatEvent, Turn
 from ragchat.chat.engine.coverage import NOT_COVERED, REFUSAL, not_covered
-from ragchat.chat.engine.document_tools import SUMMARIZE_TOOL_NAME, DocumentTools, ToolOutcome, run_document_tool
-from ragchat.chat.engine.llm_budget import MessageBudget
-from ragchat.chat.engine.prompts import (
-    FALLBACK_SYSTEM_PROMPT,
-    SYSTEM_PROMPT,
-    fallback_user_message,
-    tool_message,
-)
+from ragchat.chat.engine.document_tools import SUMMARIZE_TOOL_NAME
+from ragchat.chat.engine.prompts import FALLBACK_SYSTEM_PROMPT, SYSTEM_PROMPT, fallback_user_message
 from ragchat.chat.engine.replies import HoldBack
 from ragchat.chat.engine.rewrite import standalone_query
-from ragchat.chat.engine.tools import (
-    SEARCH_TOOL,
-    TOOL_NAME,
-    ToolArgumentError,
-    narrow_metadata,
-    parse_search_args,
-    run_search,
-    tool_result_payload,
-)
+from ragchat.chat.engine.toolbox import registry_for, search_events, tool_reply
+from ragchat.chat.engine.tools import TOOL_NAME, ToolArgumentError
 from ragchat.core import metrics, tracing
-from ragchat.core.principal import Principal
-from ragchat.core.search import SearchOptions, SearchResult, SearchService
+from ragchat.core.search import SearchResult
 from ragchat.providers.llm.base import (
-    ChatChunk,
     LLMBadResponse,
     LLMContextOverflow,
     LLMError,
-    LLMProvider,
     ToolCall,
     ToolsUnsupported,
 )
-from ragchat.settings import LLMSettings
 
+__all__ = ["ChatContext", "ChatEvent", "Turn", "initial_messages", "run_loop"]
 log = logging.getLogger(__name__)
 MAX_CALLS_PER_ROUND = 4
-
-
-class ChatEvent(NamedTuple):
-    """One SSE event: its name and its JSON object."""
-
-    event: str
-    data: dict[str, Any]
-
-
-@dataclass
-class Turn:
-    """What the assistant produced so far: saved as the assistant message, whatever happens."""
-
-    parts: list[str] = field(default_factory=list)
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)
-    tool_results: list[dict[str, Any]] = field(default_factory=list)
-    usage: dict[str, Any] = field(
-        default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0, "llm_calls": 0, "tool_rounds": 0}
-    )
-    finish_reason: str | None = None
-    passages: int = 0  # passages numbered so far (the next search continues at passages + 1)
-    searched: dict[tuple[str, tuple[str, ...]], tuple[int, int]] = field(default_factory=dict)  # → passages
-    stop_tools: bool = False  # the model repeated a search: the next call goes without tools
-    task_text: str | None = None  # a Summarise/Compare task's parts as the model reads them (a retry reuses them)
-    _calls: int = 0
-
-    @property
-    def content(self) -> str:
-        return "".join(self.parts)
-
-    def next_call_id(self) -> str:
-        self._calls += 1
-        return f"call_{self._calls}"
-
-    def count(self, chunk: ChatChunk) -> None:
-        self.usage["prompt_tokens"] += chunk.prompt_tokens
-        self.usage["completion_tokens"] += chunk.completion_tokens
-        self.finish_reason = chunk.finish_reason or "stop"
-
-
-@dataclass
-class ChatContext:
-    """The clients and per-request choices the loop needs."""
-
-    llm: LLMProvider
-    search: SearchService
-    settings: LLMSettings
-    principal: Principal
-    options: SearchOptions  # resolved at the entry point; every search of the turn uses them
-    model: str  # this turn's chat model (the request's, the user's, or CHAT_MODEL)
-    use_tools: bool = True  # false: retrieve-then-answer (CHAT_USE_TOOLS=false, /api/rag)
-    document_ids: list[UUID] | None = None
-    collection_ids: list[UUID] | None = None
-    metadata: dict[str, list[str]] | None = None  # document metadata filter (the RAG endpoint's `filters`)
-    context_tokens: int | None = None  # the model's window; None: requests are not fitted
-    documents_only: bool = False  # nothing matched well enough: refuse (coverage.REFUSAL), never ask the model
-    documents: DocumentTools | None = None  # find_documents (chat/engine/document_tools.py); None: search only
-    task: str = "answer"  # summarize | compare: summarize_documents over `document_ids`, then the answer
-    budget: MessageBudget | None = None  # the LLM work this message may do (llm_budget.py); None: unbounded
-
-    def tools(self) -> list[dict[str, Any]]:
-        return [SEARCH_TOOL, *(self.documents.schemas if self.documents else [])]
 
 
 def initial_messages(history: list[dict[str, str]], question: str) -> list[dict[str, Any]]:
@@ -223,7 +144,7 @@ async def _stream_reply(
 
     While tools are offered, text is held back until it is clearly an answer (`HoldBack`); a request the
     server finds too long is fitted again with half the budget, once."""
-    tools = ctx.tools() if offer_tools else None
+    tools = registry_for(ctx).schemas() if offer_tools else None
     s = ctx.settings
     budget = None if ctx.context_tokens is None else ctx.context_tokens - s.chat_answer_reserve_tokens
     for attempt in range(2):
@@ -280,119 +201,33 @@ async def _stream_reply(
         return
 
 
-async def _search_events(
-    ctx: ChatContext,
-    arguments: dict[str, Any],
-    query: str,
-    document_ids: list[UUID] | None,
-    turn: Turn,
-    on_result: Callable[[SearchResult, int], None],
-    asked: dict[str, list[str]] | None = None,
-) -> AsyncGenerator[ChatEvent, None]:
-    """`tool_call`, run the search, `tool_result`; `on_result(result, first passage number)` feeds the model."""
-    call_id = turn.next_call_id()
-    call = {"id": call_id, "name": TOOL_NAME, "arguments": arguments}
-    turn.tool_calls.append(call)
-    yield ChatEvent("tool_call", call)
-
-    async def search(metadata: dict[str, list[str]] | None) -> SearchResult:
-        return await run_search(
-            ctx.search,
-            ctx.principal,
-            query,
-            ctx.options,
-            document_ids=document_ids,
-            collection_ids=ctx.collection_ids,
-            metadata=metadata,
-        )
-
-    if ctx.budget is not None and ctx.options.rerank:
-        await ctx.budget.llm_calls(ctx.budget.rerank_cost)  # the LLM rerank's calls
-    result = await search(narrow_metadata(ctx.metadata, asked))
-    if asked and not result.chunks:  # filters the model made up found nothing: the request's own scope instead
-        result = await search(ctx.metadata)
-    payload = tool_result_payload(call_id, result)
-    turn.tool_results.append(payload)
-    start = turn.passages + 1
-    turn.passages += len(result.chunks)
-    on_result(result, start)
-    yield ChatEvent("tool_result", payload)
-
-
 async def _run_tool(
     ctx: ChatContext, call: ToolCall, index: int, messages: list[dict[str, Any]], turn: Turn
 ) -> AsyncGenerator[ChatEvent, None]:
-    name = call.name
-    arguments = call.arguments
+    """One call: refused (the message's tool budget, too many at once, an unknown tool, bad arguments: the
+    reason goes back to the model as the tool's answer), else parsed once and run by its tool (toolbox.py)."""
     refused = ctx.budget.take_tool_call() if ctx.budget is not None and index < MAX_CALLS_PER_ROUND else None
     if refused is not None:  # CHAT_MAX_TOOL_CALLS: the next call goes without tools, the answer notes it
-        log.info("tool call %s refused: %s", name, refused)
+        log.info("tool call %s refused: %s", call.name, refused)
         turn.stop_tools = True
-        messages.append({"role": "tool", "tool_call_id": call.id, "name": name, "content": refused})
+        messages.append(tool_reply(call, refused))
         return
-    if ctx.documents is not None and name in ctx.documents.names and index < MAX_CALLS_PER_ROUND:
-        outcome = ToolOutcome(turn.next_call_id(), turn.passages + 1)
-        async with aclosing(run_document_tool(ctx.documents, name, arguments, outcome)) as events:
-            async for event, data in events:
-                if event == "tool_call":
-                    turn.tool_calls.append(data)
-                elif event == "tool_result":
-                    turn.tool_results.append(data)
-                    turn.passages += len(data["chunks"])
-                    turn.usage["llm_calls"] += (data.get("summary") or {}).get("llm_calls", 0)
-                yield ChatEvent(event, data)
-        messages.append({"role": "tool", "tool_call_id": call.id, "name": name, "content": outcome.message})
-        return
-    repeated = _repeated_search(call, ctx, turn)
-    if repeated is not None:
-        log.info("the model repeated a search (%r): answering from the earlier passages", arguments)
-        turn.stop_tools = True
-        messages.append({"role": "tool", "tool_call_id": call.id, "name": name, "content": repeated})
-        return
+    registry = registry_for(ctx)
+    tool = registry.get(call.name)
     try:
+        if tool is None:
+            offered = ", ".join(registry.names)
+            raise ToolArgumentError(f"there is no tool named {call.name!r}; the tools are {offered}")
         if index >= MAX_CALLS_PER_ROUND:
-            raise ToolArgumentError(f"at most {MAX_CALLS_PER_ROUND} searches at once; wait for these results")
-        if not isinstance(arguments, dict):
-            raise ToolArgumentError(f'the arguments were not valid JSON; call {TOOL_NAME} with {{"query": "..."}}')
-        args = parse_search_args(name, arguments, ctx.document_ids)
+            raise ToolArgumentError(f"at most {MAX_CALLS_PER_ROUND} tool calls at once; wait for these results")
+        parsed = tool.parse(call.arguments, ctx)
     except ToolArgumentError as exc:
-        log.info("rejected tool call %s(%r): %s", name, arguments, exc)
-        messages.append({"role": "tool", "tool_call_id": call.id, "name": name, "content": f"Error: {exc}"})
+        log.info("rejected tool call %s(%r): %s", call.name, call.arguments, exc)
+        messages.append(tool_reply(call, f"Error: {exc}"))
         return
-
-    def feed(result: SearchResult, start: int) -> None:
-        turn.searched[_search_key(args.query, args.document_ids)] = (start, start + len(result.chunks) - 1)
-        messages.append(
-            {"role": "tool", "tool_call_id": call.id, "name": TOOL_NAME, "content": tool_message(result, start)}
-        )
-
-    search = _search_events(ctx, dict(arguments), args.query, args.document_ids, turn, feed, args.metadata)
-    async with aclosing(search) as events:
+    async with aclosing(tool.run(ctx, call, parsed, messages, turn)) as events:
         async for event in events:
             yield event
-
-
-def _search_key(query: str, document_ids: list[UUID] | None) -> tuple[str, tuple[str, ...]]:
-    return (" ".join(query.lower().split()), tuple(sorted(str(i) for i in document_ids or [])))
-
-
-def _repeated_search(call: ToolCall, ctx: ChatContext, turn: Turn) -> str | None:
-    """The tool message for a search this turn already ran (small models repeat themselves), else None."""
-    if not isinstance(call.arguments, dict):
-        return None
-    try:
-        args = parse_search_args(call.name, call.arguments, ctx.document_ids)
-    except ToolArgumentError:
-        return None
-    seen = turn.searched.get(_search_key(args.query, args.document_ids))
-    if seen is None:
-        return None
-    first, last = seen
-    where = f"passages [{first}] to [{last}] above" if last >= first else "no passages (nothing matched)"
-    return (
-        f'You already searched for "{args.query}": the results are {where}. Do not search again; answer the '
-        "user's question now from those passages, citing them by number, or say the documents don't say."
-    )
 
 
 async def _retrieve_then_answer(
@@ -414,7 +249,7 @@ async def _retrieve_then_answer(
         rewrite = await standalone_query(ctx.llm, ctx.model, messages[1:-1], question, timeout)
         arguments = {"query": rewrite.query, "question": question, "rewrite": rewrite.outcome}
     query = arguments["query"]
-    async with aclosing(_search_events(ctx, arguments, query, ctx.document_ids, turn, feed)) as events:
+    async with aclosing(search_events(ctx, arguments, query, ctx.document_ids, turn, feed)) as events:
         async for event in events:
             yield event
 
