@@ -25,10 +25,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import io
 import os
 import shutil
-import struct
 import subprocess
 import sys
 import tempfile
@@ -54,44 +52,21 @@ assert len(SMALL) == 40
 
 
 # ---- the files ----------------------------------------------------------------------------------------------
-def _page_strip(number: int, side: int) -> bytes:
-    """One bilevel page `side` px square with ~30 lines of text, Group 4 compressed as one strip."""
-    size = max(24, side // 70)
-    face = scans.font(size)
-    page = Image.new("1", (side, side), 1)
-    draw = ImageDraw.Draw(page)
-    step = int(size * 1.9)
-    for i in range(min(30, (side - 2 * size) // step)):
-        line = f"Harbour ledger page {number}, entry {i + 1}: forty crates of salt cod for the northern quay"
-        draw.text((size * 3, size * 2 + i * step), line, font=face, fill=0)
-    buf = io.BytesIO()
-    page.save(buf, "TIFF", compression="group4", strip_size=1 << 30)
-    tags = Image.open(io.BytesIO(buf.getvalue())).tag_v2  # pyright: ignore[reportAttributeAccessIssue]
-    raw = buf.getvalue()
-    return b"".join(raw[o : o + c] for o, c in zip(tags[273], tags[279], strict=True))
-
-
 def text_tiff(pages: int, megapixels: float, distinct: int) -> bytes:
-    """A multi-page bilevel TIFF: `pages` pages of `megapixels` each, the text of `distinct` drawn pages
-    repeated (every page has its own IFD and its own copy of its strip)."""
+    """A multi-page bilevel TIFF: `pages` square pages of `megapixels` each with ~30 lines of text, the text of
+    `distinct` drawn pages repeated (every page has its own IFD and its own copy of its strip)."""
     side = int((megapixels * 1e6) ** 0.5)
-    strips = [_page_strip(n + 1, side) for n in range(min(distinct, pages))]
-    tags = [(256, 4, side), (257, 4, side), (258, 3, 1), (259, 3, 4), (262, 3, 1), (273, 4, 0)]
-    tags += [(277, 3, 1), (278, 4, side), (279, 4, 0)]
-    ifd_size = 2 + 12 * len(tags) + 4
-    out = bytearray(b"II*\x00" + struct.pack("<I", 8))
-    for i in range(pages):
-        strip = strips[i % len(strips)]
-        strip_at = len(out) + ifd_size
-        nxt = strip_at + len(strip) + (len(strip) & 1)
-        out += struct.pack("<H", len(tags))
-        for tag, kind, value in tags:
-            value = {273: strip_at, 279: len(strip)}.get(tag, value)
-            packed = struct.pack("<HH", value, 0) if kind == 3 else struct.pack("<I", value)
-            out += struct.pack("<HHI", tag, kind, 1) + packed
-        out += struct.pack("<I", nxt if i < pages - 1 else 0)
-        out += strip + b"\x00" * (len(strip) & 1)
-    return bytes(out)
+    size = max(24, side // 70)
+    face, step = scans.font(size), int(size * 1.9)
+    strips = []
+    for number in range(1, min(distinct, pages) + 1):
+        page = Image.new("1", (side, side), 1)
+        draw = ImageDraw.Draw(page)
+        for i in range(min(30, (side - 2 * size) // step)):
+            line = f"Harbour ledger page {number}, entry {i + 1}: forty crates of salt cod for the northern quay"
+            draw.text((size * 3, size * 2 + i * step), line, font=face, fill=0)
+        strips.append(scans.group4_strip(page))
+    return scans.group4_tiff(strips, side, side, pages)
 
 
 def one_page_png() -> bytes:

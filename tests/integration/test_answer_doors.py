@@ -176,3 +176,27 @@ async def test_a_plain_lookup_is_one_model_call_and_a_summary_asked_in_words_rea
     assert summary["chunks"] and summary["chunks"][0]["section"].startswith("Summary of"), summary
     assert summary["verification"]["searched"] is True
     assert "no_source" not in [c["verdict"] for c in summary["verification"]["citations"]]
+
+
+async def test_v1_with_tools_of_its_own_streams_ragchats_answer(served: dict[str, Any], fake_ollama: Any) -> None:
+    """A client that sends `tools` and `tool_choice` of its own (e.g. an agent framework) still gets ragchat's
+    grounded answer: its tools are not forwarded to the model, and the stream ends with the verification."""
+    client = openai.AsyncOpenAI(base_url=served["server"].url + "/v1", api_key=served["token"], max_retries=0)
+    theirs = [{"type": "function", "function": {"name": "rm_rf", "parameters": {"type": "object", "properties": {}}}}]
+    stream = await client.chat.completions.create(
+        model="ragchat",
+        messages=[{"role": "user", "content": "What causes ocean tides?"}],
+        tools=theirs,  # type: ignore[arg-type]
+        tool_choice="required",
+        stream=True,
+    )
+    parts, last = [], None
+    async for chunk in stream:
+        last = chunk
+        if chunk.choices and chunk.choices[0].delta.content:
+            parts.append(chunk.choices[0].delta.content)
+        assert not (chunk.choices and chunk.choices[0].delta.tool_calls)
+    assert "".join(parts).startswith("Ocean tides are caused mainly by the gravity of the moon [1].")
+    assert last is not None and (last.model_extra or {})["verification"]["citations"]
+    offered = [t["function"]["name"] for r in fake_ollama.chat_requests for t in r.body.get("tools") or []]
+    assert "rm_rf" not in offered

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import io
-import struct
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -127,24 +126,8 @@ def test_a_one_colour_6300_pixel_image_costs_about_its_decoding(fmt: str) -> Non
 
 def blank_tiff(pages: int, width: int, height: int) -> bytes:
     """A bilevel TIFF of `pages` blank pages sharing one Group 4 strip (tiny, and fast to build)."""
-    one = io.BytesIO()
-    Image.new("1", (width, height), 1).save(one, "TIFF", compression="group4", strip_size=1 << 30)
-    tags_of = Image.open(io.BytesIO(one.getvalue())).tag_v2  # pyright: ignore[reportAttributeAccessIssue]
-    raw = one.getvalue()
-    strip = b"".join(raw[o : o + c] for o, c in zip(tags_of[273], tags_of[279], strict=True))
-    tags = [(256, 4, width), (257, 4, height), (258, 3, 1), (259, 3, 4), (262, 3, 0), (273, 4, 8)]
-    tags += [(277, 3, 1), (278, 4, height), (279, 4, len(strip))]
-    pad = len(strip) & 1
-    ifd_size = 2 + 12 * len(tags) + 4
-    first = 8 + len(strip) + pad
-    out = bytearray(b"II*\x00" + struct.pack("<I", first) + strip + b"\x00" * pad)
-    for i in range(pages):
-        out += struct.pack("<H", len(tags))
-        for tag, kind, value in tags:
-            packed = struct.pack("<HH", value, 0) if kind == 3 else struct.pack("<I", value)
-            out += struct.pack("<HHI", tag, kind, 1) + packed
-        out += struct.pack("<I", first + (i + 1) * ifd_size if i < pages - 1 else 0)
-    return bytes(out)
+    strip = scans.group4_strip(Image.new("1", (width, height), 1))
+    return scans.group4_tiff([strip], width, height, pages, copies=False)
 
 
 def test_a_tiff_of_1000_blank_40_megapixel_pages_stops_at_the_pixel_budget() -> None:

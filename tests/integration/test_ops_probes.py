@@ -158,3 +158,17 @@ def test_livez_answers_from_the_first_second_of_serve_and_the_log_is_json(tmp_pa
     events = [json.loads(line) for line in lines]  # every line is JSON
     assert [e["event"] for e in events if e.get("event")][:2] == ["starting", "ready"], events
     assert serve.returncode in (0, -signal.SIGTERM), lines[-5:]  # uvicorn re-raises the signal it handled
+
+
+def test_a_start_that_fails_ends_the_process(tmp_path: Path, db: str) -> None:
+    """/livez answers while the app starts, so a start that fails must end the process (a supervisor restarts
+    it), saying why: here the embedding model cannot be loaded."""
+    port = free_port()
+    serve, log = _serve(tmp_path, db, port, EMBED_MODEL="no-such-org/no-such-embedding-model")
+    try:
+        serve.wait(timeout=180)
+    finally:
+        serve.kill()
+    text = log.read_text()
+    assert serve.returncode == 1, text[-3000:]
+    assert "ragchat could not start" in text and "ready at" not in text, text[-3000:]

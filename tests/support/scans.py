@@ -4,6 +4,7 @@ noise; a table; two columns; pure noise. Each maker returns (PIL image, the text
 from __future__ import annotations
 
 import random
+import struct
 from io import BytesIO
 from pathlib import Path
 from typing import Any
@@ -114,6 +115,42 @@ def tiff(frames: list[Image.Image]) -> bytes:
     out = BytesIO()
     frames[0].save(out, "TIFF", save_all=True, append_images=frames[1:], compression="tiff_deflate")
     return out.getvalue()
+
+
+def group4_strip(page: Image.Image) -> bytes:
+    """A bilevel page compressed with CCITT Group 4 as one TIFF strip (its raw bytes)."""
+    raw = encoded(page.convert("1"), "TIFF", compression="group4", strip_size=1 << 30)
+    tags = Image.open(BytesIO(raw)).tag_v2  # pyright: ignore[reportAttributeAccessIssue]
+    return b"".join(raw[o : o + c] for o, c in zip(tags[273], tags[279], strict=True))
+
+
+def group4_tiff(strips: list[bytes], width: int, height: int, pages: int, *, copies: bool = True) -> bytes:
+    """A multi-page bilevel TIFF of `pages` pages of `width` × `height`, page n drawn by strip n % len(strips)
+    (`group4_strip`), written fast without Pillow: each page its own IFD and, with `copies`, its own copy of the
+    strip's bytes (a file as big as a real scan), else all pages pointing at the strips written once (tiny)."""
+    tags = [(256, 4, width), (257, 4, height), (258, 3, 1), (259, 3, 4), (262, 3, 1), (273, 4, 0)]
+    tags += [(277, 3, 1), (278, 4, height), (279, 4, 0)]
+    ifd_size = 2 + 12 * len(tags) + 4
+    out = bytearray(b"II*\x00" + b"\x00" * 4)
+    at: list[int] = []
+    if not copies:
+        for strip in strips:
+            at.append(len(out))
+            out += strip + b"\x00" * (len(strip) & 1)
+    out[4:8] = struct.pack("<I", len(out))
+    for i in range(pages):
+        strip = strips[i % len(strips)]
+        here = len(out) + ifd_size if copies else at[i % len(strips)]
+        nxt = len(out) + ifd_size + (len(strip) + (len(strip) & 1) if copies else 0)
+        out += struct.pack("<H", len(tags))
+        for tag, kind, value in tags:
+            value = {273: here, 279: len(strip)}.get(tag, value)
+            packed = struct.pack("<HH", value, 0) if kind == 3 else struct.pack("<I", value)
+            out += struct.pack("<HHI", tag, kind, 1) + packed
+        out += struct.pack("<I", nxt if i < pages - 1 else 0)
+        if copies:
+            out += strip + b"\x00" * (len(strip) & 1)
+    return bytes(out)
 
 
 def scanned_pdf(pages: list[Image.Image | str], dpi: int = 150) -> bytes:

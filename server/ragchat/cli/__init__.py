@@ -6,6 +6,7 @@ import argparse
 import logging
 import sys
 from pathlib import Path
+from typing import Any
 
 import psycopg
 from pydantic import ValidationError
@@ -56,8 +57,6 @@ def serve(settings: Settings, args: argparse.Namespace) -> int:
     check_port(host, port)  # in use, not allowed, not an address here: said at once, before the slow start-up
     preflight_database(settings)  # a wrong DATABASE_URL: one line, not a traceback from the app's start
 
-    from ragchat.app import create_app
-
     if not is_loopback(host):
         say(
             f"ragchat: listening on {host}: other machines can reach this server. Requests must name a host in "
@@ -74,8 +73,13 @@ def serve(settings: Settings, args: argparse.Namespace) -> int:
         announced.append(remote.announce(settings.data_dir, url, settings.auth))  # commands on this data dir use it
         say(f"ragchat: ready at {url}", "ready", url=url)
 
+    def load() -> Any:  # the app's imports (~10 s on a busy machine) come after the port answers /livez
+        from ragchat.app import create_app
+
+        return create_app(settings)
+
     try:
-        started = run_server(create_app(settings), host=host, port=port, log_level=settings.log_level, on_ready=ready)
+        started = run_server(load, host=host, port=port, log_level=settings.log_level, on_ready=ready)
     finally:
         for path in announced:
             path.unlink(missing_ok=True)

@@ -203,10 +203,11 @@ def uvicorn_options(*, host: str, port: int, log_level: str) -> dict[str, Any]:
     }
 
 
-def run_server(app: Any, *, host: str, port: int, log_level: str, on_ready: Callable[[], None]) -> bool:
-    """Serve `app` with uvicorn until Ctrl-C or SIGTERM. The port is bound at once and answers `/livez` while
-    the app starts (web/starting.py); `on_ready` runs once the app has started (database migrated, models
-    loaded). False if it never got there (the port was taken, or the app's start failed)."""
+def run_server(load: Callable[[], Any], *, host: str, port: int, log_level: str, on_ready: Callable[[], None]) -> bool:
+    """Serve the app `load` builds with uvicorn until Ctrl-C or SIGTERM. The port is bound at once and answers
+    `/livez` while the app is imported and built (in a thread) and starts (web/starting.py); `on_ready` runs
+    once it has started (database migrated, models loaded). False if it never got there (the port was taken,
+    or the app's start failed)."""
     import uvicorn
 
     from ragchat.web.starting import EarlyStart
@@ -221,7 +222,7 @@ def run_server(app: Any, *, host: str, port: int, log_level: str, on_ready: Call
             # spans still buffered first
             await asyncio.to_thread(tracing.flush)
 
-    early = EarlyStart(app, on_ready=on_ready, on_failed=failed)
+    early = EarlyStart(load, on_ready=on_ready, on_failed=failed)
     config = uvicorn.Config(early, **uvicorn_options(host=host, port=port, log_level=log_level), lifespan="on")
     server = Server(config)
     with suppress(KeyboardInterrupt, SystemExit):  # uvicorn exits (SystemExit) when it cannot bind the port

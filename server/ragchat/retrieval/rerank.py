@@ -31,12 +31,10 @@ in retrieval order with their retrieval score (never a made-up 0 % relevance). `
 many were scored and skipped; the Searcher turns that into the response's `rerank` status (ok / partial /
 failed, with a warning).
 
-Cache: scores per (model and method, query, chunk content hash) in a bounded LRU for the reranker's lifetime;
-failed scores are not cached; identical passages in one call are scored once. Listwise scores are reused only
-when the whole labelled set is cached.
-
-The passage is untrusted text inside the prompt; a document can try to talk the model into a high score.
-The score only reorders the caller's own documents, so this is a quality issue, not an access-control one.
+Cache: scores per (model and method, query, chunk content hash), a bounded LRU; failures are not cached;
+identical passages are scored once; listwise scores are reused only when the whole window is cached. The
+passage is untrusted text in the prompt: it can talk the model into a high score, which only reorders the
+caller's own documents (a quality issue, not an access-control one).
 """
 
 from __future__ import annotations

@@ -1,11 +1,12 @@
 """`ragchat serve` answers `/livez` from its first second (issue 44).
 
-The app's start (the database, migrations, the embedding model) takes seconds to minutes, and uvicorn binds its
-port only after the app's lifespan has started. `EarlyStart` wraps the app: it tells uvicorn "started" at once
-(so the port is bound and a port already in use is reported at once), runs the app's own lifespan behind it,
-and until that is done answers `GET /livez` itself (200) and every other request 503 `starting` with a
-Retry-After. Once the app has started, everything goes to the app (its /livez, /readyz and /metrics too);
-if the app's start fails, `on_failed` runs (the server exits) and the failure is logged.
+The app's start (importing it: ~10 s on a busy 2-core machine; the database, migrations, the embedding model:
+seconds to minutes) is slow, and uvicorn binds its port only after the app's lifespan has started. `EarlyStart`
+stands in for the app: it tells uvicorn "started" at once (so the port is bound), builds the app (`load`, in a
+thread: the imports), runs the app's own lifespan behind it, and until that is done answers `GET /livez` itself
+(200) and every other request 503 `starting` with a Retry-After. Once the app has started, everything goes to
+the app (its /livez, /readyz and /metrics too); if building or starting it fails, `on_failed` runs (the server
+exits) and the failure is logged.
 """
 
 from __future__ import annotations
@@ -27,8 +28,11 @@ RETRY_AFTER_S = 2
 
 
 class EarlyStart:
-    def __init__(self, app: ASGIApp, *, on_ready: Callable[[], None], on_failed: Callable[[], None]) -> None:
-        self.app = app
+    def __init__(
+        self, load: Callable[[], ASGIApp], *, on_ready: Callable[[], None], on_failed: Callable[[], None]
+    ) -> None:
+        self.load = load
+        self.app: ASGIApp | None = None  # built by `load` as the lifespan starts
         self.on_ready = on_ready
         self.on_failed = on_failed
         self.started = False  # the app's lifespan has started
@@ -37,7 +41,7 @@ class EarlyStart:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
             await self._lifespan(scope, receive, send)
-        elif self.started:
+        elif self.started and self.app is not None:
             await self.app(scope, receive, send)
         elif scope["type"] == "http":
             if scope["path"] == "/livez" and scope["method"] in ("GET", "HEAD"):
@@ -52,12 +56,25 @@ class EarlyStart:
         first = await receive()
         if first["type"] != "lifespan.startup":
             return
+        reply: Any = send  # the lifespan messages, which Litestar's Message type does not list
+        await reply({"type": "lifespan.startup.complete"})  # uvicorn binds the port now
+        shutdown = asyncio.ensure_future(receive())
+        building = asyncio.ensure_future(asyncio.to_thread(self.load))
+        await asyncio.wait({building, shutdown}, return_when=asyncio.FIRST_COMPLETED)
+        if not building.done() or building.exception() is not None:
+            if building.done():  # it could not be built: say why, and exit
+                self.failed = True
+                log.error("ragchat could not start: %s", _failure(building))
+                self.on_failed()
+            await shutdown
+            await reply({"type": "lifespan.shutdown.complete"})
+            return
+        app = self.app = building.result()
         inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         inbox.put_nowait({"type": "lifespan.startup"})
         loop = asyncio.get_running_loop()
         started: asyncio.Future[dict[str, Any]] = loop.create_future()
         stopped: asyncio.Future[dict[str, Any]] = loop.create_future()
-        reply: Any = send  # the lifespan messages, which Litestar's Message type does not list
 
         async def inner_send(message: Any) -> None:
             kind = message["type"]
@@ -68,9 +85,7 @@ class EarlyStart:
         async def inner_receive() -> Any:
             return await inbox.get()
 
-        inner = asyncio.ensure_future(self.app(scope, inner_receive, inner_send))
-        await reply({"type": "lifespan.startup.complete"})  # uvicorn binds the port now
-        shutdown = asyncio.ensure_future(receive())
+        inner = asyncio.ensure_future(app(scope, inner_receive, inner_send))
         await asyncio.wait({started, inner, shutdown}, return_when=asyncio.FIRST_COMPLETED)
         if started.done() and started.result()["type"] == "lifespan.startup.complete":
             self.started = True
@@ -91,7 +106,7 @@ class EarlyStart:
         await reply({"type": "lifespan.shutdown.complete"})
 
 
-def _failure(task: asyncio.Task[Any]) -> str:
+def _failure(task: asyncio.Future[Any]) -> str:
     if task.cancelled():
         return "cancelled"
     error = task.exception()
