@@ -41,7 +41,6 @@ from ragchat.chat.engine.coverage import NOT_COVERED, not_covered
 
 log = logging.getLogger(__name__)
 SUMMARY_TOOLS = frozenset({"summarize_documents"})
-REPAIR_MIN_LEXICAL = 0.25  # a summary sentence's closest part must share this much, else it stays uncited
 _TRAILING_MARKERS = re.compile(r"(?:\s*\[\d{1,3}(?:\s*,\s*\d{1,3})*\])+\s*$")
 
 
@@ -130,8 +129,8 @@ async def _repairs(
             lexical = lexical_support(claim.sentence, passage)
             sim = sims[i * len(passages) + j]
             closeness = max(lexical, sim if sim is not None else 0.0)
-            if summary:
-                ok = lexical >= REPAIR_MIN_LEXICAL or (sim is not None and sim >= 0.4)
+            if summary:  # the part it came from is the closest one: checked against it, whatever it says
+                ok = True
             else:
                 new_facts = new_numbers(claim.sentence, passage) or new_names(claim.sentence, passage)
                 ok = verdict_of(lexical, sim, new_facts) == "supported"
