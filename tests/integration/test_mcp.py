@@ -244,12 +244,12 @@ async def test_stdio_serves_the_install_user(served: dict[str, Any], db: str, tm
             assert BREAD in text(read)
             denied = await session.call_tool("read_document", {"document_id": docs["secret.txt"]})
             assert denied.is_error and "not found" in text(denied)
-            fake_ollama.enqueue(
-                Reply.tool_call("search_documents", {"query": "bread rising"}), Reply.text("Wild yeast [1].")
-            )
+            # the product's default (CHAT_RETRIEVE_FIRST=auto): a plain lookup is searched first, one model call
+            fake_ollama.enqueue(Reply.text("Wild yeast [1]."))
             asked = await session.call_tool("ask", {"question": "Why does sourdough rise?"})
             assert asked.structured_content["answer"] == "Wild yeast [1]."  # type: ignore[index]
             assert asked.structured_content["sources"][0]["filename"] == "bread.txt"  # type: ignore[index]
+            assert asked.structured_content["verification"]["all_supported"] is True  # type: ignore[index]
 
 
 async def test_read_document_is_bounded_and_says_how_to_read_on(runtime: Any, pool: Any) -> None:

@@ -78,6 +78,11 @@ def monotone(hits: list[ChunkHit]) -> list[ChunkHit]:
     return out
 
 
+def _candidates(n: int) -> dict[str, Any]:
+    """A span's attribute for the candidates an arm ranks (a dotted name, so passed as keywords)."""
+    return {"ragchat.candidates": n}
+
+
 def _ms(start: float) -> float:
     return round((time.perf_counter() - start) * 1000, 3)
 
@@ -261,7 +266,7 @@ class Searcher:
         if qvec is None:
             return []
         start = time.perf_counter()
-        with tracing.span("search.vector", **{"ragchat.candidates": n}):
+        with tracing.span("search.vector", **_candidates(n)):
             rows = await self._vector_rows(pool, space, qvec, scope, n, filters)
         t.vector_ms = _ms(start)
         return rows
@@ -287,7 +292,7 @@ class Searcher:
         self, pool: Pool, text: str, scope: ReadScope, n: int, filters: SearchFilters | None, t: Timings
     ) -> KeywordHits:
         start = time.perf_counter()
-        with tracing.span("search.keyword", **{"ragchat.candidates": n}):
+        with tracing.span("search.keyword", **_candidates(n)):
             async with pool.connection() as conn:
                 rows = await keyword_arm(
                     conn,
