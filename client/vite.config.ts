@@ -56,5 +56,8 @@ export default defineConfig({
     setupFiles: ["./src/test/setup.ts"],
     css: false,
     include: ["src/**/*.test.{ts,tsx}"],
+    // a busy machine (CI beside other work) renders a page several times slower than an idle one: a test fails
+    // on what it asserts, not on a 5 s default meant for idle laptops
+    testTimeout: 30_000,
   },
 });

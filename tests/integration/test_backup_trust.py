@@ -127,6 +127,7 @@ def test_signatures(db: str, new_db: Any, tmp_path: Path) -> None:
     assert canonical(manifest) != canonical(tampered)
 
 
+@pytest.mark.slow  # a reference database is migrated per restore: ~40 s each on a busy machine
 def test_format_1_backup_restores_with_trust_unsigned(db: str, new_db: Any, tmp_path: Path) -> None:
     """A backup of an earlier release: format 1, unsigned, no dump_bytes."""
     plain = tmp_path / "plain.backup"
@@ -174,6 +175,7 @@ def test_materialized_view_running_a_program_is_refused_and_never_runs(
         assert not pwned.exists() and table_counts(target) == {}
 
 
+@pytest.mark.slow  # a reference database is migrated per restore: ~40 s each on a busy machine
 def test_a_function_with_an_allowed_name_cannot_run_a_program(
     db: str, new_db: Any, tmp_path: Path, drop_dir: Path
 ) -> None:
@@ -197,6 +199,7 @@ def test_a_function_with_an_allowed_name_cannot_run_a_program(
     assert table_counts(target) == before  # --force: the target is untouched
 
 
+@pytest.mark.slow  # a reference database is migrated per restore: ~40 s each on a busy machine
 def test_untrusted_language_and_changed_bodies_are_refused(db: str, new_db: Any, tmp_path: Path) -> None:
     cases = {
         # an unknown function in an untrusted language: refused by name
@@ -222,6 +225,7 @@ def test_untrusted_language_and_changed_bodies_are_refused(db: str, new_db: Any,
     assert roles == (0,) and dbs == (0,)  # the throwaway role and databases are gone
 
 
+@pytest.mark.slow  # a reference database is migrated per restore: ~40 s each on a busy machine
 def test_row_counts_are_checked(db: str, new_db: Any, tmp_path: Path) -> None:
     good = tmp_path / "good.backup"
     made = backup(db, good, spaces=manifest_spaces, key=KEY)
@@ -274,6 +278,7 @@ def test_sparse_member_is_refused_before_it_is_written(new_db: Any, tmp_path: Pa
             restore(new_db(), archive, trust_unsigned=True)
 
 
+@pytest.mark.slow  # a reference database is migrated per restore: ~40 s each on a busy machine
 def test_target_in_use_is_left_alone(db: str, new_db: Any, tmp_path: Path) -> None:
     archive = tmp_path / "a.backup"
     backup(db, archive, spaces=manifest_spaces, key=KEY)

@@ -20,14 +20,14 @@ const indicator = (result: ReturnType<typeof toolResult>) =>
 describe("ToolIndicator", () => {
   it("shows a failed rerank's warning", () => {
     const warning = "Rerank failed: the language model scored none of the 6 passages, so the results are in search order.";
-    indicator(toolResult({ rerank: { requested: true, status: "failed", scored: 0, candidates: 6, warning } }));
+    indicator(toolResult({ rerank: { requested: true, status: "failed", scored: 0, skipped: 0, candidates: 6, warning } }));
     expect(screen.getByTestId("tool-rerank-warning")).toHaveTextContent("Rerank failed");
     expect(screen.getByTestId("tool-rerank-note")).toHaveTextContent(warning);
     expect(screen.getByTestId("search-mode-badge")).not.toHaveTextContent("Reranked");
   });
 
   it("says nothing about rerank when it worked, or for messages stored before the status existed", () => {
-    indicator(toolResult({ reranked: true, rerank: { requested: true, status: "ok", scored: 6, candidates: 6 } }));
+    indicator(toolResult({ reranked: true, rerank: { requested: true, status: "ok", scored: 6, skipped: 0, candidates: 6 } }));
     expect(screen.queryByTestId("tool-rerank-note")).toBeNull();
     indicator(toolResult({ rerank: undefined }));
     expect(screen.queryByTestId("tool-rerank-warning")).toBeNull();

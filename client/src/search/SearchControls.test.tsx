@@ -91,7 +91,7 @@ describe("the search page's warnings", () => {
   it("shows a failed or partial rerank's warning and the confidence text", async () => {
     window.history.replaceState(null, "", "/search?q=port");
     const warning = "Rerank was partial: the language model scored 2 of 6 passages; the 4 it did not score follow.";
-    const rerank = { requested: true, status: "partial" as const, scored: 2, candidates: 6, warning };
+    const rerank = { requested: true, status: "partial" as const, scored: 2, skipped: 0, candidates: 6, warning };
     vi.stubGlobal("fetch", vi.fn(async () => jsonResponse(response({ rerank, reranked: true }))));
     render(<SearchPage />);
     expect(await screen.findByTestId("rerank-warning")).toHaveTextContent(warning);

@@ -44,20 +44,23 @@ import hashlib
 import logging
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ragchat.core.search import ChunkHit
 from ragchat.providers.llm.base import LLMBadResponse, LLMError, LLMProvider, SupportsLogprobs
 from ragchat.retrieval.rerank_graded import (
     RERANK_SCHEMA,
     TOP_LOGPROBS,
+    CacheKey,
     RerankScore,
+    Scoring,
     build_messages,
     cap_text,
     parse_score,
     yes_no_messages,
     yes_probability,
 )
+from ragchat.retrieval.rerank_listwise import score_listwise
 from ragchat.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -91,19 +94,6 @@ class Reranked:
     skipped: int = 0
     method: str | None = None  # json | logprobs | logprobs+json | listwise | listwise-json | None (cache, http)
     note: str | None = None  # for people: why a graded method fell back
-
-
-@dataclass
-class Scoring:
-    """What one `_score` produced: new scores, the keys not scored on purpose, and how."""
-
-    scores: dict[CacheKey, float]
-    skipped: set[CacheKey] = field(default_factory=set)
-    method: str | None = None
-    note: str | None = None
-
-
-CacheKey = tuple[str, str, str]
 
 
 def _content_key(hit: ChunkHit) -> str:
@@ -253,8 +243,6 @@ class LLMReranker(BaseReranker):
         texts: dict[CacheKey, str],
     ) -> Scoring:
         if self.settings.rerank_method == "listwise":
-            from ragchat.retrieval.rerank_listwise import score_listwise
-
             return await score_listwise(self, model, query, texts, known)
         return await self._score_pointwise(model, query, todo, keys, known, limit)
 

@@ -22,13 +22,26 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from ragchat.providers.llm.base import TokenChoice
 from ragchat.providers.llm.replies import parse_reply
+
+CacheKey = tuple[str, str, str]  # (reranker, model, content hash)
+
+
+@dataclass
+class Scoring:
+    """What one scoring pass produced: new scores, the keys not scored on purpose, and how."""
+
+    scores: dict[CacheKey, float]
+    skipped: set[CacheKey] = field(default_factory=set)
+    method: str | None = None
+    note: str | None = None
+
 
 #: the score's resolution: P(yes) 0.99996 and 1.0 are the same judgement (and then the early stop can see
 #: that the top is settled)

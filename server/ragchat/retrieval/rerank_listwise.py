@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-from ragchat.providers.llm.base import LLMBadResponse, LLMError, SupportsLogprobs
+from ragchat.providers.llm.base import LLMBadResponse, LLMError, LLMProvider, SupportsLogprobs
 from ragchat.providers.llm.replies import parse_reply
 from ragchat.retrieval.rerank_graded import (
     LABELS,
     LISTWISE_SCHEMA,
     TOP_LOGPROBS,
+    CacheKey,
     ListwiseRanking,
+    Scoring,
     cap_text,
     label_probabilities,
     listwise_budget,
@@ -28,13 +30,23 @@ from ragchat.retrieval.rerank_graded import (
     ranking_scores,
 )
 
-if TYPE_CHECKING:
-    from ragchat.retrieval.rerank import CacheKey, LLMReranker, Scoring
+
+class ListwiseHost(Protocol):
+    """What listwise scoring uses of the reranker (rerank.LLMReranker), without importing it."""
+
+    llm: LLMProvider
+    settings: Any
+
+    def logprobs_unavailable(self, model: str) -> str | None: ...
+    def _mark_no_logprobs(self, model: str, why: str) -> None: ...
+    def _cache_put(self, key: CacheKey, score: float) -> None: ...
+    def _get_semaphore(self) -> asyncio.Semaphore: ...
+
 
 log = logging.getLogger(__name__)
 
 
-async def _context_tokens(rr: LLMReranker, model: str) -> int | None:
+async def _context_tokens(rr: ListwiseHost, model: str) -> int | None:
     try:
         return await asyncio.wait_for(rr.llm.context_window(model), 5.0)
     except Exception:  # unknown: the configured size
@@ -42,12 +54,10 @@ async def _context_tokens(rr: LLMReranker, model: str) -> int | None:
 
 
 async def score_listwise(
-    rr: LLMReranker, model: str, query: str, texts: dict[CacheKey, str], known: dict[CacheKey, float]
+    rr: ListwiseHost, model: str, query: str, texts: dict[CacheKey, str], known: dict[CacheKey, float]
 ) -> Scoring:
     """Scores for the window of `texts` (every candidate, in retrieval order); the cached `known` ones are used
     only when the whole window is cached (listwise scores are relative to the set)."""
-    from ragchat.retrieval.rerank import Scoring
-
     s = rr.settings
     query = cap_text(query, s.rerank_passage_chars)
     window = await _context_tokens(rr, model)
