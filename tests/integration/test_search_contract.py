@@ -53,7 +53,9 @@ async def test_post_answers_like_the_get(http: httpx.AsyncClient) -> None:
     assert _ids(a) == _ids(b) and len(b["chunks"]) == 3
     assert b["chunks"][0]["filename"] == "bread.txt"
     assert a["confidence"] == b["confidence"] and a["rerank"] == b["rerank"]
-    assert b["rerank"] == {"requested": False, "status": "off", "scored": 0, "candidates": 0, "warning": None}
+    assert b["rerank"] == {
+        "requested": False, "status": "off", "scored": 0, "skipped": 0, "candidates": 0, "method": None, "warning": None
+    }  # fmt: skip
     assert b["reranked"] is False
     assert posted.headers["cache-control"] == "private, no-store"
     top = b["chunks"][0]
