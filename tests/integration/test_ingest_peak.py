@@ -26,7 +26,9 @@ from tests.integration.test_ingest import rows
 from tests.support.services import LOCAL_OWNER_ID
 
 ROOT = Path(__file__).resolve().parents[2]
-PEAK_MB = 300
+# Session 13: files over 1 MB are parsed in a child process that cancel can kill (issue 43), so the upload's bytes
+# travel to it and the parsed text back: measured +293 and +340 MB (was under 300 with the parse in-process).
+PEAK_MB = 380
 
 _INGEST = """
 import asyncio, json, sys, time
