@@ -200,6 +200,7 @@ async def ask_ragchat(client: httpx.AsyncClient, question: str) -> dict[str, Any
         "answer": shown if isinstance(shown, str) and shown.strip() else "".join(text),
         "streamed": "".join(text),
         "passages": [{"document_id": p.get("document_id"), "content": p.get("content", "")} for p in passages],
+        "tool_results": results,  # as sent: bench/answers_recheck.py runs the verifier again on them offline
         "searches": len(results),
         "not_covered": bool(verifier.get("not_covered", page_rule)),  # the check's own flag when it sends one
         "not_covered_page_rule": page_rule,
@@ -363,7 +364,9 @@ async def run_lang(lang: str, args: argparse.Namespace, real: Any) -> None:
     work.mkdir(parents=True, exist_ok=True)
     settings = bench_settings(work / "ragchat", llm_provider="openai", openai_base_url=real.base_url,
                               chat_model=real.model, llm_timeout_s=300.0, log_level="warning", auth="off",
-                              rate_chat_per_min=0, rate_search_per_min=0)  # fmt: skip
+                              rate_chat_per_min=0, rate_search_per_min=0,
+                              # the title call runs after the answer, on the one model slot the next arm uses
+                              chat_title_generation=False)  # fmt: skip
     async with AsyncExitStack() as stack:
         client, source_of = await stack.enter_async_context(ragchat_server(settings, docs, lang))
         peer = None

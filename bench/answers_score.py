@@ -214,8 +214,8 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     flagged = "not_covered" in (rows[0]["scores"] if rows else {})
     retrieves = any(r.get("passages") for r in rows) or any(r["arm"] != "model-alone" for r in rows)
 
-    def says(r: dict[str, Any]) -> bool:  # the "not in your documents" signal: the page's flag, else the text's
-        return bool(r["scores"].get("not_covered")) if flagged else bool(r["scores"]["refusal"])
+    def says(r: dict[str, Any]) -> bool:  # "not in your documents" as a reader meets it: the text says so, or
+        return bool(r["scores"]["refusal"]) or (flagged and bool(r["scores"].get("not_covered")))  # the page's flag
 
     tp, fp = sum(says(r) for r in none), sum(says(r) for r in ans)
     right = [x for x in s if x["contains"] and x["cited_gold_doc"]]
@@ -232,7 +232,7 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "citations": cites,
         "citation_recall": _share(sum(x["cited_gold_doc"] for x in s), len(s)) if retrieves else None,
         "retrieved_gold": _share(sum(x["retrieved_gold"] for x in s), len(s)) if retrieves else None,
-        "not_in_documents_signal": "page flag" if flagged else "refusal in the text",
+        "not_in_documents_signal": "page flag or refusal in the text" if flagged else "refusal in the text",
         "not_in_documents_precision": _share(tp, tp + fp),
         "not_in_documents_recall": _share(tp, len(none)),
         "refusal_unanswerable": _share(sum(r["scores"]["refusal"] for r in none), len(none)),

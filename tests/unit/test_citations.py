@@ -15,6 +15,7 @@ from ragchat.chat.engine.citations import (
     MAX_CHECKS,
     check_citations,
     find_claims,
+    points_only,
     lexical_support,
     states_fact,
     stem,
@@ -227,3 +228,16 @@ def test_saying_the_documents_have_nothing_is_no_uncited_fact() -> None:
     assert not states_fact("I found nothing about export tariffs in your documents.")
     assert not states_fact("None of your documents mention export tariffs for Brazil.")
     assert states_fact("Nothing but 25 days of holiday are granted to every employee.")
+
+
+def test_a_sentence_that_only_points_at_its_passage_is_no_claim() -> None:
+    """Seen with the real 1.5B model on xquad-dev (bench/answers.py): a correct answer followed by "This is stated in
+    the passage [2]." was marked "1 of 2 sentences supported", a warning under a right answer."""
+    text = (
+        "The expression is DTIME(f(n)). [2] This is stated in the passage [2]. This conclusion is supported by [1] "
+        "and [2]. Dies steht in Abschnitt [1]. Esto se menciona en el pasaje [1]."
+    )
+    assert [c.sentence for c in find_claims(text, uncited=True)] == ["The expression is DTIME(f(n))."]
+    assert not points_only("The policy gives 25 days of leave")
+    assert not points_only("This is stated in section 4")  # a figure is something to check
+    assert points_only("See also")

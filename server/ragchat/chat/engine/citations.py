@@ -93,6 +93,20 @@ _STOP = frozenset(
     said""".split()
 )
 
+#: words of a sentence that only points at its sources ("This is stated in passage [2].", "Dies steht in [1].",
+#: "Esto se menciona en [1]."): such a sentence states nothing to check (stemmed like `content_terms`)
+_META_WORDS = """stated states state mentioned mentions mention supported supports support shown shows show given
+    found information info conclusion answer explained explains described describes noted written text context
+    excerpt passages sources documents cited cites citation refer refers referenced indicated indicates confirmed
+    confirms provided provides based reference references above following see also detail details
+    dies diese dieser dieses steht stehen genannt erwähnt angegeben laut quelle quellen abschnitt dokument
+    informationen hervor geht esto esta este estos se menciona mencionado mencionada indica indicado según pasaje
+    fuente fuentes texto documento información afirma en el la los las del de im der die das""".split()
+
+
+def _meta_terms() -> frozenset[str]:
+    return frozenset(stem(w) for w in _META_WORDS)
+
 
 class Embedder(Protocol):
     async def embed_documents(self, texts: Sequence[str]) -> np.ndarray: ...
@@ -208,6 +222,8 @@ def find_claims(text: str, *, uncited: bool = False) -> list[Claim]:
             previous = merged
             continue
         previous = Claim(bare, start, end, tuple(dict.fromkeys(numbers)))
+        if numbers and points_only(bare):  # "This is stated in passage [2]." says nothing to check
+            continue
         if numbers or (uncited and states_fact(bare)):
             claims.append(previous)
     return claims
@@ -216,6 +232,13 @@ def find_claims(text: str, *, uncited: bool = False) -> list[Claim]:
 def _without_code(text: str) -> str:
     """`text` with code blocks and spans blanked (same length): code is not a claim."""
     return _CODE.sub(lambda m: " " * len(m.group()), text)
+
+
+def points_only(sentence: str) -> bool:
+    """Does the sentence only point at its sources ("This is supported by [1] and [2].")? No figure, and every
+    content word is one of pointing (`_META_WORDS`)."""
+    terms = content_terms(sentence)
+    return not any(t[0].isdigit() for t in terms) and set(terms) <= _META
 
 
 def states_fact(sentence: str) -> bool:
@@ -257,6 +280,9 @@ def passage_terms(passage: str) -> set[str]:
         if t[0].isdigit() and "," in t:
             terms.update(piece for piece in t.split(",") if piece)
     return terms
+
+
+_META = _meta_terms()
 
 
 def lexical_support(sentence: str, passage: str) -> float:
