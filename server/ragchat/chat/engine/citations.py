@@ -222,7 +222,7 @@ def find_claims(text: str, *, uncited: bool = False) -> list[Claim]:
             previous = merged
             continue
         previous = Claim(bare, start, end, tuple(dict.fromkeys(numbers)))
-        if numbers and points_only(bare):  # "This is stated in passage [2]." says nothing to check
+        if numbers and re.search(r"[^\W\d_]", bare) and points_only(bare):  # "This is stated in [2]." says nothing
             continue
         if numbers or (uncited and states_fact(bare)):
             claims.append(previous)
