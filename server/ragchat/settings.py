@@ -244,6 +244,10 @@ class LLMSettings(BaseModel):
     # A first question that is plainly a lookup ("When did …?", "What is …?") is answered retrieve-first: one search
     # with the question, then one model call (half the calls of the tool loop). auto: those questions; always: every
     # first question; never: the tool loop decides (bench/answers.py measures both)
+    # 0: the model reads each passage whole; N: each passage cut to the N sentences around the one that best
+    # matches the search (a smaller prompt: a faster first token on a CPU model; bench/answers_trim.py measures
+    # what is kept)
+    chat_passage_sentences: int = Field(default=0, ge=0, le=50)
     chat_retrieve_first: Literal["auto", "always", "never"] = "auto"
     # false: retrieve-then-answer (search with the question, passages in the prompt) for models without tool
     # calling; also chosen automatically when the server says the model does not support tools

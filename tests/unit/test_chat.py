@@ -13,7 +13,13 @@ from ollama import ResponseError
 from pydantic import BaseModel
 
 from ragchat.chat.engine.faults import describe_failure
-from ragchat.chat.engine.prompts import fallback_user_message, history_messages, thread_title, tool_message
+from ragchat.chat.engine.prompts import (
+    fallback_user_message,
+    history_messages,
+    thread_title,
+    tool_message,
+    trim_passage,
+)
 from ragchat.chat.engine.tools import SEARCH_TOOL, ToolArgumentError, parse_search_args, tool_result_payload
 from ragchat.core.search import ChunkHit, SearchResult, Timings
 from ragchat.providers.llm.base import LLMError, ToolsUnsupported
@@ -94,6 +100,32 @@ def test_tool_message_numbers_passages_with_document_and_page() -> None:
     assert text.startswith('Results for "holidays" (hybrid search): passages [4] to [5]. confidence: high.')
     assert "\n\n[4] doc1.pdf, page 1\npassage 1" in text
     assert "\n\n[5] Staff Handbook (doc2.pdf), page 2, section: Leave\npassage 2" in text
+
+
+LONG = (
+    "The office opens at 8 am. Visitors sign in at the desk. Paid holidays: every employee gets 25 days a year. "
+    "Unused days carry over until March. Parking is free for staff."
+)
+
+
+def test_passages_cut_to_the_sentences_around_the_hit() -> None:
+    """CHAT_PASSAGE_SENTENCES: each passage cut to N sentences around the one sharing most words with the search."""
+    assert trim_passage(LONG, "holidays", 0) == LONG  # off: whole
+    assert (
+        trim_passage(LONG, "holidays", 2)
+        == "… Paid holidays: every employee gets 25 days a year. Unused days carry over until March. …"
+    )
+    assert trim_passage(LONG, "holidays", 3).startswith("… Visitors sign in at the desk. Paid holidays")
+    assert trim_passage(LONG, "parking", 2) == "… Unused days carry over until March. Parking is free for staff."
+    assert trim_passage(LONG, "holidays", 9) == LONG  # shorter than the window: whole
+    cut = tool_message(result([hit(1, content=LONG)]), 1, sentences=1)
+    assert (
+        "[1] doc1.pdf, page 1\n… Visitors" not in cut
+        and "\n… Paid holidays: every employee gets 25 days a year. …" in cut
+    )
+    assert "Paid holidays" in fallback_user_message(
+        "How many holidays?", result([hit(1, content=LONG)]), 1, sentences=1
+    )
 
 
 def test_tool_message_flags_insufficient_confidence_and_empty_results() -> None:

@@ -199,6 +199,11 @@ def _sentence_spans(text: str) -> list[tuple[int, int]]:
     return out
 
 
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each sentence of `text` (markers after a full stop stay with their sentence)."""
+    return _sentence_spans(text)
+
+
 def find_claims(text: str, *, uncited: bool = False) -> list[Claim]:
     """The sentences of `text` that cite passages, in order; with `uncited`, also the sentences that cite
     nothing but state facts (`states_fact`), with no numbers."""

@@ -238,7 +238,8 @@ async def _retrieve_then_answer(
     def feed(result: SearchResult, start: int) -> None:
         messages[0] = {"role": "system", "content": FALLBACK_SYSTEM_PROMPT}
         last_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
-        messages[last_user] = {"role": "user", "content": fallback_user_message(question, result, start)}
+        content = fallback_user_message(question, result, start, sentences=ctx.settings.chat_passage_sentences)
+        messages[last_user] = {"role": "user", "content": content}
 
     arguments: dict[str, Any] = {"query": question}
     if ctx.settings.chat_rewrite_followups and len(messages) > 2:  # a follow-up: search a standalone query

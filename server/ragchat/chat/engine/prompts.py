@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ragchat.chat.engine.citations import content_terms, sentence_spans
 from ragchat.core.search import ChunkHit, SearchResult
 
 TITLE_MAX_CHARS = 60
@@ -85,9 +86,31 @@ def _source_line(number: int, hit: ChunkHit) -> str:
     return f"[{number}] " + ", ".join(parts)
 
 
-def format_passages(hits: Iterable[ChunkHit], start: int) -> str:
-    """Passages numbered from `start`, each with its document and page, separated by blank lines."""
-    return "\n\n".join(f"{_source_line(n, hit)}\n{hit.content.strip()}" for n, hit in enumerate(hits, start))
+def trim_passage(content: str, query: str, sentences: int) -> str:
+    """`content` cut to `sentences` sentences around the one that shares the most words with `query` (the
+    passage whole when `sentences` is 0 or it is that short); a cut end is marked "…"."""
+    spans = sentence_spans(content)
+    if sentences <= 0 or len(spans) <= sentences:
+        return content.strip()
+    wanted = set(content_terms(query))
+    scores = [len(wanted & set(content_terms(content[s:e]))) for s, e in spans]
+    best = max(range(len(spans)), key=lambda i: (scores[i], -i))
+    lo = hi = best
+    while hi - lo + 1 < sentences:  # grow after, then before, the hit
+        if hi + 1 < len(spans):
+            hi += 1
+        if hi - lo + 1 < sentences and lo > 0:
+            lo -= 1
+    text = content[spans[lo][0] : spans[hi][1]].strip()
+    return ("… " if lo > 0 else "") + text + (" …" if hi < len(spans) - 1 else "")
+
+
+def format_passages(hits: Iterable[ChunkHit], start: int, *, query: str = "", sentences: int = 0) -> str:
+    """Passages numbered from `start`, each with its document and page, separated by blank lines; with
+    `sentences`, each cut to that many sentences around its best match with `query` (CHAT_PASSAGE_SENTENCES)."""
+    return "\n\n".join(
+        f"{_source_line(n, hit)}\n{trim_passage(hit.content, query, sentences)}" for n, hit in enumerate(hits, start)
+    )
 
 
 def _confidence_note(result: SearchResult) -> str:
@@ -99,7 +122,7 @@ def _confidence_note(result: SearchResult) -> str:
     return f"confidence: {result.confidence.label}."
 
 
-def tool_message(result: SearchResult, start: int) -> str:
+def tool_message(result: SearchResult, start: int, *, sentences: int = 0) -> str:
     """The tool message for one search: a header, a confidence note, then the numbered passages."""
     if not result.chunks:
         if not result.has_embeddings:
@@ -111,7 +134,9 @@ def tool_message(result: SearchResult, start: int) -> str:
     end = start + len(result.chunks) - 1
     return (
         f'Results for "{result.query}" ({result.mode} search): passages [{start}] to [{end}]. '
-        f"{_confidence_note(result)}\n\n{format_passages(result.chunks, start)}{CITE_TRAILER.format(n=start)}"
+        f"{_confidence_note(result)}\n\n"
+        f"{format_passages(result.chunks, start, query=result.query, sentences=sentences)}"
+        f"{CITE_TRAILER.format(n=start)}"
     )
 
 
@@ -122,10 +147,11 @@ CITE_TRAILER = (
 )
 
 
-def fallback_user_message(question: str, result: SearchResult, start: int) -> str:
+def fallback_user_message(question: str, result: SearchResult, start: int, *, sentences: int = 0) -> str:
     """Retrieve-then-answer for models without tool support: the passages travel in the user message."""
     if result.chunks:
-        context = f"{_confidence_note(result)}\n\n{format_passages(result.chunks, start)}"
+        passages = format_passages(result.chunks, start, query=question, sentences=sentences)
+        context = f"{_confidence_note(result)}\n\n{passages}"
     else:
         context = "No passages matched. insufficient_confidence: true."
     return (
