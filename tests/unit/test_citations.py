@@ -13,9 +13,11 @@ import pytest
 
 from ragchat.chat.engine.citations import (
     MAX_CHECKS,
+    acronyms,
     check_citations,
     find_claims,
     lexical_support,
+    new_names,
     points_only,
     states_fact,
     stem,
@@ -241,3 +243,13 @@ def test_a_sentence_that_only_points_at_its_passage_is_no_claim() -> None:
     assert not points_only("The policy gives 25 days of leave")
     assert not points_only("This is stated in section 4")  # a figure is something to check
     assert points_only("See also")
+
+
+def test_an_acronym_of_words_the_passage_spells_out_is_no_new_name() -> None:
+    """Seen on xquad-dev: "… the Intergovernmental Panel on Climate Change (IPCC) summary …" against a passage
+    titled "Intergovernmental Panel on Climate Change" was marked "no source" (IPCC taken for a new name)."""
+    passage = "Intergovernmental Panel on Climate Change, paragraph 2\nThe WG I Summary for Policymakers says so."
+    assert not new_names("The IPCC summary for Policymakers says so", passage)
+    assert not new_names("The WG summary says so", passage)
+    assert new_names("The UNEP summary says so", passage)  # initials of nothing in the passage
+    assert "IPCC" in acronyms("the Intergovernmental Panel on Climate Change met")

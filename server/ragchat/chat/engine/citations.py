@@ -314,13 +314,39 @@ def new_numbers(sentence: str, passage: str) -> bool:
 _NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][\w-]*[A-Za-z][\w-]*\b")
 
 
+_JOINERS = frozenset("of on for and the in de del der die das des für und y la le el".split())
+
+
+def acronyms(text: str) -> set[str]:
+    """The initials of each run of two or more capitalised words in `text` ("Intergovernmental Panel on Climate
+    Change" → "IPCC", also "PC", "CC", "IPC"…), joining words such as "on" and "of" allowed inside a run."""
+    out: set[str] = set()
+    run: list[str] = []
+    for word in [*_WORD.findall(text), ""]:
+        if word[:1].isupper():
+            run.append(word[0])
+            continue
+        if word.lower() in _JOINERS and run:
+            continue
+        out.update("".join(run[i:j]) for i in range(len(run)) for j in range(i + 2, len(run) + 1))
+        run = []
+    return out
+
+
 def new_names(sentence: str, passage: str) -> bool:
-    """Does the sentence name something (a capitalised word inside it, an acronym) the passage never mentions?"""
+    """Does the sentence name something (a capitalised word inside it, an acronym) the passage never mentions?
+    An acronym of words the passage spells out ("IPCC" for "Intergovernmental Panel on Climate Change") counts
+    as mentioned."""
     have = {w.lower() for w in _WORD.findall(passage)} | {stem(w) for w in _WORD.findall(passage)}
+    initials: set[str] | None = None
     for m in _NAME.finditer(sentence.strip()):
         word = m.group()
         if word.lower() in _STOP or word.lower() in have or stem(word) in have:
             continue
+        if word.isupper() and 2 <= len(word) <= 8:
+            initials = acronyms(passage) if initials is None else initials
+            if word in initials:
+                continue
         if all(part.lower() in have or stem(part) in have for part in _WORD.findall(word)):
             continue  # "Oct4", "IC50", "COVID-19": every piece is in the passage
         return True
