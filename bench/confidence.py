@@ -9,7 +9,7 @@ into ~120-word chunks with the title in front (as `embedding_text` does), and th
 * held out: other claims whose relevant abstracts were left out (same topic, the answer is missing);
 * off topic: everyday questions a science corpus cannot answer.
 
-For each query the best chunk's cosine similarity is what `Confidence` sees (server/core/search.py). The
+For each query the best chunk's cosine similarity is what `Confidence` sees (server/ragchat/core/search.py). The
 table prints percentiles of that figure per group and, for candidate thresholds, the share of each group
 at or above it. No database: the similarity is the same dot product pgvector computes.
 """

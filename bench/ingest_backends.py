@@ -226,7 +226,8 @@ def _search(q: np.ndarray, d: np.ndarray, owners: np.ndarray, qids: list[str], d
 
 
 async def end_to_end(embedders: dict[str, Any], limit: int, quiet: bool) -> dict[str, Any]:
-    from bench.ingest import TimedEmbedder, one_run, postmaster_pid, reset_tables
+    from bench.common import postmaster_pid
+    from bench.ingest_run import TimedEmbedder, one_run, reset_tables
 
     lines = [ln for ln in (DATA / "corpus.jsonl").read_bytes().splitlines(keepends=True) if ln.strip()][:limit]
     out: dict[str, Any] = {"records": len(lines)}
