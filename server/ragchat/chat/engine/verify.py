@@ -41,6 +41,7 @@ from ragchat.chat.engine.coverage import NOT_COVERED, not_covered
 
 log = logging.getLogger(__name__)
 SUMMARY_TOOLS = frozenset({"summarize_documents"})
+_MARKERS = re.compile(r"\s*\[\d{1,3}(?:\s*,\s*\d{1,3})*\]")
 _TRAILING_MARKERS = re.compile(r"(?:\s*\[\d{1,3}(?:\s*,\s*\d{1,3})*\])+\s*$")
 
 
@@ -145,6 +146,48 @@ async def _repairs(
     return repairs
 
 
+def _supports(sentence: str, passage: str, similarity: float | None) -> bool:
+    lexical = lexical_support(sentence, passage)
+    new_facts = new_numbers(sentence, passage) or new_names(sentence, passage)
+    return verdict_of(lexical, similarity, new_facts) == "supported"
+
+
+async def _recitations(
+    text: str, passages: list[str], embedder: Embedder | None, *, timeout_s: float
+) -> list[tuple[int, int, tuple[int, ...]]]:
+    """(start, end, numbers) for each cited sentence whose markers are wrong: it cites passages that do not
+    support it while one of the turn's passages does. Over-cited ("… [2][3][4]", only 3 supports it): it keeps the
+    supporting ones; mis-cited (none of its numbers supports it): it gets the passage that supports it best."""
+    cited = [c for c in find_claims(text) if c.numbers][:MAX_CHECKS]
+    if not cited or not passages:
+        return []
+    pairs = [(c.sentence, p) for c in cited for p in passages]
+    sims = await similarities(embedder, pairs, timeout_s)
+    out: list[tuple[int, int, tuple[int, ...]]] = []
+    for i, claim in enumerate(cited):
+        row = sims[i * len(passages) : (i + 1) * len(passages)]
+        good = [n for n in range(1, len(passages) + 1) if _supports(claim.sentence, passages[n - 1], row[n - 1])]
+        if not good or set(claim.numbers) <= set(good):
+            continue  # nothing supports it (the check says so) or every number it cites does
+        keep = tuple(n for n in claim.numbers if n in good)
+        if not keep:  # mis-cited: the passage closest to it among those that support it
+            keep = (max(good, key=lambda n: max(lexical_support(claim.sentence, passages[n - 1]), row[n - 1] or 0.0)),)
+        out.append((claim.start, claim.end, keep))
+    return out
+
+
+def _recite(text: str, recitations: list[tuple[int, int, tuple[int, ...]]]) -> str:
+    """`text` with each listed sentence's markers replaced by its new numbers, put after the sentence."""
+    out, last = [], 0
+    for start, end, numbers in sorted(recitations):
+        bare = _MARKERS.sub("", text[start:end]).rstrip()
+        bare = re.sub(r"\s+([.,;:!?])", r"\1", bare)
+        out += [text[last:start], bare, " " + "".join(f"[{n}]" for n in numbers)]
+        last = end
+    out.append(text[last:])
+    return "".join(out)
+
+
 async def verify_answer(
     text: str,
     tool_results: Sequence[Mapping[str, Any]],
@@ -171,6 +214,15 @@ async def verify_answer(
         if repairs:
             text = _insert_markers(text, repairs)
             repaired = len(repairs)
+        if not _summary_turn(tool_results):  # a summary's parts are checked as cited, never re-cited
+            try:
+                recitations = await _recitations(text, passages, embedder, timeout_s=embed_timeout_s)
+            except Exception:
+                log.exception("verify: re-citing failed")
+                recitations = []
+            if recitations:
+                text = _recite(text, recitations)
+                repaired += len(recitations)
     report = await check_citations(
         text,
         passages,

@@ -1,0 +1,46 @@
+"""Citation repair of cited sentences (chat/engine/verify.py): a sentence cited to passages that do not support it,
+while another passage of the turn does, gets that passage's number. Seen with the real 1.5B model on xquad-dev
+(bench/answers.py): 4 of 8 right answers carried a warning only because a true sentence cited the wrong numbers
+("… Western medicine. [4][2]" where [1] says it; "… regimes … [2][3][4]" where only [3] does)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ragchat.chat.engine.verify import verify_answer
+
+MEDICINE = "Yin-yang and wuxing philosophy underlay Chinese medicine; they were also the basis of its humoral system."
+SCHOOLS = "Independent schools in South Africa are classified under the South African Schools Act of 1996."
+BREAD = "Sourdough bread rises because wild yeast and lactobacilli ferment the flour and water."
+VOLCANO = "Volcanic eruptions eject magma, ash and gases. Lava flows from the crater of a volcano."
+
+
+def results(*texts: str, name: str = "search_documents") -> list[dict[str, Any]]:
+    chunks = [{"content": t, "title": f"doc {i}", "filename": f"doc{i}.txt"} for i, t in enumerate(texts, 1)]
+    return [{"name": name, "chunks": chunks}]
+
+
+async def test_a_mis_cited_sentence_gets_the_passage_that_supports_it() -> None:
+    text = "Yin-yang and wuxing philosophy underlay Chinese medicine. [3][4]"
+    v = await verify_answer(text, results(MEDICINE, SCHOOLS, BREAD, VOLCANO), None)
+    assert v.text == "Yin-yang and wuxing philosophy underlay Chinese medicine. [1]"
+    assert v.repaired == 1 and v.supported and v.warnings == 0
+
+
+async def test_an_over_cited_sentence_keeps_only_the_passages_that_support_it() -> None:
+    text = "Schools in South Africa are classified under the South African Schools Act of 1996 [1][2][3]."
+    v = await verify_answer(text, results(MEDICINE, SCHOOLS, BREAD), None)
+    assert v.text == "Schools in South Africa are classified under the South African Schools Act of 1996. [2]"
+    assert v.supported and v.warnings == 0
+
+
+async def test_a_sentence_nothing_supports_keeps_its_markers_and_its_warning() -> None:
+    text = "The volcano erupted in 1815 and killed 10,000 people. [2]"
+    v = await verify_answer(text, results(MEDICINE, VOLCANO), None)
+    assert v.text == text and v.repaired == 0 and v.warnings == 1
+
+
+async def test_a_summarys_parts_are_never_re_cited() -> None:
+    text = "Yin-yang and wuxing philosophy underlay Chinese medicine. [2]"
+    v = await verify_answer(text, results(MEDICINE, SCHOOLS, name="summarize_documents"), None)
+    assert v.text == text
