@@ -9,6 +9,9 @@ by the page, `/api/rag`, `/v1`, MCP and the CLI.
   text instead of a "no source" warning. In a summary or comparison (the passages are the parts the
   map-reduce wrote), every uncited sentence is given the part it is closest to and checked against it: it is
   never marked "no source" for lacking a marker, and it is still marked when that part does not support it.
+  A cited sentence whose numbers do not support it while another passage of the turn does is re-cited: an
+  over-cited sentence keeps the numbers that support it, a mis-cited one gets the passage that supports it best
+  (small models often cite the wrong number for a true sentence; bench/answers_recheck.py measures it).
 - **Not in your documents** (`not_covered`): every search of the turn fell below the confidence floor
   (`coverage.not_covered`) *and* the check did not find the answer supported; an answer whose every sentence a
   passage supports never carries it.
