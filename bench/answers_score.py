@@ -44,6 +44,7 @@ _REFUSAL = re.compile(
             r"\b(?:not (?:found|mentioned|contain\w*|provide\w*|include\w*|cover\w*|available|discuss\w*|address\w*|"
             r"specified|stated|in the (?:documents?|passages?|context|sources?|provided))",
             r"no (?:information|mention|relevant|details?|data|documents?|passages?)",
+            r"none of the (?:passages?|documents?|sources?|texts?|context|provided)",
             r"(?:do|does|did)(?:n't|n’t| not) "
             r"(?:have|contain|mention|say|include|provide|cover|discuss|address|specify)",
             r"(?:can ?not|can't|can’t|couldn't|could not|unable to) (?:find|answer|locate|provide|determine)",
