@@ -34,7 +34,7 @@ RUN /opt/ragchat/bin/pip install --constraint constraints.txt . \
 # model's ONNX export prepared here (ragchat prepare-models), outside the volume, so a first start is seconds
 FROM python:3.11.11-slim-bookworm
 # the release: the image's OCI labels, and what `ragchat --version` and the ragchat_build_info metric say (the
-# build fails when the two differ). Published as ghcr.io/ragchat/ragchat:<version> (README "Run with Docker").
+# build fails when the two differ). Published as ghcr.io/ragchat/ragchat:<version> (docs/operator/docker.md).
 ARG RAGCHAT_VERSION=0.5.0
 ARG RAGCHAT_REVISION=unknown
 LABEL org.opencontainers.image.title="ragchat" \

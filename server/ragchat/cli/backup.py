@@ -31,7 +31,7 @@ def backup_command(settings: Settings, args: argparse.Namespace) -> int:
     if key is None:
         print(
             "warning: no BACKUP_KEY or BACKUP_KEY_FILE is set, so this backup is unsigned and restores only with "
-            "--trust-unsigned; make a key with `ragchat backup-key FILE` (README: Backups)",
+            "--trust-unsigned; make a key with `ragchat backup-key FILE` (docs/operator/backup.md)",
             file=sys.stderr,
         )
     return 0
