@@ -39,7 +39,9 @@ async def recheck(rows: Sequence[dict[str, Any]], embedder: Any) -> list[dict[st
     for row in rows:
         results = row.get("tool_results") or []
         text = row.get("streamed") or ""
-        v = await verify_answer(text, results, embedder, finish_reason=row.get("finish_reason"))
+        v = await verify_answer(
+            text, results, embedder, finish_reason=row.get("finish_reason"), question=row["question"]
+        )
         verifier = v.to_json()
         new = {**row, "verifier": verifier, "not_covered": v.not_covered, "answer": v.text if v.repaired else text}
         new["scores"] = sc.score(new, row.get("lang", "en"))
@@ -61,7 +63,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--log", type=Path, default=RESULTS / "answers.jsonl")
     p.add_argument("--show", type=int, default=0, help="print N answers whose warning changed or is wrong")
     args = p.parse_args(argv)
-    rows = [r for r in sc.read_lines(args.log) if r["arm"] == "ragchat" and "tool_results" in r and not r.get("error")]
+    rows = [
+        r
+        for r in sc.read_lines(args.log)
+        if r["arm"].startswith("ragchat") and "tool_results" in r and not r.get("error")
+    ]
     if not rows:
         print(f"no ragchat answers with their search results in {args.log}")
         return 1

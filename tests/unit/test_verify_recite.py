@@ -44,3 +44,22 @@ async def test_a_summarys_parts_are_never_re_cited() -> None:
     text = "Yin-yang and wuxing philosophy underlay Chinese medicine. [2]"
     v = await verify_answer(text, results(MEDICINE, SCHOOLS, name="summarize_documents"), None)
     assert v.text == text
+
+
+def weak(*texts: str) -> list[dict[str, Any]]:
+    """Search results no passage of which matched the question well (the confidence floor not reached)."""
+    return [{**r, "confidence": {"insufficient_confidence": True}} for r in results(*texts)]
+
+
+async def test_an_answer_about_something_else_is_not_in_your_documents() -> None:
+    """Seen on xquad-dev: "How many plays was Denver kept out of the end zone …?" answered with a true sentence
+    about the Amazon forest: every sentence supported, nothing about the question; "Not in your documents" holds."""
+    forest = "Between 1991 and 2000 the forest lost in the Amazon rose from 415,000 to 587,000 square kilometres."
+    text = "Between 1991 and 2000 the forest lost in the Amazon rose from 415,000 to 587,000 square kilometres. [1]"
+    question = "How many plays was Denver kept out of the end zone after getting the ball from Newton?"
+    v = await verify_answer(text, weak(forest), None, question=question)
+    assert v.supported and v.not_covered
+    on_topic = await verify_answer(text, weak(forest), None, question="How much Amazon forest was lost by 2000?")
+    assert on_topic.supported and not on_topic.not_covered  # about what was asked: supported, no flag
+    strong = await verify_answer(text, results(forest), None, question=question)
+    assert not strong.not_covered  # a search that matched well: never flagged

@@ -225,7 +225,7 @@ class ChatService:
         )  # fmt: skip
 
     async def verify(
-        self, turn: Turn, model: str | None = None, budget: MessageBudget | None = None
+        self, turn: Turn, model: str | None = None, budget: MessageBudget | None = None, *, question: str = ""
     ) -> Verification | None:
         """The answer's verification (verify.py: per-sentence verdicts, citation repair, coverage); None when the
         check itself failed (a bug in the checker never costs the user the answer). The LLM judge's call is
@@ -237,6 +237,7 @@ class ChatService:
                 turn.tool_results,
                 self.embedder,
                 finish_reason=turn.finish_reason,
+                question=question,
                 judge=self.llm if judge else None,
                 judge_model=model or self.settings.chat_model,
                 judge_timeout_s=self.settings.citation_judge_timeout_s,
@@ -338,7 +339,7 @@ class ChatService:
             await budget.close()  # the summary slot, if the message held one
 
         try:
-            verification = None if fault else await self.verify(turn, plan.model, budget)
+            verification = None if fault else await self.verify(turn, plan.model, budget, question=plan.question)
         except asyncio.CancelledError:  # stopped while the citations were checked
             await _shielded_save(*save, "incomplete", (run and run.stop_fault) or STOPPED, audit=audited)
             raise
@@ -397,7 +398,7 @@ class ChatService:
                         yield event
             finally:
                 await budget.close()
-            verification = await self.verify(turn, budget=budget)
+            verification = await self.verify(turn, budget=budget, question=req.question)
             if verification is not None and verification.repaired:
                 turn.parts[:] = [verification.text]
             answer = collect(turn, verification)

@@ -33,6 +33,7 @@ from ragchat.chat.engine.citations import (
     Embedder,
     JudgeLLM,
     check_citations,
+    content_terms,
     find_claims,
     lexical_support,
     new_names,
@@ -44,6 +45,10 @@ from ragchat.chat.engine.coverage import NOT_COVERED, not_covered
 
 log = logging.getLogger(__name__)
 SUMMARY_TOOLS = frozenset({"summarize_documents"})
+_QUESTION_WORDS = frozenset(
+    "many much long often far old wer wen wem was welche wann wie warum wieviel quién qué cuál cuándo dónde cómo "
+    "cuánto cuántos cuántas".split()
+)
 _MARKERS = re.compile(r"\s*\[\d{1,3}(?:\s*,\s*\d{1,3})*\]")
 _TRAILING_MARKERS = re.compile(r"(?:\s*\[\d{1,3}(?:\s*,\s*\d{1,3})*\])+\s*$")
 
@@ -197,6 +202,7 @@ async def verify_answer(
     embedder: Embedder | None,
     *,
     finish_reason: str | None = None,
+    question: str = "",
     judge: JudgeLLM | None = None,
     judge_model: str = "",
     judge_timeout_s: float = 30.0,
@@ -237,8 +243,18 @@ async def verify_answer(
     )
     verification = Verification(text, report, repaired, not_covered=False, searched=bool(tool_results))
     refused = finish_reason == NOT_COVERED
-    verification.not_covered = refused or (not_covered(tool_results) and not verification.supported)
+    weak_search = not_covered(tool_results)
+    off_topic = weak_search and bool(question) and answers_something_else(verification.text, question)
+    verification.not_covered = refused or (weak_search and (not verification.supported or off_topic))
     return verification
+
+
+def answers_something_else(text: str, question: str) -> bool:
+    """Does the answer share none of the question's content words (a football question answered with a passage
+    on the Amazon forest, seen on xquad-dev)? Asked only when no search matched the question well: the passages
+    then support the text, but the text is not about what was asked."""
+    asked = {t for t in content_terms(question) if len(t) > 2 and t not in _QUESTION_WORDS}
+    return bool(asked) and not asked & set(content_terms(text))
 
 
 def footnotes(verification: Mapping[str, Any] | None) -> str:
