@@ -18,7 +18,7 @@ install_torch = $(1) install --quiet '$(TORCH_SPEC)' 2>/dev/null || { \
 WHEEL_DIR  ?= dist
 WHEEL_VENV ?= $(or $(TMPDIR),/tmp)/ragchat-wheel-venv
 
-.PHONY: run test install constraints audit backup restore client test-python test-slow test-client test-e2e test-real test-wheel wheel lint bench-ingest bench-search bench-chat bench-rerank eval clean
+.PHONY: run test install constraints audit backup restore client docs test-python test-slow test-client test-e2e test-real test-wheel wheel lint bench-ingest bench-search bench-chat bench-rerank eval clean
 
 run: install client
 	HF_HUB_OFFLINE=1 $(BIN)/ragchat serve
@@ -56,8 +56,12 @@ test: install client
 # `make test` leaves out the tests marked slow (minutes each: the 50 MB ingest, thousands of synced files, two
 # worker processes through a kill, the fuzzer, the memory of every hostile file); `make test-slow` runs them,
 # and CI runs both.
+# TEST_WORKERS pytest-xdist processes, each with its own embedded Postgres (or its own database on
+# TEST_DATABASE_URL's server): most tests wait on sockets, subprocesses and the database, so 3 on 2 cores
+# (PROGRESS.md has the measured times). `make test-python TEST_WORKERS=0` runs in one process.
+TEST_WORKERS ?= 3
 test-python: install
-	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -m "not slow" --durations=25
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -m "not slow" -n $(TEST_WORKERS) --dist loadgroup --durations=25
 
 test-slow: install client
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -m slow --durations=15
@@ -81,6 +85,17 @@ lint: install $(CLIENT_STAMP)
 	$(BIN)/hadolint Dockerfile
 	$(BIN)/python tools/check_compose.py compose.yaml
 	$(BIN)/python tools/check_licenses.py
+	$(BIN)/python tools/check_paths.py
+
+# The documentation site (mkdocs.yml, docs/) into site/; --strict fails on any warning: a link to a missing
+# page or anchor included. The `docs` extra (MkDocs Material) is installed on top of `make install`.
+DOCS_STAMP := $(VENV)/.docs-installed
+$(DOCS_STAMP): $(STAMP)
+	$(BIN)/pip install --quiet --constraint constraints.txt -e '.[dev,docs]'
+	touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 # `make backup FILE=ragchat.backup`, `make restore FILE=ragchat.backup` (docs: Backups)
 backup: install

@@ -13,6 +13,8 @@ Arms, one model (tests/real/model.py: Qwen2.5-Coder-1.5B Q4_K_M on llama.cpp, 2 
   verdicts (`citations`) and "Not in your documents" (every search's confidence insufficient, as
   client/src/chat/coverage.ts decides it).
 - `ragchat-rag` (not in the default run): the same app's `POST /api/rag` JSON answer.
+- `ragchat-variant` (not in the default run): the `ragchat` arm on a second server whose settings differ by
+  `--variant` (e.g. `chat_passage_sentences=3`), asked in the same run, so the two compare at the same load.
 - `openwebui`: Open WebUI 0.12.4's own retrieval and RAG template on the same documents and embedding model
   (bench/peers/openwebui_rag.py, run in its own venv as a subprocess that reads questions on stdin).
 - `model-alone`: the question as the only message to the same model (the floor: no retrieval).
@@ -23,7 +25,8 @@ completes, with `os.getloadavg()`; a rerun skips what is there (`--fresh` starts
 /tmp/real_llm.pause exists, it waits before each question.
 
     PYTHONPATH=server .venv/bin/python bench/answers.py [--lang en,de,es] [--answerable 100] [--unanswerable 30]
-        [--arms ragchat,openwebui,model-alone,ragchat-rag] [--data DIR] [--seed 41] [--fresh]
+        [--arms ragchat,openwebui,model-alone,ragchat-rag,ragchat-variant] [--variant KEY=VALUE,...]
+        [--data DIR] [--seed 41] [--fresh]
     PYTHONPATH=server .venv/bin/python bench/answers.py --report   # the table; writes bench/results/answers.json
 """
 
@@ -54,7 +57,7 @@ from bench.common import RESULTS, ROOT, bench_settings, write_json
 XQUAD = ROOT.parent / "shared" / "data" / "xquad-dev"
 DATA_DIR = ROOT / "bench" / ".data" / "answers"
 LOG = RESULTS / "answers.jsonl"
-ARMS = ["ragchat", "openwebui", "model-alone", "ragchat-rag"]
+ARMS = ["ragchat", "openwebui", "model-alone", "ragchat-rag", "ragchat-variant"]
 DEFAULT_ARMS = ARMS[:3]
 PEER = ROOT / "bench" / "peers" / "openwebui_rag.py"
 PEER_PYTHON = ROOT / "bench" / "peers" / ".venv-openwebui" / "bin" / "python"
@@ -340,7 +343,7 @@ async def _serve(
 async def ask(
     arm: str, question: str, client: httpx.AsyncClient, llm: httpx.AsyncClient, model: str, peer: OpenWebUI | None
 ) -> dict[str, Any]:
-    if arm == "ragchat":
+    if arm in ("ragchat", "ragchat-variant"):
         return await ask_ragchat(client, question)
     if arm == "ragchat-rag":
         return await ask_rag(client, question)
@@ -369,6 +372,12 @@ async def run_lang(lang: str, args: argparse.Namespace, real: Any) -> None:
                               chat_title_generation=False)  # fmt: skip
     async with AsyncExitStack() as stack:
         client, source_of = await stack.enter_async_context(ragchat_server(settings, docs, lang))
+        clients = {"ragchat": client, "ragchat-rag": client}
+        if "ragchat-variant" in args.arms:  # a second server (its own database) with the settings `--variant` sets
+            changed = settings.model_copy(update={"data_dir": work / "ragchat-variant", **args.variant})
+            other, other_source = await stack.enter_async_context(ragchat_server(changed, docs, lang))
+            clients["ragchat-variant"] = other
+            source_of = {**source_of, **other_source}
         peer = None
         if "openwebui" in args.arms:
             (work / "docs.jsonl").write_bytes(corpus_jsonl(docs))
@@ -382,13 +391,15 @@ async def run_lang(lang: str, args: argparse.Namespace, real: Any) -> None:
                     continue
                 await wait_quiet()
                 try:
-                    turn = await ask(arm, q.question, client, llm, real.model, peer)
+                    turn = await ask(arm, q.question, clients.get(arm, client), llm, real.model, peer)
                 except httpx.HTTPError as exc:  # no line: a rerun asks it again
                     print(f"[{lang} {arm} {i + 1}/{len(questions)}] failed: {exc!r}", flush=True)
                     continue
                 for p in turn["passages"]:  # the paragraph each passage came from
                     p.setdefault("doc", source_of.get(str(p.get("document_id")), p.get("document_id")))
                 row = {"data": tag, "lang": lang, "seed": args.seed, "arm": arm, "index": i, **asdict(q), **turn}
+                if arm == "ragchat-variant":
+                    row["variant"] = args.variant
                 row["scores"] = sc.score(row, lang)
                 sc.append_line(LOG, row)
                 s = row["scores"]
@@ -409,6 +420,18 @@ async def run(args: argparse.Namespace) -> None:
             await run_lang(lang, args, real)
 
 
+def _settings_changes(text: str) -> dict[str, Any]:
+    """`--variant`: settings field names and values, validated as Settings reads them."""
+    from ragchat.settings import Settings
+
+    pairs = dict(item.split("=", 1) for item in text.split(",") if item.strip())
+    unknown = [k for k in pairs if k not in Settings.model_fields]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"not settings: {unknown}")
+    checked = Settings(_env_file=None, **pairs)  # type: ignore[arg-type]
+    return {k: getattr(checked, k) for k in pairs}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     p.add_argument("--report", action="store_true", help="print the table from the checkpoints and exit")
@@ -419,6 +442,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--holdout", type=int, default=4, help="articles left out of the corpus (at least)")
     p.add_argument("--data", type=Path, default=XQUAD, help="a split directory of xquad.<lang>.json files")
     p.add_argument("--seed", type=int, default=41)
+    p.add_argument(
+        "--variant",
+        type=_settings_changes,
+        default={},
+        help="the ragchat-variant arm's settings: "
+        "KEY=VALUE[,KEY=VALUE] (Settings field names, e.g. chat_passage_sentences=3)",
+    )
     p.add_argument("--fresh", action="store_true", help="drop the checkpoints of this data split first")
     p.add_argument("--results", type=Path, default=RESULTS)
     args = p.parse_args(argv)
@@ -432,7 +462,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         LOG.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in keep), encoding="utf-8")
     if not args.report:
         asyncio.run(run(args))
-    text, summary = sc.report(sc.read_lines(LOG))
+    rows = [{**r, "scores": sc.score(r, r["lang"])} for r in sc.read_lines(LOG)]  # today's scoring code
+    text, summary = sc.report(rows)
     print(text)
     write_json(args.results / "answers.json", summary)
     return 0

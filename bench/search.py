@@ -413,7 +413,8 @@ async def explain_keyword(conn: Conn, query: str, settings: Settings, n: int) ->
             tsqs.append(("and-of-rarest", kw.and_query([t.term for t in terms[:4]])))
         tsqs.append(("or-of-chosen", kw.or_query([t.term for t in chosen])))
         for label, tsq in tsqs:
-            sql = "EXPLAIN (ANALYZE, BUFFERS) " + kw._BM25_SQL.format(where="c.owner_id = %(owner)s")
+            owned = sql.SQL("c.owner_id = %(owner)s")
+            statement = sql.SQL("EXPLAIN (ANALYZE, BUFFERS) ") + kw._BM25_SQL.format(where=owned)
             params = {
                 "owner": BENCH_OWNER,
                 "tsq": tsq,
@@ -425,7 +426,7 @@ async def explain_keyword(conn: Conn, query: str, settings: Settings, n: int) ->
                 "terms": [t.term for t in terms],
                 "idfs": [t.idf for t in terms],
             }
-            rows = await fetch(conn, sql, params)
+            rows = await fetch(conn, statement, params)
             plans.append(f"-- {label}: {tsq[:120]} (terms df: {[t.df for t in terms]})")
             plans.extend(r["QUERY PLAN"] for r in rows)
         return plans

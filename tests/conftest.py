@@ -21,14 +21,19 @@ from ragchat.db.migrate import ensure_vector_extension, migrate
 from ragchat.db.pool import make_pool
 from ragchat.settings import Settings
 
-pytest_plugins = ["tests.fakes.plugin"]
+pytest_plugins = ["tests.fakes.plugin", "tests.support.interrupt"]
 
 
 @pytest.fixture(scope="session")
 def pg_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A migrated database: TEST_DATABASE_URL when set, else a fresh embedded PostgreSQL for this run."""
+    """A migrated database per test process: TEST_DATABASE_URL when set (under pytest-xdist, a database of its
+    own for each worker, made on that server: `<name>_gw0`…), else a fresh embedded PostgreSQL for this process
+    (each xdist worker has its own temp directory, so its own server)."""
     server = None
     uri = os.environ.get("TEST_DATABASE_URL")
+    worker = os.environ.get("PYTEST_XDIST_WORKER")  # gw0, gw1…: set by pytest-xdist in its workers
+    if uri and worker:
+        uri = worker_database(uri, worker)
     if not uri:
         from ragchat.db.embedded import open_server
 
@@ -39,6 +44,23 @@ def pg_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     yield uri
     if server is not None:
         server.cleanup()
+
+
+def worker_database(uri: str, worker_id: str) -> str:
+    """`uri` with its database name suffixed by the xdist worker id, the database created afresh (owned by the
+    URL's user, so the migrations can create what they need in it)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    given = conninfo_to_dict(uri)
+    name = f"{given.get('dbname') or given.get('user') or 'postgres'}_{worker_id}"
+    with psycopg.connect(uri, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    if "://" not in uri:  # key=value form
+        return make_conninfo(uri, dbname=name)
+    return urlunsplit(urlsplit(uri)._replace(path="/" + name))
 
 
 def truncate_all(uri: str) -> None:
@@ -160,8 +182,11 @@ class LiveServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=15)
+        self.server.should_exit = True  # graceful: open streams get uvicorn's timeout_graceful_shutdown
+        self.thread.join(timeout=30)
+        if self.thread.is_alive():  # a stalled shutdown: drop the connections, the lifespan still closes
+            self.server.force_exit = True
+            self.thread.join(timeout=30)
 
 
 @pytest.fixture

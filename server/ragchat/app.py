@@ -1,4 +1,4 @@
-"""The Litestar application factory: routes of every domain over one runtime (server/runtime.py)."""
+"""The Litestar application factory: routes of every domain over one runtime (server/ragchat/runtime.py)."""
 
 from __future__ import annotations
 
@@ -26,19 +26,19 @@ from ragchat.audit.service import AuditLog
 from ragchat.chat.api.action_routes import action_handlers
 from ragchat.chat.api.routes import chat_handlers
 from ragchat.chat.service import ChatService
-from ragchat.core import tracing
-from ragchat.core.logs import bind
 from ragchat.core.preferences import PreferencesLookup
 from ragchat.core.principal import CredentialCheck, Principal
 from ragchat.db.ratelimit import RateLimiter
-from ragchat.documents.catalog.browse import DocumentBrowseController
-from ragchat.documents.catalog.routes import DocumentController
-from ragchat.documents.collections.routes import CollectionController
+from ragchat.documents.api.browse_routes import DocumentBrowseController
+from ragchat.documents.api.collection_routes import CollectionController
+from ragchat.documents.api.metadata_routes import MetadataController
+from ragchat.documents.api.routes import DocumentController
+from ragchat.documents.api.service import DocumentService
 from ragchat.documents.collections.service import CollectionService
-from ragchat.documents.metadata.routes import MetadataController
-from ragchat.documents.service import DocumentService
 from ragchat.evaluation.routes import EvalController
 from ragchat.mcp.http import McpHttp
+from ragchat.observability import tracing
+from ragchat.observability.logs import bind
 from ragchat.preferences.routes import preferences_handlers
 from ragchat.preferences.service import PreferencesService
 from ragchat.resources import client_dist
@@ -128,7 +128,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, overrides:
 
     @asgi("/mcp", is_mount=True, copy_scope=True, include_in_schema=False)
     async def mcp_endpoint(scope: Scope, receive: Receive, send: Send) -> None:
-        """MCP over streamable HTTP (server/mcp/http.py): a personal API token on every request."""
+        """MCP over streamable HTTP (server/ragchat/mcp/http.py): a personal API token on every request."""
         await holder["mcp"](scope, receive, send)
 
     @get(["/", "/{path:path}"], include_in_schema=False)
@@ -177,7 +177,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, overrides:
             "oidc": Provide(lambda: current().oidc, sync_to_thread=False),
             "collections": Provide(lambda: current().collections, sync_to_thread=False),
             "limiter": Provide(lambda: current().limiter, sync_to_thread=False),
-            "search_policy": Provide(lambda: current().search_policy, sync_to_thread=False),
+            "policy": Provide(lambda: current().policy, sync_to_thread=False),
             "credential_check": Provide(lambda: current().accounts.still_valid, sync_to_thread=False),
             "preferences": Provide(lambda: current().preferences, sync_to_thread=False),
             "audit": Provide(lambda: current().audit, sync_to_thread=False),

@@ -21,17 +21,17 @@ from ragchat.accounts.service import AccountService
 from ragchat.audit.service import AuditLog
 from ragchat.chat.runs import RunRegistry
 from ragchat.chat.service import ChatService
-from ragchat.core.logs import say
-from ragchat.core.options import SearchPolicy
 from ragchat.db.capabilities import Capabilities, detect
 from ragchat.db.pool import Database, Pool, make_pool, prepare_database
 from ragchat.db.ratelimit import RateLimiter
 from ragchat.db.replicas import ReadRouter, build_router
 from ragchat.db.watchdog import DatabaseWatchdog
+from ragchat.documents.api.service import DocumentService, build_document_service
 from ragchat.documents.catalog.service import CatalogService, owner_counts
 from ragchat.documents.collections.service import CollectionService
 from ragchat.documents.metadata.extraction import MetadataExtractor
-from ragchat.documents.service import DocumentService, build_document_service
+from ragchat.observability.logs import say
+from ragchat.policy.request import RequestPolicy
 from ragchat.preferences.service import PreferencesService
 from ragchat.providers.embeddings import build_embedder
 from ragchat.providers.embeddings.base import EmbeddingProvider
@@ -75,7 +75,7 @@ class Runtime:
     collections: CollectionService
     limiter: RateLimiter
     preferences: PreferencesService
-    search_policy: SearchPolicy  # every entry point resolves a search's options (and its cost) here
+    policy: RequestPolicy  # every door resolves and checks a request here (readable ids, options, rates)
     llm_status: StatusCache  # /api/health's view of the LLM, probed in the background
     audit: AuditLog  # the audit log every domain records its actions in (the AuditWriter of core/audit.py)
     database: Database | None = None
@@ -218,7 +218,9 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
             collections=CollectionService(pool, audit, accounts.names, accounts.is_active),
             limiter=limiter,
             preferences=preferences,
-            search_policy=SearchPolicy(settings.retrieval, settings.limits, preferences.effective, limiter),
+            policy=RequestPolicy(
+                pool, settings.retrieval, settings.limits, settings.llm, preferences.effective, limiter
+            ),
             llm_status=llm_status,
             audit=audit,
             database=database,

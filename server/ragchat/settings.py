@@ -231,23 +231,30 @@ class LLMSettings(BaseModel):
     openai_base_url: str = "http://127.0.0.1:8080/v1"
     openai_api_key: SecretStr | None = None
     chat_model: str = "llama3.2"
+    # Streamed calls (providers/llm/streaming.py): LLM_TIMEOUT_S is the least time allowed before the first token
+    # (more when the prompt is long for the model's measured prompt speed × LLM_FIRST_TOKEN_FACTOR), and the whole
+    # time of a non-streamed call; then at most LLM_STALL_TIMEOUT_S without a new token, LLM_MAX_CALL_S in all
     llm_timeout_s: float = Field(default=120.0, validation_alias=AliasChoices("llm_timeout_s", "ollama_timeout_s"))
+    llm_first_token_factor: float = Field(default=3.0, ge=1)
+    llm_stall_timeout_s: float = Field(default=30.0, gt=0)
+    llm_max_call_s: float = Field(default=3600.0, ge=0)  # 0: no cap
     llm_connect_timeout_s: float = 5.0
     chat_max_tool_rounds: int = 3
     chat_max_message_chars: int = 8000
     chat_history_messages: int = 20
     chat_history_chars: int = 12000
     chat_search_limit: int = 6
+    # 0: the model reads each passage whole; N: each passage cut to the N sentences around the one that best
+    # matches the search: a smaller prompt, a faster first token on a CPU model (xquad-dev with the real 1.5B
+    # model, bench/answers.py: 3 against whole passages, first token 38 s against 67 s at the same load, gold
+    # answers 19/23 against 19/24; bench/answers_trim.py: 3 kept 23 of the 24 gold spans the passages held)
+    chat_passage_sentences: int = Field(default=3, ge=0, le=50)
     # The first model call of a turn must search (OpenAI-compatible `tool_choice: required`; Ollama has no such
     # option). Small local models otherwise answer from memory with invented citations.
     chat_search_first: bool = True
     # A first question that is plainly a lookup ("When did …?", "What is …?") is answered retrieve-first: one search
     # with the question, then one model call (half the calls of the tool loop). auto: those questions; always: every
     # first question; never: the tool loop decides (bench/answers.py measures both)
-    # 0: the model reads each passage whole; N: each passage cut to the N sentences around the one that best
-    # matches the search (a smaller prompt: a faster first token on a CPU model; bench/answers_trim.py measures
-    # what is kept)
-    chat_passage_sentences: int = Field(default=0, ge=0, le=50)
     chat_retrieve_first: Literal["auto", "always", "never"] = "auto"
     # false: retrieve-then-answer (search with the question, passages in the prompt) for models without tool
     # calling; also chosen automatically when the server says the model does not support tools
@@ -273,8 +280,8 @@ class LLMSettings(BaseModel):
     # Prompt + answer must fit the model's context: None asks the server (llama.cpp /props; Ollama's num_ctx).
     chat_context_tokens: int | None = None
     chat_answer_reserve_tokens: int = 512
-    # Verified citations (server/chat/engine/citations.py): true adds one LLM call per answer that judges each cited
-    # claim against its passage; false (default) keeps the lexical + embedding check only
+    # Verified citations (server/ragchat/chat/engine/citations.py): true adds one LLM call per answer that judges
+    # each cited claim against its passage; false (default) keeps the lexical + embedding check only
     citation_judge: bool = False
     # /v1, MCP `ask` and `ragchat search --rag`: the verification also as footnotes under the answer's text
     rag_footnotes: bool = False
@@ -336,7 +343,7 @@ class RetrievalSettings(BaseModel):
     # caller may ask for (the answer says when it stopped at the bound)
     search_all_limit: int = Field(default=20000, ge=1)
     search_all_max_limit: int = Field(default=200000, ge=1)
-    # best-hit cosine tiers, for all-MiniLM-L6-v2 (bench/confidence.py; README "Search API")
+    # best-hit cosine tiers, for all-MiniLM-L6-v2 (bench/confidence.py; docs/user/search.md)
     confidence_high: float = 0.60
     confidence_moderate: float = 0.45
     confidence_floor: float = 0.35  # below: "insufficient"

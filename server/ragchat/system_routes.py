@@ -20,12 +20,12 @@ from psycopg_pool import PoolTimeout
 from pydantic import BaseModel, Field
 
 from ragchat.accounts.routes import authenticate, require_admin
-from ragchat.core import metrics
 from ragchat.core.errors import BadRequest, DatabaseUnavailable
 from ragchat.core.principal import Principal
 from ragchat.db.migrate import CURRENT_VERSION_SQL, head_version
 from ragchat.db.watchdog import DatabaseStatus, bounded, describe_failure, probe_pool
 from ragchat.documents.ingest.queue import status_counts
+from ragchat.observability import metrics
 from ragchat.runtime import Runtime
 from ragchat.settings import EmbedProvider
 from ragchat.web.metrics_port import MetricsListener

@@ -175,6 +175,9 @@ def test_picker_actions_preview_and_counter(live_app: Any, fake_ollama: FakeOlla
         Reply.text("Use **four apples** [1].\n\n```python\ndef bake(apples: int) -> str:\n    return 'cake'\n```"),
     )
     open_app(page, f"{server.url}/chat?document={recipes_id}")
+    # The options are one button by the message box; what differs from the defaults shows as a chip.
+    expect(page.get_by_test_id("options-summary")).to_have_text("1 document")
+    page.get_by_test_id("options-button").click()
     chip = page.get_by_test_id("scope-chip")
     expect(chip).to_have_count(1)
     expect(chip).to_contain_text("recipes")
@@ -188,6 +191,8 @@ def test_picker_actions_preview_and_counter(live_app: Any, fake_ollama: FakeOlla
     screenshot(page, "chat-controls")
     page.get_by_test_id("scope-done").click()
     expect(chip).to_have_count(1)
+    page.get_by_test_id("options-done").click()
+    expect(page.get_by_test_id("options-summary")).to_have_text("1 document · Keyword")
     ask(page, "How many apples go into the cake?")
     msg = page.locator(ASSISTANT).last
     expect(msg).to_have_attribute("data-status", "complete", timeout=20_000)
@@ -276,11 +281,13 @@ def test_picker_actions_preview_and_counter(live_app: Any, fake_ollama: FakeOlla
     screenshot(page, "chat-actions")
 
     # Export: Markdown and JSON downloads with the thread's questions.
+    page.get_by_test_id("export-button").click()
     with page.expect_download() as info:
         page.get_by_test_id("export-markdown").click()
     download = info.value
     assert download.suggested_filename.endswith(".md"), download.suggested_filename
     assert "How hot is the oven?" in Path(download.path()).read_text()
+    page.get_by_test_id("export-button").click()
     with page.expect_download() as info:
         page.get_by_test_id("export-json").click()
     assert info.value.suggested_filename.endswith(".json")

@@ -43,7 +43,7 @@ def test_not_in_your_documents_and_search_all(
     phone = size == PHONE
     page = pages.new(viewport=size, is_mobile=phone, has_touch=phone)
     page.goto(f"{server.url}/chat?document={ids[0]}")  # a chat scoped to one document
-    expect(page.get_by_test_id("scope-chip")).to_have_count(1)
+    expect(page.get_by_test_id("options-summary")).to_have_text("1 document")
     fake_ollama.enqueue(OFF_TOPIC, "Your documents don't cover export tariffs.")
     _ask(page, QUESTION)
     answer = page.get_by_test_id("message").filter(has=page.get_by_test_id("tool-indicator")).last
@@ -65,7 +65,7 @@ def test_not_in_your_documents_and_search_all(
     # Search all my documents: the scope is cleared and the question answered again over everything.
     fake_ollama.enqueue(OFF_TOPIC, "None of your documents mention export tariffs.")
     widen.click()
-    expect(page.get_by_test_id("scope-chip")).to_have_count(0)
+    expect(page.get_by_test_id("options-summary")).to_have_count(0)
     expect(page.get_by_test_id("sibling-switcher")).to_be_visible()
     last = page.get_by_test_id("message").last
     expect(last).to_have_attribute("data-status", "complete")
@@ -97,7 +97,10 @@ def test_answer_only_from_documents_refuses(
     assert len(fake_ollama.chat_requests) == 1 and fake_ollama.pending_replies == 1
 
     # the thread overrides it: the model may answer (and the page still says nothing matched)
+    page.get_by_test_id("options-button").click()
     page.get_by_test_id("chat-documents-only").select_option("answer")
+    page.keyboard.press("Escape")
+    expect(page.get_by_test_id("options-summary")).to_contain_text("May answer beyond documents")
     fake_ollama.reset()
     fake_ollama.enqueue(OFF_TOPIC, "I found nothing about tariffs in your documents.")
     _ask(page, QUESTION)

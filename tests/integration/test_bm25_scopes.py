@@ -12,6 +12,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from psycopg import sql
 from psycopg.conninfo import make_conninfo
 from psycopg.rows import DictRow, dict_row
 
@@ -28,7 +29,7 @@ PROBE = "zebra crossing herd stripes pedestrian secret ledger falafel"
 
 _TRUTH_SQL = f"""
 WITH readable AS (
-    SELECT c.* FROM document_chunks c WHERE c.owner_id = %(uid)s OR c.document_id IN ({SHARED_DOCUMENTS})
+    SELECT c.* FROM document_chunks c WHERE c.owner_id = %(uid)s OR c.document_id IN ({SHARED_DOCUMENTS.as_string()})
 )
 SELECT (SELECT count(*) FROM readable) AS n, (SELECT coalesce(sum(doc_len), 0) FROM readable) AS len,
        coalesce((SELECT jsonb_object_agg(lexeme, df) FROM (
@@ -108,7 +109,8 @@ async def assert_exact(conn: Any, *uids: uuid.UUID, q: str = PROBE) -> None:
             assert (await read_chunk_scope(conn, uid)).shared, uid
         # the keyword arm's check (the chunk row's share_group, 0023) reads exactly the readable chunks
         where, params = filter_sql(await read_chunk_scope(conn, uid), None, "c")
-        got = await (await conn.execute(f"SELECT c.id FROM document_chunks c WHERE {where}", params)).fetchall()  # type: ignore[arg-type]
+        readable = sql.SQL("SELECT c.id FROM document_chunks c WHERE {}").format(where)
+        got = await (await conn.execute(readable, params)).fetchall()
         want = await (await conn.execute(_READABLE_SQL, {"uid": uid})).fetchall()
         assert {r["id"] for r in got} == {r["id"] for r in want}, uid
     stale = await (await conn.execute(_STALE_SHARE_GROUPS_SQL)).fetchone()
@@ -116,7 +118,8 @@ async def assert_exact(conn: Any, *uids: uuid.UUID, q: str = PROBE) -> None:
 
 
 _READABLE_SQL = (
-    f"SELECT c.id FROM document_chunks c WHERE c.owner_id = %(uid)s OR c.document_id IN ({SHARED_DOCUMENTS})"
+    "SELECT c.id FROM document_chunks c WHERE c.owner_id = %(uid)s OR c.document_id IN "
+    f"({SHARED_DOCUMENTS.as_string()})"
 )
 #: chunk rows whose share_group is not their document's group when shared, NULL when not
 _STALE_SHARE_GROUPS_SQL = """SELECT count(*) AS n FROM document_chunks c

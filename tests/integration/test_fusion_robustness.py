@@ -19,6 +19,7 @@ import pytest
 
 from ragchat.core.options import options_of
 from ragchat.core.search import SearchResult
+from ragchat.httpapi.search import search_response
 from ragchat.readscope.sql import read_scope
 from ragchat.retrieval.fusion import fuse
 from ragchat.retrieval.keyword import keyword_search
@@ -76,7 +77,7 @@ def assert_one_honest_figure(result: SearchResult, kind: str) -> None:
     assert all(0.0 <= x <= 1.0 for x in scores)
     assert all(a >= b for a, b in itertools.pairwise(scores)), scores
     assert {c.score_kind for c in result.chunks} == {kind}
-    docs = result.to_api().documents
+    docs = search_response(result).documents
     first_seen = list(dict.fromkeys(c.document_id for c in result.chunks))
     assert [d.document_id for d in docs] == first_seen
 

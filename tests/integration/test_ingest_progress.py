@@ -8,9 +8,9 @@ import time
 from typing import Any
 from uuid import UUID
 
+from ragchat.documents.api.schemas import Document
 from ragchat.documents.catalog import repository as repo
 from ragchat.documents.ingest import queue
-from ragchat.documents.schemas import Document
 from ragchat.settings import Settings
 from tests.integration.test_ingest_leases import SlowEmbedder, long_text, one, quick
 from tests.support.services import LOCAL_OWNER_ID, make_pipeline

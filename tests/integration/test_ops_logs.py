@@ -20,8 +20,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from ragchat.core import tracing
-from ragchat.core.logs import configure_logging, redact, say
+from ragchat.observability import tracing
+from ragchat.observability.logs import configure_logging, redact, say
 from tests.support.accounts import PASSWORD, setup_admin
 
 PLANTED_TOKEN = "rc_PlantedTokenThatMustNeverBeLogged0123"

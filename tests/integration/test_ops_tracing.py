@@ -27,7 +27,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
-from ragchat.core import tracing
+from ragchat.observability import tracing
 from tests.conftest import free_port
 from tests.fakes.script import Reply
 from tests.support.chat import chat, names

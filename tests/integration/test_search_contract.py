@@ -10,7 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
-from ragchat.core.search import ChunkHit, Location, citation_of, snippet_of
+from ragchat.core.search import ChunkHit, Location
+from ragchat.httpapi.search import citation_of, snippet_of
 from ragchat.retrieval.schemas import MAX_SEARCH_QUERY_CHARS, SEARCH_BODY_BYTES
 from ragchat.retrieval.search import Searcher
 from ragchat.retrieval.wording import INSUFFICIENT_MESSAGE, confidence_of

@@ -142,6 +142,7 @@ def test_the_chat_stream_documents_every_event_the_client_handles(document: dict
         "tool_call",
         "tool_result",
         "reading",
+        "estimate",
         "progress",
         "retry",
         "token",

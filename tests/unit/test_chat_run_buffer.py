@@ -1,4 +1,4 @@
-"""The replay buffer of a chat run (server/chat/runs.py): resuming from any event id gives the rest of the
+"""The replay buffer of a chat run (server/ragchat/chat/runs.py): resuming from any event id gives the rest of the
 stream, tokens merged, no gap, no duplicate; subscribers follow live events; stop cancels."""
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ import uuid
 import pytest
 
 from ragchat.cli.search import print_results
-from ragchat.core.search import ChunkHit, Trace, by_document
+from ragchat.core.search import ChunkHit, Trace
+from ragchat.httpapi.search import Passage, by_document
 from ragchat.retrieval.fusion import fuse, keyword_only, rrf, vector_only
 from ragchat.retrieval.search import monotone
 
@@ -189,7 +190,7 @@ def test_documents_follow_the_chunk_order() -> None:
     a, b = uuid.uuid4(), uuid.uuid4()
     # Document b's best chunk is second in the list; a later chunk of a has a higher cosine but no say.
     chunks = [hit(1, b, 0.8), hit(2, a, 0.7), hit(3, b, 0.6), hit(4, a, 0.5)]
-    docs = by_document([c.public() for c in chunks])
+    docs = by_document([Passage.of(c) for c in chunks])
     assert [d.document_id for d in docs] == [b, a]
     assert [d.best_chunk.id for d in docs] == [1, 2] and [d.matched_chunks for d in docs] == [2, 2]
     assert [d.max_score for d in docs] == [0.8, 0.7]

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ragchat.cli.common import format_duration
-from ragchat.documents.schemas import ingest_stage
+from ragchat.documents.api.schemas import ingest_stage
 
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 

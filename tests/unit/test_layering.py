@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -18,6 +19,32 @@ def test_import_contracts_are_kept() -> None:
     exe = shutil.which("lint-imports", path=str(Path(sys.executable).parent)) or "lint-imports"
     done = subprocess.run([exe, "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+#: Imports the "documents in layers" contract forbids: a job's below it (catalog → ingest, the old
+#: chunk_store → ingest.queue), a job's sideways (sync → ingest), a door's from below (catalog → api).
+UPWARD = {
+    "catalog/planted_up.py": "from ragchat.documents.ingest import queue\n",
+    "sync/planted_side.py": "import ragchat.documents.ingest.pipeline\n",
+    "parsing/planted_door.py": "def later():\n    from ragchat.documents.api.service import DocumentService\n",
+}
+
+
+def test_the_documents_contract_fails_on_planted_upward_imports(tmp_path: Path) -> None:
+    """A copy of the package with upward imports planted in documents/ breaks the contract, naming each one
+    (the real tree passes: test_import_contracts_are_kept)."""
+    shutil.copytree(ROOT / "server" / "ragchat", tmp_path / "ragchat", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    _plant(tmp_path / "ragchat" / "documents", UPWARD)
+    exe = shutil.which("lint-imports", path=str(Path(sys.executable).parent)) or "lint-imports"
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}  # the copy before the editable install's finder
+    cmd = [exe, "--no-cache", "--contract", "documents-layers"]
+    done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    out = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode == 1, out
+    assert "documents in layers: doors → jobs → catalog → chunking, fetch → parsing BROKEN" in out
+    for name in UPWARD:
+        assert f"ragchat.documents.{name.removesuffix('.py').replace('/', '.')} ->" in out, (name, out)
 
 
 def test_no_import_cycles_between_modules() -> None:

@@ -39,7 +39,7 @@ def test_the_environment_variable_names_are_unchanged() -> None:
     """Every name .env.example documents is still read (users have .env files with them)."""
     documented = set(re.findall(r"^# ([A-Z][A-Z0-9_]+)=", (ROOT / ".env.example").read_text(), re.M))
     assert documented, ".env.example lists no variables?"
-    # OTEL_EXPORTER_OTLP_ENDPOINT is OpenTelemetry's own variable, read by its SDK (core/tracing.py)
+    # OTEL_EXPORTER_OTLP_ENDPOINT is OpenTelemetry's own variable, read by its SDK (observability/tracing.py)
     assert documented - set(setting_names()) - {"OTEL_EXPORTER_OTLP_ENDPOINT"} == set()
     assert {"OLLAMA_TIMEOUT_S", "RAGCHAT_DATA_DIR", "LLM_TIMEOUT_S"} <= set(setting_names())
 

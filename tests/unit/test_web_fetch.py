@@ -1,6 +1,6 @@
-"""Fetching URLs for ingestion (server/documents/web.py, urlguard.py) against a real local web site: the SSRF
-guard refuses before any connection, redirects are checked hop by hop, connections are pinned to the checked
-address (Host and TLS SNI carry the name), and time, size and types are bounded."""
+"""Fetching URLs for ingestion (server/ragchat/documents/fetch/: fetcher.py, urlguard.py) against a real local web
+site: the SSRF guard refuses before any connection, redirects are checked hop by hop, connections are pinned to
+the checked address (Host and TLS SNI carry the name), and time, size and types are bounded."""
 
 from __future__ import annotations
 

@@ -3,8 +3,8 @@ import type { CitationCheck, CitationReport, ToolResult } from "./types";
 
 /**
  * The SSE events of POST /api/chat (docs/SSE.md), from the OpenAPI document's `ChatStream`: each of its
- * properties is an event name and its `data:` payload (ThreadEvent, ToolCall, ToolResult, TokenEvent,
- * DoneEvent, ErrorEvent).
+ * properties is an event name and its `data:` payload (ThreadEvent, ToolCall, ToolResult, ReadingEvent,
+ * EstimateEvent, TokenEvent, DoneEvent, ErrorEvent...).
  */
 type ChatStream = components["schemas"]["ChatStream"];
 
@@ -19,6 +19,7 @@ const KNOWN: Record<ChatEventType, true> = {
   tool_call: true,
   tool_result: true,
   reading: true,
+  estimate: true,
   progress: true,
   retry: true,
   token: true,

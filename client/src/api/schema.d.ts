@@ -1135,6 +1135,7 @@ export interface components {
             citations?: components["schemas"]["CitationsEvent"] | null;
             done?: components["schemas"]["DoneEvent"] | null;
             error?: components["schemas"]["ErrorEvent"] | null;
+            estimate?: components["schemas"]["EstimateEvent"] | null;
             progress?: components["schemas"]["ProgressEvent"] | null;
             reading?: components["schemas"]["ReadingEvent"] | null;
             retry?: components["schemas"]["RetryEvent"] | null;
@@ -1322,6 +1323,10 @@ export interface components {
         };
         /** Completion */
         Completion: {
+            /** @description ragchat's extension: search only these collections */
+            collection_ids?: string[] | null;
+            /** @description ragchat's extension: search only these documents */
+            document_ids?: string[] | null;
             /** @description ragchat's extension: refuse when nothing matches well (default: your preference) */
             documents_only?: boolean | null;
             messages: components["schemas"]["CompletionMessage"][];
@@ -1619,6 +1624,28 @@ export interface components {
         ErrorEvent: {
             code: string;
             message: string;
+        };
+        /** EstimateEvent */
+        EstimateEvent: {
+            /** @description seconds until the first token: prompt_tokens / prompt_tps */
+            first_token_s: number;
+            /** @description its smoothed generation speed, tokens per second */
+            gen_tps: number | null;
+            /** @description passages the model was given so far this turn */
+            passages: number;
+            /** @description the prompt's tokens, estimated from its characters */
+            prompt_tokens: number;
+            /** @description the model's smoothed prompt speed, tokens per second */
+            prompt_tps: number;
+            /** @description calls measured so far */
+            samples: number;
+            /**
+             * @description reading: the model was handed passages; else thinking
+             * @enum {string}
+             */
+            stage: "thinking" | "reading";
+            /** @description first_token_s + the usual answer's tokens / gen_tps (None: unknown) */
+            total_s: number | null;
         };
         /** EvalProgress */
         EvalProgress: {
@@ -7525,6 +7552,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description No such route or resource (or one you may not see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Rate limited: retry after the Retry-After header's seconds */
             429: {
                 headers: {
@@ -8688,6 +8724,15 @@ export interface operations {
             };
             /** @description Not allowed: another user's resource, an admin-only route, or a cross-origin write */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+            /** @description No such route or resource (or one you may not see) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

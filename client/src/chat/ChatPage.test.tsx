@@ -63,6 +63,11 @@ function mockApi(chat: Handler[], routes: Record<string, Handler> = {}) {
 }
 
 /** Render the app and wait for the session check at boot. */
+function openOptions() {
+  fireEvent.click(screen.getByTestId("options-button"));
+  expect(screen.getByTestId("options-button")).toHaveAttribute("aria-expanded", "true");
+}
+
 async function renderApp() {
   render(<App />);
   await screen.findByTestId("app-nav");
@@ -286,6 +291,10 @@ describe("ChatPage: retrieval controls, actions and tabs", () => {
       "PATCH /api/threads/t8": () => jsonResponse({ id: "t8", title: "x", created_at: "", updated_at: "" }),
     });
     await renderApp();
+    // the options are one button by the message box; their state shows as a chip when not the defaults
+    expect(screen.queryByTestId("chat-controls")).toBeNull();
+    expect(screen.getByTestId("options-summary")).toHaveTextContent("1 document");
+    openOptions();
     expect(await screen.findByTestId("scope-chip")).toHaveTextContent("Recipes");
     fireEvent.change(screen.getByTestId("chat-mode"), { target: { value: "vector" } });
     await waitFor(() => expect(screen.getByTestId("chat-model")).toHaveTextContent("Default (llama3.2)"));
@@ -340,6 +349,8 @@ describe("ChatPage: retrieval controls, actions and tabs", () => {
     });
     await renderApp();
     expect(await screen.findByText("Four.")).toBeInTheDocument();
+    await waitFor(() => expect(screen.getByTestId("options-summary")).toHaveTextContent("1 document · Keyword · qwen3"));
+    openOptions();
     await waitFor(() => expect(screen.getByTestId("chat-mode")).toHaveValue("keyword"));
     expect(document.title).toContain("Apples");
     fireEvent.click(screen.getByTestId("chat-rerank"));
@@ -363,6 +374,7 @@ describe("ChatPage: retrieval controls, actions and tabs", () => {
       "PATCH /api/threads/t9": () => jsonResponse({ id: "t9", title: "x", created_at: "", updated_at: "" }),
     });
     await renderApp();
+    openOptions();
     fireEvent.click(screen.getByTestId("scope-button"));
     fireEvent.click(await screen.findByRole("checkbox", { name: /Handbooks/ }));
     expect(screen.getByTestId("scope-chip")).toHaveTextContent("Handbooks");
@@ -379,6 +391,7 @@ describe("ChatPage: retrieval controls, actions and tabs", () => {
   it("rerank is disabled, with the reason, while the LLM is down", async () => {
     mockApi([], { "/api/health": () => jsonResponse({ ...HEALTH, status: "degraded", llm: { ...HEALTH.llm, reachable: false } }) });
     await renderApp();
+    openOptions();
     await waitFor(() => expect(screen.getByTestId("chat-rerank")).toBeDisabled());
     expect(screen.getByTestId("chat-rerank")).toHaveAccessibleDescription(/Rerank needs the language model/);
   });

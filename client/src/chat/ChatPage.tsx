@@ -7,13 +7,14 @@ import { Icon } from "../components/Icon";
 import { Spinner } from "../components/Spinner";
 import { useAuth } from "../auth/AuthContext";
 import { draftKey, writeDraft } from "../lib/drafts";
-import { useHealth } from "../lib/health";
+import { requestHealthCheck, useHealth } from "../lib/health";
 import { useTitle } from "../lib/useTitle";
 import { Link, navigate, useLocation } from "../lib/router";
 import { rememberedThread, rememberThread } from "./channel";
 import { ChatControls } from "./ChatControls";
 import { Composer } from "./Composer";
 import { EmptyChat } from "./EmptyChat";
+import { ExportMenu } from "./ExportMenu";
 import { MessageList } from "./MessageList";
 import { ThreadList } from "./ThreadList";
 import { useChat } from "./useChat";
@@ -55,6 +56,8 @@ export function ChatPage({ threadId: routeThreadId }: { threadId: string | null 
   useEffect(() => () => timers.current.forEach((t) => window.clearTimeout(t)), []);
   const onSettled = () => {
     refreshThreads();
+    // An answer came while the banner says chat is unavailable (or the server unreachable): look again now.
+    if (!health?.llm?.reachable || !health.llm.model_available) requestHealthCheck();
     if (!titling.current) return;
     titling.current = null;
     timers.current = TITLE_LOOKS_MS.map((ms) => window.setTimeout(refreshThreads, ms));
@@ -222,17 +225,7 @@ export function ChatPage({ threadId: routeThreadId }: { threadId: string | null 
           <h1 className="chat-title" data-testid="chat-title" title={title}>
             {title}
           </h1>
-          {activeId && messages.length > 0 && (
-            <span className="chat-export small" data-testid="chat-export">
-              <span className="muted">Export</span>
-              <a className="btn btn-small btn-ghost" href={threadsApi.exportUrl(activeId, "markdown")} download data-testid="export-markdown">
-                Markdown
-              </a>
-              <a className="btn btn-small btn-ghost" href={threadsApi.exportUrl(activeId, "json")} download data-testid="export-json">
-                JSON
-              </a>
-            </span>
-          )}
+          {activeId && messages.length > 0 && <ExportMenu threadId={activeId} />}
         </header>
         <div className="sr-only" aria-live="polite" data-testid="chat-live">
           {chat.live}

@@ -1,4 +1,4 @@
-import { useEffect, useRef } from "react";
+import { useEffect, useLayoutEffect, useRef, useState } from "react";
 import type { Chunk } from "../api/types";
 import { Link } from "../lib/router";
 import { viewerUrl } from "../lib/routes";
@@ -21,30 +21,45 @@ interface Props {
   onShowInSources: (n: number) => void;
 }
 
-/** Below the anchor, inside the container, at most its width. */
-function place(anchor: HTMLElement, container: HTMLElement | null) {
-  if (!container) return { top: 0, left: 0 };
+/** Phones: the preview is a sheet at the bottom of the screen, over everything (the composer too). */
+export const SHEET_QUERY = "(max-width: 760px)";
+const isSheet = () => typeof window.matchMedia === "function" && window.matchMedia(SHEET_QUERY).matches;
+
+/**
+ * Below the anchor, inside the container, at most its width; above the anchor when it would not fit below in
+ * the visible part of the message list (the composer sits under it), whichever side has more room otherwise.
+ */
+function place(anchor: HTMLElement, container: HTMLElement, height: number) {
   const a = anchor.getBoundingClientRect();
   const c = container.getBoundingClientRect();
+  const view = container.closest(".messages-scroll")?.getBoundingClientRect() ?? { top: 0, bottom: window.innerHeight };
+  const bottom = Math.min(view.bottom, window.innerHeight);
+  const top = Math.max(view.top, 0);
   const width = Math.min(360, c.width);
-  return { top: a.bottom - c.top + 6, left: Math.max(0, Math.min(a.left - c.left, c.width - width)) };
+  const below = a.bottom + 6;
+  const above = a.top - 6 - height;
+  const fitsBelow = below + height <= bottom;
+  const useAbove = !fitsBelow && (above >= top || a.top - top > bottom - a.bottom);
+  return { top: (useAbove ? above : below) - c.top, left: Math.max(0, Math.min(a.left - c.left, c.width - width)) };
 }
 
-/** The cited passage, in place under its `[n]`: no scrolling, no opening the source list. */
+/** The cited passage, in place under (or over) its `[n]`; on a phone, a sheet at the bottom of the screen. */
 export function CitePopover({ preview, chunk, container, onClose, onHover, onShowInSources }: Props) {
   const box = useRef<HTMLDivElement>(null);
   const title = chunk.title || chunk.filename;
-  const { top, left } = place(preview.anchor, container);
+  const [sheet] = useState(isSheet);
 
-  // Position through the CSSOM (allowed by the CSP, unlike style attributes in markup).
-  useEffect(() => {
+  // Position through the CSSOM (allowed by the CSP, unlike style attributes in markup), once its height is known.
+  useLayoutEffect(() => {
     const el = box.current;
-    if (!el) return;
+    if (!el || sheet || !container) return;
+    const { top, left } = place(preview.anchor, container, el.offsetHeight);
     el.style.top = `${top}px`;
     el.style.left = `${left}px`;
-  }, [top, left]);
+  }, [preview, chunk, container, sheet]);
 
-  // A pinned preview takes focus (its link is reachable by keyboard); a click outside closes it.
+  // A pinned preview takes focus (its link is reachable by keyboard); a click outside closes it, and so does
+  // Escape wherever the focus is (a click on its text leaves the focus on the page, not in the preview).
   useEffect(() => {
     if (!preview.pinned) return;
     box.current?.querySelector<HTMLElement>("a, button")?.focus({ preventScroll: true });
@@ -52,23 +67,38 @@ export function CitePopover({ preview, chunk, container, onClose, onHover, onSho
       const t = e.target as Node;
       if (!box.current?.contains(t) && !preview.anchor.contains(t)) onClose(false);
     };
+    const onKey = (e: KeyboardEvent) => {
+      if (e.key !== "Escape" || e.defaultPrevented) return;
+      e.preventDefault(); // not also "stop the answer" (ChatPage's Escape)
+      onClose(true);
+    };
     document.addEventListener("pointerdown", onDown);
-    return () => document.removeEventListener("pointerdown", onDown);
+    document.addEventListener("keydown", onKey);
+    return () => {
+      document.removeEventListener("pointerdown", onDown);
+      document.removeEventListener("keydown", onKey);
+    };
   }, [preview, onClose]);
 
   return (
     <div
       ref={box}
-      className="cite-popover"
+      className={`cite-popover${sheet ? " cite-sheet" : ""}`}
       role="dialog"
       aria-label={`Source ${preview.n}: ${title}`}
       data-testid="cite-popover"
       data-n={preview.n}
       onMouseEnter={() => onHover(true)}
       onMouseLeave={() => onHover(false)}
+      onBlur={(e) => {
+        // Tab past its last button: the focus moves on, so the preview goes (it would cover what has the focus).
+        const to = e.relatedTarget;
+        if (preview.pinned && to instanceof Node && !e.currentTarget.contains(to) && !preview.anchor.contains(to)) onClose(false);
+      }}
       onKeyDown={(e) => {
         if (e.key === "Escape") {
           e.stopPropagation();
+          e.preventDefault();
           onClose(true);
         }
       }}
@@ -79,9 +109,16 @@ export function CitePopover({ preview, chunk, container, onClose, onHover, onSho
         {chunk.page != null && <span className="muted small"> · p. {chunk.page}</span>}
         {chunk.section && <span className="muted small"> · § {chunk.section}</span>}
       </p>
-      <p className="cite-popover-passage" data-testid="cite-popover-passage">
+      {/* focusable: a long passage scrolls, and keyboard users must be able to scroll it too */}
+      <div
+        className="cite-popover-passage"
+        data-testid="cite-popover-passage"
+        role="region"
+        tabIndex={0}
+        aria-label={`Passage ${preview.n}`}
+      >
         {chunk.content}
-      </p>
+      </div>
       <p className="cite-popover-actions">
         <Link to={viewerUrl(chunk)} className="btn btn-small" data-testid="cite-popover-open">
           Open in document

@@ -3,6 +3,7 @@ import { Markdown, type CiteTrigger } from "../components/Markdown";
 import { CodeText } from "../components/HealthBanner";
 import { messageSources, type ChatMessage } from "./state";
 import { ToolIndicator } from "./ToolIndicator";
+import { ProgressNote } from "./ProgressNote";
 import { CitationSummary, CitedMarkdown } from "./Citations";
 import { CitePopover, type Preview } from "./CitePopover";
 import { EditQuestion, MessageActions, type MessageHandlers } from "./MessageActions";
@@ -238,7 +239,7 @@ function AssistantMessage({ message, onRetry, canRetry, running = false, scoped 
           {message.retried}
         </p>
       )}
-      {waiting && message.reading && <ReadingNote passages={message.reading.passages} since={message.reading.since} />}
+      {waiting && message.reading && <ProgressNote reading={message.reading} />}
       {waiting && !message.reading && (
         <div className="typing" aria-label="Thinking" data-testid="thinking">
           <span />
@@ -270,25 +271,5 @@ function AssistantMessage({ message, onRetry, canRetry, running = false, scoped 
       )}
       <MessageActions message={message} running={running} {...handlers} />
     </li>
-  );
-}
-
-/** "Reading 6 passages… 12 s": what the model is doing between the search and its first token. */
-function ReadingNote({ passages, since }: { passages: number; since: number }) {
-  const [now, setNow] = useState(() => Date.now());
-  useEffect(() => {
-    const timer = window.setInterval(() => setNow(Date.now()), 1000);
-    return () => window.clearInterval(timer);
-  }, []);
-  const seconds = Math.max(0, Math.floor((now - since) / 1000));
-  return (
-    <p className="note muted reading" data-testid="reading" aria-label="The model is reading the passages">
-      <span className="typing" aria-hidden="true">
-        <span />
-        <span />
-        <span />
-      </span>{" "}
-      Reading {passages} {passages === 1 ? "passage" : "passages"}…{seconds >= 1 ? ` ${seconds} s` : ""}
-    </p>
   );
 }

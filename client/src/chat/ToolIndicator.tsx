@@ -3,6 +3,9 @@ import { SearchModeBadge } from "../components/SearchModeBadge";
 import { Spinner } from "../components/Spinner";
 import { SourceCard } from "./SourceCard";
 import { ConfidenceChip } from "../components/ConfidenceChip";
+import { Explain } from "../components/Explain";
+
+const WHOLE = "Every part of the document was read and summarised, instead of searching for a few passages.";
 
 interface Props {
   step: SearchStep;
@@ -68,23 +71,27 @@ export function ToolIndicator({ step, firstIndex, open, onToggle, isCardOpen, on
   const n = r.chunks.length;
   return (
     <div className="tool" data-testid="tool-indicator" data-status="done">
-      <button
-        type="button"
-        className="tool-line tool-toggle"
-        aria-expanded={open}
-        onClick={onToggle}
-        disabled={n === 0}
-        data-testid="sources-toggle"
-        title={step.query ? `Query: ${step.query}` : undefined}
-      >
-        <span className="tool-icon" aria-hidden="true">
-          ✓
-        </span>
-        <span data-testid="tool-summary">{doneText(step, n, q)}</span>
-        {r.summary ? (
-          <span className="badge badge-whole" data-testid="whole-document-badge" title="Every part of the document was read and summarised; no search">
-            Whole document
+      <div className="tool-head">
+        <button
+          type="button"
+          className="tool-line tool-toggle"
+          aria-expanded={open}
+          onClick={onToggle}
+          disabled={n === 0}
+          data-testid="sources-toggle"
+          title={step.query ? `Query: ${step.query}` : undefined}
+        >
+          <span className="tool-icon" aria-hidden="true">
+            ✓
           </span>
+          <span data-testid="tool-summary">{doneText(step, n, q)}</span>
+          {n > 0 && <span className="chevron" aria-hidden="true" />}
+        </button>
+        {/* the badges explain themselves on hover, focus or tap: beside the toggle, never inside it */}
+        {r.summary ? (
+          <Explain className="badge badge-whole" testId="whole-document-badge" explanation={WHOLE}>
+            Whole document
+          </Explain>
         ) : (
           <>
             <SearchModeBadge mode={r.search_mode} reranked={r.reranked} />
@@ -96,8 +103,7 @@ export function ToolIndicator({ step, firstIndex, open, onToggle, isCardOpen, on
             {r.rerank.status === "partial" ? "Rerank partial" : "Rerank failed"}
           </span>
         )}
-        {n > 0 && <span className="chevron" aria-hidden="true" />}
-      </button>
+      </div>
       {r.rerank?.warning && (
         <p className="note muted" role="status" data-testid="tool-rerank-note">
           {r.rerank.warning}

@@ -1,6 +1,7 @@
 import type { ChatEvent } from "../api/chatEvents";
 import type { Feedback } from "../api/feedback";
 import type { ChatError, Chunk, CitationReport, Message, ThreadDetail, ToolResult } from "../api/types";
+import type { Reading } from "./ProgressNote";
 
 export interface SearchStep {
   id: string;
@@ -36,8 +37,9 @@ export interface ChatMessage {
   /** Assistant: the model that answered. */
   model?: string | null;
   feedback?: Feedback | null;
-  /** Streaming: the model was handed `passages` passages at `since` (ms) and has not written yet. */
-  reading?: { passages: number; since: number } | null;
+  /** Streaming: the model was handed `passages` passages (0: none yet) at `since` (ms) and has not written yet;
+   * `estimate`: how long its first token takes, from its measured speed (the `estimate` event). */
+  reading?: Reading | null;
   /** Streaming: the first answer failed a check and the model was asked again (the `retry` event's words). */
   retried?: string | null;
 }
@@ -157,6 +159,11 @@ export function applyEvent(msg: ChatMessage, ev: ChatEvent): ChatMessage {
     }
     case "reading":
       return { ...msg, reading: { passages: ev.passages, since: Date.now() } };
+    case "estimate": {
+      const { type: _t, ...estimate } = ev;
+      void _t;
+      return { ...msg, reading: { passages: ev.passages, since: msg.reading?.since ?? Date.now(), estimate } };
+    }
     case "retry":
       return { ...msg, content: "", citations: null, reading: null, retried: ev.message };
     case "token":

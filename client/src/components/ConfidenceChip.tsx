@@ -1,4 +1,8 @@
 import type { Confidence } from "../api/types";
+import { Explain } from "./Explain";
+
+const MEANING =
+  "How closely the best passage found matches your question: high means it is very likely about the same thing; low means the documents may not answer it.";
 
 /** "High confidence (82%)"; a warning chip when low or insufficient (older servers: only the latter). */
 export function ConfidenceChip({ confidence }: { confidence: Confidence | null | undefined }) {
@@ -7,13 +11,13 @@ export function ConfidenceChip({ confidence }: { confidence: Confidence | null |
   const text = confidence.text ?? (weak ? "Low confidence" : null);
   if (!text) return null;
   return (
-    <span
+    <Explain
       className={weak ? "chip chip-warn" : "chip"}
-      title={confidence.message ?? "How closely the best passage matches the question (cosine similarity)"}
-      data-testid="confidence-chip"
-      data-label={confidence.label}
+      testId="confidence-chip"
+      data={{ "data-label": confidence.label }}
+      explanation={confidence.message ? `${MEANING} ${confidence.message}` : MEANING}
     >
       {text}
-    </span>
+    </Explain>
   );
 }

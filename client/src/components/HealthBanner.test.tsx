@@ -1,8 +1,9 @@
-import { act, fireEvent, render, screen, within } from "@testing-library/react";
+import { act, fireEvent, render, screen, waitFor, within } from "@testing-library/react";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { EmbeddingsStatus, Health } from "../api/types";
 import { jsonResponse } from "../test/fixtures";
-import { HealthBanner, embeddingsNotice, healthProblem } from "./HealthBanner";
+import { requestHealthCheck } from "../lib/health";
+import { HEALTH_POLL_MS, HealthBanner, PROBLEM_POLL_MS, embeddingsNotice, healthProblem } from "./HealthBanner";
 
 const MISMATCH_MSG =
   "The stored vectors were made by all-MiniLM-L6-v2 (sentence-transformers, 384 dims), but EMBED_MODEL is " +
@@ -177,6 +178,34 @@ describe("HealthBanner", () => {
     expect(banner).toHaveAttribute("role", "alert");
     expect(banner).toHaveAttribute("data-kind", "ollama");
     expect(banner).toHaveTextContent("Chat unavailable: Ollama is not reachable");
+  });
+
+  it("looks again every 5 s while chat is unavailable: the banner goes soon after the LLM is back", async () => {
+    vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
+    const fetchMock = mockFetch({ "/api/health": [health(false, false, "Ollama is not reachable"), health(true, true)] });
+    render(<HealthBanner />);
+    await act(() => vi.advanceTimersByTimeAsync(0));
+    expect(screen.getByTestId("health-banner")).toHaveTextContent("Chat unavailable");
+    await act(() => vi.advanceTimersByTimeAsync(PROBLEM_POLL_MS));
+    expect(fetchMock).toHaveBeenCalledTimes(2);
+    expect(screen.queryByTestId("health-banner")).toBeNull();
+    // all well again: back to the slow poll
+    await act(() => vi.advanceTimersByTimeAsync(PROBLEM_POLL_MS * 2));
+    expect(fetchMock).toHaveBeenCalledTimes(2);
+    expect(PROBLEM_POLL_MS).toBeLessThan(HEALTH_POLL_MS);
+  });
+
+  it("looks again at once when asked (an answer arrived) and when the tab comes back", async () => {
+    const fetchMock = mockFetch({
+      "/api/health": [health(false, false, "Ollama is not reachable"), health(true, true)],
+    });
+    render(<HealthBanner />);
+    expect(await screen.findByTestId("health-banner")).toBeInTheDocument();
+    await act(async () => requestHealthCheck());
+    await waitFor(() => expect(screen.queryByTestId("health-banner")).toBeNull());
+    expect(fetchMock).toHaveBeenCalledTimes(2);
+    await act(async () => window.dispatchEvent(new Event("focus")));
+    await waitFor(() => expect(fetchMock).toHaveBeenCalledTimes(3));
   });
 
   it("names the model server, not Ollama, for an OpenAI-compatible provider", async () => {

@@ -1,11 +1,13 @@
-import { useEffect, useState } from "react";
+import { useEffect, useRef, useState } from "react";
 import { healthApi } from "../api/health";
 import { reembedApi } from "../api/reembed";
 import type { Health, LlmStatus, ReembedProgress } from "../api/types";
 import { Icon } from "./Icon";
-import { publishHealth } from "../lib/health";
+import { onHealthCheckRequest, publishHealth } from "../lib/health";
 
 export const HEALTH_POLL_MS = 30_000;
+/** While a problem shows, it is checked this often: the banner goes soon after the LLM (or server) is back. */
+export const PROBLEM_POLL_MS = 5_000;
 /** How often the re-embedding progress is polled while the notice shows it. */
 export const REEMBED_POLL_MS = 5_000;
 
@@ -74,7 +76,8 @@ export function embeddingsNotice(h: Health | null, failed: boolean): Notice {
 }
 
 /**
- * Polls GET /api/health every 30 s. Warns (role="alert") when chat can't work, and shows a
+ * Polls GET /api/health every 30 s (every 5 s while a problem shows, and at once when the tab comes back or an
+ * answer arrives: a stale "Chat unavailable" would contradict the answer under it). Warns (role="alert") when chat can't work, and shows a
  * non-blocking notice (role="status") when the embedding model changed or a re-embed is under way,
  * with its progress when GET /api/admin/reembed answers.
  */
@@ -83,6 +86,7 @@ export function HealthBanner() {
   const [failed, setFailed] = useState(false);
   const [progress, setProgress] = useState<ReembedProgress | null>(null);
   const [dismissed, setDismissed] = useState<string | null>(null);
+  const checkNow = useRef<() => void>(() => undefined);
 
   useEffect(() => {
     let alive = true;
@@ -96,16 +100,34 @@ export function HealthBanner() {
           setFailed(true);
           publishHealth(null);
         });
+    checkNow.current = () => void check();
     void check();
     const t = window.setInterval(check, HEALTH_POLL_MS);
+    // Back to the tab, or back online: what the banner says may be old.
+    const onVisible = () => document.visibilityState === "visible" && void check();
+    const offRequest = onHealthCheckRequest(() => void check());
+    window.addEventListener("focus", onVisible);
+    window.addEventListener("online", onVisible);
+    document.addEventListener("visibilitychange", onVisible);
     return () => {
       alive = false;
       ctrl.abort();
       window.clearInterval(t);
+      offRequest();
+      window.removeEventListener("focus", onVisible);
+      window.removeEventListener("online", onVisible);
+      document.removeEventListener("visibilitychange", onVisible);
     };
   }, []);
 
   const problem = healthProblem(health, failed);
+  const problemKind = problem?.kind ?? null;
+  // A problem shown: look again often, so that it is not shown long after it was fixed.
+  useEffect(() => {
+    if (!problemKind) return;
+    const t = window.setInterval(() => checkNow.current(), PROBLEM_POLL_MS);
+    return () => window.clearInterval(t);
+  }, [problemKind]);
   const notice = embeddingsNotice(health, failed);
   const reembedding = notice?.status === "reembedding";
 

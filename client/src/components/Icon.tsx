@@ -6,6 +6,8 @@ const PATHS = {
   upload: "M12 16V4M7 9l5-5 5 5M4 20h16",
   close: "M6 6l12 12M18 6L6 18",
   file: "M14 3H6v18h12V7l-4-4zM14 3v4h4",
+  sliders: "M4 6h10M18 6h2M4 12h4M12 12h8M4 18h12M20 18h0M14 4v4M8 10v4M16 16v4",
+  download: "M12 4v12M7 11l5 5 5-5M4 20h16",
 } as const;
 
 export type IconName = keyof typeof PATHS;

@@ -45,6 +45,24 @@ describe("one overall bar for an upload of many files", () => {
     expect(screen.getByTestId("batch-progress-text")).toHaveTextContent("1 of 3 ready · 2 in progress");
   });
 
+  it("an upload of files already uploaded says so, not \"Done: 0 of 0 ready\"", () => {
+    render(<BatchProgress batch={batch({ files: 2, sent: 2, ids: [], skipped: 2, duplicates: 2 })} docs={[]} />);
+    const text = screen.getByTestId("batch-progress-text");
+    expect(text).toHaveTextContent("Already uploaded: all 2 files are in your documents, nothing new to process.");
+    expect(text).not.toHaveTextContent("0 of 0");
+    expect(screen.getByTestId("batch-progress")).toHaveAttribute("data-done", "true");
+  });
+
+  it("a mix of a duplicate and a rejected file: nothing new, and why", () => {
+    render(<BatchProgress batch={batch({ files: 2, sent: 2, ids: [], skipped: 2, duplicates: 1 })} docs={[]} />);
+    expect(screen.getByTestId("batch-progress-text")).toHaveTextContent("Nothing new to process: 1 already uploaded · 1 rejected");
+  });
+
+  it("counts duplicates beside new documents", () => {
+    render(<BatchProgress batch={batch({ files: 3, sent: 3, ids: ["a", "b"], skipped: 1, duplicates: 1 })} docs={[makeDocument({ id: "a" }), makeDocument({ id: "b" })]} />);
+    expect(screen.getByTestId("batch-progress-text")).toHaveTextContent("Done: 2 of 2 ready · 1 already uploaded");
+  });
+
   it("says Done when every document is finished", () => {
     render(<BatchProgress batch={batch({ skipped: 0, ids: ["a"], files: 1, sent: 1 })} docs={[makeDocument({ id: "a" })]} />);
     expect(screen.getByTestId("batch-progress")).toHaveAttribute("data-done", "true");

@@ -13,6 +13,8 @@ export interface Batch {
   ids: string[];
   /** Files the server refused or skipped (rejected, duplicate): finished as far as this batch goes. */
   skipped: number;
+  /** Of those, files already uploaded before (duplicates): nothing new to process. */
+  duplicates?: number;
   /** performance.now() when the upload started. */
   started: number;
 }
@@ -110,17 +112,31 @@ export function BatchProgress({ batch, docs }: { batch: Batch; docs: Document[] 
   const pct = Math.round(fraction * 100);
   const uploading = batch.sent < batch.files;
   const eta = formatEta(etaS);
+  const duplicates = batch.duplicates ?? 0;
+  const rejected = batch.skipped - duplicates;
+  const queued = batch.ids.length;
   const parts = [
     uploading ? `Uploading ${batch.sent} of ${batch.files} files` : `${plural(batch.files, "file")} uploaded`,
-    `${ready} of ${batch.ids.length} ready`,
+    // "0 of 0 ready" says nothing: with no new document, say what happened to the files instead
+    queued || uploading ? `${ready} of ${queued} ready` : null,
     failed ? `${failed} failed` : null,
     !uploading && active ? `${active} in progress` : null,
+    duplicates ? `${duplicates} already uploaded` : null,
+    rejected > 0 ? `${rejected} rejected` : null,
     eta && pct < 100 ? `${eta} left` : null,
   ].filter(Boolean);
+  const nothingNew = !uploading && queued === 0;
+  const text = nothingNew
+    ? duplicates === batch.files
+      ? `Already uploaded: ${batch.files === 1 ? "this file is" : `all ${batch.files} files are`} in your documents, nothing new to process.`
+      : `Nothing new to process: ${parts.slice(1).join(" · ")}`
+    : pct === 100
+      ? `Done: ${parts.slice(1).join(" · ")}`
+      : parts.join(" · ");
   return (
     <div className="batch-progress" data-testid="batch-progress" data-done={pct === 100 ? "true" : "false"}>
       <p className="small" aria-live="polite" data-testid="batch-progress-text">
-        {pct === 100 ? `Done: ${parts.slice(1).join(" · ")}` : parts.join(" · ")}
+        {text}
       </p>
       <div
         className="progress"

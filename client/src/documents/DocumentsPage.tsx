@@ -86,6 +86,7 @@ export function DocumentsPage() {
   const results = perFile.flat();
   const [notice, setNotice] = useState<string | null>(null);
   const [target, setTarget] = useState("");
+  const [moreUpload, setMoreUpload] = useState(false);
   const { collections, refresh: refreshCollections } = useCollections();
   const writable = (collections ?? []).filter((c) => c.role === "owner" || c.role === "write");
   const names = new Map((collections ?? []).map((c) => [c.id, c.name]));
@@ -94,13 +95,23 @@ export function DocumentsPage() {
   // One request per file (api.uploadDocuments): each file's result shows as it arrives, next to its name.
   const upload = async (files: File[], fields?: Record<string, string>) => {
     setUploading(true);
-    setBatch({ files: files.length, sent: 0, ids: [], skipped: 0, started: performance.now() });
+    setBatch({ files: files.length, sent: 0, ids: [], skipped: 0, duplicates: 0, started: performance.now() });
     setNotice(null);
     setPerFile([]);
     const onFile = (res: UploadResult[], index: number) => {
       const queued = res.flatMap((r) => (r.document && (r.status === "queued" || r.status === "requeued") ? [r.document.id] : []));
       const skipped = res.filter((r) => r.status === "rejected" || r.status === "duplicate").length;
-      setBatch((b) => b && { ...b, sent: b.sent + 1, ids: [...b.ids, ...queued], skipped: b.skipped + skipped });
+      const duplicates = res.filter((r) => r.status === "duplicate").length;
+      setBatch(
+        (b) =>
+          b && {
+            ...b,
+            sent: b.sent + 1,
+            ids: [...b.ids, ...queued],
+            skipped: b.skipped + skipped,
+            duplicates: (b.duplicates ?? 0) + duplicates,
+          },
+      );
       setPerFile((p) => {
         const next = p.slice();
         next[index] = res.filter(noteworthy);
@@ -165,7 +176,7 @@ export function DocumentsPage() {
       <header className="page-header">
         <h1>Documents</h1>
 
-        <p className="muted">Files you upload are split into chunks, embedded locally and made searchable.</p>
+        <p className="muted docs-intro">Files you upload are split into chunks, embedded locally and made searchable.</p>
         {total != null && total > 0 && !list.filtered && (
           <p className="muted small" data-testid="documents-count">
             {total === 1 ? "1 document" : `${total} documents`}
@@ -173,26 +184,38 @@ export function DocumentsPage() {
         )}
       </header>
 
-      {writable.length > 0 && (
-        <div className="upload-target small">
-          <label htmlFor="upload-collection">Upload into collection</label>
-          <select
-            id="upload-collection"
-            value={targetId}
-            onChange={(e) => setTarget(e.target.value)}
-            data-testid="upload-collection"
-          >
-            <option value="">None (only in my documents)</option>
-            {writable.map((c) => (
-              <option key={c.id} value={c.id}>
-                {c.name}
-              </option>
-            ))}
-          </select>
-        </div>
-      )}
-      <UploadZone busy={uploading} onFiles={upload} />
-      <UrlForm busy={uploading} onUrl={addUrl} />
+      <section className={`docs-add${moreUpload ? " more" : ""}`} aria-label="Add documents">
+        {writable.length > 0 && (
+          <div className="upload-target small">
+            <label htmlFor="upload-collection">Upload into collection</label>
+            <select
+              id="upload-collection"
+              value={targetId}
+              onChange={(e) => setTarget(e.target.value)}
+              data-testid="upload-collection"
+            >
+              <option value="">None (only in my documents)</option>
+              {writable.map((c) => (
+                <option key={c.id} value={c.id}>
+                  {c.name}
+                </option>
+              ))}
+            </select>
+          </div>
+        )}
+        <UploadZone busy={uploading} onFiles={upload} />
+        <UrlForm busy={uploading} onUrl={addUrl} />
+        {/* a phone shows the documents first: these upload options fold away behind one link */}
+        <button
+          type="button"
+          className="link-button docs-add-more small"
+          aria-expanded={moreUpload}
+          onClick={() => setMoreUpload((m) => !m)}
+          data-testid="upload-more"
+        >
+          {moreUpload ? "Fewer upload options" : "More ways to add: a web page, metadata, chunking"}
+        </button>
+      </section>
       {uploading && (
         <p className="muted small" data-testid="upload-progress">
           <Spinner label="Uploading" /> Uploading…

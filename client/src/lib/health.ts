@@ -19,6 +19,16 @@ function subscribe(listener: () => void): () => void {
   return () => listeners.delete(listener);
 }
 
+/** Ask the banner's poller to check now (e.g. an answer just came: the LLM works, whatever the banner said). */
+const checkers = new Set<() => void>();
+export function requestHealthCheck(): void {
+  for (const check of checkers) check();
+}
+export function onHealthCheckRequest(check: () => void): () => void {
+  checkers.add(check);
+  return () => checkers.delete(check);
+}
+
 export function useHealth(): Health | null {
   return useSyncExternalStore(subscribe, () => current);
 }

@@ -133,13 +133,3 @@ async def refuse(conn: Conn, issuer: str, subject: str, reason: str) -> None:
            WHERE issuer = %s AND subject = %s""",
         (reason[:500], issuer, subject),
     )
-
-
-async def identities_of(conn: Conn, user_id: UUID) -> list[dict[str, Any]]:
-    return await (
-        await conn.execute(
-            """SELECT issuer, subject, email, created_at, last_login_at, checked_at, refused_at, refused_reason
-               FROM oidc_identities WHERE user_id = %s""",
-            (user_id,),
-        )
-    ).fetchall()

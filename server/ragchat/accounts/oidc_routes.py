@@ -23,7 +23,7 @@ from ragchat.accounts.oidc_service import FLOW_TTL_S, OidcService
 from ragchat.accounts.routes import client_ip, cookie_secure, session_cookie
 from ragchat.accounts.service import AccountService
 from ragchat.core.errors import BadHost, NotFound, RagchatError, SsoFailed
-from ragchat.core.http import error_responses
+from ragchat.httpapi.http import error_responses
 
 log = logging.getLogger(__name__)
 

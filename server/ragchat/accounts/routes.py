@@ -27,9 +27,9 @@ from ragchat.accounts.schemas import (
 )
 from ragchat.accounts.service import AccountService, LoggedIn
 from ragchat.core.errors import Forbidden, Unauthorized
-from ragchat.core.http import error_responses
 from ragchat.core.principal import Principal
 from ragchat.core.schemas import Person
+from ragchat.httpapi.http import error_responses
 
 SESSION_COOKIE = "ragchat_session"
 

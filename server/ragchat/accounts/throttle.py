@@ -21,9 +21,9 @@ import math
 import random
 from typing import Any
 
-from ragchat.core import metrics
 from ragchat.core.errors import RateLimited
 from ragchat.db.pool import Pool
+from ragchat.observability import metrics
 
 GLOBAL_BASE_S = 0.25
 

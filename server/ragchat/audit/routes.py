@@ -27,8 +27,8 @@ from ragchat.audit.schemas import (
 from ragchat.audit.service import AuditLog
 from ragchat.core.audit import AuditAction
 from ragchat.core.errors import Forbidden
-from ragchat.core.http import error_responses, file_download
 from ragchat.core.principal import Principal
+from ragchat.httpapi.http import error_responses, file_download
 
 Text = Annotated[str | None, Parameter(max_length=TEXT_MAX)]
 ActorQuery = Annotated[str | None, Parameter(max_length=TEXT_MAX, description="a user id, or a name (any case)")]

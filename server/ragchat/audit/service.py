@@ -19,9 +19,9 @@ from uuid import UUID
 from ragchat.audit import repository as repo
 from ragchat.audit.repository import AuditFilter, Position
 from ragchat.core.audit import SYSTEM, Actor, AuditAction, ReadVia
-from ragchat.core.logs import current_fields
 from ragchat.core.principal import Principal
 from ragchat.db.pool import Pool
+from ragchat.observability.logs import current_fields
 from ragchat.readscope.sql import others_documents
 from ragchat.settings import AuditSettings
 
@@ -84,11 +84,6 @@ class AuditLog:
             details=_clean(dict(details or {})),
             request_id=_optional(fields.get("request_id"), 200),
         )
-
-    async def record_alone(self, action: AuditAction, actor: Actor | Principal | None, **kwargs: Any) -> None:
-        """A row in a transaction of its own: for what has no transaction to join (a failed sign-in)."""
-        async with self.pool.connection() as conn:
-            await self.record(conn, action, actor, **kwargs)
 
     async def record_read(
         self, principal: Principal, via: ReadVia, document_ids: Sequence[UUID], *, owner_id: UUID | None = None

@@ -13,7 +13,8 @@ from pydantic import BaseModel, Field, field_validator
 from ragchat.core.errors import BadRequest
 from ragchat.core.options import SearchModeName
 from ragchat.core.schemas import Flag
-from ragchat.core.search import Confidence, MetadataFilter, Passage, RerankStatus, Timings
+from ragchat.core.search import Confidence, MetadataFilter, RerankStatus, Timings
+from ragchat.httpapi.search import Passage
 
 MAX_QUERY_CHARS = 8000
 TITLE_MAX_CHARS = 200
@@ -313,6 +314,20 @@ class ReadingEvent(BaseModel):
     passages: int = Field(description="passages the model was given so far this turn")
 
 
+class EstimateEvent(BaseModel):
+    """`estimate`: before a model call whose first token is expected to take a while (3 s or more), what it will
+    take on this machine, from the prompt's size and the model's measured speed (providers/llm/speed.py)."""
+
+    stage: Literal["thinking", "reading"] = Field(description="reading: the model was handed passages; else thinking")
+    passages: int = Field(description="passages the model was given so far this turn")
+    prompt_tokens: int = Field(description="the prompt's tokens, estimated from its characters")
+    first_token_s: float = Field(description="seconds until the first token: prompt_tokens / prompt_tps")
+    total_s: float | None = Field(description="first_token_s + the usual answer's tokens / gen_tps (None: unknown)")
+    prompt_tps: float = Field(description="the model's smoothed prompt speed, tokens per second")
+    gen_tps: float | None = Field(description="its smoothed generation speed, tokens per second")
+    samples: int = Field(description="calls measured so far")
+
+
 class RetryEvent(BaseModel):
     """`retry`: the finished answer failed a check (only citation markers, a repeat of the previous answer, off
     the question, or facts with no search although one was required); the page drops the text so far and the
@@ -324,13 +339,15 @@ class RetryEvent(BaseModel):
 
 class ChatStream(BaseModel):
     """The `text/event-stream` of POST /api/chat (and /api/rag with stream): each property is an SSE event
-    name and its `data:` JSON. Order: thread, then (tool_call, tool_result, reading?)*, token*, (retry,
-    (tool_call, tool_result, reading?)*, token*)?, citations?, then done or error."""
+    name and its `data:` JSON. Order: thread, then model calls and searches: before each model call reading?
+    (passages handed over) and estimate? (its expected time), then its token*, then (tool_call, tool_result)* of
+    its searches; a retry starts that again; then citations?, then done or error."""
 
     thread: ThreadEvent | None = None
     tool_call: ToolCall | None = None
     tool_result: ToolResult | None = None
     reading: ReadingEvent | None = None
+    estimate: EstimateEvent | None = None
     progress: ProgressEvent | None = None
     retry: RetryEvent | None = None
     token: TokenEvent | None = None

@@ -34,9 +34,9 @@ from ragchat.cli.common import (
     preflight_database,
     run_server,
 )
-from ragchat.core import tracing
 from ragchat.core.errors import RagchatError
-from ragchat.core.logs import configure_logging, say
+from ragchat.observability import tracing
+from ragchat.observability.logs import configure_logging, say
 from ragchat.settings import Settings, is_loopback, warn_unknown_settings
 
 log = logging.getLogger("ragchat")

@@ -13,9 +13,9 @@ from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from ragchat.core import tracing
 from ragchat.core.errors import RagchatError
 from ragchat.core.principal import Principal, local_principal
+from ragchat.observability import tracing
 from ragchat.settings import Settings
 
 if TYPE_CHECKING:
@@ -191,7 +191,7 @@ def where(settings: Settings) -> str:
 def uvicorn_options(*, host: str, port: int, log_level: str) -> dict[str, Any]:
     """How ragchat runs uvicorn. Its proxy headers are off: the app believes X-Forwarded-* from TRUSTED_PROXIES
     only (web/proxies.py); uvicorn's default would trust any local client. Its access log is off: the app writes
-    one line per request, with the request id (core/logs.py)."""
+    one line per request, with the request id (observability/logs.py)."""
     return {
         "host": host,
         "port": port,
@@ -199,7 +199,7 @@ def uvicorn_options(*, host: str, port: int, log_level: str) -> dict[str, Any]:
         "timeout_graceful_shutdown": 5,
         "proxy_headers": False,
         "access_log": False,
-        "log_config": None,  # uvicorn's lines go through ragchat's handler (core/logs.py)
+        "log_config": None,  # uvicorn's lines go through ragchat's handler (observability/logs.py)
     }
 
 

@@ -15,16 +15,16 @@ from uuid import UUID
 from ragchat.cli import remote, worker_health
 from ragchat.cli.common import acting_as, add_user_option, format_duration, id_arg, open_runtime, run_async, where
 from ragchat.core.errors import RagchatError
-from ragchat.core.logs import json_mode, say
-from ragchat.documents.ingest.registration import Asked
+from ragchat.documents.catalog.shared import Asked
 from ragchat.documents.metadata.fields import parse_meta_args
+from ragchat.observability.logs import json_mode, say
 from ragchat.settings import Settings
 
 if TYPE_CHECKING:
     from ragchat.core.principal import Principal
+    from ragchat.documents.api.service import DocumentService
+    from ragchat.documents.catalog.shared import Registered
     from ragchat.documents.ingest.pipeline import Progress
-    from ragchat.documents.ingest.registration import Registered
-    from ragchat.documents.service import DocumentService
 
 
 async def ingest(settings: Settings, args: argparse.Namespace) -> int:
@@ -118,7 +118,7 @@ async def ingest(settings: Settings, args: argparse.Namespace) -> int:
 
 async def register_urls(documents: DocumentService, principal: Principal, urls: list[str]) -> list[Registered]:
     """Fetch and queue each URL (web page or document file); a URL that cannot be fetched comes back rejected."""
-    from ragchat.documents.ingest.registration import Registered  # with the runtime, not at every command's start
+    from ragchat.documents.catalog.shared import Registered  # with the runtime, not at every command's start
 
     out: list[Registered] = []
     for url in urls:

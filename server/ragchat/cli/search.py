@@ -15,6 +15,8 @@ from ragchat.cli.common import acting_as, add_user_option, id_arg, open_runtime,
 from ragchat.cli.search_all import add_options, search_all
 from ragchat.core.options import Asked
 from ragchat.core.search import SearchFilters
+from ragchat.httpapi.search import search_response
+from ragchat.policy.request import Ask
 from ragchat.retrieval.facets import facet_counts
 from ragchat.retrieval.filters import parse_metadata_filters
 from ragchat.settings import Settings
@@ -42,9 +44,11 @@ async def search(settings: Settings, args: argparse.Namespace) -> int:
     async with open_runtime(settings) as rt:
         principal = await acting_as(rt, args.user)
         asked = Asked(mode=args.mode, rerank=args.rerank, limit=args.top_k, filters=filters)
-        options = await rt.search_policy.resolve(principal, asked, charge="none")  # as the server resolves them
-        result = await rt.searcher.search(args.query, principal=principal, options=options)
-        api = result.to_api()
+        ask = Ask(search=asked, document_ids=filters.document_ids, collection_ids=filters.collection_ids)
+        checked = await rt.policy.check(principal, ask)  # as the server checks a request (no per-user rates)
+        assert checked.options is not None
+        result = await rt.searcher.search(args.query, principal=principal, options=checked.options)
+        api = search_response(result)
         api.facets = await facet_counts(rt.pool, principal, filters)  # as GET /api/search answers
     return print_results(api.model_dump(mode="json"), args.json)
 
@@ -59,14 +63,14 @@ def rag_filters(args: argparse.Namespace) -> dict[str, Any]:
 
 async def local_rag(settings: Settings, args: argparse.Namespace) -> int:
     """`search --rag` on the database directly: the same answer as POST /api/rag, streamed to the terminal."""
-    from ragchat.chat.api.rag_routes import rag_answer, rag_asked, rag_request
+    from ragchat.chat.api.rag_routes import checked_rag, rag_answer
     from ragchat.chat.schemas import RagBody, RagFilters
 
     body = RagBody(query=args.query, top_k=args.top_k, mode=args.mode, rerank=args.rerank,
                    filters=RagFilters(**rag_filters(args)))  # fmt: skip
     async with open_runtime(settings) as rt:
         principal = await acting_as(rt, args.user)
-        req = rag_request(body, await rt.search_policy.resolve(principal, rag_asked(body), charge="none"))
+        req = await checked_rag(rt.policy, principal, body, "none")  # as POST /api/rag checks it
         if args.json:
             start = time.perf_counter()
             answer = await rt.chat.answer(principal, req)

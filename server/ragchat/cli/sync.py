@@ -1,4 +1,4 @@
-"""`ragchat sync DIR`: mirror a folder into your library, once or `--watch`ing it (server/documents/sync.py)."""
+"""`ragchat sync DIR`: mirror a folder into your library, once or `--watch`ing it (server/ragchat/documents/sync/)."""
 
 from __future__ import annotations
 

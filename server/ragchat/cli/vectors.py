@@ -1,4 +1,4 @@
-"""`ragchat reembed`: switch the embedding model without downtime (see server/vectors/reembed.py)."""
+"""`ragchat reembed`: switch the embedding model without downtime (see server/ragchat/vectors/reembed.py)."""
 
 from __future__ import annotations
 

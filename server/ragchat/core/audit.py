@@ -3,7 +3,7 @@ is given (`AuditWriter`, implemented by `ragchat.audit` and wired in by the comp
 
 A domain records an action on the connection that performs it, inside the same transaction: the row exists if
 and only if the action committed. The writer fills in the request's id and the client's address from the
-request's context (core/logs.py) unless they are passed.
+request's context (observability/logs.py) unless they are passed.
 """
 
 from __future__ import annotations

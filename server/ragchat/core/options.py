@@ -1,40 +1,32 @@
 """A search's options, resolved once at the entry point: the request's, else the user's preferences, else the
 environment's (SEARCH_MODE, FUSION, RERANK_ENABLED).
 
-Every entry point (the chat page, /api/search, /api/rag, /v1, MCP, the CLI) calls `SearchPolicy.resolve` and
-hands the `SearchOptions` it returns to the searcher, which parses nothing. The rerank cost cap is part of the
-same policy, so every entry point applies it: a rerank scores `limit × RERANK_CANDIDATES_FACTOR` passages with
-the LLM, so that product is capped per request (400) and, where requests are rate-limited, counted per minute.
+Every entry point (the chat page, /api/search, /api/rag, /v1, MCP, the CLI) asks the one request policy
+(`ragchat.policy.request.RequestPolicy.check`), which calls `resolve` and hands the `SearchOptions` it returns to
+the searcher, which parses nothing; the same policy applies the rerank cost cap and the rates.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Protocol, get_args
+from typing import get_args
 
 from ragchat.core.errors import BadRequest
-from ragchat.core.preferences import PreferencesLookup, UserPreferences
-from ragchat.core.principal import Principal
+from ragchat.core.preferences import UserPreferences
 from ragchat.core.search import SearchFilters, SearchOptions
-from ragchat.settings import Fusion, LimitSettings, QueryExpansion, RetrievalSettings, SearchMode, SearchModeName
+from ragchat.settings import Fusion, QueryExpansion, RetrievalSettings, SearchMode, SearchModeName
 
 __all__ = [
     "Asked",
-    "Charge",
     "Fusion",
     "SearchMode",
     "SearchModeName",
     "SearchOptions",
-    "SearchPolicy",
     "options_of",
     "parse_expansion",
     "parse_mode",
     "resolve",
 ]
-
-#: what an entry point charges: a search (the search rate and the rerank cost), a rerank only (chat and the
-#: answer routes count questions at their own rate), or nothing (the local CLI and a stdio MCP server).
-Charge = Literal["search", "rerank", "none"]
 
 
 def parse_mode(value: str | SearchMode | None) -> SearchMode | None:
@@ -98,72 +90,6 @@ def resolve(
         filters=filters,
         expansion=parse_expansion(asked.expansion) or settings.query_expansion,
     )
-
-
-class Limiter(Protocol):
-    async def hit(self, key: str, limit: int, *, cost: int = 1, window_s: int = 60, what: str = "requests") -> None:
-        """Count `cost` against `key`'s limit per window; over it: a 429."""
-        ...
-
-
-class SearchPolicy:
-    """`resolve` with the caller's preferences looked up, and the cost cap applied. Built once (runtime)."""
-
-    def __init__(
-        self,
-        retrieval: RetrievalSettings,
-        limits: LimitSettings,
-        preferences: PreferencesLookup | None,
-        limiter: Limiter | None,
-    ) -> None:
-        self.retrieval = retrieval
-        self.limits = limits
-        self.preferences = preferences
-        self.limiter = limiter
-
-    async def resolve(
-        self,
-        principal: Principal,
-        asked: Asked,
-        *,
-        default_limit: int = 10,
-        charge: Charge = "search",
-        preferences: UserPreferences | None = None,
-    ) -> SearchOptions:
-        """`preferences`: the caller's, when the entry point has looked them up already (else looked up here)."""
-        if preferences is None and self.preferences is not None:
-            preferences = await self.preferences(principal.user_id)
-        options = resolve(asked, preferences, self.retrieval, default_limit)
-        await self.charge(principal, options, charge)
-        return options
-
-    def rerank_candidates(self, options: SearchOptions) -> int:
-        """How many passages the LLM scores for these options (0 without rerank); over the cap: a 400."""
-        if not options.rerank:
-            return 0
-        cap = self.limits.rerank_max_candidates
-        factor = max(1, self.retrieval.rerank_candidates_factor)
-        candidates = options.limit * factor
-        if candidates > cap:
-            most = max(1, cap // factor)
-            raise BadRequest(
-                f"rerank scores limit × {factor} passages with the LLM: with rerank the limit is at most {most} "
-                f"(RERANK_MAX_CANDIDATES={cap})"
-            )
-        return candidates
-
-    async def charge(self, principal: Principal, options: SearchOptions, charge: Charge) -> None:
-        """The per-request cap always; the per-user rates when `charge` says so (and a limiter is set)."""
-        candidates = self.rerank_candidates(options)
-        if charge == "none" or self.limiter is None:
-            return
-        s, who = self.limits, principal.user_id
-        if charge == "search":
-            await self.limiter.hit(f"search:{who}", s.rate_search_per_min, what="searches")
-        if candidates:
-            await self.limiter.hit(
-                f"rerank:{who}", s.rate_rerank_candidates_per_min, cost=candidates, what="reranked passages"
-            )
 
 
 def options_of(settings: RetrievalSettings, *, default_limit: int = 10, **asked: object) -> SearchOptions:

@@ -1,11 +1,12 @@
 """The search contract every domain speaks: filters, hits with their trace, the result, and the service.
 
-Retrieval implements `SearchService`; chat, evaluation and the interfaces receive one and call it.
+Retrieval implements `SearchService`; chat, evaluation and the interfaces receive one and call it. Data only:
+how the API shows a result (the Markdown `citation` and `snippet`, passages grouped by document, facets) is
+the edge's, `ragchat.httpapi.search`.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 from typing import Annotated, Any, Literal, Protocol
 from uuid import UUID
@@ -139,7 +140,8 @@ class Trace(BaseModel):
 
 
 class Passage(BaseModel):
-    """A search hit as the API shows it (a chat passage: its [n] is its place among the turn's passages)."""
+    """A search hit, data only (a chat passage: its [n] is its place among the turn's passages). The API shows
+    it with its rendering (`snippet`, `citation`): `ragchat.httpapi.search.Passage`."""
 
     id: int
     document_id: UUID
@@ -162,49 +164,6 @@ class Passage(BaseModel):
         if not isinstance(value, str) or not value.lower().startswith(("http://", "https://")):
             return None
         return value
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def snippet(self) -> str:
-        """The first ~200 characters of the content, whitespace collapsed, cut at a word boundary with "…"."""
-        return snippet_of(self.content)
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def citation(self) -> str:
-        """ "Based on *Title*, *Section*, page *N*" (Markdown; the parts the passage lacks left out)."""
-        return citation_of(self.title or self.filename, self.section, self.page, self.location)
-
-
-SNIPPET_CHARS = 200
-_SPACES = re.compile(r"\s+")
-
-
-def snippet_of(content: str, limit: int = SNIPPET_CHARS) -> str:
-    text = _SPACES.sub(" ", content).strip()
-    if len(text) <= limit:
-        return text
-    cut = text[:limit]
-    if not text[limit].isspace():  # mid-word: back to the last space, unless the first word is that long
-        space = cut.rfind(" ")
-        cut = cut[:space] if space > 0 else cut
-    return cut.rstrip(" ,;:.-–—") + "…"
-
-
-def _emphasis(text: str) -> str:
-    return "*" + _SPACES.sub(" ", text).strip().replace("\\", "\\\\").replace("*", "\\*") + "*"
-
-
-def citation_of(title: str, section: str | None, page: int | None, location: Location | None) -> str:
-    """Where a passage comes from, for people and models: the title, then the location's label (slide,
-    sheet and rows, time span, chapter) or else the section, then the page."""
-    parts = [_emphasis(title)] if title.strip() else []
-    place = location.label if location is not None and location.label else section
-    if place and place.strip():
-        parts.append(_emphasis(place))
-    if page is not None:
-        parts.append(f"page *{page}*")
-    return "Based on " + ", ".join(parts) if parts else ""
 
 
 class ChunkHit(Passage):
@@ -301,78 +260,6 @@ class SearchResult(BaseModel):
     has_embeddings: bool
     rerank: RerankStatus = Field(default_factory=RerankStatus)
     expansion: ExpansionStatus = Field(default_factory=ExpansionStatus)
-
-    def to_api(self) -> SearchResponse:
-        """The response of GET /api/search and `ragchat search --json` (each hit made public once)."""
-        passages = [c.public() for c in self.chunks]
-        return SearchResponse(
-            query=self.query,
-            mode=self.mode,
-            reranked=self.reranked,
-            chunks=passages,
-            documents=by_document(passages),
-            timing_ms=self.timings,
-            has_embeddings=self.has_embeddings,
-            confidence=self.confidence,
-            rerank=self.rerank,
-            expansion=self.expansion,
-        )
-
-
-def by_document(passages: list[Passage]) -> list[DocumentHit]:
-    """Passages aggregated by document, in the order of each document's best (first) passage, so the
-    document order always agrees with the chunk order; `max_score` is that passage's score."""
-    by_doc: dict[UUID, DocumentHit] = {}
-    for hit in passages:
-        entry = by_doc.get(hit.document_id)
-        if entry is None:
-            by_doc[hit.document_id] = DocumentHit(
-                document_id=hit.document_id,
-                filename=hit.filename,
-                title=hit.title,
-                max_score=hit.score,
-                matched_chunks=1,
-                best_chunk=hit,
-            )
-        else:
-            entry.matched_chunks += 1
-    return list(by_doc.values())
-
-
-class DocumentHit(BaseModel):
-    document_id: UUID
-    filename: str
-    title: str
-    max_score: float
-    matched_chunks: int
-    best_chunk: Passage
-
-
-class FacetValue(BaseModel):
-    value: str
-    count: int = Field(description="readable documents in the search's scope with this value")
-
-
-Facets = dict[str, list[FacetValue]]
-"""Metadata key → its most frequent values (most documents first), as GET/POST /api/search return them."""
-
-
-class SearchResponse(BaseModel):
-    query: str
-    mode: SearchModeName
-    reranked: bool = Field(description="the LLM rerank scored some or all candidates (`rerank.status`)")
-    chunks: list[Passage] = Field(description="best first; `trace` shows each arm's rank and score")
-    documents: list[DocumentHit] = Field(description="the chunks grouped by document, best document first")
-    timing_ms: Timings
-    has_embeddings: bool = Field(description="false: nothing is embedded yet, so vector search found nothing")
-    confidence: Confidence
-    rerank: RerankStatus = Field(default_factory=RerankStatus, description="what the LLM rerank did")
-    expansion: ExpansionStatus = Field(default_factory=ExpansionStatus, description="what the query expansion did")
-    facets: Facets = Field(
-        default_factory=dict,
-        description="metadata key → value counts (documents) among the readable documents in the search's scope; "
-        "a filtered key's counts ignore its own filter, so its other values can be added (OR)",
-    )
 
 
 class SearchService(Protocol):

@@ -21,9 +21,9 @@ from datetime import datetime
 
 import anyio
 
-from ragchat.core import metrics
 from ragchat.core.errors import RateLimited
 from ragchat.db.pool import Pool
+from ragchat.observability import metrics
 
 log = logging.getLogger(__name__)
 RELEASE_TIMEOUT_S = 10.0

@@ -30,9 +30,9 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 from psycopg_pool import PoolTimeout
 
-from ragchat.core import metrics
 from ragchat.core.errors import DatabaseUnavailable
 from ragchat.db.pool import Conn, GatedPool, Pool, make_pool
+from ragchat.observability import metrics
 from ragchat.settings import DatabaseSettings, split_urls
 
 log = logging.getLogger(__name__)

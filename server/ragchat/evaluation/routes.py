@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from litestar import Controller, get, post
 
-from ragchat.core.http import error_responses
 from ragchat.core.principal import Principal
 from ragchat.evaluation import store
 from ragchat.evaluation.schemas import EvalRun, EvalRunBody, EvalRunList, EvalRunStarted, EvalRunSummary
 from ragchat.evaluation.service import EvalRuntime, GeneratedEval, start_generated
+from ragchat.httpapi.http import error_responses
 
 
 class EvalController(Controller):

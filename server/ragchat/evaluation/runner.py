@@ -1,5 +1,5 @@
 """Running an evaluation: make sure the corpus is fully ingested, run every query per configuration (mode,
-rerank, fusion), score the runs with ir-measures (server/evaluation/scoring.py), overall and per category."""
+rerank, fusion), score the runs with ir-measures (server/ragchat/evaluation/scoring.py), overall and per category."""
 
 from __future__ import annotations
 

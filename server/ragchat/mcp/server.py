@@ -21,11 +21,13 @@ from pydantic import BaseModel, Field
 
 from ragchat import __version__
 from ragchat.core.errors import RagchatError
-from ragchat.core.matches import DocumentMatches, MatchMode, matches_text
+from ragchat.core.matches import MatchMode, matches_text
 from ragchat.core.options import SearchModeName
 from ragchat.core.principal import Principal
+from ragchat.httpapi.search import DocumentMatches
 from ragchat.mcp import tools
 from ragchat.mcp.models import AskOutput, DocumentList, SearchOutput, ask_text, documents_text, search_text
+from ragchat.policy.request import database_error
 from ragchat.runtime import Runtime
 
 #: The ASGI scope key under which `ragchat.mcp.http` leaves the authenticated principal of a request.
@@ -77,11 +79,17 @@ def caller(ctx: Context[McpState, Any]) -> tools.Caller:
 
 @contextmanager
 def tool_errors() -> Iterator[None]:
-    """A domain error is the tool's answer (isError, with its message), never a crashed session."""
+    """A domain error is the tool's answer (isError, with its message), never a crashed session; so is a database
+    that does not answer (mapped as for HTTP, `database_error`)."""
     try:
         yield
     except RagchatError as exc:
         raise ToolError(exc.message) from exc
+    except Exception as exc:
+        mapped = database_error(exc)
+        if mapped is None:
+            raise
+        raise ToolError(mapped.message) from exc
 
 
 def _result(text: str, structured: BaseModel) -> CallToolResult:

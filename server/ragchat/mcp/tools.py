@@ -14,12 +14,13 @@ from ragchat.chat.engine.answer import Answer, AnswerRequest
 from ragchat.chat.engine.faults import as_http_error
 from ragchat.chat.engine.verify import footnotes
 from ragchat.core.errors import BadRequest
-from ragchat.core.matches import DocumentMatches, MatchMode, MatchRequest
+from ragchat.core.matches import MatchMode, MatchRequest
 from ragchat.core.options import Asked
 from ragchat.core.principal import Principal
 from ragchat.core.search import SearchFilters, metadata_as_lists
+from ragchat.httpapi.search import DocumentMatches
 from ragchat.mcp.models import AskOutput, DocumentInfo, DocumentList, SearchOutput, Source
-from ragchat.readscope.sql import require_readable
+from ragchat.policy.request import Ask, Charge, Checked
 from ragchat.retrieval.filters import check_metadata_filters
 from ragchat.runtime import Runtime
 
@@ -47,12 +48,25 @@ def check_query(query: str, what: str = "query") -> str:
     return text
 
 
-async def check_readable(
-    caller: Caller, document_ids: Sequence[UUID] | None, collection_ids: Sequence[UUID] | None
-) -> None:
-    """Unknown (or unreadable) document or collection ids are an error, not silently no results."""
-    async with caller.runtime.pool.connection() as conn:
-        await require_readable(conn, caller.principal.user_id, document_ids, collection_ids)
+async def checked(
+    caller: Caller,
+    *,
+    charge: Charge,
+    search: Asked | None = None,
+    document_ids: Sequence[UUID] | None = None,
+    collection_ids: Sequence[UUID] | None = None,
+    default_limit: int | None = None,
+) -> Checked:
+    """The request policy's answer, as for an HTTP request: unknown (or unreadable) document or collection ids are
+    an error, not silently no results; the rates apply only to a `limited` caller (HTTP)."""
+    ask = Ask(
+        search=search,
+        document_ids=document_ids,
+        collection_ids=collection_ids,
+        default_limit=default_limit,
+        charge=charge if caller.limited else "none",
+    )
+    return await caller.runtime.policy.check(caller.principal, ask)
 
 
 async def search_documents(
@@ -68,18 +82,17 @@ async def search_documents(
 ) -> SearchOutput:
     text = check_query(query)
     rt = caller.runtime
-    await check_readable(caller, document_ids, collection_ids)
     scope = SearchFilters(
         document_ids=document_ids or None,
         metadata=check_metadata_filters(metadata_as_lists(filters) or {}, "filters") or None,
         collection_ids=collection_ids or None,
     )
-    options = await rt.search_policy.resolve(
-        caller.principal,
-        Asked(mode=mode, rerank=rerank, limit=limit, filters=scope),
-        charge="search" if caller.limited else "none",
+    asked = Asked(mode=mode, rerank=rerank, limit=limit, filters=scope)
+    done = await checked(
+        caller, charge="search", search=asked, document_ids=document_ids, collection_ids=collection_ids
     )
-    result = await rt.searcher.search(text, principal=caller.principal, options=options)
+    assert done.options is not None
+    result = await rt.searcher.search(text, principal=caller.principal, options=done.options)
     read = [chunk.document_id for chunk in result.chunks]
     await rt.audit.record_read(caller.principal, "mcp.search_documents", read)
     return SearchOutput.of(result)
@@ -99,9 +112,7 @@ async def find_documents(
     """Every readable document with a matching passage (GET /api/search/documents), one page."""
     text = check_query(query)
     rt = caller.runtime
-    await check_readable(caller, document_ids, collection_ids)
-    if caller.limited:
-        await rt.limiter.hit(f"search:{caller.principal.user_id}", rt.settings.rate_search_per_min, what="searches")
+    await checked(caller, charge="search", document_ids=document_ids, collection_ids=collection_ids)
     scope = SearchFilters(document_ids=document_ids or None, collection_ids=collection_ids or None)
     request = MatchRequest(
         query=text,
@@ -111,7 +122,7 @@ async def find_documents(
         limit=limit,
         filters=scope if scope.active else None,
     )
-    found = await rt.searcher.find_documents(request, principal=caller.principal)
+    found = DocumentMatches.of(await rt.searcher.find_documents(request, principal=caller.principal))
     await rt.audit.record_read(caller.principal, "mcp.find_documents", [d.document_id for d in found.documents])
     return found
 
@@ -179,10 +190,8 @@ async def summarize_documents(
     least = 2 if compare else 1
     if not least <= len(ids) <= 4:
         raise BadRequest(f"{'compare' if compare else 'summarize'} needs {least} to 4 document_ids (got {len(ids)})")
-    await check_readable(caller, ids, None)
+    await checked(caller, charge="question", document_ids=ids)
     rt = caller.runtime
-    if caller.limited:
-        await rt.limiter.hit(f"chat:{caller.principal.user_id}", rt.settings.rate_chat_per_min, what="chat messages")
     default = "Compare these documents." if compare else "Summarise this document."
     text = check_query(request, "request") if request and request.strip() else default
     answer_request = AnswerRequest(question=text, document_ids=ids, task="compare" if compare else "summarize")
@@ -221,17 +230,20 @@ async def ask(
 ) -> AskOutput:
     text = check_query(question, "question")
     rt = caller.runtime
-    await check_readable(caller, document_ids, collection_ids)
-    if caller.limited:
-        await rt.limiter.hit(f"chat:{caller.principal.user_id}", rt.settings.rate_chat_per_min, what="chat messages")
-    options = await rt.search_policy.resolve(
-        caller.principal,
-        Asked(mode=mode, rerank=rerank),
+    done = await checked(
+        caller,
+        charge="question",
+        search=Asked(mode=mode, rerank=rerank),
+        document_ids=document_ids,
+        collection_ids=collection_ids,
         default_limit=rt.settings.chat_search_limit,
-        charge="rerank" if caller.limited else "none",
     )
     request = AnswerRequest(
-        question=text, document_ids=document_ids or None, collection_ids=collection_ids or None, options=options
+        question=text,
+        document_ids=done.document_ids,
+        collection_ids=done.collection_ids,
+        options=done.options,
+        documents_only=done.documents_only,
     )
     try:
         answer = await rt.chat.answer(caller.principal, request)

@@ -9,8 +9,8 @@ from typing import Any
 
 from litestar import Controller, get, put
 
-from ragchat.core.http import error_responses
 from ragchat.core.principal import Principal
+from ragchat.httpapi.http import error_responses
 from ragchat.preferences.schemas import PreferencesPatch, PreferencesView
 from ragchat.preferences.service import PreferencesService
 

@@ -2,7 +2,9 @@
 member of. Every query that lists, ranks or hydrates chunks or documents puts this inside its WHERE clause,
 so access is enforced where rows are ranked (a `LIMIT n` still returns n readable rows), never filtered after.
 
-The fragments use the named parameter `%(uid)s`; `scope_params` gives it.
+The fragments are `psycopg.sql` compositions (typed: `conn.execute` takes them as they are, and a caller puts
+them in its own `sql.SQL(...).format(...)`); columns are given as `"alias.column"` and quoted as identifiers. They
+use the named parameter `%(uid)s`; `scope_params` gives it.
 """
 
 from __future__ import annotations
@@ -12,14 +14,21 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
+from psycopg import sql
+
 from ragchat.core.errors import NotFound
 from ragchat.db.pool import Conn
 
 #: Documents shared with the user through a collection (the user's own documents in them included).
-SHARED_DOCUMENTS = (
+SHARED_DOCUMENTS = sql.SQL(
     "SELECT dc.document_id FROM document_collections dc "
     "JOIN collection_members m ON m.collection_id = dc.collection_id WHERE m.user_id = %(uid)s"
 )
+
+
+def column(name: str) -> sql.Identifier:
+    """`"d.owner_id"` as the identifier `"d"."owner_id"`."""
+    return sql.Identifier(*name.split("."))
 
 
 @dataclass(frozen=True)
@@ -61,24 +70,32 @@ async def read_chunk_scope(conn: Conn, user_id: UUID) -> ReadScope:
     return ReadScope(user_id, bool(row and row["shared"]))
 
 
-def readable(scope: ReadScope, owner_col: str, document_col: str) -> str:
+def owned(owner_col: str) -> sql.Composed:
+    """The reader's own rows: the whole scope of a reader nothing is shared with."""
+    return sql.SQL("{} = %(uid)s").format(column(owner_col))
+
+
+def readable_shared(owner_col: str, document_col: str) -> sql.Composed:
+    """The reader's own rows and those of documents shared with them (exact whatever the scope)."""
+    return sql.SQL("({} OR {} IN ({}))").format(owned(owner_col), column(document_col), SHARED_DOCUMENTS)
+
+
+def readable(scope: ReadScope, owner_col: str, document_col: str) -> sql.Composed:
     """A boolean SQL expression over a row with `owner_col` and `document_col`: may the reader see it?"""
-    if not scope.shared:
-        return f"{owner_col} = %(uid)s"
-    return f"({owner_col} = %(uid)s OR {document_col} IN ({SHARED_DOCUMENTS}))"
+    return readable_shared(owner_col, document_col) if scope.shared else owned(owner_col)
 
 
 #: Share groups (migrations/0017) with a collection the user is a member of, as a subquery (the keyword arm sums
 #: the BM25 statistics of these groups and the reader's own).
-SHARED_GROUPS = (
+SHARED_GROUPS = sql.SQL(
     "SELECT gc.group_id FROM collection_members m "
     "JOIN bm25_group_collections gc ON gc.collection_id = m.collection_id WHERE m.user_id = %(uid)s"
 )
 #: The same groups as an array: an InitPlan, once per statement.
-READER_GROUPS = f"ARRAY({SHARED_GROUPS})"
+READER_GROUPS = sql.SQL("ARRAY({})").format(SHARED_GROUPS)
 
 
-def readable_chunks(scope: ReadScope, owner_col: str, document_col: str, group_col: str | None = None) -> str:
+def readable_chunks(scope: ReadScope, owner_col: str, document_col: str, group_col: str | None = None) -> sql.Composed:
     """`readable` for chunk rows (document_chunks, chunk_embeddings): the same set. Every chunk's document has
     its share group in `bm25_document_groups` (kept by the chunk and membership triggers, in the writing
     transaction), and a group is readable exactly when one of its collections has the reader as a member, so a
@@ -87,9 +104,15 @@ def readable_chunks(scope: ReadScope, owner_col: str, document_col: str, group_c
     migrations/0023), compared on the row already fetched; else one primary-key probe per row. Not for
     documents without chunks."""
     if not scope.shared:
-        return f"{owner_col} = %(uid)s"
-    group = group_col or f"(SELECT dg.group_id FROM bm25_document_groups dg WHERE dg.document_id = {document_col})"
-    return f"({owner_col} = %(uid)s OR {group} = ANY({READER_GROUPS}))"
+        return owned(owner_col)
+    group = (
+        column(group_col)
+        if group_col
+        else sql.SQL("(SELECT dg.group_id FROM bm25_document_groups dg WHERE dg.document_id = {})").format(
+            column(document_col)
+        )
+    )
+    return sql.SQL("({} OR {} = ANY({}))").format(owned(owner_col), group, READER_GROUPS)
 
 
 def scope_params(scope: ReadScope) -> dict[str, Any]:
@@ -102,8 +125,9 @@ async def unreadable(conn: Conn, user_id: UUID, document_ids: list[UUID]) -> lis
         return []
     rows = await (
         await conn.execute(
-            f"SELECT d.id FROM documents d WHERE d.id = ANY(%(ids)s) "  # type: ignore[arg-type]  # constant SQL
-            f"AND (d.owner_id = %(uid)s OR d.id IN ({SHARED_DOCUMENTS}))",
+            sql.SQL("SELECT d.id FROM documents d WHERE d.id = ANY(%(ids)s) AND {}").format(
+                readable_shared("d.owner_id", "d.id")
+            ),
             {"ids": document_ids, "uid": user_id},
         )
     ).fetchall()

@@ -15,8 +15,10 @@ import binascii
 import hashlib
 import json
 import time
-from typing import Any, LiteralString, cast
+from typing import Any
 from uuid import UUID
+
+from psycopg import sql
 
 from ragchat.core.errors import BadRequest
 from ragchat.core.matches import DocumentMatches, MatchedDocument, MatchRequest
@@ -39,7 +41,7 @@ _LEXEMES = """SELECT DISTINCT v.lexeme
     FROM unnest(%(configs)s::regconfig[]) AS c(cfg) CROSS JOIN LATERAL unnest(to_tsvector(c.cfg, %(q)s)) v
     ORDER BY v.lexeme LIMIT 256"""
 
-_PAGE_SQL = """
+_PAGE_SQL = sql.SQL("""
 WITH scanned AS MATERIALIZED (
     SELECT c.document_id FROM document_chunks c
     WHERE {where} AND c.search_vector @@ %(tsq)s::tsquery
@@ -61,9 +63,9 @@ WITH scanned AS MATERIALIZED (
 SELECT t.documents, t.passages, t.stopped, page.document_id, page.n
 FROM totals t LEFT JOIN page ON TRUE
 ORDER BY page.n DESC NULLS LAST, page.document_id
-"""
+""")
 
-_BEST_SQL = """
+_BEST_SQL = sql.SQL("""
 SELECT DISTINCT ON (c.document_id)
        c.id, c.document_id, c.chunk_index, c.content, c.page, c.section, c.location,
        d.filename, d.title, d.metadata, coalesce(s.score, 0) AS score
@@ -77,7 +79,7 @@ LEFT JOIN LATERAL (
 ) s ON TRUE
 WHERE c.document_id = ANY(%(docs)s) AND {where} AND c.search_vector @@ %(tsq)s::tsquery
 ORDER BY c.document_id, score DESC, c.chunk_index
-"""
+""")
 
 
 def _fingerprint(query: str, match: str) -> str:
@@ -147,7 +149,7 @@ async def find_documents(
             empty.note = "The query has no searchable words (only stop words or punctuation): nothing can match."
             empty.timing_ms = _ms(started)
             return empty
-        page_sql = cast(LiteralString, _PAGE_SQL.format(where=where))  # filter_sql's own fragment, bound params
+        page_sql = _PAGE_SQL.format(where=where)
         page_params = {
             **params,
             "tsq": tsq,
@@ -216,17 +218,17 @@ async def _best_passages(
     analysis: QueryAnalysis,
     tsq: str,
     documents: list[UUID],
-    where: str,
+    where: sql.Composable,
     params: dict[str, Any],
     settings: RetrievalSettings,
 ) -> dict[UUID, dict[str, Any]]:
     if not documents:
         return {}
     terms, avgdl = analysis.terms, analysis.avgdl
-    sql = cast(LiteralString, _BEST_SQL.format(where=where))
+    best = _BEST_SQL.format(where=where)
     rows = await (
         await conn.execute(
-            sql,
+            best,
             {
                 **params,
                 "tsq": tsq,

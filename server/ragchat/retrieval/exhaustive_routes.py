@@ -9,22 +9,23 @@ from litestar import Response, get
 from litestar.params import Parameter
 
 from ragchat.core.audit import ReadAuditor
-from ragchat.core.http import error_responses
-from ragchat.core.matches import DocumentMatches, MatchRequest
-from ragchat.core.options import SearchPolicy
+from ragchat.core.matches import MatchRequest
 from ragchat.core.principal import Principal
 from ragchat.core.search import SearchFilters
+from ragchat.httpapi.http import error_responses
+from ragchat.httpapi.search import DocumentMatches
+from ragchat.policy.request import Ask, RequestPolicy
 from ragchat.retrieval.exhaustive import MAX_PAGE_SIZE
 from ragchat.retrieval.filters import parse_metadata_filters
 from ragchat.retrieval.schemas import check_query
 from ragchat.retrieval.search import Searcher
 
 
-@get("/api/search/documents", responses=error_responses(429))
+@get("/api/search/documents", responses=error_responses(404, 429))
 async def search_documents_all(
     searcher: Searcher,
     principal: Principal,
-    search_policy: SearchPolicy,
+    policy: RequestPolicy,
     audit: ReadAuditor,
     q: str = "",
     match: Annotated[
@@ -49,10 +50,8 @@ async def search_documents_all(
     many of its passages match and the best one, most matches first. Bounded by `limit` matching passages:
     `complete` is false (and `note` says so) when the scan stopped there."""
     check_query(q)
-    if search_policy.limiter is not None:
-        await search_policy.limiter.hit(
-            f"search:{principal.user_id}", search_policy.limits.rate_search_per_min, what="searches"
-        )
+    ask = Ask(document_ids=document_ids, collection_ids=collection_ids, charge="search")
+    await policy.check(principal, ask)  # an id the caller cannot read: 404, as on every door
     filters = SearchFilters(
         document_ids=document_ids or None,
         collection_ids=collection_ids or None,
@@ -66,7 +65,7 @@ async def search_documents_all(
         limit=limit,
         filters=filters if filters.active else None,
     )
-    body = await searcher.find_documents(request, principal=principal)
+    body = DocumentMatches.of(await searcher.find_documents(request, principal=principal))
     await audit.record_read(principal, "search_documents", [d.document_id for d in body.documents])
     return Response(body, headers={"Cache-Control": "private, no-store", "Vary": "Cookie, Authorization"})
 

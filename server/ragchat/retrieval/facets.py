@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from psycopg import sql
+
 from ragchat.core.principal import Principal
-from ragchat.core.search import Facets, FacetValue, SearchFilters
+from ragchat.core.search import SearchFilters
 from ragchat.db.pool import Pool
+from ragchat.httpapi.search import Facets, FacetValue
 from ragchat.readscope.sql import ReadScope, read_scope, readable, scope_params
 from ragchat.retrieval.filters import metadata_path
 
@@ -25,7 +28,7 @@ HIDDEN_KEYS = ("source_path", "source_id", "source_url", "fetched_at", "title", 
 #: are the metadata people set or extracted (issue 35: these keys filled the top of the results).
 SYSTEM_KEYS = ("encoding", "delimiter", "cues", "duration_s", "page_count", "sheets", "slides", "chapters")
 
-_COUNTS = """
+_COUNTS = sql.SQL("""
 WITH counted AS (
     SELECT e.key, x #>> '{{}}' AS value, count(*) AS n
     FROM documents d, jsonb_each(d.metadata) e,
@@ -40,27 +43,29 @@ ranked AS (
     SELECT c.key, c.value, c.n, row_number() OVER (PARTITION BY c.key ORDER BY c.n DESC, c.value) AS r
     FROM counted c JOIN keys USING (key)
 )
-SELECT key, value, n FROM ranked WHERE r <= {top} ORDER BY key, n DESC, value"""
+SELECT key, value, n FROM ranked WHERE r <= {top} ORDER BY key, n DESC, value""")
 
 
 def _scope_sql(
     scope: ReadScope, filters: SearchFilters | None, metadata: dict[str, list[str]] | None
-) -> tuple[str, dict[str, Any]]:
-    clauses = ["d.status = 'ready'", readable(scope, "d.owner_id", "d.id")]
+) -> tuple[sql.Composable, dict[str, Any]]:
+    clauses: list[sql.Composable] = [sql.SQL("d.status = 'ready'"), readable(scope, "d.owner_id", "d.id")]
     params = scope_params(scope)
     if filters and filters.document_ids:
-        clauses.append("d.id = ANY(%(document_ids)s)")
+        clauses.append(sql.SQL("d.id = ANY(%(document_ids)s)"))
         params["document_ids"] = list(filters.document_ids)
     if filters and filters.collection_ids:
         clauses.append(
-            "d.id IN (SELECT fc.document_id FROM document_collections fc "
-            "WHERE fc.collection_id = ANY(%(collection_ids)s))"
+            sql.SQL(
+                "d.id IN (SELECT fc.document_id FROM document_collections fc "
+                "WHERE fc.collection_id = ANY(%(collection_ids)s))"
+            )
         )
         params["collection_ids"] = list(filters.collection_ids)
     if metadata:
-        clauses.append("d.metadata @? %(meta)s::jsonpath")
+        clauses.append(sql.SQL("d.metadata @? %(meta)s::jsonpath"))
         params["meta"] = metadata_path(metadata)
-    return " AND ".join(clauses), params
+    return sql.SQL(" AND ").join(clauses), params
 
 
 async def facet_counts(
@@ -85,14 +90,19 @@ async def facet_counts(
         for only, applied in runs:
             where, params = _scope_sql(scope, filters, applied)
             if only is None:
-                key_clause = "e.key <> ALL(%(hidden)s) AND e.key <> ALL(%(filtered)s)"
+                key_clause = sql.SQL("e.key <> ALL(%(hidden)s) AND e.key <> ALL(%(filtered)s)")
                 hidden = [*HIDDEN_KEYS, *SYSTEM_KEYS]
                 params.update(hidden=hidden, filtered=list(metadata), max_keys=DEFAULT_KEYS)
             else:
-                key_clause = "e.key = ANY(%(keys)s)"
+                key_clause = sql.SQL("e.key = ANY(%(keys)s)")
                 params.update(keys=only, max_keys=len(only))
-            query = _COUNTS.format(where=where, key_clause=key_clause, max_chars=MAX_VALUE_CHARS, top=TOP_VALUES)
-            for row in await (await conn.execute(query, params)).fetchall():  # type: ignore[arg-type]
+            query = _COUNTS.format(
+                where=where,
+                key_clause=key_clause,
+                max_chars=sql.Literal(MAX_VALUE_CHARS),
+                top=sql.Literal(TOP_VALUES),
+            )
+            for row in await (await conn.execute(query, params)).fetchall():
                 counts.setdefault(row["key"], []).append(FacetValue(value=row["value"], count=int(row["n"])))
     order = wanted or sorted(counts, key=lambda k: (-max(v.count for v in counts[k]), k))
     return {key: counts[key] for key in order if key in counts}

@@ -6,67 +6,78 @@ import json
 import math
 from typing import Any
 
+from psycopg import sql
+
 from ragchat.core.errors import BadRequest
 from ragchat.core.search import LOCATION_FILTER_KEYS, SearchFilters
-from ragchat.readscope.sql import ReadScope, readable_chunks, scope_params
+from ragchat.readscope.sql import ReadScope, column, readable_chunks, scope_params
 
 
-def filter_sql(scope: ReadScope, filters: SearchFilters | None, alias: str = "c") -> tuple[str, dict[str, Any]]:
+def filter_sql(
+    scope: ReadScope, filters: SearchFilters | None, alias: str = "c"
+) -> tuple[sql.Composable, dict[str, Any]]:
     """A WHERE clause over `alias` (document_chunks `c`, or chunk_embeddings `e`: both carry owner_id and
     document_id) with named parameters; always limited to what the reader may read."""
     if alias not in ("c", "e"):
         raise ValueError(f"unknown alias {alias!r}")
     group = "c.share_group" if alias == "c" else None  # chunk rows carry their shared group (0023)
-    clauses = [readable_chunks(scope, f"{alias}.owner_id", f"{alias}.document_id", group)]
+    clauses: list[sql.Composable] = [readable_chunks(scope, f"{alias}.owner_id", f"{alias}.document_id", group)]
     params: dict[str, Any] = scope_params(scope)
+    document = column(f"{alias}.document_id")
     if filters and filters.document_ids:
-        clauses.append(f"{alias}.document_id = ANY(%(document_ids)s)")
+        clauses.append(sql.SQL("{} = ANY(%(document_ids)s)").format(document))
         params["document_ids"] = list(filters.document_ids)
     if filters and filters.collection_ids:
         clauses.append(
-            f"{alias}.document_id IN (SELECT fc.document_id FROM document_collections fc "
-            "WHERE fc.collection_id = ANY(%(collection_ids)s))"
+            sql.SQL(
+                "{} IN (SELECT fc.document_id FROM document_collections fc "
+                "WHERE fc.collection_id = ANY(%(collection_ids)s))"
+            ).format(document)
         )
         params["collection_ids"] = list(filters.collection_ids)
     if filters and filters.metadata:
-        clauses.append(f"{alias}.document_id IN (SELECT d.id FROM documents d WHERE d.metadata @? %(meta)s)")
+        clauses.append(sql.SQL("{} IN (SELECT d.id FROM documents d WHERE d.metadata @? %(meta)s)").format(document))
         params["meta"] = metadata_path(filters.metadata)
     if filters and filters.location:
         where, values = location_sql(filters.location, "lc.location" if alias == "e" else "c.location")
         if alias == "e":  # embeddings carry no location: their chunk's row does
-            where = f"EXISTS (SELECT 1 FROM document_chunks lc WHERE lc.id = e.chunk_id AND {where})"
+            where = sql.SQL("EXISTS (SELECT 1 FROM document_chunks lc WHERE lc.id = e.chunk_id AND {})").format(where)
         clauses.append(where)
         params.update(values)
-    return " AND ".join(clauses), params
+    return sql.SQL(" AND ").join(clauses), params
 
 
-def location_sql(location: dict[str, str], column: str) -> tuple[str, dict[str, Any]]:
+def location_sql(location: dict[str, str], column_name: str) -> tuple[sql.Composable, dict[str, Any]]:
     """Conditions on a chunk's `location` jsonb: sheet, chapter (case-insensitive) and slide are equal to the
     value; `row` lies in row_start..row_end, `t` (seconds) in start_s..end_s. Bad keys or values are a 400."""
-    clauses: list[str] = []
+    clauses: list[sql.Composable] = []
     params: dict[str, Any] = {}
+    col = column(column_name)
     for key, raw in location.items():
         value = raw.strip()
         name = f"loc_{key}"
+        bound = sql.Placeholder(name)
         if key == "sheet":
-            clauses.append(f"{column}->>'sheet' = %({name})s")
+            clauses.append(sql.SQL("{}->>'sheet' = {}").format(col, bound))
             params[name] = value
         elif key == "chapter":
-            clauses.append(f"lower({column}->>'chapter') = lower(%({name})s)")
+            clauses.append(sql.SQL("lower({}->>'chapter') = lower({})").format(col, bound))
             params[name] = value
         elif key == "slide":
-            clauses.append(f"{column}->>'slide' = %({name})s")
+            clauses.append(sql.SQL("{}->>'slide' = {}").format(col, bound))
             params[name] = str(_number(key, value, int))
         elif key in ("row", "t"):
             low, high = ("row_start", "row_end") if key == "row" else ("start_s", "end_s")
             clauses.append(
-                f"({column}->>'{low}')::numeric <= %({name})s AND ({column}->>'{high}')::numeric >= %({name})s"
+                sql.SQL("({c}->>{low})::numeric <= {v} AND ({c}->>{high})::numeric >= {v}").format(
+                    c=col, low=sql.Literal(low), high=sql.Literal(high), v=bound
+                )
             )
             params[name] = _number(key, value, int if key == "row" else float)
         else:
             known = ", ".join(LOCATION_FILTER_KEYS)
             raise BadRequest(f"unknown location filter {key!r}: use {known} (e.g. location=sheet=Q1)")
-    return " AND ".join(clauses) or "TRUE", params
+    return (sql.SQL(" AND ").join(clauses) if clauses else sql.SQL("TRUE")), params
 
 
 def _number(key: str, value: str, kind: type[int] | type[float]) -> int | float:

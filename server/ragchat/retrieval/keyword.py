@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal, LiteralString, cast
+from typing import Literal
+
+from psycopg import sql
 
 from ragchat.core.search import SearchFilters
 from ragchat.db.pool import Conn
@@ -88,12 +90,9 @@ async def analyse_query(conn: Conn, query: str, scope: ReadScope) -> QueryAnalys
     index probe per (readable group, query lexeme, written shard), never a scan of the shared chunks."""
     params: dict[str, object] = {"uid": scope.user_id, "query": query, "max_lexemes": MAX_SHARED_LEXEMES}
     groups = _SHARED_GROUPS_SQL if scope.shared else _OWN_GROUPS_SQL
-    # constant SQL: the group subquery is one of the two fragments below, never user text
-    if scope.shared:  # the reader's groups once (a CTE), for the statistics and for their owners' configurations
-        stats_sql = cast(LiteralString, _SHARED_STATS_SQL.format(groups=groups))
-    else:
-        stats_sql = cast(LiteralString, _STATS_SQL.format(groups=groups))
-    terms_sql = cast(LiteralString, _TERMS_SQL.format(groups=groups))
+    # the reader's groups once (a CTE) when shared, for the statistics and for their owners' configurations
+    stats_sql = (_SHARED_STATS_SQL if scope.shared else _STATS_SQL).format(groups=groups)
+    terms_sql = _TERMS_SQL.format(groups=groups)
     row = await (await conn.execute(stats_sql, params)).fetchone()
     n = int(row["n"]) if row else 0
     total = int(row["len"]) if row else 0
@@ -108,21 +107,19 @@ async def analyse_query(conn: Conn, query: str, scope: ReadScope) -> QueryAnalys
 
 
 #: The reader's own documents only (`ReadScope.shared` False: nothing of another owner is shared with them).
-_OWN_GROUPS_SQL = "SELECT g.id FROM bm25_groups g WHERE g.owner_id = %(uid)s"
+_OWN_GROUPS_SQL = sql.SQL("SELECT g.id FROM bm25_groups g WHERE g.owner_id = %(uid)s")
 #: Theirs, and every group with a collection they are a member of (UNION: each group once).
-_SHARED_GROUPS_SQL = f"""{_OWN_GROUPS_SQL}
-    UNION
-    {SHARED_GROUPS}"""
+_SHARED_GROUPS_SQL = sql.SQL("{} UNION {}").format(_OWN_GROUPS_SQL, SHARED_GROUPS)
 
-_STATS_SQL = """
+_STATS_SQL = sql.SQL("""
 SELECT coalesce(sum(s.n_chunks), 0) AS n, coalesce(sum(s.total_len), 0) AS len,
        ARRAY(SELECT o.config::text FROM bm25_owner_configs o WHERE o.owner_id = %(uid)s ORDER BY 1) AS configs
 FROM bm25_group_stats s WHERE s.group_id IN ({groups})
-"""
+""")
 
 #: The same, with the configurations of the groups' owners (kept per owner: a superset of the scope's is
 #: harmless, its extra lexemes match nothing readable).
-_SHARED_STATS_SQL = """
+_SHARED_STATS_SQL = sql.SQL("""
 WITH grp(id) AS MATERIALIZED ({groups})
 SELECT coalesce(sum(s.n_chunks), 0) AS n, coalesce(sum(s.total_len), 0) AS len,
        ARRAY(SELECT DISTINCT o.config::text FROM bm25_owner_configs o
@@ -130,9 +127,9 @@ SELECT coalesce(sum(s.n_chunks), 0) AS n, coalesce(sum(s.total_len), 0) AS len,
                                   UNION SELECT %(uid)s::uuid)
              ORDER BY 1) AS configs
 FROM bm25_group_stats s WHERE s.group_id IN (SELECT id FROM grp)
-"""
+""")
 
-_TERMS_SQL = """
+_TERMS_SQL = sql.SQL("""
 WITH q AS (
     SELECT DISTINCT v.lexeme
     FROM unnest(%(configs)s::regconfig[]) AS c(cfg) CROSS JOIN LATERAL unnest(to_tsvector(c.cfg, %(query)s)) v
@@ -142,7 +139,7 @@ SELECT t.term, sum(t.df) AS df
 FROM bm25_group_terms t
 WHERE t.group_id IN ({groups}) AND t.term IN (SELECT lexeme FROM q)
 GROUP BY t.term HAVING sum(t.df) > 0
-"""
+""")
 
 
 def candidate_terms(terms: list[TermStat], budget: int) -> list[TermStat]:
@@ -157,7 +154,7 @@ def candidate_terms(terms: list[TermStat], budget: int) -> list[TermStat]:
     return chosen
 
 
-_BM25_SQL = """
+_BM25_SQL = sql.SQL("""
 WITH cand AS (
     SELECT c.id, c.search_vector, c.doc_len FROM document_chunks c
     WHERE {where} AND c.search_vector @@ %(tsq)s::tsquery
@@ -175,9 +172,9 @@ JOIN unnest(%(terms)s::text[], %(idfs)s::float8[]) AS w(term, idf) ON w.term = t
 GROUP BY cand.id
 ORDER BY score DESC, cand.id
 LIMIT %(n)s
-"""
+""")
 
-_TS_RANK_SQL = """
+_TS_RANK_SQL = sql.SQL("""
 WITH cand AS (
     SELECT c.id, c.search_vector FROM document_chunks c
     WHERE {where} AND c.search_vector @@ %(tsq)s::tsquery
@@ -185,7 +182,7 @@ WITH cand AS (
 )
 SELECT cand.id, ts_rank(cand.search_vector, %(all_terms)s::tsquery, 1) AS score
 FROM cand ORDER BY score DESC, cand.id LIMIT %(n)s
-"""
+""")
 
 
 async def keyword_search(
@@ -225,8 +222,7 @@ async def keyword_arm(
     if not terms:
         return KeywordHits([], a.configs)
     where, params = filter_sql(scope, filters)
-    # `where` is filter_sql's own fragment (bound parameters only), never user text
-    sql = cast(LiteralString, (_BM25_SQL if scorer == "bm25" else _TS_RANK_SQL).format(where=where))
+    ranked = (_BM25_SQL if scorer == "bm25" else _TS_RANK_SQL).format(where=where)
     params.update(
         n=n,
         cap=max(candidates, n),
@@ -240,8 +236,8 @@ async def keyword_arm(
     chosen = candidate_terms(terms, candidates)
     if len(chosen) == 1 and chosen[0].df > candidates and len(terms) > 1:
         # Only common words: prefer chunks that contain all of the rarest few, then fill up.
-        rows = await (await conn.execute(sql, {**params, "tsq": and_query([t.term for t in terms[:4]])})).fetchall()
+        rows = await (await conn.execute(ranked, {**params, "tsq": and_query([t.term for t in terms[:4]])})).fetchall()
         if len(rows) >= n:
             return KeywordHits([(int(r["id"]), float(r["score"])) for r in rows], a.configs)
-    rows = await (await conn.execute(sql, {**params, "tsq": or_query([t.term for t in chosen])})).fetchall()
+    rows = await (await conn.execute(ranked, {**params, "tsq": or_query([t.term for t in chosen])})).fetchall()
     return KeywordHits([(int(r["id"]), float(r["score"])) for r in rows], a.configs)

@@ -12,11 +12,12 @@ from litestar.params import Parameter
 
 from ragchat.core.audit import ReadAuditor
 from ragchat.core.errors import BadRequest
-from ragchat.core.http import error_responses
-from ragchat.core.options import Asked, SearchPolicy
+from ragchat.core.options import Asked
 from ragchat.core.principal import Principal
-from ragchat.core.search import SearchFilters, SearchResponse, SearchResult
-from ragchat.readscope.sql import require_readable
+from ragchat.core.search import SearchFilters, SearchOptions, SearchResult
+from ragchat.httpapi.http import error_responses
+from ragchat.httpapi.search import SearchResponse, search_response
+from ragchat.policy.request import Ask, RequestPolicy
 from ragchat.retrieval.facets import facet_counts
 from ragchat.retrieval.filters import parse_location_filters, parse_metadata_filters
 from ragchat.retrieval.schemas import MAX_FACET_KEYS, MAX_TOP_K, SEARCH_BODY_BYTES, SearchBody, check_query
@@ -27,7 +28,7 @@ from ragchat.retrieval.search import Searcher
 async def search(
     searcher: Searcher,
     principal: Principal,
-    search_policy: SearchPolicy,
+    policy: RequestPolicy,
     audit: ReadAuditor,
     q: str = "",
     limit: Annotated[int, Parameter(ge=1, le=MAX_TOP_K)] = 10,
@@ -71,10 +72,8 @@ async def search(
         metadata=parse_metadata_filters(filter_),
         location=parse_location_filters(location),
     )
-    await _check_ids(searcher, principal, filters)
-    options = await search_policy.resolve(
-        principal, Asked(mode=mode, rerank=rerank, limit=limit, filters=filters, expansion=expansion)
-    )
+    asked = Asked(mode=mode, rerank=rerank, limit=limit, filters=filters, expansion=expansion)
+    options = await _checked(policy, principal, asked)
     search = searcher.search(q, principal=principal, options=options)
     return await _audited(audit, principal, await _with_facets(searcher, principal, search, filters, facets))
 
@@ -86,24 +85,31 @@ async def search(
     responses=error_responses(404, 413, 429),
 )
 async def search_post(
-    searcher: Searcher, principal: Principal, search_policy: SearchPolicy, audit: ReadAuditor, data: SearchBody
+    searcher: Searcher, principal: Principal, policy: RequestPolicy, audit: ReadAuditor, data: SearchBody
 ) -> Response[SearchResponse]:
     """The GET's search with a JSON body: `{query, top_k, filters: {document_ids, collection_ids, metadata:
     {key: value or [values]}, location}, mode, rerank, facets}`; the same response."""
     query = check_query(data.query)
     filters = data.filters.to_filters() if data.filters else None
-    await _check_ids(searcher, principal, filters)
     asked = Asked(mode=data.mode, rerank=data.rerank, limit=data.top_k, filters=filters, expansion=data.expansion)
-    options = await search_policy.resolve(principal, asked)
+    options = await _checked(policy, principal, asked)
     search = searcher.search(query, principal=principal, options=options)
     return await _audited(audit, principal, await _with_facets(searcher, principal, search, filters, data.facets))
 
 
-async def _check_ids(searcher: Searcher, principal: Principal, filters: SearchFilters | None) -> None:
-    """An id the caller cannot read is a 404, as on every route (readscope.sql.require_readable)."""
-    if filters and (filters.document_ids or filters.collection_ids):
-        async with searcher.pool.connection() as conn:
-            await require_readable(conn, principal.user_id, filters.document_ids, filters.collection_ids)
+async def _checked(policy: RequestPolicy, principal: Principal, asked: Asked) -> SearchOptions:
+    """The search's options from the one request policy: an id the caller cannot read is a 404, as on every
+    door; the search rate charged."""
+    filters = asked.filters
+    ask = Ask(
+        search=asked,
+        document_ids=filters.document_ids if filters else None,
+        collection_ids=filters.collection_ids if filters else None,
+        charge="search",
+    )
+    checked = await policy.check(principal, ask)
+    assert checked.options is not None
+    return checked.options
 
 
 async def _with_facets(
@@ -113,13 +119,13 @@ async def _with_facets(
     filters: SearchFilters | None,
     keys: list[str] | None,
 ) -> Response[SearchResponse]:
-    """The search's response with the facet counts of its scope (server/retrieval/facets.py), counted on another
+    """The search's response with the facet counts of its scope (server/ragchat/retrieval/facets.py), counted on another
     connection while the search runs, so they add no latency of their own."""
     facets = asyncio.ensure_future(
         searcher.reads.run(principal.user_id, lambda pool: facet_counts(pool, principal, filters, keys))
     )
     try:
-        body = (await search).to_api()
+        body = search_response(await search)
     except BaseException:
         facets.cancel()
         raise

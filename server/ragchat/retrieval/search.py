@@ -15,7 +15,6 @@ from typing import Any, Protocol
 import numpy as np
 from psycopg import sql
 
-from ragchat.core import metrics, tracing
 from ragchat.core.matches import DocumentMatches, MatchRequest
 from ragchat.core.options import SearchMode
 from ragchat.core.principal import Principal
@@ -33,6 +32,7 @@ from ragchat.core.search import (
 )
 from ragchat.db.pool import Pool
 from ragchat.db.replicas import ReadRouter
+from ragchat.observability import metrics, tracing
 from ragchat.providers.embeddings.base import EmbeddingError
 from ragchat.readscope.sql import ReadScope, read_chunk_scope, readable_chunks, scope_params
 from ragchat.retrieval.exhaustive import find_documents
@@ -334,7 +334,7 @@ class Searcher:
                       d.filename, d.title, d.metadata, {} AS similarity
                FROM document_chunks c JOIN documents d ON d.id = c.document_id {}
                WHERE c.id = ANY(%(ids)s) AND {}"""
-        ).format(similarity, join, sql.SQL(readable_chunks(scope, "c.owner_id", "c.document_id", "c.share_group")))  # type: ignore[arg-type]
+        ).format(similarity, join, readable_chunks(scope, "c.owner_id", "c.document_id", "c.share_group"))
         params = {**scope_params(scope), "q": qvec, "ids": [f.id for f in fused]}
         async with pool.connection() as conn:
             rows = await (await conn.execute(query, params)).fetchall()
@@ -383,7 +383,7 @@ class Searcher:
             return False
         query = sql.SQL("SELECT EXISTS (SELECT 1 FROM chunk_embeddings e WHERE e.space_id = {} AND {}) AS e").format(
             sql.Literal(active.space.id),
-            sql.SQL(readable_chunks(scope, "e.owner_id", "e.document_id")),  # type: ignore[arg-type]
+            readable_chunks(scope, "e.owner_id", "e.document_id"),
         )
         async with pool.connection() as conn:
             row = await (await conn.execute(query, scope_params(scope))).fetchone()

@@ -32,10 +32,10 @@ from ragchat.retrieval.filters import filter_sql
 from ragchat.vectors.store import Space
 
 
-async def _filtered_rows(conn: Conn, space: Space, where: str, params: dict[str, Any], cap: int) -> int:
+async def _filtered_rows(conn: Conn, space: Space, where: sql.Composable, params: dict[str, Any], cap: int) -> int:
     query = sql.SQL(
         "SELECT count(*) AS n FROM (SELECT 1 FROM chunk_embeddings e WHERE e.space_id = {} AND {} LIMIT %(cap)s) s"
-    ).format(sql.Literal(space.id), sql.SQL(where))  # type: ignore[arg-type]  # `where` is our own fragment
+    ).format(sql.Literal(space.id), where)
     row = await (await conn.execute(query, {**params, "cap": cap + 1})).fetchone()
     assert row is not None
     return int(row["n"])
@@ -98,7 +98,7 @@ SELECT set_config('hnsw.ef_search', least(%(max)s, greatest(%(base)s, round(%(ba
 
 
 async def _run(
-    conn: Conn, space: Space, where: str, params: dict[str, Any], *, exact: bool, ef: EfPolicy | None
+    conn: Conn, space: Space, where: sql.Composable, params: dict[str, Any], *, exact: bool, ef: EfPolicy | None
 ) -> list[dict[str, Any]]:
     distance = sql.SQL("{} <=> %(q)s").format(space.vector_expr("e"))
     # `+ 0` makes the ORDER BY expression something the HNSW index cannot serve: an exact, filtered scan.
@@ -107,7 +107,7 @@ async def _run(
     query = sql.SQL(
         "SELECT e.chunk_id AS id, {} AS distance FROM chunk_embeddings e "
         "WHERE e.space_id = {} AND {} ORDER BY {} LIMIT %(n)s"
-    ).format(distance, sql.Literal(space.id), sql.SQL(where), order)  # type: ignore[arg-type]
+    ).format(distance, sql.Literal(space.id), where, order)
     async with conn.transaction():
         if not exact and ef is not None:
             await conn.execute(

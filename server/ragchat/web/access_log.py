@@ -1,5 +1,5 @@
 """One access-log line per request (logger `ragchat.access`): method, route template, status, duration, client,
-with the request's id and user. It also opens the request's log context (core/logs.py) that every line written
+with the request's id and user. It also opens the request's log context (observability/logs.py) that every line written
 while the request runs carries. Query strings are not logged (they can hold search text)."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import time
 
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
-from ragchat.core import metrics, tracing
-from ragchat.core.http import scope_request_id
-from ragchat.core.logs import open_context
+from ragchat.httpapi.http import scope_request_id
+from ragchat.observability import metrics, tracing
+from ragchat.observability.logs import open_context
 
 log = logging.getLogger("ragchat.access")
 
@@ -33,7 +33,7 @@ class AccessLogMiddleware:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = int(message["status"])
-                # the request's span is OpenTelemetry's ASGI middleware's (core/tracing.py), ended with the
+                # the request's span is OpenTelemetry's ASGI middleware's (observability/tracing.py), ended with the
                 # response's last byte: named by the route template (known by now) as the response starts
                 route = str(scope.get("path_template") or "-")  # type: ignore[call-overload]
                 tracing.name_request(scope["method"], route, context["request_id"])

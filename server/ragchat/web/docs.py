@@ -12,7 +12,7 @@ from litestar.openapi.plugins import OpenAPIRenderPlugin
 from litestar.routes import HTTPRoute
 
 from ragchat.chat.api.openai_schemas import OpenAIError
-from ragchat.core.http import ErrorBody, error_responses
+from ragchat.httpapi.http import ErrorBody, error_responses
 
 REDOC_JS = "/vendor/redoc.standalone.js"
 

@@ -1,4 +1,4 @@
-"""The one exception handler: every error becomes the one body of `ragchat.core.http`.
+"""The one exception handler: every error becomes the one body of `ragchat.httpapi.http`.
 
 Our domain errors (`RagchatError`), Litestar's own (validation, unknown route, wrong method, body too large),
 an unreachable database (503) and bugs (500: traceback logged with the request id, no internals in the
@@ -10,13 +10,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-import psycopg
 from litestar import MediaType, Request, Response
 from litestar.exceptions import HTTPException
-from psycopg_pool import PoolTimeout
 
-from ragchat.core.errors import DatabaseUnavailable, RagchatError, RateLimited
-from ragchat.core.http import HTTP_CODES, error_body, request_id_of
+from ragchat.core.errors import RagchatError, RateLimited
+from ragchat.httpapi.http import HTTP_CODES, error_body, request_id_of
+from ragchat.policy.request import database_error
 
 log = logging.getLogger("ragchat.web")
 
@@ -28,12 +27,11 @@ MULTIPART_LIMIT = (
 
 
 def as_ragchat_error(exc: BaseException) -> RagchatError | None:
-    """Exceptions with a known meaning as domain errors (None for a bug)."""
+    """Exceptions with a known meaning as domain errors (None for a bug); a database that does not answer as the
+    request policy maps it (`ragchat.policy.request.database_error`)."""
     if isinstance(exc, RagchatError):
         return exc
-    if isinstance(exc, PoolTimeout | psycopg.OperationalError | psycopg.InterfaceError):
-        return DatabaseUnavailable()
-    return None
+    return database_error(exc)
 
 
 def error_response(request: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, Any]]:

@@ -20,8 +20,8 @@ from wsgiref.simple_server import WSGIRequestHandler, make_server
 from prometheus_client import make_wsgi_app
 from prometheus_client.exposition import ThreadingWSGIServer
 
-from ragchat.core import metrics
 from ragchat.core.errors import ServiceUnavailable
+from ragchat.observability import metrics
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@
 
 The headers, with the request's id (`X-Request-ID`: the client's when it sends a sane one, else a new one,
 as in the error body and the log), are added by the `response_headers` hook, which sees every response,
-errors included. Errors use the API's one body (server/core/http.py).
+errors included. Errors use the API's one body (server/ragchat/httpapi/http.py).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from urllib.parse import urlsplit
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 from ragchat.core.errors import BadHost, BadRequest, CrossOrigin, RagchatError, UnsupportedMediaType
-from ragchat.core.http import error_body, scope_request_id
+from ragchat.httpapi.http import error_body, scope_request_id
 
 UNSAFE = {"POST", "PUT", "PATCH", "DELETE"}
 #: Paths a probe or a scraper reads by the pod's address: outside the Host allowlist (GET and HEAD only).

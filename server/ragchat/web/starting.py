@@ -20,7 +20,7 @@ from typing import Any
 
 from litestar.types import ASGIApp, Receive, Scope, Send
 
-from ragchat.core.http import error_body, scope_request_id
+from ragchat.httpapi.http import error_body, scope_request_id
 
 log = logging.getLogger("ragchat.startup")
 

@@ -16,10 +16,10 @@ from ragchat.chat.schemas import ChatModel, ChatModels, Feedback, FeedbackBody
 from ragchat.chat.service import ChatService
 from ragchat.chat.store.actions import feedback_csv, feedback_jsonl, feedback_rows, set_feedback
 from ragchat.core.errors import ServiceUnavailable
-from ragchat.core.http import error_responses, file_download
 from ragchat.core.ownership import UserNames
 from ragchat.core.preferences import PreferencesLookup
 from ragchat.core.principal import Principal
+from ragchat.httpapi.http import error_responses, file_download
 from ragchat.providers.llm.base import LLMError
 
 MODELS_TIMEOUT_S = 5.0

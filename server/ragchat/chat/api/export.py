@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from ragchat.chat.engine.answer import numbered_sources
 from ragchat.chat.schemas import Thread
-from ragchat.core.search import Passage
+from ragchat.httpapi.search import Passage
 
 ExportFormat = Literal["markdown", "json"]
 _SLUG_DROP = re.compile(r"[^A-Za-z0-9]+")

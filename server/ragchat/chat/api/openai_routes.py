@@ -33,18 +33,16 @@ from ragchat.chat.api.openai_schemas import (
     Model,
     ModelList,
 )
-from ragchat.chat.api.rag_routes import documents_only
 from ragchat.chat.engine.answer import Answer, AnswerRequest
 from ragchat.chat.engine.faults import as_http_error
 from ragchat.chat.engine.verify import footnotes
 from ragchat.chat.schemas import AnswerVerification
 from ragchat.chat.service import ChatService
 from ragchat.core.errors import BadRequest, RagchatError, RateLimited
-from ragchat.core.http import EventStream, also_event_stream, error_responses, request_id_of, response_spec
-from ragchat.core.options import Asked, SearchPolicy
-from ragchat.core.preferences import PreferencesLookup
+from ragchat.core.options import Asked
 from ragchat.core.principal import Principal
-from ragchat.db.ratelimit import RateLimiter
+from ragchat.httpapi.http import EventStream, also_event_stream, error_responses, request_id_of, response_spec
+from ragchat.policy.request import Ask, RequestPolicy
 
 log = logging.getLogger(__name__)
 MAX_CHARS = 64_000
@@ -56,14 +54,14 @@ def _text(content: str | list[dict[str, Any]] | None) -> str:
     return (content or "").replace("\x00", "")
 
 
-def to_request(body: Completion, only_documents: bool = False) -> AnswerRequest:
+def to_request(body: Completion) -> AnswerRequest:
     turns = [(m.role, _text(m.content)) for m in body.messages if m.role in ("user", "assistant")]
     if not turns or turns[-1][0] != "user" or not turns[-1][1].strip():
         raise BadRequest("the last message must be a non-empty user message (the question)")
     if sum(len(t) for _, t in turns) > MAX_CHARS:
         raise BadRequest(f"the messages are too long (at most {MAX_CHARS} characters in all)")
     history = [{"role": r, "content": t} for r, t in turns[:-1] if t.strip()]
-    return AnswerRequest(question=turns[-1][1].strip(), history=history, documents_only=only_documents)
+    return AnswerRequest(question=turns[-1][1].strip(), history=history)
 
 
 def sources_block(answer: Answer, with_footnotes: bool = False) -> str:
@@ -101,26 +99,31 @@ async def list_models(principal: Principal) -> ModelList:
     status_code=200,
     responses={
         200: response_spec(ChatCompletion, "the answer; with `stream: true`, chat.completion.chunk SSE"),
-        **error_responses(429, 502, 504),
+        **error_responses(404, 429, 502, 504),
     },
     operation_class=also_event_stream("with `stream: true`: `data:` lines of chat.completion.chunk JSON, then [DONE]"),
 )
 async def chat_completions(
-    data: Completion,
-    chat: ChatService,
-    principal: Principal,
-    limiter: RateLimiter,
-    search_policy: SearchPolicy,
-    user_preferences: PreferencesLookup,
+    data: Completion, chat: ChatService, principal: Principal, policy: RequestPolicy
 ) -> ChatCompletion | Stream:
-    preferences = await user_preferences(principal.user_id)
-    req = to_request(data, documents_only(data.documents_only, preferences, chat.settings.chat_documents_only))
-    await limiter.hit(f"chat:{principal.user_id}", chat.settings.rate_chat_per_min, what="questions")
+    req = to_request(data)
     # the request names no search options: the user's preferences, else the environment's
-    options = await search_policy.resolve(
-        principal, Asked(), default_limit=chat.settings.chat_search_limit, charge="rerank", preferences=preferences
+    ask = Ask(
+        search=Asked(),
+        document_ids=data.document_ids,
+        collection_ids=data.collection_ids,
+        documents_only=data.documents_only,
+        default_limit=chat.settings.chat_search_limit,
+        charge="question",
     )
-    req = replace(req, options=options)
+    checked = await policy.check(principal, ask)
+    req = replace(
+        req,
+        options=checked.options,
+        document_ids=checked.document_ids,
+        collection_ids=checked.collection_ids,
+        documents_only=checked.documents_only,
+    )
     cid, created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
     if not data.stream:
         try:

@@ -28,6 +28,12 @@ class Completion(BaseModel):
     documents_only: Flag | None = Field(
         default=None, description="ragchat's extension: refuse when nothing matches well (default: your preference)"
     )
+    document_ids: list[UUID] | None = Field(
+        default=None, max_length=500, description="ragchat's extension: search only these documents"
+    )
+    collection_ids: list[UUID] | None = Field(
+        default=None, max_length=100, description="ragchat's extension: search only these collections"
+    )
 
 
 class Model(BaseModel):

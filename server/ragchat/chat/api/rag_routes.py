@@ -23,12 +23,10 @@ from ragchat.chat.engine.loop import ChatEvent
 from ragchat.chat.schemas import MAX_QUERY_CHARS, RagAnswer, RagBody, RagFilters, check_task
 from ragchat.chat.service import ChatService
 from ragchat.core.errors import BadRequest
-from ragchat.core.http import EventStream, also_event_stream, error_responses, response_spec
-from ragchat.core.options import Asked, SearchOptions, SearchPolicy
-from ragchat.core.preferences import PreferencesLookup, UserPreferences
+from ragchat.core.options import Asked
 from ragchat.core.principal import Principal
-from ragchat.db.ratelimit import RateLimiter
-from ragchat.readscope.sql import require_readable
+from ragchat.httpapi.http import EventStream, also_event_stream, error_responses, response_spec
+from ragchat.policy.request import Ask, Charge, RequestPolicy
 
 
 def _arm(chunks: list[dict[str, Any]], rank_key: str, score_key: str) -> list[dict[str, Any]]:
@@ -77,35 +75,38 @@ def rag_answer(answer: Answer, elapsed_ms: float, *, debug: bool = True) -> RagA
     return RagAnswer.model_validate(out)
 
 
-def rag_asked(body: RagBody) -> Asked:
-    """What the body says about the search (the policy resolves the rest)."""
-    return Asked(mode=body.mode, rerank=body.rerank, limit=body.top_k)
-
-
-def documents_only(asked: bool | None, preferences: UserPreferences | None, default: bool) -> bool:
-    """The request's choice, else the user's preference, else CHAT_DOCUMENTS_ONLY."""
-    if asked is not None:
-        return bool(asked)
-    return preferences.documents_only if preferences is not None else default
-
-
-def rag_request(body: RagBody, options: SearchOptions, only_documents: bool = False) -> AnswerRequest:
+def rag_question(body: RagBody) -> str:
+    """The body's question, checked (400s before anything is counted)."""
     query = body.query.replace("\x00", "").strip()
     if not query:
         raise BadRequest("query is empty")
     if len(query) > MAX_QUERY_CHARS:
         raise BadRequest(f"query is too long ({len(query)} characters; at most {MAX_QUERY_CHARS})")
+    check_task(body.task, (body.filters or RagFilters()).document_ids, "filters.document_ids")
+    return query
+
+
+async def checked_rag(policy: RequestPolicy, principal: Principal, body: RagBody, charge: Charge) -> AnswerRequest:
+    """The body as an answer request, through the request policy (/api/rag, and `ragchat search --rag`)."""
+    question = rag_question(body)
     f = body.filters or RagFilters()
-    check_task(body.task, f.document_ids, "filters.document_ids")
+    ask = Ask(
+        search=Asked(mode=body.mode, rerank=body.rerank, limit=body.top_k),
+        document_ids=f.document_ids,
+        collection_ids=f.collection_ids,
+        documents_only=body.documents_only,
+        charge=charge,
+    )
+    checked = await policy.check(principal, ask)
     return AnswerRequest(
-        question=query,
-        document_ids=f.document_ids or None,
-        collection_ids=f.collection_ids or None,
+        question=question,
+        document_ids=checked.document_ids,
+        collection_ids=checked.collection_ids,
         metadata=f.metadata or None,
-        options=options,
+        options=checked.options,
         retrieve_first=True,
         task=body.task,
-        documents_only=only_documents,
+        documents_only=checked.documents_only,
     )
 
 
@@ -134,24 +135,10 @@ async def _sse(chat: ChatService, principal: Principal, req: AnswerRequest) -> A
     },
     operation_class=also_event_stream("with `stream: true`: the chat events (docs/SSE.md, ChatStream), no `thread`"),
 )
-async def rag(
-    data: RagBody,
-    chat: ChatService,
-    principal: Principal,
-    limiter: RateLimiter,
-    search_policy: SearchPolicy,
-    user_preferences: PreferencesLookup,
-) -> RagAnswer | Stream:
+async def rag(data: RagBody, chat: ChatService, principal: Principal, policy: RequestPolicy) -> RagAnswer | Stream:
     """Retrieve `top_k` passages for `query` and answer from them, citing [n]; `debug` traces each stage.
     With `stream: true` the answer comes as the chat SSE events instead (see docs/SSE.md), no `thread`."""
-    preferences = await user_preferences(principal.user_id)
-    options = await search_policy.resolve(principal, rag_asked(data), charge="none", preferences=preferences)
-    only = documents_only(data.documents_only, preferences, chat.settings.chat_documents_only)
-    req = rag_request(data, options, only)
-    async with chat.pool.connection() as conn:
-        await require_readable(conn, principal.user_id, req.document_ids, req.collection_ids)
-    await limiter.hit(f"chat:{principal.user_id}", chat.settings.rate_chat_per_min, what="questions")
-    await search_policy.charge(principal, options, "rerank")
+    req = await checked_rag(policy, principal, data, "question")
     if data.stream:
         return EventStream(_sse(chat, principal, req), headers={"Cache-Control": "no-store"})
     start = time.perf_counter()

@@ -3,10 +3,10 @@ progress, and the threads API."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 from uuid import UUID
 
-import psycopg
 from litestar import Controller, Request, delete, get, patch, post
 from litestar.openapi.datastructures import ResponseSpec
 from sse_starlette import EventSourceResponse
@@ -15,7 +15,6 @@ from starlette.responses import Response
 from ragchat.chat.api.openai_routes import openai_router
 from ragchat.chat.api.rag_routes import rag
 from ragchat.chat.api.sse import run_events
-from ragchat.chat.engine.faults import describe_failure
 from ragchat.chat.runs import Run
 from ragchat.chat.schemas import (
     BranchBody,
@@ -31,26 +30,22 @@ from ragchat.chat.schemas import (
 )
 from ragchat.chat.service import ChatRequest, ChatService
 from ragchat.chat.store.actions import update_thread
-from ragchat.core.errors import BadRequest, Conflict, DatabaseUnavailable
-from ragchat.core.http import error_responses, response_spec
-from ragchat.core.options import Asked, SearchOptions, SearchPolicy
-from ragchat.core.preferences import PreferencesLookup, UserPreferences
+from ragchat.core.errors import BadRequest, Conflict
+from ragchat.core.options import Asked
 from ragchat.core.principal import CredentialCheck, Principal
-from ragchat.db.ratelimit import RateLimiter
-from ragchat.readscope.sql import require_readable
-from ragchat.settings import Settings
+from ragchat.httpapi.http import error_responses, response_spec
+from ragchat.policy.request import Ask, RequestPolicy
+from ragchat.settings import LLMSettings
 
 PING_S = 15  # keep-alive comment lines, so proxies don't close a stream while the model thinks
 SEND_TIMEOUT_S = 60  # a client that stops reading for this long is treated as gone
 NOTHING_RUNNING = Response(status_code=204)
 
 
-def validate_chat(
-    body: ChatBody, settings: Settings, options: SearchOptions, preferences: UserPreferences | None = None
-) -> ChatRequest:
-    """400s before any stream starts: empty or oversized message, unknown search mode, wrong combinations of
-    regenerate_id / continue_id / edit_id. What the body omits comes from the user's preferences; `options`
-    were resolved from the body by the search policy, so every search of the turn runs (and reports) them."""
+def validate_chat(body: ChatBody, settings: LLMSettings) -> ChatRequest:
+    """400s before anything is counted: empty or oversized message, wrong combinations of regenerate_id /
+    continue_id / edit_id, a task without its documents. The search options, the model and `documents_only`
+    are the request policy's (`checked`, below)."""
     message = body.message.replace("\x00", "").strip()
     targets = [name for name in ("regenerate_id", "continue_id", "edit_id") if getattr(body, name) is not None]
     if len(targets) > 1:
@@ -67,25 +62,29 @@ def validate_chat(
             "set by CHAT_MAX_MESSAGE_CHARS)"
         )
     check_task(body.task, body.document_ids, "document_ids")
-    model = body.model.strip() if body.model else None
-    if model is None and preferences is not None and preferences.chat_model != settings.chat_model:
-        model = preferences.chat_model
     return ChatRequest(
         message=message,
         thread_id=body.thread_id,
         document_ids=list(dict.fromkeys(body.document_ids)) if body.document_ids else None,
         collection_ids=list(dict.fromkeys(body.collection_ids)) if body.collection_ids else None,
-        options=options,
-        model=model,
         regenerate_id=body.regenerate_id,
         continue_id=body.continue_id,
         edit_id=body.edit_id,
-        documents_only=bool(
-            body.documents_only
-            if body.documents_only is not None
-            else (preferences.documents_only if preferences is not None else settings.chat_documents_only)
-        ),
         task=body.task,
+    )
+
+
+def chat_ask(body: ChatBody, req: ChatRequest, settings: LLMSettings) -> Ask:
+    """What a chat message asks of the request policy (what it omits: the user's preferences, else the
+    environment's), charged as a question."""
+    return Ask(
+        search=Asked(mode=body.search_mode, rerank=body.rerank),
+        document_ids=req.document_ids,
+        collection_ids=req.collection_ids,
+        documents_only=body.documents_only,
+        model=body.model,
+        default_limit=settings.chat_search_limit,
+        charge="question",
     )
 
 
@@ -113,37 +112,16 @@ def _after(run: Run, last_event_id: str | None) -> int:
     },
 )
 async def chat(
-    data: ChatBody,
-    chat: ChatService,
-    principal: Principal,
-    limiter: RateLimiter,
-    credential_check: CredentialCheck,
-    user_preferences: PreferencesLookup,
-    search_policy: SearchPolicy,
+    data: ChatBody, chat: ChatService, principal: Principal, credential_check: CredentialCheck, policy: RequestPolicy
 ) -> EventSourceResponse:
     """Ask a question (or regenerate, continue, edit); the answer streams back as server-sent events (thread,
     tool_call, tool_result, token, done). The answer is generated by a run that outlives this request: a
     client that goes away can attach again (GET /api/threads/{id}/stream). 409 while the thread has an answer
     in progress. The answer stops with an `error` event if the caller's session or token stops being valid."""
-    try:
-        preferences = await user_preferences(principal.user_id)
-    except psycopg.Error as exc:
-        raise DatabaseUnavailable(describe_failure(exc).message) from exc
-    asked = Asked(mode=data.search_mode, rerank=data.rerank)
-    limit = chat.settings.chat_search_limit
-    options = await search_policy.resolve(principal, asked, default_limit=limit, charge="none", preferences=preferences)
-    req = validate_chat(data, chat.settings, options, preferences)
-    try:
-        async with chat.pool.connection() as conn:  # an id the caller cannot read: 404 before any stream starts
-            await require_readable(conn, principal.user_id, req.document_ids, req.collection_ids)
-    except psycopg.Error as exc:
-        raise DatabaseUnavailable(describe_failure(exc).message) from exc
-    await limiter.hit(f"chat:{principal.user_id}", chat.settings.rate_chat_per_min, what="chat messages")
-    await search_policy.charge(principal, options, "rerank")
-    try:
-        run = await chat.start(principal, req, guard=lambda: credential_check(principal))
-    except psycopg.Error as exc:
-        raise DatabaseUnavailable(describe_failure(exc).message) from exc
+    req = validate_chat(data, chat.settings.llm)
+    checked = await policy.check(principal, chat_ask(data, req, chat.settings.llm))  # 404 before any stream
+    req = replace(req, options=checked.options, model=checked.model, documents_only=checked.documents_only)
+    run = await chat.start(principal, req, guard=lambda: credential_check(principal))
     return _stream(run)
 
 
@@ -162,11 +140,8 @@ async def attach(
 ) -> EventSourceResponse:
     """Attach to the thread's answer in progress: the events after `Last-Event-ID` (or `?after=`), then live
     ones until done or error. 204 when nothing is running; 409 when another server process generates it."""
-    try:
-        if await chat.running_elsewhere(principal, thread_id):
-            raise Conflict("this answer is being generated by another server process: route /stream by thread")
-    except psycopg.Error as exc:
-        raise DatabaseUnavailable(describe_failure(exc).message) from exc
+    if await chat.running_elsewhere(principal, thread_id):
+        raise Conflict("this answer is being generated by another server process: route /stream by thread")
     run = chat.runs.get(thread_id)
     last = request.headers.get("last-event-id") or after
     if run is None or (run.finished and not last):
@@ -206,10 +181,10 @@ class ThreadController(Controller):
 
     @patch("/{thread_id:uuid}", responses=error_responses(400, 404))
     async def rename_thread(
-        self, thread_id: UUID, data: ThreadPatch, chat: ChatService, principal: Principal
+        self, thread_id: UUID, data: ThreadPatch, chat: ChatService, principal: Principal, policy: RequestPolicy
     ) -> Thread:
         """Rename the thread and/or replace its saved settings (neither moves it up the list)."""
-        return Thread.model_validate(await update_thread(chat.pool, principal, thread_id, data))
+        return Thread.model_validate(await update_thread(chat.pool, principal, thread_id, data, policy.check))
 
     @delete("/{thread_id:uuid}", status_code=204, responses=error_responses(404))
     async def delete_thread(self, thread_id: UUID, chat: ChatService, principal: Principal) -> None:

@@ -25,7 +25,7 @@ from sse_starlette import JSONServerSentEvent
 
 from ragchat.chat.engine.loop import ChatEvent
 from ragchat.chat.runs import Run
-from ragchat.core import metrics
+from ragchat.observability import metrics
 
 _END = object()
 GUARD_EVERY_S = 2.0

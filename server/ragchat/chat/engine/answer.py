@@ -34,7 +34,7 @@ class AnswerRequest:
     document_ids: list[UUID] | None = None
     collection_ids: list[UUID] | None = None
     metadata: dict[str, list[str]] | None = None
-    # resolved at the entry point (`SearchPolicy.resolve`; the limit: passages per search, CHAT_SEARCH_LIMIT);
+    # resolved at the entry point (`RequestPolicy.check`; the limit: passages per search, CHAT_SEARCH_LIMIT);
     # None: the environment's, for tests and tools that call the service directly
     options: SearchOptions | None = None
     retrieve_first: bool = False

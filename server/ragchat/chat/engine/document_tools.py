@@ -20,6 +20,7 @@ from ragchat.core.matches import DocumentFinder, DocumentMatches, MatchMode, Mat
 from ragchat.core.principal import Principal
 from ragchat.core.reading import DocumentReader
 from ragchat.core.search import Confidence, SearchFilters, Timings
+from ragchat.httpapi.search import passage_json
 from ragchat.providers.llm.base import LLMProvider
 
 FIND_TOOL_NAME = "find_documents"
@@ -200,7 +201,7 @@ async def run_document_tool(
             complete=True, limit=0, max_limit=0, note=exc.message, timing_ms=0.0,
         )  # fmt: skip
     outcome.message = matches_text(found, outcome.start)
-    chunks = [d.best.model_dump(mode="json") for d in found.documents]
+    chunks = [passage_json(d.best) for d in found.documents]
     outcome.chunks = chunks
     yield (
         "tool_result",

@@ -28,8 +28,8 @@ from ragchat.chat.engine.replies import HoldBack
 from ragchat.chat.engine.rewrite import standalone_query
 from ragchat.chat.engine.toolbox import registry_for, search_events, tool_reply
 from ragchat.chat.engine.tools import TOOL_NAME, ToolArgumentError
-from ragchat.core import metrics, tracing
 from ragchat.core.search import SearchResult
+from ragchat.observability import metrics, tracing
 from ragchat.providers.llm.base import (
     LLMBadResponse,
     LLMContextOverflow,
@@ -37,10 +37,12 @@ from ragchat.providers.llm.base import (
     ToolCall,
     ToolsUnsupported,
 )
+from ragchat.providers.llm.speed import estimate_prompt_tokens
 
 __all__ = ["ChatContext", "ChatEvent", "Turn", "initial_messages", "run_loop"]
 log = logging.getLogger(__name__)
 MAX_CALLS_PER_ROUND = 4
+ESTIMATE_MIN_S = 3.0  # an `estimate` event only when the first token is expected to take at least this long
 
 
 def initial_messages(history: list[dict[str, str]], question: str) -> list[dict[str, Any]]:
@@ -51,7 +53,7 @@ async def run_loop(
     ctx: ChatContext, messages: list[dict[str, Any]], question: str, turn: Turn
 ) -> AsyncGenerator[ChatEvent, None]:
     """Stream one assistant turn. Raises what the LLM or the search raise; `turn` keeps the partial state.
-    Measured (core/metrics.py): time to the first token, tokens per second after it, tool rounds, LLM errors."""
+    Measured (observability/metrics.py): time to first token, tokens per second after it, tool rounds, LLM errors."""
     began, first, tokens = time.perf_counter(), 0.0, 0
     try:
         async with aclosing(_run_loop(ctx, messages, question, turn)) as events:
@@ -152,6 +154,9 @@ async def _stream_reply(
             await ctx.budget.llm_calls()  # RateLimited past the user's budget: the turn ends, saying so
         turn.usage["llm_calls"] += 1
         sent = messages if budget is None else fit(messages, tools, budget)
+        estimate = _estimate(ctx, sent, tools, turn)
+        if estimate is not None:
+            yield estimate
         hold = HoldBack(active=offer_tools)
         call = tracing.start("llm.chat", **{"llm.model": s.chat_model, "llm.tools": bool(tools)})
         failure: BaseException | None = None
@@ -199,6 +204,19 @@ async def _stream_reply(
             turn.parts.append(rest)
             yield ChatEvent("token", {"delta": rest})
         return
+
+
+def _estimate(
+    ctx: ChatContext, sent: list[dict[str, Any]], tools: list[dict[str, Any]] | None, turn: Turn
+) -> ChatEvent | None:
+    """`estimate` before a model call: its prompt's tokens ÷ the model's measured prompt speed (providers/llm/
+    speed.py) until the first token, plus a usual answer ÷ its generation speed; None when never measured or
+    quick."""
+    guess = ctx.llm.speed.estimate(ctx.model, estimate_prompt_tokens(sent, tools))
+    if guess.first_token_s is None or guess.first_token_s < ESTIMATE_MIN_S:
+        return None
+    stage = "reading" if turn.passages else "thinking"
+    return ChatEvent("estimate", {"stage": stage, "passages": turn.passages, **guess.to_json()})
 
 
 async def _run_tool(

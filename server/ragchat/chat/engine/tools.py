@@ -9,6 +9,7 @@ from uuid import UUID
 
 from ragchat.core.principal import Principal
 from ragchat.core.search import SearchFilters, SearchOptions, SearchResult, SearchService
+from ragchat.httpapi.search import passage_json
 
 TOOL_NAME = "search_documents"
 MAX_QUERY_CHARS = 1000
@@ -153,7 +154,7 @@ def tool_result_payload(call_id: str, result: SearchResult) -> dict[str, Any]:
     return {
         "id": call_id,
         "name": TOOL_NAME,
-        "chunks": [c.model_dump(mode="json") for c in result.chunks],
+        "chunks": [passage_json(c) for c in result.chunks],
         "search_mode": result.mode,
         "reranked": result.reranked,
         "timings": result.timings.model_dump(),

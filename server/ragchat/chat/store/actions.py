@@ -6,7 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 from uuid import UUID
 
@@ -17,7 +17,7 @@ from ragchat.core.errors import BadRequest, Forbidden, NotFound
 from ragchat.core.ownership import UserNames
 from ragchat.core.principal import Principal
 from ragchat.db.pool import Pool
-from ragchat.readscope.sql import require_readable
+from ragchat.policy.request import Ask, Checked
 
 FEEDBACK_EXPORT_MAX = 50_000  # rows in one export
 EXPORT_COLUMNS = [
@@ -118,14 +118,25 @@ def clean_title(raw: str) -> str:
     return title
 
 
-async def update_thread(pool: Pool, principal: Principal, thread_id: UUID, patch: ThreadPatch) -> dict[str, Any]:
-    """Rename and/or replace the saved settings (their documents and collections must be readable: 404 names
-    the others). Neither moves the thread in the list: `updated_at` changes only with new messages."""
+async def update_thread(
+    pool: Pool,
+    principal: Principal,
+    thread_id: UUID,
+    patch: ThreadPatch,
+    check: Callable[[Principal, Ask], Awaitable[Checked]],
+) -> dict[str, Any]:
+    """Rename and/or replace the saved settings (their documents and collections must be readable: `check`, the
+    request policy's, 404 names the others). Neither moves the thread in the list: `updated_at` changes only
+    with new messages."""
     if patch.title is None and patch.settings is None:
         raise BadRequest("nothing to change: send a title, settings, or both")
     title = None if patch.title is None else clean_title(patch.title)
     settings = None
     owner = principal.user_id
+    if patch.settings is not None:
+        await check(
+            principal, Ask(document_ids=patch.settings.document_ids, collection_ids=patch.settings.collection_ids)
+        )
     async with pool.connection() as conn:
         exists = await (
             await conn.execute("SELECT 1 FROM threads WHERE id = %s AND owner_id = %s", (thread_id, owner))
@@ -136,7 +147,6 @@ async def update_thread(pool: Pool, principal: Principal, thread_id: UUID, patch
             s = patch.settings
             documents = list(dict.fromkeys(s.document_ids or []))
             collections = list(dict.fromkeys(s.collection_ids or []))
-            await require_readable(conn, owner, documents, collections)
             settings = s.model_copy(
                 update={
                     "document_ids": documents or None,

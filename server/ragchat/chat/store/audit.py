@@ -13,9 +13,9 @@ import anyio
 
 from ragchat.chat.engine.loop import Turn
 from ragchat.core.audit import AuditAction, AuditWriter
-from ragchat.core.logs import current_fields
 from ragchat.core.principal import Principal
 from ragchat.db.pool import Pool
+from ragchat.observability.logs import current_fields
 
 log = logging.getLogger(__name__)
 RECORD_TIMEOUT_S = 10.0

@@ -9,12 +9,12 @@ from typing import Any
 from uuid import UUID
 
 import numpy as np
+from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from ragchat.db.pool import Conn
 from ragchat.documents.catalog.repository import READABLE, jsonb
-from ragchat.documents.ingest.language import DetectedLanguage
-from ragchat.documents.ingest.queue import LeaseLost
+from ragchat.documents.catalog.shared import DetectedLanguage, LeaseLost
 from ragchat.vectors.store import Space, VectorRow, insert_vectors, still_active
 
 
@@ -128,11 +128,11 @@ async def read_chunks(
 ) -> list[dict[str, Any]]:
     """Up to `limit` chunks with `start` <= chunk_index <= `end` (of one page when `page` is given), in order,
     of a document `reader` may read; [] when it is missing or not readable (`get_document` tells which)."""
-    query = f"""SELECT c.id, c.chunk_index, c.content, c.page, c.section, c.location FROM document_chunks c
+    query = sql.SQL("""SELECT c.id, c.chunk_index, c.content, c.page, c.section, c.location FROM document_chunks c
         JOIN documents d ON d.id = c.document_id
-        WHERE d.id = %(id)s AND {READABLE} AND c.chunk_index >= %(start)s
+        WHERE d.id = %(id)s AND {} AND c.chunk_index >= %(start)s
           AND (%(end)s::integer IS NULL OR c.chunk_index <= %(end)s::integer)
           AND (%(page)s::integer IS NULL OR c.page = %(page)s::integer)
-        ORDER BY c.chunk_index LIMIT %(limit)s"""
+        ORDER BY c.chunk_index LIMIT %(limit)s""").format(READABLE)
     params = {"uid": reader, "id": document_id, "start": start, "end": end, "page": page, "limit": limit}
-    return await (await conn.execute(query, params)).fetchall()  # type: ignore[arg-type]
+    return await (await conn.execute(query, params)).fetchall()

@@ -8,9 +8,11 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from uuid import UUID
 
+from psycopg import sql
+
 from ragchat.db.pool import Conn, Pool
-from ragchat.documents.catalog.repository import DOCUMENT_COLUMNS, SHARED_COLUMNS
-from ragchat.documents.ingest.registration import BEIR_RECORD_TYPE
+from ragchat.documents.catalog.repository import DOCUMENT_FIELDS
+from ragchat.documents.catalog.shared import BEIR_RECORD_TYPE
 from ragchat.readscope.sql import read_scope, readable, scope_params
 
 SortKey = Literal["created_at", "title", "byte_size", "status"]
@@ -37,7 +39,12 @@ TYPE_FAMILIES: dict[str, tuple[str, ...]] = {
 _KNOWN_TYPES = [t for types in TYPE_FAMILIES.values() for t in types]
 
 #: Sort keys → SQL (a whitelist: the key never reaches the SQL text itself).
-_SORT_SQL = {"created_at": "d.created_at", "title": "lower(d.title)", "byte_size": "d.byte_size", "status": "d.status"}
+_SORT_SQL = {
+    "created_at": sql.SQL("d.created_at"),
+    "title": sql.SQL("lower(d.title)"),
+    "byte_size": sql.SQL("d.byte_size"),
+    "status": sql.SQL("d.status"),
+}
 
 FILE_SLICE = 1 << 20  # the original file is streamed in 1 MB slices, each read with its own short query
 
@@ -64,31 +71,34 @@ def like_pattern(text: str) -> str:
     return f"%{escaped}%"
 
 
-def _filters(query: ListQuery, reader: UUID) -> tuple[list[str], dict[str, Any]]:
-    where: list[str] = []
+def _filters(query: ListQuery, reader: UUID) -> tuple[list[sql.Composable], dict[str, Any]]:
+    where: list[sql.Composable] = []
     params: dict[str, Any] = {}
     if query.owner:
-        where.append("d.owner_id = %(me)s" if query.owner == "me" else "d.owner_id <> %(me)s")
+        where.append(sql.SQL("d.owner_id = %(me)s" if query.owner == "me" else "d.owner_id <> %(me)s"))
         params["me"] = reader
     if query.meta_key is not None and query.meta_value is not None:
         where.append(
-            "(d.metadata -> %(mk)s = to_jsonb(%(mv)s::text) OR d.metadata -> %(mk)s @> jsonb_build_array(%(mv)s::text))"
+            sql.SQL(
+                "(d.metadata -> %(mk)s = to_jsonb(%(mv)s::text)"
+                " OR d.metadata -> %(mk)s @> jsonb_build_array(%(mv)s::text))"
+            )
         )
         params |= {"mk": query.meta_key, "mv": query.meta_value}
     if query.q:
-        where.append(r"(d.title ILIKE %(q)s ESCAPE '\' OR d.filename ILIKE %(q)s ESCAPE '\')")
+        where.append(sql.SQL(r"(d.title ILIKE %(q)s ESCAPE '\' OR d.filename ILIKE %(q)s ESCAPE '\')"))
         params["q"] = like_pattern(query.q)
     if query.status:
-        where.append("d.status = %(status)s")
+        where.append(sql.SQL("d.status = %(status)s"))
         params["status"] = query.status
     if query.type == "other":
-        where.append("NOT (d.content_type = ANY(%(types)s))")
+        where.append(sql.SQL("NOT (d.content_type = ANY(%(types)s))"))
         params["types"] = _KNOWN_TYPES
     elif query.type:
-        where.append("d.content_type = ANY(%(types)s)")
+        where.append(sql.SQL("d.content_type = ANY(%(types)s)"))
         params["types"] = list(TYPE_FAMILIES[query.type])
     if query.collection_id is not None:
-        where.append("d.id IN (SELECT document_id FROM document_collections WHERE collection_id = %(cid)s)")
+        where.append(sql.SQL("d.id IN (SELECT document_id FROM document_collections WHERE collection_id = %(cid)s)"))
         params["cid"] = query.collection_id
     return where, params
 
@@ -98,21 +108,16 @@ async def list_page(conn: Conn, reader: UUID, query: ListQuery) -> tuple[list[di
     how many match in all."""
     scope = await read_scope(conn, reader)
     where, params = _filters(query, reader)
-    clause = " AND ".join([readable(scope, "d.owner_id", "d.id"), *where])
+    clause = sql.SQL(" AND ").join([readable(scope, "d.owner_id", "d.id"), *where])
     params |= scope_params(scope) | {"limit": query.limit, "offset": query.offset}
-    direction = "ASC" if query.order == "asc" else "DESC"
-    columns = ", ".join("d." + c.strip() for c in DOCUMENT_COLUMNS.split(","))
-    rows = await (
-        await conn.execute(
-            f"""SELECT {columns}, {SHARED_COLUMNS} FROM documents d
-                WHERE {clause} ORDER BY {_SORT_SQL[query.sort]} {direction}, d.id {direction}
-                LIMIT %(limit)s OFFSET %(offset)s""",  # type: ignore[arg-type]  # whitelisted SQL fragments
-            params,
-        )
-    ).fetchall()
-    total = await (
-        await conn.execute(f"SELECT count(*) AS n FROM documents d WHERE {clause}", params)  # type: ignore[arg-type]
-    ).fetchone()
+    direction = sql.SQL("ASC" if query.order == "asc" else "DESC")
+    page = sql.SQL(
+        """SELECT {fields} FROM documents d WHERE {clause} ORDER BY {key} {direction}, d.id {direction}
+        LIMIT %(limit)s OFFSET %(offset)s"""
+    ).format(fields=DOCUMENT_FIELDS, clause=clause, key=_SORT_SQL[query.sort], direction=direction)
+    rows = await (await conn.execute(page, params)).fetchall()
+    count = sql.SQL("SELECT count(*) AS n FROM documents d WHERE {}").format(clause)
+    total = await (await conn.execute(count, params)).fetchone()
     return rows, int(total["n"]) if total else 0
 
 
@@ -121,8 +126,9 @@ async def _statuses(conn: Conn, reader: UUID, ids: Sequence[UUID]) -> dict[UUID,
     scope = await read_scope(conn, reader)
     rows = await (
         await conn.execute(
-            f"""SELECT d.id, d.owner_id, d.status FROM documents d
-                WHERE d.id = ANY(%(ids)s) AND {readable(scope, "d.owner_id", "d.id")}""",  # type: ignore[arg-type]
+            sql.SQL("SELECT d.id, d.owner_id, d.status FROM documents d WHERE d.id = ANY(%(ids)s) AND {}").format(
+                readable(scope, "d.owner_id", "d.id")
+            ),
             {**scope_params(scope), "ids": list(ids)},
         )
     ).fetchall()

@@ -8,10 +8,11 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
+from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from ragchat.db.pool import Conn
-from ragchat.readscope.sql import SHARED_DOCUMENTS
+from ragchat.readscope.sql import readable_shared
 
 DOCUMENT_COLUMNS = """id, owner_id, filename, title, content_type, byte_size, sha256, status, chunks_total,
     chunks_done, page_count, error, metadata, created_at, updated_at, attempts, locked_at, progress_started_at,
@@ -87,10 +88,11 @@ async def blob(conn: Conn, document_id: UUID) -> bytes | None:
     return bytes(out)
 
 
-READABLE = f"(d.owner_id = %(uid)s OR d.id IN ({SHARED_DOCUMENTS}))"
+#: A document row `d` the reader `%(uid)s` may read (readscope/sql.py).
+READABLE = readable_shared("d.owner_id", "d.id")
 
 
-SHARED_COLUMNS = """CASE WHEN d.owner_id = %(uid)s THEN 'owner'
+SHARED_COLUMNS = sql.SQL("""CASE WHEN d.owner_id = %(uid)s THEN 'owner'
          WHEN EXISTS (SELECT 1 FROM document_collections dc JOIN collection_members m
                       ON m.collection_id = dc.collection_id
                       WHERE dc.document_id = d.id AND m.user_id = %(uid)s AND m.role IN ('owner', 'write'))
@@ -98,29 +100,32 @@ SHARED_COLUMNS = """CASE WHEN d.owner_id = %(uid)s THEN 'owner'
     ARRAY(SELECT dc.collection_id FROM document_collections dc
           WHERE dc.document_id = d.id AND (d.owner_id = %(uid)s OR dc.collection_id IN
                 (SELECT cm.collection_id FROM collection_members cm WHERE cm.user_id = %(uid)s))
-          ORDER BY dc.created_at) AS collection_ids"""
+          ORDER BY dc.created_at) AS collection_ids""")
+#: A document row `d` as the reader `%(uid)s` sees it: its columns, their access and the collections they see.
+DOCUMENT_FIELDS = sql.SQL("{}, {}").format(
+    sql.SQL(", ").join(sql.Identifier("d", c.strip()) for c in DOCUMENT_COLUMNS.split(",")), SHARED_COLUMNS
+)
 
 
-_DOCUMENT_SELECT = f"""SELECT {", ".join("d." + c.strip() for c in DOCUMENT_COLUMNS.split(","))}, {SHARED_COLUMNS}
-    FROM documents d WHERE {READABLE}"""
+_DOCUMENT_SELECT = sql.SQL("SELECT {} FROM documents d WHERE {}").format(DOCUMENT_FIELDS, READABLE)
 
 
 async def list_documents(conn: Conn, reader: UUID, collection_id: UUID | None = None) -> list[dict[str, Any]]:
     """What `reader` may read (their own and what collections share with them), newest first."""
     if collection_id is None:
-        query = _DOCUMENT_SELECT + " ORDER BY d.created_at DESC"
+        query = _DOCUMENT_SELECT + sql.SQL(" ORDER BY d.created_at DESC")
     else:
-        query = (
-            _DOCUMENT_SELECT + " AND d.id IN (SELECT document_id FROM document_collections WHERE collection_id = "
+        query = _DOCUMENT_SELECT + sql.SQL(
+            " AND d.id IN (SELECT document_id FROM document_collections WHERE collection_id = "
             "%(cid)s) ORDER BY d.created_at DESC"
         )
-    return await (await conn.execute(query, {"uid": reader, "cid": collection_id})).fetchall()  # type: ignore[arg-type]
+    return await (await conn.execute(query, {"uid": reader, "cid": collection_id})).fetchall()
 
 
 async def get_document(conn: Conn, reader: UUID, document_id: UUID) -> dict[str, Any] | None:
     """The document if `reader` may read it; None for anything else (missing or not theirs: no difference)."""
-    query = _DOCUMENT_SELECT + " AND d.id = %(id)s"
-    return await (await conn.execute(query, {"uid": reader, "id": document_id})).fetchone()  # type: ignore[arg-type]
+    query = _DOCUMENT_SELECT + sql.SQL(" AND d.id = %(id)s")
+    return await (await conn.execute(query, {"uid": reader, "id": document_id})).fetchone()
 
 
 async def count_by_owner(conn: Conn, owners: Collection[UUID]) -> dict[UUID, int]:
@@ -173,3 +178,11 @@ async def can_write_collection(conn: Conn, user: UUID, collection_id: UUID) -> b
         )
     ).fetchone()
     return row is not None
+
+
+async def add_metadata(conn: Conn, owner: UUID, document_ids: Sequence[UUID], metadata: dict[str, Any]) -> None:
+    """A person's keys (checked) added to `owner`'s documents (just registered: their upload's metadata)."""
+    await conn.execute(
+        "UPDATE documents SET metadata = metadata || %s WHERE id = ANY(%s::uuid[]) AND owner_id = %s",
+        (Jsonb(metadata), list(document_ids), owner),
+    )

@@ -33,7 +33,7 @@ RECEIPT_MEDIAN_CHARS = 48
 RECEIPT_AMOUNT_SHARE = 0.3
 # a long report whose headings (if any) do not cut it into topic-sized parts: about this many tokens in all,
 # and this many per run of sections under one heading. `auto` once sent it to semantic; it now stays with
-# sentence (bench/results/chunking.md, flat text at the default 200 tokens: semantic +0.026 nDCG@10 on SciFact
+# sentence (docs/benchmarks/results/chunking.md, flat text at the default 200 tokens: semantic +0.026 nDCG@10 on SciFact
 # but -0.007 on NFCorpus, with 27% more chunks, and it embeds every sentence on top of every chunk: 39.5 s vs
 # 8.9 s to ingest three 14 KB notes, 4.4x). `semantic` stays available by name (CHUNK_STRATEGY, per upload).
 REPORT_MIN_TOKENS = 2000

@@ -1,7 +1,7 @@
 """Collections: named sets of documents shared with users as `read` or `write`.
 
 A document belongs to its owner and to any number of collections. Every member row (the owner's too, role
-`owner`) lives in `collection_members`, so "what may this user read" is one join (server/readscope/sql.py).
+`owner`) lives in `collection_members`, so "what may this user read" is one join (server/ragchat/readscope/sql.py).
 Anything a user cannot see is reported as not found, never as forbidden: ids do not leak.
 """
 

@@ -17,13 +17,13 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 from lingua import Language, LanguageDetector, LanguageDetectorBuilder
 
 from ragchat.db.pool import Conn, Pool
+from ragchat.documents.catalog.shared import DetectedLanguage
 
-__all__ = ["SIMPLE", "DetectedLanguage", "LanguageDetection", "detection_for", "server_configs"]
+__all__ = ["SIMPLE", "LanguageDetection", "detection_for", "server_configs"]
 
 SIMPLE = "simple"
 SAMPLE_CHARS = 3000  # characters the detector reads per document, from up to SAMPLE_PIECES places
@@ -37,12 +37,6 @@ _CONFIG_NAMES: dict[Language, str] = {Language.BOKMAL: "norwegian", Language.NYN
 
 def config_of(language: Language) -> str:
     return _CONFIG_NAMES.get(language, language.name.lower())
-
-
-@dataclass(frozen=True)
-class DetectedLanguage:
-    language: str | None  # ISO 639-1 code, None when it could not be told
-    config: str  # the text-search configuration the chunks are analysed with
 
 
 async def server_configs(conn: Conn) -> frozenset[str]:

@@ -35,20 +35,20 @@ import numpy as np
 import psycopg
 from psycopg_pool import PoolTimeout
 
-from ragchat.core import metrics, tracing
 from ragchat.core.errors import DatabaseUnavailable, RagchatError
 from ragchat.db.pool import Pool
 from ragchat.documents.catalog import chunk_store
 from ragchat.documents.catalog import repository as repo
+from ragchat.documents.catalog.shared import BEIR_RECORD_TYPE, DetectedLanguage, LeaseLost
 from ragchat.documents.chunking.llm import llm_chooser
 from ragchat.documents.chunking.sentences import content_hash, embedding_text
 from ragchat.documents.chunking.strategy import blocking_embed, chunk_document
 from ragchat.documents.ingest import queue
-from ragchat.documents.ingest.language import DetectedLanguage, LanguageDetection, detection_for
-from ragchat.documents.ingest.registration import BEIR_RECORD_TYPE
+from ragchat.documents.ingest.language import LanguageDetection, detection_for
 from ragchat.documents.parsing.isolated import parse_in_child
 from ragchat.documents.parsing.limits import Cancelled, ParseLimits
 from ragchat.documents.parsing.parsers import ParsedDocument, ParseError, Section, parse
+from ragchat.observability import metrics, tracing
 from ragchat.providers.embeddings.base import EmbeddingProvider
 from ragchat.settings import Settings
 from ragchat.vectors import store as vectors
@@ -551,7 +551,7 @@ class IngestionPipeline:
                     chunking=doc.chunking,
                     language=doc.language,
                 )
-        except queue.LeaseLost:
+        except LeaseLost:
             log.info("document %s was cancelled, deleted or taken over before it was stored: dropped", doc.id)
             self.lost.add(doc.id)
             return

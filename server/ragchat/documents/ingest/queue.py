@@ -9,8 +9,8 @@ from uuid import UUID
 
 from psycopg.types.json import Jsonb
 
-from ragchat.core import metrics
 from ragchat.db.pool import Conn
+from ragchat.observability import metrics
 
 
 async def requeue_failed(conn: Conn, owner: UUID, document_id: UUID) -> bool:
@@ -95,7 +95,7 @@ async def next_due(conn: Conn, ids: Sequence[UUID] | None = None) -> float | Non
     return None if row is None or row["wait"] is None else max(0.0, float(row["wait"]))
 
 
-#: A document parsed in a child process (server/documents/parsing/isolated.py): images, PDFs and any file whose
+#: A document parsed in a child process (server/ragchat/documents/parsing/isolated.py): images, PDFs and any file whose
 #: bytes do not come with the claim. The rest ("light": small text, office files) is parsed in the worker itself.
 HEAVY_SQL = """(d.content_type LIKE 'image/%%' OR d.content_type = 'application/pdf'
     OR d.byte_size > coalesce(%(inline)s::bigint, d.byte_size))"""
@@ -325,7 +325,3 @@ async def record_ocr(conn: Conn, owner: UUID, document_id: UUID, pixels: int) ->
     await conn.execute(
         "INSERT INTO ocr_usage (owner_id, document_id, pixels) VALUES (%s, %s, %s)", (owner, document_id, pixels)
     )
-
-
-class LeaseLost(Exception):
-    """The document was cancelled, deleted or taken over by another worker while this one worked on it."""

@@ -8,81 +8,22 @@ import json
 import logging
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 from uuid import UUID
 
-from ragchat.core import tracing
 from ragchat.core.errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
 from ragchat.db.pool import Pool
 from ragchat.documents.catalog import repository as repo
+from ragchat.documents.catalog.admission import check_filename, validate_upload
+from ragchat.documents.catalog.shared import BEIR_RECORD_TYPE, Asked, Registered
 from ragchat.documents.ingest import queue
-from ragchat.documents.metadata import repository as meta_repo
 from ragchat.documents.parsing.limits import ParseLimits
-from ragchat.documents.parsing.parsers import (
-    ParseError,
-    UnsupportedFormat,
-    content_type_for,
-    iter_beir_jsonl,
-)
-from ragchat.documents.parsing.scanned import ocr_unavailable
-from ragchat.settings import IngestionSettings, Settings
+from ragchat.documents.parsing.parsers import ParseError, iter_beir_jsonl
+from ragchat.observability import tracing
+from ragchat.settings import Settings
 
 log = logging.getLogger(__name__)
-
-BEIR_RECORD_TYPE = "application/x-beir-record"
-Outcome = Literal["queued", "duplicate", "requeued", "rejected"]
-
-
-@dataclass
-class Registered:
-    filename: str
-    status: Outcome
-    document_id: UUID | None = None
-    error: str | None = None
-    code: str | None = None  # a rejection's error code (payload_too_large, unsupported_media_type, bad_request)
-
-
-@dataclass(frozen=True)
-class Asked:
-    """What the uploader asked for the new documents: chunking (`{"requested", "tokens"}`) and their own metadata
-    (checked). Written in the registering transaction, so no worker can claim a document without them."""
-
-    chunking: dict[str, Any] | None = None
-    metadata: dict[str, Any] | None = None
-
-
-MAX_FILENAME_CHARS = 255  # what file systems hold; Postgres text holds no NUL (DESIGN §12)
-
-
-def check_filename(filename: str) -> None:
-    """A 400 for a file name Postgres or a file system cannot hold: a NUL or other control character, or more
-    than MAX_FILENAME_CHARS characters. The message quotes a shortened, printable form of the name."""
-    shown = "".join(c if c.isprintable() else "?" for c in filename[:60]) + ("…" if len(filename) > 60 else "")
-    if any(ord(c) < 32 or ord(c) == 127 for c in filename):
-        raise BadRequest(f"{shown}: the file name contains a NUL or another control character")
-    if len(filename) > MAX_FILENAME_CHARS:
-        raise BadRequest(f"{shown}: the file name is {len(filename)} characters, over {MAX_FILENAME_CHARS}")
-
-
-def validate_upload(filename: str, size: int, settings: IngestionSettings, *, check_size: bool = True) -> str:
-    """Content type for an acceptable upload; raise a clear domain error otherwise."""
-    if size == 0:
-        raise BadRequest(f"{filename}: file is empty")
-    if check_size and size > settings.max_upload_bytes:
-        raise PayloadTooLarge(
-            f"{filename}: {size / 1048576:.1f} MB is over the {settings.max_upload_mb:g} MB limit (MAX_UPLOAD_MB)"
-        )
-    try:
-        content_type = content_type_for(filename)
-    except UnsupportedFormat as exc:
-        raise UnsupportedMediaType(str(exc)) from exc  # it names the file already
-    if content_type.startswith("image/"):
-        why = ocr_unavailable(ParseLimits(ocr_enabled=settings.ocr_enabled))
-        if why:
-            raise UnsupportedMediaType(f"{filename}: images are read by OCR, and {why}")
-    return content_type
 
 
 async def register_bytes(
@@ -154,11 +95,11 @@ async def _insert_all(
             else:
                 out.append(Registered(doc.filename, "duplicate", doc_id, f"already ingested ({status})"))
         new = [r.document_id for r in out if r.document_id and r.status in ("queued", "requeued")]
-        tracing.note_jobs(new)  # the request links each queued document's ingestion trace (core/tracing.py)
+        tracing.note_jobs(new)  # the request links each queued document's ingestion trace (observability/tracing.py)
         if asked and new and asked.chunking:
             await repo.set_chunking(conn, owner, new, asked.chunking)
         if asked and new and asked.metadata:
-            await meta_repo.add_metadata(conn, owner, new, asked.metadata)
+            await repo.add_metadata(conn, owner, new, asked.metadata)
     return out
 
 

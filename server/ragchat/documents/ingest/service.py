@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 from contextlib import suppress
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 from uuid import UUID
 
 from ragchat.core.errors import Conflict, Forbidden, NotFound
@@ -15,17 +15,41 @@ from ragchat.core.principal import Principal
 from ragchat.db.pool import Pool
 from ragchat.documents.catalog import repository as repo
 from ragchat.documents.catalog.service import owned_document
+from ragchat.documents.catalog.shared import Asked, Registered
 from ragchat.documents.fetch.fetcher import WebFetcher
 from ragchat.documents.ingest import queue
 from ragchat.documents.ingest.pipeline import IngestionPipeline, Progress, run_worker
-from ragchat.documents.ingest.registration import Asked, Registered, register_bytes, register_paths
-from ragchat.documents.metadata.service import MetadataService
+from ragchat.documents.ingest.registration import register_bytes, register_paths
+from ragchat.providers.llm.base import LLMProvider
 from ragchat.settings import Settings
 from ragchat.vectors.registry import SpaceRegistry
 
 
+class Extractor(Protocol):
+    """The metadata extraction (metadata/extraction.py), as ingestion runs it: after an ingest, and beside the
+    worker. Its LLM also chooses semantic chunk boundaries (CHUNK_SEMANTIC_LLM)."""
+
+    @property
+    def llm(self) -> LLMProvider: ...
+
+    async def run_pending(self, ids: Sequence[UUID] | None = None) -> tuple[int, int]: ...
+
+    async def run_worker(self, stop: asyncio.Event, wake: asyncio.Event, poll_s: float = 5.0) -> None: ...
+
+
+class Extraction(Protocol):
+    """What ingestion needs of the metadata job (metadata/service.py's MetadataService, which the composition
+    wires in, documents/api/service.py): ingestion does not import it (the "documents in layers" contract)."""
+
+    @property
+    def extractor(self) -> Extractor | None: ...
+
+    @property
+    def extract_wake(self) -> asyncio.Event: ...
+
+
 class IngestService:
-    def __init__(self, pool: Pool, spaces: SpaceRegistry, settings: Settings, metadata: MetadataService) -> None:
+    def __init__(self, pool: Pool, spaces: SpaceRegistry, settings: Settings, metadata: Extraction) -> None:
         self.pool = pool
         self.spaces = spaces
         self.settings = settings
@@ -74,8 +98,8 @@ class IngestService:
         return row
 
     async def register_url(self, principal: Principal, url: str) -> list[Registered]:
-        """Fetch a web page or file (server/documents/web.py: SSRF guard, time and size limits) and queue it like
-        an upload, its metadata naming `source_url` (after redirects) and `fetched_at`."""
+        """Fetch a web page or file (server/ragchat/documents/fetch/: SSRF guard, time and size limits) and queue
+        it like an upload, its metadata naming `source_url` (after redirects) and `fetched_at`."""
         page = await self.web.fetch(url)
         owner, settings = principal.user_id, self.settings
         out = await register_bytes(

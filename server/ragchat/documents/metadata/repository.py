@@ -6,12 +6,12 @@ from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
+from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from ragchat.db.pool import Conn
+from ragchat.documents.catalog.shared import BEIR_RECORD_TYPE  # a corpus record: no extraction (thousands of them)
 from ragchat.documents.metadata.fields import merge_extracted
-
-BEIR_RECORD_TYPE = "application/x-beir-record"  # a corpus record: no extraction (thousands of tiny documents)
 
 
 async def lock_metadata(conn: Conn, document_id: UUID) -> dict[str, Any] | None:
@@ -32,14 +32,6 @@ async def write_metadata(conn: Conn, document_id: UUID, metadata: dict[str, Any]
 async def write_title(conn: Conn, document_id: UUID, title: str) -> None:
     """A person's title for the document (its file name stays as uploaded)."""
     await conn.execute("UPDATE documents SET title = %s, updated_at = now() WHERE id = %s", (title, document_id))
-
-
-async def add_metadata(conn: Conn, owner: UUID, document_ids: Sequence[UUID], metadata: dict[str, Any]) -> None:
-    """A person's keys (checked) added to `owner`'s documents (just registered: their upload's metadata)."""
-    await conn.execute(
-        "UPDATE documents SET metadata = metadata || %s WHERE id = ANY(%s::uuid[]) AND owner_id = %s",
-        (Jsonb(metadata), list(document_ids), owner),
-    )
 
 
 async def mark_pending(conn: Conn, document_ids: Sequence[UUID]) -> list[UUID]:
@@ -73,13 +65,13 @@ async def claim(
     (METADATA_EXTRACTION on, unless the owner turned it off; or off, when the owner turned it on: the owners in
     `chose_otherwise`), the newest never extracted (not a BEIR record). None when there is none."""
     params = {"stale": stale_after_s, "ids": None if ids is None else list(ids), "beir": BEIR_RECORD_TYPE}
-    picks = [
-        """SELECT id FROM documents
+    picks: list[sql.Composable] = [
+        sql.SQL("""SELECT id FROM documents
            WHERE metadata_status IN ('pending', 'running') AND status = 'ready'
              AND (metadata_status = 'pending' OR metadata_claimed_at < now() - make_interval(secs => %(stale)s))
              AND (%(ids)s::uuid[] IS NULL OR id = ANY(%(ids)s::uuid[]))
            ORDER BY metadata_claimed_at NULLS FIRST, created_at
-           LIMIT 1 FOR UPDATE SKIP LOCKED"""
+           LIMIT 1 FOR UPDATE SKIP LOCKED""")
     ]
     # an owner's Settings page overrides METADATA_EXTRACTION for their documents: with it on, those who turned
     # it off are left out; with it off, those who turned it on are taken
@@ -87,17 +79,17 @@ async def claim(
     if new_ones or params["owners"]:
         owners = "NOT (owner_id = ANY(%(owners)s::uuid[]))" if new_ones else "owner_id = ANY(%(owners)s::uuid[])"
         picks.append(
-            f"""SELECT id FROM documents
+            sql.SQL("""SELECT id FROM documents
                WHERE metadata_status IS NULL AND status = 'ready' AND content_type <> %(beir)s
                  AND (%(ids)s::uuid[] IS NULL OR id = ANY(%(ids)s::uuid[])) AND {owners}
                ORDER BY created_at DESC
-               LIMIT 1 FOR UPDATE SKIP LOCKED"""
+               LIMIT 1 FOR UPDATE SKIP LOCKED""").format(owners=sql.SQL(owners))
         )
     for pick in picks:
         row = await (
             await conn.execute(
-                f"""UPDATE documents d SET metadata_status = 'running', metadata_claimed_at = now()
-                    WHERE d.id = ({pick}) RETURNING d.id, d.filename, d.title""",  # type: ignore[arg-type]
+                sql.SQL("""UPDATE documents d SET metadata_status = 'running', metadata_claimed_at = now()
+                    WHERE d.id = ({}) RETURNING d.id, d.filename, d.title""").format(pick),
                 params,
             )
         ).fetchone()

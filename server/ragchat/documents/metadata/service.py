@@ -10,8 +10,9 @@ from uuid import UUID
 from ragchat.core.errors import NotFound
 from ragchat.core.principal import Principal
 from ragchat.db.pool import Pool
+from ragchat.documents.catalog import repository as repo
 from ragchat.documents.catalog.service import writable_document
-from ragchat.documents.ingest.registration import Registered
+from ragchat.documents.catalog.shared import Registered
 from ragchat.documents.metadata import repository as meta_repo
 from ragchat.documents.metadata.extraction import MetadataExtractor
 from ragchat.documents.metadata.fields import apply_patch
@@ -30,7 +31,7 @@ class MetadataService:
         ids = [r.document_id for r in registered if r.document_id and r.status in ("queued", "requeued")]
         if ids and metadata:
             async with self.pool.connection() as conn:
-                await meta_repo.add_metadata(conn, principal.user_id, ids, metadata)
+                await repo.add_metadata(conn, principal.user_id, ids, metadata)
 
     async def update_metadata(
         self, principal: Principal, document_id: UUID, patch: dict[str, Any] | None, *, title: str | None = None

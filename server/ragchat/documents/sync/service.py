@@ -30,6 +30,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequen
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 from uuid import UUID
 
 import psycopg
@@ -37,8 +38,7 @@ import psycopg
 from ragchat.core.errors import BadRequest, Conflict, PayloadTooLarge, UnsupportedMediaType
 from ragchat.db.pool import Pool
 from ragchat.documents.catalog import repository as repo
-from ragchat.documents.ingest.pipeline import Progress
-from ragchat.documents.ingest.registration import validate_upload
+from ragchat.documents.catalog.admission import validate_upload
 from ragchat.documents.sync import repository as srepo
 from ragchat.documents.sync.scan import (
     Content,
@@ -54,8 +54,21 @@ from ragchat.documents.sync.scan import (
 )
 from ragchat.settings import IngestionSettings
 
-#: Processes queued documents (the ingestion pipeline, restricted to these ids).
-Ingest = Callable[[Sequence[UUID]], Awaitable[Progress]]
+
+class Ingested(Protocol):
+    """What a sync counts of an ingest (the pipeline's `Progress`): chunks embedded, and chunks whose vectors
+    were reused."""
+
+    @property
+    def chunks_embedded(self) -> int: ...
+
+    @property
+    def chunks_reused(self) -> int: ...
+
+
+#: Processes queued documents (the ingestion pipeline, restricted to these ids); given by the caller, so that
+#: sync does not import ingestion (the "documents in layers" contract).
+Ingest = Callable[[Sequence[UUID]], Awaitable[Ingested]]
 _WALK_BATCH = 500
 _EXAMPLES = 20
 

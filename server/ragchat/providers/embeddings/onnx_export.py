@@ -11,7 +11,7 @@ fuses attention, LayerNorm and GELU), then dynamic int8 quantisation of the weig
 (`MatMulConstBOnly`, per-channel): activation × activation products (attention scores) stay float32, and
 so do the feed-forward output projections (`*/output/dense/MatMul`, whose GELU inputs have outliers):
 quantising those too was 3.0× torch but lost 0.010 nDCG@10 on SciFact; without them 2.45× and within
-0.0025 on both dev sets (bench/results/ingest_backends.md).
+0.0025 on both dev sets (docs/benchmarks/results/ingest_backends.md).
 """
 
 from __future__ import annotations

@@ -3,7 +3,18 @@
 from __future__ import annotations
 
 from ragchat.providers.llm.base import LLMProvider
+from ragchat.providers.llm.streaming import StreamLimits
 from ragchat.settings import LLMProviderName, Settings
+
+
+def stream_limits(settings: Settings) -> StreamLimits:
+    """The first-token, stall and overall limits of streamed calls (streaming.py) from the settings."""
+    return StreamLimits(
+        first_token_floor_s=settings.llm_timeout_s,
+        first_token_factor=settings.llm_first_token_factor,
+        stall_s=settings.llm_stall_timeout_s,
+        max_call_s=settings.llm_max_call_s,
+    )
 
 
 def build_llm(settings: Settings) -> LLMProvider:
@@ -17,6 +28,7 @@ def build_llm(settings: Settings) -> LLMProvider:
             key,
             timeout_s=settings.llm_timeout_s,
             connect_timeout_s=settings.llm_connect_timeout_s,
+            limits=stream_limits(settings),
         )
     from ragchat.providers.llm.ollama import OllamaProvider
 
@@ -25,4 +37,5 @@ def build_llm(settings: Settings) -> LLMProvider:
         timeout_s=settings.llm_timeout_s,
         connect_timeout_s=settings.llm_connect_timeout_s,
         json_shards=settings.rerank_client_shards,
+        limits=stream_limits(settings),
     )

@@ -15,6 +15,8 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from ragchat.providers.llm.speed import CallTiming, SpeedBook
+
 Message = dict[str, Any]
 
 
@@ -38,6 +40,7 @@ class ChatChunk:
     finish_reason: str | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    timing: CallTiming | None = None  # the server's own measurement of the call (None: it gives none)
 
 
 @dataclass(frozen=True)
@@ -202,6 +205,7 @@ class LLMProvider(Protocol):
     """What the domains need from a chat model server."""
 
     name: str  # "ollama" | "openai"
+    speed: SpeedBook  # the measured prompt and generation speed per model (speed.py), kept by `stream_chat`
 
     def stream_chat(
         self,
@@ -213,7 +217,8 @@ class LLMProvider(Protocol):
         temperature: float | None = None,
     ) -> AsyncGenerator[ChatChunk, None]:
         """Stream one reply. Tool calls come complete (never as fragments). `require_tool` asks the server to
-        call one of `tools` (where the protocol can say so). Raises `LLMError`."""
+        call one of `tools` (where the protocol can say so). Raises `LLMError` (`LLMTimeout` past the first-token,
+        stall or overall limit of streaming.py, `LLMUnreachable` when the server stops answering)."""
         ...
 
     async def complete_json(

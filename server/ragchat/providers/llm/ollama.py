@@ -43,6 +43,8 @@ from ragchat.providers.llm.base import (
     looks_like_overflow,
     read_logprobs,
 )
+from ragchat.providers.llm.speed import CallTiming, SpeedBook, estimate_prompt_tokens
+from ragchat.providers.llm.streaming import QUIET_TOOL_TOKENS, StreamLimits, guard_stream
 
 log = logging.getLogger(__name__)
 
@@ -112,12 +114,23 @@ class OllamaProvider:
     name = "ollama"
 
     def __init__(
-        self, host: str, *, timeout_s: float = 120.0, connect_timeout_s: float = 5.0, json_shards: int = 8
+        self,
+        host: str,
+        *,
+        timeout_s: float = 120.0,
+        connect_timeout_s: float = 5.0,
+        json_shards: int = 8,
+        limits: StreamLimits | None = None,
     ) -> None:
         self.host = host
         self.timeout_s = timeout_s
+        self.limits = limits or StreamLimits(first_token_floor_s=timeout_s)
+        self.speed = SpeedBook()
         timeout = httpx.Timeout(timeout_s, connect=connect_timeout_s)
-        self.client = ollama.AsyncClient(host=host, timeout=timeout, limits=CHAT_LIMITS)
+        # streams: no read timeout here, streaming.py's first-token, stall and overall limits apply instead
+        cap = self.limits.max_call_s or None
+        stream_timeout = httpx.Timeout(cap, connect=connect_timeout_s)
+        self.client = ollama.AsyncClient(host=host, timeout=stream_timeout, limits=CHAT_LIMITS)
         self.json_client = OllamaShards.for_host(host, json_shards, timeout)
         self._no_think: set[str] = set()  # models this server rejected `think` for
 
@@ -175,7 +188,17 @@ class OllamaProvider:
         require_tool: bool = False,  # Ollama has no tool_choice: the system prompt asks instead
         temperature: float | None = None,
     ) -> AsyncGenerator[ChatChunk, None]:
-        return self._stream(model, [_to_wire(m) for m in messages], tools, temperature)
+        raw = self._stream(model, [_to_wire(m) for m in messages], tools, temperature)
+        return guard_stream(
+            raw,
+            model=model,
+            prompt_tokens=estimate_prompt_tokens(messages, tools),
+            limits=self.limits,
+            book=self.speed,
+            where=f"Ollama at {self.host}",
+            probe_url=f"{self.host.rstrip('/')}/api/version",
+            quiet_tokens=QUIET_TOOL_TOKENS if tools else 1,  # Ollama sends a tool call once it is complete
+        )
 
     async def _stream(
         self, model: str, wire: list[dict[str, Any]], tools: list[dict[str, Any]] | None, temperature: float | None
@@ -194,6 +217,8 @@ class OllamaProvider:
                         started = True
                         message = part.message
                         chunk = ChatChunk(content=message.content or "")
+                        if getattr(message, "thinking", None):  # reasoning it does not pass on: a sign of life
+                            yield ChatChunk()
                         for call in message.tool_calls or []:
                             calls += 1
                             chunk.tool_calls.append(
@@ -204,6 +229,7 @@ class OllamaProvider:
                             chunk.finish_reason = part.done_reason or "stop"
                             chunk.prompt_tokens = int(part.prompt_eval_count or 0)
                             chunk.completion_tokens = int(part.eval_count or 0)
+                            chunk.timing = _timing(part)
                         if chunk.content or chunk.tool_calls or chunk.done:
                             yield chunk
                 return
@@ -286,7 +312,7 @@ class OllamaProvider:
     async def list_models(self) -> list[ModelInfo]:
         """/api/tags: every pulled model, with its size and family."""
         try:
-            listing = await self.client.list()
+            listing = await asyncio.wait_for(self.client.list(), self.timeout_s)
         except Exception as exc:
             raise self.map_error(exc, "") from exc
         return model_infos(listing)
@@ -324,6 +350,16 @@ class OllamaProvider:
     async def close(self) -> None:
         await self.client.close()
         await self.json_client.close()
+
+
+def _timing(part: Any) -> CallTiming | None:
+    """`prompt_eval_count`/`prompt_eval_duration` and `eval_count`/`eval_duration` (nanoseconds) of the last part."""
+    prompt_ns, eval_ns = part.prompt_eval_duration or 0, part.eval_duration or 0
+    if not (prompt_ns or eval_ns):
+        return None
+    return CallTiming(
+        int(part.prompt_eval_count or 0), prompt_ns / 1e9, int(part.eval_count or 0), eval_ns / 1e9, "server"
+    )
 
 
 def _logprobs_reply(response: Any) -> LogprobsReply:

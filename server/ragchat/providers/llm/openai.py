@@ -34,6 +34,8 @@ from ragchat.providers.llm.base import (
     looks_like_overflow,
     read_logprobs,
 )
+from ragchat.providers.llm.speed import CallTiming, SpeedBook, estimate_prompt_tokens
+from ragchat.providers.llm.streaming import StreamLimits, guard_stream
 
 log = logging.getLogger(__name__)
 
@@ -51,10 +53,18 @@ class OpenAIProvider:
     name = "openai"
 
     def __init__(
-        self, base_url: str, api_key: str | None = None, *, timeout_s: float = 120.0, connect_timeout_s: float = 5.0
+        self,
+        base_url: str,
+        api_key: str | None = None,
+        *,
+        timeout_s: float = 120.0,
+        connect_timeout_s: float = 5.0,
+        limits: StreamLimits | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout_s = timeout_s
+        self.limits = limits or StreamLimits(first_token_floor_s=timeout_s)
+        self.speed = SpeedBook()
         self._n_ctx: int | None = None
         self._llamacpp: bool | None = None  # the server answers llama.cpp's GET /props (probed once)
         # the client brings its own HTTP stack (httpx2 in openai 3.x): configure it through its own types
@@ -63,6 +73,10 @@ class OpenAIProvider:
             api_key=api_key or "not-needed",  # local servers ignore it; the client insists on one
             timeout=openai.Timeout(timeout_s, connect=connect_timeout_s),
             max_retries=0,
+        )
+        # streams: no read timeout here, streaming.py's first-token, stall and overall limits apply instead
+        self.stream_client = self.client.with_options(
+            timeout=openai.Timeout(self.limits.max_call_s or None, connect=connect_timeout_s)
         )
 
     # ---- errors -------------------------------------------------------------------------------------------
@@ -128,32 +142,47 @@ class OpenAIProvider:
                 kwargs["tool_choice"] = "required"
         if temperature is not None:
             kwargs["temperature"] = temperature
-        return self._stream(model, kwargs)
+        return guard_stream(
+            self._stream(model, kwargs),
+            model=model,
+            prompt_tokens=estimate_prompt_tokens(messages, tools),
+            limits=self.limits,
+            book=self.speed,
+            where=f"The model server at {self.base_url}",
+            probe_url=f"{self.base_url}/models",
+        )
 
     async def _create(self, **kwargs: Any) -> Any:
+        return await self._send(self.client, kwargs)
+
+    async def _send(self, client: openai.AsyncOpenAI, kwargs: dict[str, Any]) -> Any:
         """One request, sent again once if the connection dropped before any answer: llama.cpp's server
         closes a connection after each streamed reply while advertising keep-alive, and the next request on
         it sometimes fails with "Server disconnected without sending a response"."""
         try:
-            return await self.client.chat.completions.create(**kwargs)
+            return await client.chat.completions.create(**kwargs)
         except openai.APITimeoutError:
             raise
         except openai.APIConnectionError:
             log.debug("connection dropped before an answer: retrying once")
-            return await self.client.chat.completions.create(**kwargs)
+            return await client.chat.completions.create(**kwargs)
 
     async def _stream(self, model: str, kwargs: dict[str, Any]) -> AsyncGenerator[ChatChunk, None]:
         pending: dict[int, dict[str, str]] = {}
         finish: str | None = None
         usage = (0, 0)
+        timing: CallTiming | None = None
         try:
-            stream = await self._create(**kwargs)
+            stream = await self._send(self.stream_client, kwargs)
             try:
                 async for chunk in stream:
                     if chunk.usage is not None:
                         usage = (chunk.usage.prompt_tokens or 0, chunk.usage.completion_tokens or 0)
+                    timing = _timing(chunk.model_extra) or timing
                     for choice in chunk.choices:
                         delta = choice.delta
+                        if delta.tool_calls or any(v for k, v in (delta.model_extra or {}).items() if "reason" in k):
+                            yield ChatChunk()  # tool-call fragments and reasoning: signs of life (streaming.py)
                         for part in delta.tool_calls or []:
                             slot = pending.setdefault(part.index, {"id": "", "name": "", "arguments": ""})
                             if part.id:
@@ -178,6 +207,7 @@ class OpenAIProvider:
             finish_reason="tool_calls" if calls and finish in (None, "tool_calls") else (finish or "stop"),
             prompt_tokens=usage[0],
             completion_tokens=usage[1],
+            timing=timing,
         )
 
     async def complete_json(
@@ -305,6 +335,25 @@ class OpenAIProvider:
 
     async def close(self) -> None:
         await self.client.close()
+
+
+def _timing(extra: dict[str, Any] | None) -> CallTiming | None:
+    """llama.cpp's `timings` (`prompt_n` tokens read in `prompt_ms`, `predicted_n` written in `predicted_ms`; a
+    cached prompt prefix is not in `prompt_n`); other servers send none."""
+    timings = (extra or {}).get("timings")
+    if not isinstance(timings, dict):
+        return None
+
+    def number(key: str) -> float:
+        value = timings.get(key)
+        return float(value) if isinstance(value, int | float) and value > 0 else 0.0
+
+    if not (number("prompt_ms") or number("predicted_ms")):
+        return None
+    return CallTiming(
+        int(number("prompt_n")), number("prompt_ms") / 1000, int(number("predicted_n")),
+        number("predicted_ms") / 1000, "server",
+    )  # fmt: skip
 
 
 def _tool_call(index: int, slot: dict[str, str]) -> ToolCall:

@@ -52,10 +52,6 @@ class StatusCache:
             self._refresh()
         return self._value
 
-    @property
-    def age_s(self) -> float | None:
-        return None if self._value is None else time.monotonic() - self._checked_at
-
     async def close(self) -> None:
         if self._probe is not None and not self._probe.done():
             self._probe.cancel()

@@ -12,10 +12,10 @@ from litestar.response import Stream
 from pydantic import BaseModel, ConfigDict, Field
 
 from ragchat.core.audit import ReadAuditor
-from ragchat.core.http import error_responses, file_download
 from ragchat.core.principal import Principal
 from ragchat.core.search import Location
-from ragchat.documents.service import DocumentService
+from ragchat.documents.api.service import DocumentService
+from ragchat.httpapi.http import error_responses, file_download
 
 MAX_BULK = 500
 MAX_CHUNKS = 500

@@ -6,10 +6,10 @@ from uuid import UUID
 
 from litestar import Controller, post
 
-from ragchat.core.http import error_responses
 from ragchat.core.principal import Principal
-from ragchat.documents.schemas import ExtractionQueued
-from ragchat.documents.service import DocumentService
+from ragchat.documents.api.schemas import ExtractionQueued
+from ragchat.documents.api.service import DocumentService
+from ragchat.httpapi.http import error_responses
 
 
 class MetadataController(Controller):

@@ -6,10 +6,8 @@ from uuid import UUID
 
 from litestar import Controller, delete, get, patch, post, put
 
-from ragchat.core.http import error_responses
 from ragchat.core.principal import Principal
-from ragchat.documents.collections.service import CollectionService
-from ragchat.documents.schemas import (
+from ragchat.documents.api.schemas import (
     Collection,
     CollectionDetail,
     CollectionList,
@@ -17,6 +15,8 @@ from ragchat.documents.schemas import (
     Membership,
     NewCollection,
 )
+from ragchat.documents.collections.service import CollectionService
+from ragchat.httpapi.http import error_responses
 
 
 class CollectionController(Controller):

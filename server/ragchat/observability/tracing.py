@@ -8,7 +8,7 @@ What the maintained instrumentation does (issue 44), once `use_provider` is give
   `METHOD /route/template` and adds `ragchat.request_id` (`name_request`);
 - each database query (psycopg instrumentation, kind CLIENT, `db.query.text` without parameters) and each
   outgoing HTTP call (httpx instrumentation: the LLM, rerankers, fetched URLs; `traceparent` sent along);
-- log records get `otelTraceID` / `otelSpanID` (the logging integration), which JSON logs show (core/logs.py).
+- log records get `otelTraceID` / `otelSpanID` (the logging integration), which JSON logs show (observability/logs.py).
 A trace starts at a request or an ingestion job: a database query or HTTP call with no span around it (the
 watchdog's probe every second, the queue's polls) is not sampled (`sampler`).
 
@@ -30,7 +30,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 from uuid import UUID
 
-from ragchat.core.logs import current_fields
+from ragchat.observability.logs import current_fields
 
 log = logging.getLogger(__name__)
 

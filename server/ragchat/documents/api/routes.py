@@ -12,13 +12,9 @@ from litestar.params import Body, Parameter
 
 from ragchat.core.audit import ReadAuditor
 from ragchat.core.errors import BadRequest, NotFound, PayloadTooLarge, RagchatError, UnsupportedMediaType
-from ragchat.core.http import ErrorBody, error_responses, response_spec
 from ragchat.core.preferences import PreferencesLookup
 from ragchat.core.principal import Principal
-from ragchat.documents.catalog.listing import ListQuery, Order, SortKey, TypeFamily
-from ragchat.documents.ingest.registration import Asked, Registered
-from ragchat.documents.metadata.fields import check_metadata, parse_metadata_field
-from ragchat.documents.schemas import (
+from ragchat.documents.api.schemas import (
     Document,
     DocumentList,
     DocumentStatus,
@@ -29,7 +25,11 @@ from ragchat.documents.schemas import (
     UploadResults,
     UrlIngest,
 )
-from ragchat.documents.service import DocumentService
+from ragchat.documents.api.service import DocumentService
+from ragchat.documents.catalog.listing import ListQuery, Order, SortKey, TypeFamily
+from ragchat.documents.catalog.shared import Asked, Registered
+from ragchat.documents.metadata.fields import check_metadata, parse_metadata_field
+from ragchat.httpapi.http import ErrorBody, error_responses, response_spec
 
 REJECTION = {"payload_too_large": PayloadTooLarge, "unsupported_media_type": UnsupportedMediaType}
 URL_BODY_BYTES = 16 * 1024  # POST /api/documents/url: a URL and a collection id

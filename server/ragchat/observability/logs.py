@@ -3,7 +3,7 @@
 Every line has a timestamp, level and logger; within a request also its id, user and route template, from a
 context the access-log middleware opens (web/access_log.py) and authentication fills in (`bind`); with tracing
 on, the trace and span ids (`trace_id`, `span_id`: OpenTelemetry's logging integration puts them on each
-record, core/tracing.py). Anything that looks like a credential (an API token, a bearer header, a password
+record, observability/tracing.py). Anything that looks like a credential (an API token, a bearer header, a password
 field) is masked before it is written. Python warnings go through the same handler (`logging.captureWarnings`),
 and what commands say to people (the ready banner, progress: `say`) is a JSON event line in JSON mode. A JSON
 line stays one line whatever the message holds (newlines, NUL, U+2028).

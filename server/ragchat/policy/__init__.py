@@ -1,0 +1,1 @@
+"""The one request policy every door applies (ragchat.policy.request)."""
