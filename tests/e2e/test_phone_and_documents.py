@@ -55,7 +55,27 @@ You may work from home up to three days a week. Core hours are 10:00 to 15:00.
 ## Travel expenses
 
 Travel must be booked through the travel desk. Meals are reimbursed up to 35 euros a day.
-"""
+
+## Equipment
+
+Every employee receives a laptop, a headset and a monitor on the first day. Broken equipment is replaced by the
+service desk within two working days; lost equipment is reported to the service desk and to security at once.
+
+## Training
+
+Each employee has five training days a year. Courses are chosen with the manager at the yearly review and booked
+through the learning portal; travel to a course follows the travel expenses rules above.
+
+## Working hours
+
+The standard week is 38 hours. Overtime is agreed with the manager beforehand and taken back as time off within
+three months, or paid at the end of the quarter when it cannot be taken.
+
+## Sick leave
+
+Report sick to the manager before 9:00 on the first day. From the fourth day a doctor's note is needed; the days
+are paid in full for the first six weeks.
+"""  # over 1,000 characters: suggestions skip smaller documents (retrieval/suggestions.py)
 
 
 def test_new_chat_composer_is_on_screen_on_phones(live_app: Any, fake_llm: Any, pages: Pages) -> None:

@@ -15,7 +15,7 @@ from tests.fakes.plugin import LLMFake
 from tests.support.chat import all_of, chat, first, get_thread, text_of
 
 RIGHT = "Employees get 25 days of paid holiday per calendar year [1]."
-WRONG = "The office is open from 8 am to 6 pm [1]."  # only passage 2 says so
+WRONG = "The cafeteria serves lunch at noon [1]."  # no passage says so (a true sentence cited wrongly is re-cited)
 INVENTED = "Parking is free for visitors [7]."  # there is no passage 7
 ANSWER = f"{RIGHT} {WRONG} {INVENTED}"
 
@@ -106,7 +106,7 @@ async def test_the_llm_judge_overrides_the_cheap_verdicts(
     assert llm.json_schema(judge_request) is not None
     prompt = judge_request.messages[-1]["content"]
     assert "Claim 2" in prompt and "Claim 3" not in prompt  # the missing citation is not judged
-    assert "office is open" in prompt and "25 days" in prompt
+    assert "cafeteria serves lunch" in prompt and "25 days" in prompt
 
 
 async def test_a_failing_judge_leaves_the_cheap_verdicts(

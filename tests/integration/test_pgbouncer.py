@@ -4,7 +4,8 @@ front of the test Postgres, with a database of its own.
 What transaction pooling breaks is session state: advisory locks that outlive a transaction, prepared
 statements (PgBouncer before 1.21 cannot keep them), `SET` outside a transaction. Migrations (two processes at
 once), the re-embedding lock, ingestion, and repeated searches (psycopg prepares a statement on its fifth run)
-all go through the pooler here, with DATABASE_PREPARED_STATEMENTS=false as docs/operator/scaling.md says for PgBouncer < 1.21.
+all go through the pooler here, with DATABASE_PREPARED_STATEMENTS=false as docs/operator/scaling.md says for
+PgBouncer < 1.21.
 """
 
 from __future__ import annotations

@@ -166,7 +166,8 @@ async def _recitations(
     """(start, end, numbers) for each cited sentence whose markers are wrong: it cites passages that do not
     support it while one of the turn's passages does. Over-cited ("… [2][3][4]", only 3 supports it): it keeps the
     supporting ones; mis-cited (none of its numbers supports it): it gets the passage that supports it best."""
-    cited = [c for c in find_claims(text) if c.numbers][:MAX_CHECKS]
+    # a number past the passages is reported as "missing" (the model cited what it never saw): left as it is
+    cited = [c for c in find_claims(text) if c.numbers and max(c.numbers) <= len(passages)][:MAX_CHECKS]
     if not cited or not passages:
         return []
     pairs = [(c.sentence, p) for c in cited for p in passages]
