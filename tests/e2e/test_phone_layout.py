@@ -61,20 +61,31 @@ def thread_with_citation(server: Any, fake_ollama: FakeOllama, title: str) -> st
     return thread_id
 
 
-def test_citation_preview_is_never_under_the_composer(
-    live_app: Any, fake_ollama: FakeOllama, fake_llm: Any, pages: Pages
-) -> None:
+def served_thread(live_app: Any, fake_ollama: FakeOllama, fake_llm: Any) -> tuple[Any, str]:
+    """A server with the handbook and a thread whose answer cites it, titled "Vacation Days Policy"."""
     server = live_app(ollama_host=fake_llm(), ingest_workers=1)
     upload(server.url, {"handbook.md": HANDBOOK})
     wait_ready(server.url, 1)
-    thread_id = thread_with_citation(server, fake_ollama, "Vacation Days Policy")
+    return server, thread_with_citation(server, fake_ollama, "Vacation Days Policy")
+
+
+def open_answer(page: Any, url: str) -> tuple[Any, Any]:
+    """The thread's finished answer on `page`: (the answer, its last citation, scrolled into view)."""
+    open_app(page, url)
+    msg = page.locator(ASSISTANT).last
+    expect(msg).to_have_attribute("data-status", "complete")
+    cite = msg.get_by_test_id("citation").last
+    cite.scroll_into_view_if_needed()
+    return msg, cite
+
+
+def test_citation_preview_is_never_under_the_composer(
+    live_app: Any, fake_ollama: FakeOllama, fake_llm: Any, pages: Pages
+) -> None:
+    server, thread_id = served_thread(live_app, fake_ollama, fake_llm)
     for (size, scheme), name in zip(SIZES, IDS, strict=True):
         page = new_page(pages, size, scheme)
-        open_app(page, f"{server.url}/chat/{thread_id}")
-        msg = page.locator(ASSISTANT).last
-        expect(msg).to_have_attribute("data-status", "complete")
-        cite = msg.get_by_test_id("citation").last
-        cite.scroll_into_view_if_needed()
+        msg, cite = open_answer(page, f"{server.url}/chat/{thread_id}")
         cite.click()  # a tap on a phone
         pop = msg.get_by_test_id("cite-popover")
         uncovered(page, pop.get_by_test_id("cite-popover-passage"), pop)
@@ -114,17 +125,10 @@ def test_citation_preview_is_never_under_the_composer(
 def test_a_pinned_preview_takes_the_keyboard_at_every_size(
     live_app: Any, fake_ollama: FakeOllama, fake_llm: Any, pages: Pages
 ) -> None:
-    server = live_app(ollama_host=fake_llm(), ingest_workers=1)
-    upload(server.url, {"handbook.md": HANDBOOK})
-    wait_ready(server.url, 1)
-    thread_id = thread_with_citation(server, fake_ollama, "Vacation Days Policy")
+    server, thread_id = served_thread(live_app, fake_ollama, fake_llm)
     for size, scheme in SIZES:
         page = new_page(pages, size, scheme)
-        open_app(page, f"{server.url}/chat/{thread_id}")
-        msg = page.locator(ASSISTANT).last
-        expect(msg).to_have_attribute("data-status", "complete")
-        cite = msg.get_by_test_id("citation").last
-        cite.scroll_into_view_if_needed()
+        msg, cite = open_answer(page, f"{server.url}/chat/{thread_id}")
         pop = msg.get_by_test_id("cite-popover")
         cite.click()
         expect(pop.get_by_test_id("cite-popover-open")).to_be_focused()
