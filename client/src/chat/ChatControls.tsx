@@ -4,6 +4,7 @@ import { preferencesApi, type UserSettings } from "../api/preferences";
 import type { ThreadSettings } from "../api/threads";
 import type { SearchMode } from "../api/types";
 import { Icon } from "../components/Icon";
+import { disclosureKeys } from "../lib/disclosure";
 import { rerankUnavailable, useHealth } from "../lib/health";
 import { Link } from "../lib/router";
 import { ScopePicker } from "./ScopePicker";
@@ -101,18 +102,7 @@ export function ChatControls({ settings, onChange }: Props) {
       <div
         ref={box}
         className="chat-options"
-        onKeyDown={(e) => {
-          if (e.key === "Escape" && open) {
-            e.stopPropagation();
-            e.preventDefault();
-            close(true);
-          }
-        }}
-        onBlur={(e) => {
-          // Tab out of the options: they fold away (the focus has gone on to the message box or further).
-          const to = e.relatedTarget;
-          if (open && to instanceof Node && !e.currentTarget.contains(to)) setOpen(false);
-        }}
+        {...disclosureKeys(open, close)}
       >
         <button
           ref={button}

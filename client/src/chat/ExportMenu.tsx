@@ -1,6 +1,7 @@
 import { useEffect, useId, useRef, useState } from "react";
 import { threadsApi } from "../api/threads";
 import { Icon } from "../components/Icon";
+import { disclosureKeys } from "../lib/disclosure";
 
 /**
  * The thread's downloads behind one button (a disclosure: the title keeps the header's room). Escape or a click
@@ -27,18 +28,10 @@ export function ExportMenu({ threadId }: { threadId: string }) {
       ref={box}
       className="chat-export"
       data-testid="chat-export"
-      onKeyDown={(e) => {
-        if (e.key === "Escape" && open) {
-          e.stopPropagation();
-          e.preventDefault();
-          setOpen(false);
-          button.current?.focus();
-        }
-      }}
-      onBlur={(e) => {
-        const to = e.relatedTarget;
-        if (open && to instanceof Node && !e.currentTarget.contains(to)) setOpen(false);
-      }}
+      {...disclosureKeys(open, (refocus) => {
+        setOpen(false);
+        if (refocus) button.current?.focus();
+      })}
     >
       <button
         ref={button}
