@@ -135,8 +135,14 @@ def check(root: Path) -> list[Stale]:
                         if (ref := candidate(m.group(1))) is not None:
                             found.append((name, number + offset, ref, resolve(root, ref)))
     missing = [(f, n, ref, path) for f, n, ref, path in found if not _exists(root, path)]
-    relative = {_relative(root, path): path for *_, path in missing}
-    skip = {relative[r] for r in ignored(root, (r for r in relative if r))}
+    # a missing folder is asked about as a folder too: git matches `client/dist/` only to a name ending in `/`
+    relative: dict[str, Path] = {}
+    for _, _, ref, path in missing:
+        if rel := _relative(root, path):
+            relative[rel] = path
+            if ref.endswith("/"):
+                relative[rel + "/"] = path
+    skip = {relative[r] for r in ignored(root, relative)}
     return [Stale(f, n, ref) for f, n, ref, path in missing if path not in skip]
 
 

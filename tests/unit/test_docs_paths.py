@@ -35,7 +35,7 @@ def test_stale_paths_in_markdown_comments_and_docstrings_are_found(tmp_path: Pat
     _plant(
         tmp_path,
         {
-            ".gitignore": "bench/results/*\n",
+            ".gitignore": "bench/results/*\nclient/dist/\n",
             "server/ragchat/chat/engine/loop.py": '"""The loop (server/ragchat/chat/engine/loop.py)."""\n',
             "server/ragchat/app.py": (
                 '"""Built by the root (server/runtime.py, moved)."""\n\n'
@@ -44,7 +44,7 @@ def test_stale_paths_in_markdown_comments_and_docstrings_are_found(tmp_path: Pat
             ),
             "docs/guide.md": (
                 "The loop is `server/ragchat/chat/engine/loop.py`; the old answer was `ragchat/chat/answer.py`.\n"
-                "Results go to `bench/results/run.json` (git-ignored output).\n"
+                "Results go to `bench/results/run.json` (git-ignored output); the build to `client/dist/`.\n"
                 "Not paths: ghcr.io/ragchat/ragchat:0.5, ~/.cache/ragchat/onnx, client/server errors, "
                 "`tests/<name>.py`, `ragchat/_bundle/client`.\n"
                 "[ok](other.md#x) [gone](missing.md) [web](https://example.org/a.md) [here](#anchor)\n"
