@@ -14,6 +14,7 @@ door runs) on them with the real embedding model, scores the result with the sam
 No model is asked: a change to the verifier is measured in seconds on answers already given.
 
     PYTHONPATH=server .venv/bin/python bench/answers_recheck.py [--log bench/results/answers.jsonl] [--show N]
+        [--judge]   # also the LLM judge (CITATION_JUDGE=true) on the real model: ~15 s an answer on 2 cores
 """
 
 from __future__ import annotations
@@ -31,22 +32,45 @@ from bench import answers_score as sc
 from bench.common import RESULTS, bench_settings, load_embedder, table, write_json
 
 
-async def recheck(rows: Sequence[dict[str, Any]], embedder: Any) -> list[dict[str, Any]]:
-    """The rows with the verifier's output, the shown answer and the scores as today's code makes them."""
+async def recheck(
+    rows: Sequence[dict[str, Any]], embedder: Any, judge: Any = None, judge_model: str = ""
+) -> list[dict[str, Any]]:
+    """The rows with the verifier's output, the shown answer and the scores as today's code makes them (with
+    `judge`, the LLM judge of CITATION_JUDGE=true too)."""
     from ragchat.chat.engine.verify import verify_answer
 
     out: list[dict[str, Any]] = []
-    for row in rows:
+    for i, row in enumerate(rows, 1):
         results = row.get("tool_results") or []
         text = row.get("streamed") or ""
         v = await verify_answer(
-            text, results, embedder, finish_reason=row.get("finish_reason"), question=row["question"]
+            text,
+            results,
+            embedder,
+            finish_reason=row.get("finish_reason"),
+            question=row["question"],
+            judge=judge,
+            judge_model=judge_model,
+            judge_timeout_s=300.0,
         )
+        if judge is not None:
+            print(f"  judged {i}/{len(rows)}: judged={v.report.judged} answers={v.report.answers_question}", flush=True)
         verifier = v.to_json()
         new = {**row, "verifier": verifier, "not_covered": v.not_covered, "answer": v.text if v.repaired else text}
         new["scores"] = sc.score(new, row.get("lang", "en"))
         out.append(new)
     return out
+
+
+def with_judge(rows: Sequence[dict[str, Any]], embedder: Any) -> list[dict[str, Any]]:
+    """`recheck` with the real-model tier's model (llama.cpp) as the judge, over ragchat's OpenAI provider."""
+    from ragchat.providers.llm.openai import OpenAIProvider
+    from tests.real.model import RealLLM, ensure_model, ensure_runtime
+
+    ensure_runtime()
+    with RealLLM(ensure_model(), n_ctx=4096, threads=2, log_path=RESULTS / ".recheck" / "llm.log") as real:
+        judge = OpenAIProvider(real.base_url, timeout_s=300.0)
+        return asyncio.run(recheck(rows, embedder, judge, real.model))
 
 
 def checks(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -62,6 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     p.add_argument("--log", type=Path, default=RESULTS / "answers.jsonl")
     p.add_argument("--show", type=int, default=0, help="print N answers whose warning changed or is wrong")
+    p.add_argument("--judge", action="store_true", help="with the LLM judge (CITATION_JUDGE) on the real model")
     args = p.parse_args(argv)
     rows = [
         r
@@ -73,12 +98,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     settings = bench_settings(RESULTS / ".recheck")
     embedder = load_embedder(settings)
-    new = asyncio.run(recheck(rows, embedder))
+    if args.judge:
+        new = with_judge(rows, embedder)
+    else:
+        new = asyncio.run(recheck(rows, embedder))
     before, after = checks(rows), checks(new)
     cell = sc._cell  # the benchmark's own formatting of a share
     print(table(["check", "as recorded", "rechecked now"], [(k, cell(before[k]), cell(after[k])) for k in before],
                 title=f"{len(rows)} ragchat answers ({args.log.name})"))  # fmt: skip
-    write_json(RESULTS / "answers_recheck.json", {"answers": len(rows), "recorded": before, "rechecked": after})
+    name = "answers_recheck_judge.json" if args.judge else "answers_recheck.json"
+    write_json(RESULTS / name, {"answers": len(rows), "judge": args.judge, "recorded": before, "rechecked": after})
     shown = 0
     for old, cur in zip(rows, new, strict=True):
         if shown >= args.show:

@@ -1231,6 +1231,11 @@ export interface components {
             /** @description "Not in your documents": nothing found matches well and the answer is not supported (null: an older release's report; the page then decides from the searches' confidence) */
             not_covered?: boolean | null;
             /**
+             * @description the answer may not give what was asked: it only repeats the question, or the LLM judge (CITATION_JUDGE) found it answers a neighbouring question
+             * @default false
+             */
+            off_question: boolean;
+            /**
              * @description markers the check added to uncited sentences a passage supports
              * @default 0
              */

@@ -30,6 +30,7 @@ const REPORT: CitationReport = {
   all_supported: false,
   not_covered: false,
   searched: true,
+  off_question: false,
   repaired: 0,
   warnings: 2,
 };
@@ -266,5 +267,34 @@ describe("sentences without a source", () => {
     };
     render(<MessageItem message={answer({ content: RIGHT, searches: [], citations: report })} canRetry={false} />);
     expect(screen.getByTestId("citation-summary").textContent).toContain("no search of your documents was made");
+  });
+
+  it("warns when the answer may not answer what was asked, and never beside Not in your documents", () => {
+    const supported: CitationReport = {
+      ...REPORT,
+      citations: [check(RIGHT, 1, "supported")],
+      unsupported: 0,
+      missing: 0,
+      sentences: 1,
+      supported_sentences: 1,
+      all_supported: true,
+      summary: "1 of 1 sentences supported by the cited passages",
+      off_question: true,
+      warnings: 1,
+    };
+    const { unmount } = render(
+      <MessageItem message={answer({ content: `${RIGHT} [1]`, citations: supported })} canRetry={false} />,
+    );
+    const line = screen.getByTestId("citation-summary");
+    expect(line.textContent).toContain("it may not answer what was asked");
+    expect(line.className).not.toContain("citation-summary-ok");
+    unmount();
+    render(
+      <MessageItem
+        message={answer({ content: `${RIGHT} [1]`, citations: { ...supported, off_question: false, warnings: 0 } })}
+        canRetry={false}
+      />,
+    );
+    expect(screen.getByTestId("citation-summary").className).toContain("citation-summary-ok");
   });
 });

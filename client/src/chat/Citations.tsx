@@ -242,13 +242,15 @@ export function CitationSummary({ report }: { report: CitationReport }) {
   const weak = report.weak ?? 0;
   const noSource = report.no_source ?? 0;
   const unsearched = report.searched === false && (report.sentences ?? 0) > 0;
-  const doubtful = Boolean(report.unsupported || report.missing || weak || noSource || unsearched);
+  const offQuestion = report.off_question === true && !report.not_covered;
+  const doubtful = Boolean(report.unsupported || report.missing || weak || noSource || unsearched || offQuestion);
   const parts: string[] = [];
   if (report.unsupported) parts.push(`${report.unsupported} not supported by the cited passage`);
   if (weak) parts.push(`${weak} only partly supported`);
   if (report.missing) parts.push(`${report.missing} citing a passage that does not exist`);
   if (noSource) parts.push(`${noSource} stating facts with no source`);
   if (unsearched) parts.push("no search of your documents was made for this answer");
+  if (offQuestion) parts.push("it may not answer what was asked");
   const summary = report.summary || (doubtful ? "Citation check" : "");
   if (!summary) return null;
   return (

@@ -137,7 +137,7 @@ class CitationCheck(BaseModel):
     n: int = Field(description="the cited passage's number; 0 for a sentence that cites nothing")
     verdict: Literal["supported", "weak", "unsupported", "missing", "no_source"] = Field(
         description="missing: the turn has no passage n; no_source: a sentence stating a fact without a citation; "
-        "unsupported also when it states a figure or a name its passage lacks"
+        "unsupported also when it states a figure or a name its passage lacks, or the opposite of what it says"
     )
     lexical: float = Field(description="share of the sentence's content words found in the passage, 0..1")
     similarity: float | None = Field(description="cosine of sentence and passage embeddings; null: not computed")
@@ -163,6 +163,11 @@ class CitationsEvent(BaseModel):
         "(null: an older release's report; the page then decides from the searches' confidence)",
     )
     searched: bool = Field(default=True, description="a search or a document tool ran; false: not from the documents")
+    off_question: bool = Field(
+        default=False,
+        description="the answer may not give what was asked: it only repeats the question, or the LLM judge "
+        "(CITATION_JUDGE) found it answers a neighbouring question",
+    )
     repaired: int = Field(default=0, description="markers the check added to uncited sentences a passage supports")
     warnings: int = Field(default=0, description="marks shown under the answer (0: a clean check)")
     content: str | None = Field(default=None, description="the answer's text with the added markers, when any")

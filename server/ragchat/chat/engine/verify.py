@@ -29,6 +29,7 @@ from typing import Any
 
 from ragchat.chat.engine.citations import (
     MAX_CHECKS,
+    META_TERMS,
     CitationReport,
     Embedder,
     JudgeLLM,
@@ -36,9 +37,8 @@ from ragchat.chat.engine.citations import (
     content_terms,
     find_claims,
     lexical_support,
-    new_names,
-    new_numbers,
     similarities,
+    unfounded,
     verdict_of,
 )
 from ragchat.chat.engine.coverage import NOT_COVERED, not_covered
@@ -75,6 +75,7 @@ class Verification:
     repaired: int  # markers added to uncited sentences
     not_covered: bool
     searched: bool  # a search or a document tool ran this turn
+    off_question: bool = False  # it does not give what was asked: it repeats the question, or the judge says so
 
     @property
     def supported(self) -> bool:
@@ -87,7 +88,8 @@ class Verification:
         """How many marks the page shows under the answer (0: a clean ✓)."""
         verdicts = [c.verdict for c in self.report.citations]
         unsearched = 0 if self.searched or not verdicts else 1
-        return sum(v != "supported" for v in verdicts) + int(self.not_covered) + unsearched
+        off = int(self.off_question and not self.not_covered)  # one mark for "not what you asked"
+        return sum(v != "supported" for v in verdicts) + int(self.not_covered) + unsearched + off
 
     def to_json(self, message_id: str | None = None) -> dict[str, Any]:
         out = self.report.to_json(message_id)
@@ -99,6 +101,7 @@ class Verification:
                 "searched": self.searched,
                 "repaired": self.repaired,
                 "all_supported": self.supported,
+                "off_question": self.off_question,
                 "warnings": self.warnings,
             }
         )
@@ -141,8 +144,7 @@ async def _repairs(
             if summary:  # the part it came from is the closest one: checked against it, whatever it says
                 ok = True
             else:
-                new_facts = new_numbers(claim.sentence, passage) or new_names(claim.sentence, passage)
-                ok = verdict_of(lexical, sim, new_facts) == "supported"
+                ok = verdict_of(lexical, sim, unfounded(claim.sentence, passage)) == "supported"
             if ok and (best is None or closeness > best[0]):
                 best = (closeness, j + 1)
         if best is not None:
@@ -155,9 +157,7 @@ async def _repairs(
 
 
 def _supports(sentence: str, passage: str, similarity: float | None) -> bool:
-    lexical = lexical_support(sentence, passage)
-    new_facts = new_numbers(sentence, passage) or new_names(sentence, passage)
-    return verdict_of(lexical, similarity, new_facts) == "supported"
+    return verdict_of(lexical_support(sentence, passage), similarity, unfounded(sentence, passage)) == "supported"
 
 
 async def _recitations(
@@ -241,8 +241,12 @@ async def verify_answer(
         judge_model=judge_model,
         judge_timeout_s=judge_timeout_s,
         embed_timeout_s=embed_timeout_s,
+        question=question,
     )
     verification = Verification(text, report, repaired, not_covered=False, searched=bool(tool_results))
+    verification.off_question = bool(question) and (
+        report.answers_question is False or (report.answers_question is None and restates_question(text, question))
+    )
     refused = finish_reason == NOT_COVERED
     weak_search = not_covered(tool_results)
     off_topic = weak_search and bool(question) and answers_something_else(verification.text, question)
@@ -258,6 +262,19 @@ def answers_something_else(text: str, question: str) -> bool:
     return bool(asked) and not asked & set(content_terms(text))
 
 
+def restates_question(text: str, question: str) -> bool:
+    """Does the answer only say back what the question already holds ("Public schools were recognized under the
+    South African Schools Act" for "Along with public schools, what type of school was recognized under the South
+    African Schools Act?", xquad-dev)? Its claims add no content word, figure or name beyond the question's and
+    the words that point at sources. "Yes" and "no" are answers."""
+    claims = find_claims(text, uncited=True)
+    if not claims or not question.strip():
+        return False
+    asked = set(content_terms(question))
+    said = {t for c in claims for t in content_terms(c.sentence)}
+    return not (said - asked - META_TERMS)
+
+
 def footnotes(verification: Mapping[str, Any] | None) -> str:
     """The verification as plain text under an answer (RAG_FOOTNOTES, the CLI, MCP): the summary line and each
     sentence that is not supported, e.g. "⚠ not supported by [2]: The office opens at 8."."""
@@ -266,6 +283,8 @@ def footnotes(verification: Mapping[str, Any] | None) -> str:
     lines: list[str] = []
     if verification.get("not_covered"):
         lines.append("Not in your documents: nothing found matches the question closely.")
+    elif verification.get("off_question"):
+        lines.append("⚠ This may not answer what was asked.")
     elif not verification.get("searched", True) and verification.get("sentences"):
         lines.append("Not from your documents: no search was made for this answer.")
     if verification.get("summary"):
