@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,19 +26,27 @@ _LOCK = "ragchat.restore"
 _LEFTOVER_DATABASES = r"^ragchat_(restoring|reference)_[0-9a-f]{8}$"
 _LEFTOVER_ROLES = r"^ragchat_restore_[0-9a-f]{12}$"
 WORKDIR_PREFIX = "ragchat-restore-"
+SETTLE_S = 3.0  # how long a just-closed session may linger before the target counts as in use
 
 
-def refuse_if_in_use(server: Server) -> None:
+def refuse_if_in_use(server: Server, settle_s: float = SETTLE_S) -> None:
     """BackupError when other sessions use the target: the swap renames it, which PostgreSQL refuses while
-    anyone is connected, and a server that kept its connections would go on with the old types' OIDs."""
+    anyone is connected, and a server that kept its connections would go on with the old types' OIDs. A session
+    whose client has just closed lingers in pg_stat_activity for a moment (its backend is still exiting): only
+    those still there after `settle_s` count."""
+    deadline = time.monotonic() + settle_s
     with server.admin() as conn:
-        names = [
-            str(r[0] or "")
-            for r in conn.execute(
-                "SELECT application_name FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
-                (server.target,),
-            )
-        ]
+        while True:
+            names = [
+                str(r[0] or "")
+                for r in conn.execute(
+                    "SELECT application_name FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+                    (server.target,),
+                )
+            ]
+            if not names or time.monotonic() >= deadline:
+                break
+            time.sleep(0.1)
     if not names:
         return
     ours = [n for n in names if n.startswith(APP_NAME_PREFIX)]
