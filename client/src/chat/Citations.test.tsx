@@ -297,4 +297,24 @@ describe("sentences without a source", () => {
     );
     expect(screen.getByTestId("citation-summary").className).toContain("citation-summary-ok");
   });
+
+  it("never shows a clean check mark beside Not in your documents", () => {
+    const elsewhere: CitationReport = {
+      ...REPORT,
+      citations: [check(RIGHT, 1, "supported")],
+      unsupported: 0,
+      missing: 0,
+      sentences: 1,
+      supported_sentences: 1,
+      all_supported: true,
+      not_covered: true,
+      summary: "1 of 1 sentences supported by the cited passages",
+      warnings: 1,
+    };
+    render(<MessageItem message={answer({ content: `${RIGHT} [1]`, citations: elsewhere })} canRetry={false} />);
+    const line = screen.getByTestId("citation-summary");
+    expect(line.className).not.toContain("citation-summary-ok");
+    expect(line.textContent).toContain("match the question poorly");
+    expect(screen.getByTestId("not-covered")).toBeTruthy();
+  });
 });

@@ -243,7 +243,11 @@ export function CitationSummary({ report }: { report: CitationReport }) {
   const noSource = report.no_source ?? 0;
   const unsearched = report.searched === false && (report.sentences ?? 0) > 0;
   const offQuestion = report.off_question === true && !report.not_covered;
-  const doubtful = Boolean(report.unsupported || report.missing || weak || noSource || unsearched || offQuestion);
+  // "Not in your documents" beside a supported answer: its passages match the question poorly, so no clean ✓
+  const elsewhere = report.not_covered === true && report.all_supported === true;
+  const doubtful = Boolean(
+    report.unsupported || report.missing || weak || noSource || unsearched || offQuestion || elsewhere,
+  );
   const parts: string[] = [];
   if (report.unsupported) parts.push(`${report.unsupported} not supported by the cited passage`);
   if (weak) parts.push(`${weak} only partly supported`);
@@ -251,6 +255,7 @@ export function CitationSummary({ report }: { report: CitationReport }) {
   if (noSource) parts.push(`${noSource} stating facts with no source`);
   if (unsearched) parts.push("no search of your documents was made for this answer");
   if (offQuestion) parts.push("it may not answer what was asked");
+  if (elsewhere) parts.push("but the passages match the question poorly");
   const summary = report.summary || (doubtful ? "Citation check" : "");
   if (!summary) return null;
   return (
