@@ -15,6 +15,10 @@ Arms, one model (tests/real/model.py: Qwen2.5-Coder-1.5B Q4_K_M on llama.cpp, 2 
 - `ragchat-rag` (not in the default run): the same app's `POST /api/rag` JSON answer.
 - `ragchat-variant` (not in the default run): the `ragchat` arm on a second server whose settings differ by
   `--variant` (e.g. `chat_passage_sentences=3`), asked in the same run, so the two compare at the same load.
+  Its first-token time is not comparable when its prompt starts like the `ragchat` arm's for the same question
+  (e.g. `chat_search_limit=4`: the same system prompt, question and first passages): llama.cpp keeps earlier
+  prompts in RAM (`--cache-ram`, 8 GiB by default) and the variant then reads the cached prefix (seen in
+  session 15: 6 s against 31 s). Measure such a variant's speed in a run of its own; its answers compare.
 - `openwebui`: Open WebUI 0.12.4's own retrieval and RAG template on the same documents and embedding model
   (bench/peers/openwebui_rag.py, run in its own venv as a subprocess that reads questions on stdin).
 - `model-alone`: the question as the only message to the same model (the floor: no retrieval).
