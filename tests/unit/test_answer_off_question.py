@@ -129,3 +129,15 @@ async def test_a_judge_reply_without_the_question_field_keeps_the_cheap_checks()
 def test_the_judge_without_a_question_is_asked_as_before() -> None:
     messages = judge_messages([("Lava flows.", 1, "Lava flows from the crater.")])
     assert "answers_question" not in messages[0]["content"] and "Question:" not in messages[1]["content"]
+
+
+async def test_a_name_the_question_holds_is_the_askers_not_an_invention() -> None:
+    wall = (
+        "The extent of Hadrian's Wall was 73 miles; it was constructed primarily for defence, to prevent unwanted "
+        "immigration and the incursion of Pictish tribes from the north."
+    )
+    text = "The Romans constructed the Wall to prevent the incursion of Pictish tribes from the north. [1]"
+    asked = await check_citations(text, [wall], None, question="What tribes were the Romans fearful would invade?")
+    assert [c.verdict for c in asked.citations] == ["supported"]
+    made_up = await check_citations(text.replace("Romans", "Saxons"), [wall], None, question="What tribes?")
+    assert [c.verdict for c in made_up.citations] == ["unsupported"]  # a name nobody gave: still unsupported

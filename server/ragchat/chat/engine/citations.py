@@ -327,11 +327,13 @@ def acronyms(text: str) -> set[str]:
     return out
 
 
-def new_names(sentence: str, passage: str) -> bool:
+def new_names(sentence: str, passage: str, asked: str = "") -> bool:
     """Does the sentence name something (a capitalised word inside it, an acronym) the passage never mentions?
     An acronym of words the passage spells out ("IPCC" for "Intergovernmental Panel on Climate Change") counts
-    as mentioned."""
-    have = {w.lower() for w in _WORD.findall(passage)} | {stem(w) for w in _WORD.findall(passage)}
+    as mentioned, and so does a name the question (`asked`) holds: the person asking named it, the model did not
+    make it up ("Romans" asked about, a passage on Hadrian's Wall; "Lor Loudoun", the asker's spelling)."""
+    words = [*_WORD.findall(passage), *_WORD.findall(asked)]
+    have = {w.lower() for w in words} | {stem(w) for w in words}
     initials: set[str] | None = None
     for m in _NAME.finditer(sentence.strip()):
         word = m.group()
@@ -355,10 +357,10 @@ def contradicted(sentence: str, passage: str) -> bool:
     return contradicts(sentence[:MAX_SENTENCE_CHARS], sentences, content_terms, lexical_support)
 
 
-def unfounded(sentence: str, passage: str) -> bool:
-    """Facts the passage cannot be what supports: a figure or a name it does not hold, or the opposite of what
-    it says."""
-    return new_numbers(sentence, passage) or new_names(sentence, passage) or contradicted(sentence, passage)
+def unfounded(sentence: str, passage: str, asked: str = "") -> bool:
+    """Facts the passage cannot be what supports: a figure or a name it does not hold (names the question
+    `asked` holds are the asker's), or the opposite of what it says."""
+    return new_numbers(sentence, passage) or new_names(sentence, passage, asked) or contradicted(sentence, passage)
 
 
 def verdict_of(lexical: float, similarity: float | None, new_facts: bool = False) -> Verdict:
@@ -429,7 +431,7 @@ async def check_citations(
             lexical = lexical_support(claim.sentence, passage)
             checks.append(CitationCheck(claim.sentence, claim.start, claim.end, n, "weak", lexical, None))
             pairs.append((claim.sentence, passage))
-            figures.append(unfounded(claim.sentence, passage))
+            figures.append(unfounded(claim.sentence, passage, question))
     scored = iter(zip(await similarities(embedder, pairs, embed_timeout_s), figures, strict=True))
     for check in checks:
         if check.verdict not in ("missing", "no_source"):

@@ -125,7 +125,7 @@ def _insert_markers(text: str, repairs: list[tuple[int, int]]) -> str:
 
 
 async def _repairs(
-    text: str, passages: list[str], embedder: Embedder | None, *, summary: bool, timeout_s: float
+    text: str, passages: list[str], embedder: Embedder | None, *, summary: bool, timeout_s: float, asked: str = ""
 ) -> list[tuple[int, int]]:
     """(end of sentence, passage number) for each uncited fact that one passage supports (in a summary: the part
     it is closest to)."""
@@ -144,7 +144,7 @@ async def _repairs(
             if summary:  # the part it came from is the closest one: checked against it, whatever it says
                 ok = True
             else:
-                ok = verdict_of(lexical, sim, unfounded(claim.sentence, passage)) == "supported"
+                ok = verdict_of(lexical, sim, unfounded(claim.sentence, passage, asked)) == "supported"
             if ok and (best is None or closeness > best[0]):
                 best = (closeness, j + 1)
         if best is not None:
@@ -156,12 +156,13 @@ async def _repairs(
     return repairs
 
 
-def _supports(sentence: str, passage: str, similarity: float | None) -> bool:
-    return verdict_of(lexical_support(sentence, passage), similarity, unfounded(sentence, passage)) == "supported"
+def _supports(sentence: str, passage: str, similarity: float | None, asked: str = "") -> bool:
+    lexical = lexical_support(sentence, passage)
+    return verdict_of(lexical, similarity, unfounded(sentence, passage, asked)) == "supported"
 
 
 async def _recitations(
-    text: str, passages: list[str], embedder: Embedder | None, *, timeout_s: float
+    text: str, passages: list[str], embedder: Embedder | None, *, timeout_s: float, asked: str = ""
 ) -> list[tuple[int, int, tuple[int, ...]]]:
     """(start, end, numbers) for each cited sentence whose markers are wrong: it cites passages that do not
     support it while one of the turn's passages does. Over-cited ("… [2][3][4]", only 3 supports it): it keeps the
@@ -175,7 +176,7 @@ async def _recitations(
     out: list[tuple[int, int, tuple[int, ...]]] = []
     for i, claim in enumerate(cited):
         row = sims[i * len(passages) : (i + 1) * len(passages)]
-        good = [n for n in range(1, len(passages) + 1) if _supports(claim.sentence, passages[n - 1], row[n - 1])]
+        good = [n for n in range(1, len(passages) + 1) if _supports(claim.sentence, passages[n - 1], row[n - 1], asked)]
         if not good or set(claim.numbers) <= set(good):
             continue  # nothing supports it (the check says so) or every number it cites does
         keep = tuple(n for n in claim.numbers if n in good)
@@ -216,7 +217,12 @@ async def verify_answer(
     if repair and finish_reason != NOT_COVERED:
         try:
             repairs = await _repairs(
-                text, passages, embedder, summary=_summary_turn(tool_results), timeout_s=embed_timeout_s
+                text,
+                passages,
+                embedder,
+                summary=_summary_turn(tool_results),
+                timeout_s=embed_timeout_s,
+                asked=question,
             )
         except Exception:  # a bug in the repair never costs the user the answer or its check
             log.exception("verify: citation repair failed")
@@ -226,7 +232,7 @@ async def verify_answer(
             repaired = len(repairs)
         if not _summary_turn(tool_results):  # a summary's parts are checked as cited, never re-cited
             try:
-                recitations = await _recitations(text, passages, embedder, timeout_s=embed_timeout_s)
+                recitations = await _recitations(text, passages, embedder, timeout_s=embed_timeout_s, asked=question)
             except Exception:
                 log.exception("verify: re-citing failed")
                 recitations = []
