@@ -29,6 +29,10 @@ export interface ListParams {
 
 export const PAGE_SIZE = 50;
 
+export type BulkAction = JsonBody<"/api/documents/bulk", "post">["action"];
+/** The list's filters a "select all N matching" action sends ("" is not filtered). */
+export type BulkFilter = Pick<ListParams, "q" | "status" | "type" | "collection_id" | "owner" | "meta">;
+
 /** `params` without its empty ("") values: the server reads an empty filter as a bad value. */
 function present<T extends object>(params: T): { [K in keyof T]: Exclude<T[K], ""> } {
   return Object.fromEntries(Object.entries(params).filter(([, v]) => v !== "")) as { [K in keyof T]: Exclude<T[K], ""> };
@@ -107,9 +111,19 @@ export const documentsApi = {
   rechunk: (id: string, strategy: ChunkStrategy, chunkTokens: number | null) =>
     post("/api/documents/{document_id}/rechunk", { ...one(id), body: { strategy, chunk_tokens: chunkTokens } }),
 
-  /** Delete or retry many documents: one result per id (`error`: not found, forbidden, conflict). */
-  bulk: async (action: JsonBody<"/api/documents/bulk", "post">["action"], ids: string[]) =>
-    (await post("/api/documents/bulk", { body: { action, ids } })).results,
+  /**
+   * Delete, retry, add to or remove from a collection many documents: by id (one result per id; `error`: not
+   * found, forbidden, conflict), or every document a list filter matches ("select all N matching": the server
+   * applies it inside what I may read; only the failures come back), with how many matched and how many worked.
+   */
+  bulk: (action: BulkAction, target: string[] | { filter: BulkFilter }, collectionId?: string) =>
+    post("/api/documents/bulk", {
+      body: {
+        action,
+        ...(Array.isArray(target) ? { ids: target } : { filter: present(target.filter) }),
+        ...(collectionId ? { collection_id: collectionId } : {}),
+      },
+    }),
 
   /** Chunks in order: from `offset`, or the page around `chunkId`. */
   chunks: (id: string, params: { offset?: number; limit?: number; chunkId?: number | null }, signal?: AbortSignal) =>

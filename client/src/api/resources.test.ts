@@ -73,6 +73,12 @@ describe("resource modules send", () => {
       url: "/api/documents/bulk",
       body: { action: "retry", ids: ["d1", "d2"] },
     });
+    const filter = { q: "tax", status: "" as const, collection_id: "c9" }; // "" is not sent
+    expect(await sent(() => documentsApi.bulk("remove_from_collection", { filter }, "c9"), { results: [] })).toEqual({
+      method: "POST",
+      url: "/api/documents/bulk",
+      body: { action: "remove_from_collection", filter: { q: "tax", collection_id: "c9" }, collection_id: "c9" },
+    });
     expect(await sent(() => documentsApi.chunks(id, { chunkId: 7, limit: 40 }))).toEqual({
       method: "GET",
       url: `/api/documents/${enc}/chunks?limit=40&chunk_id=7`,

@@ -1041,9 +1041,27 @@ export interface components {
         /** BulkBody */
         BulkBody: {
             /** @enum {string} */
-            action: "delete" | "retry";
+            action: "delete" | "retry" | "add_to_collection" | "remove_from_collection";
+            /** @description the collection to add to or remove from */
+            collection_id?: string | null;
+            /** @description instead of `ids`: every matching document (at most 20,000) */
+            filter?: components["schemas"]["BulkFilter"] | null;
             /** @description at most 500 document ids */
-            ids: string[];
+            ids?: string[] | null;
+        };
+        /** BulkFilter */
+        BulkFilter: {
+            collection_id?: string | null;
+            /** @description key=value */
+            meta?: string | null;
+            /** @enum {null|string} */
+            owner?: "me" | "others" | null;
+            /** @description in the title or file name */
+            q?: string | null;
+            /** @enum {null|string} */
+            status?: "queued" | "processing" | "ready" | "failed" | null;
+            /** @enum {null|string} */
+            type?: "pdf" | "docx" | "text" | "markdown" | "html" | "csv" | "xlsx" | "pptx" | "epub" | "subtitles" | "jsonl" | "image" | "other" | null;
         };
         /** BulkResult */
         BulkResult: {
@@ -1055,6 +1073,11 @@ export interface components {
         };
         /** BulkResults */
         BulkResults: {
+            /** @description how many it worked for */
+            done: number;
+            /** @description documents the action was applied to (the distinct ids, or the filter's) */
+            matched: number;
+            /** @description one per id; with `filter`: only those that failed (at most 500) */
             results: components["schemas"]["BulkResult"][];
         };
         /** CategoryResult */
@@ -1193,7 +1216,7 @@ export interface components {
             /** @description where the sentence (with its markers) starts in the answer, in characters */
             start: number;
             /**
-             * @description missing: the turn has no passage n; no_source: a sentence stating a fact without a citation; unsupported also when it states a figure or a name its passage lacks
+             * @description missing: the turn has no passage n; no_source: a sentence stating a fact without a citation; unsupported also when it states a figure or a name its passage lacks, or the opposite of what it says
              * @enum {string}
              */
             verdict: "supported" | "weak" | "unsupported" | "missing" | "no_source";
@@ -5436,6 +5459,15 @@ export interface operations {
             };
             /** @description Not allowed: another user's resource, an admin-only route, or a cross-origin write */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such route or resource (or one you may not see) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

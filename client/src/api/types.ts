@@ -47,6 +47,8 @@ export type DocumentChunk = Schemas["DocumentChunk"];
 export type ChunkList = Schemas["ChunkList"];
 /** POST /api/documents/bulk: one result per id (`error`: not found, forbidden, conflict). */
 export type BulkResult = Schemas["BulkResult"];
+/** POST /api/documents/bulk's answer: the results (by filter: only the failures), how many matched and worked. */
+export type BulkResults = Schemas["BulkResults"];
 /** One file of an upload: queued, a duplicate, requeued (a failed one retried) or rejected (`error` says why). */
 export type UploadResult = Schemas["UploadResult"];
 export type UploadResults = Schemas["UploadResults"];

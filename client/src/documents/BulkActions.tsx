@@ -1,10 +1,9 @@
-import { useState } from "react";
+import { useEffect, useState } from "react";
 import { errorMessage } from "../api/client";
-import type { Document } from "../api/types";
+import type { BulkResults, Document } from "../api/types";
 import { plural } from "../lib/format";
-import { collectionsApi } from "../api/collections";
 import { useCollections } from "../collections/CollectionsContext";
-import { documentsApi } from "../api/documents";
+import { documentsApi, type BulkFilter } from "../api/documents";
 import { Link } from "../lib/router";
 
 /** The server compares 2 to 4 whole documents (MAX_TASK_DOCUMENTS). */
@@ -29,6 +28,15 @@ async function each(ids: string[], one: (id: string) => Promise<unknown>): Promi
   return { ok, errors };
 }
 
+/** "Added to Team: 3 documents. 1 not: not found." from the server's answer. */
+export function bulkSummary(verb: string, out: BulkResults, noun = "document"): { text: string; failed: boolean } {
+  const bad = out.results.filter((r) => !r.ok);
+  const notDone = out.matched - out.done;
+  const reasons = [...new Set(bad.map((r) => r.error ?? "failed"))].join("; ");
+  const text = `${verb} ${plural(out.done, noun)}.${notDone ? ` ${notDone} not: ${reasons || "failed"}.` : ""}`;
+  return { text, failed: notDone > 0 };
+}
+
 interface Props {
   /** The documents on the visible page. */
   docs: Document[];
@@ -36,48 +44,84 @@ interface Props {
   onSelect: (ids: Set<string>) => void;
   /** After an action: what happened, in words, and the list to refetch. */
   onDone: (message: string, failed: boolean) => void;
+  /** How many documents match the list's filters (all pages), and those filters. */
+  total?: number | null;
+  filter?: BulkFilter;
 }
 
-/** Select all on the page, and Delete / Retry the selected documents in one request each. */
-export function BulkActions({ docs, selected, onSelect, onDone }: Props) {
+/**
+ * Select all on the page, or all N matching across pages (the server is sent the filter, not the ids); Delete /
+ * Retry / add to or remove from a collection in one request; Re-chunk and Compare the documents of the page.
+ */
+export function BulkActions({ docs, selected, onSelect, onDone, total = null, filter = {} }: Props) {
   const [confirm, setConfirm] = useState(false);
   const [busy, setBusy] = useState(false);
   const ids = docs.map((d) => d.id).filter((id) => selected.has(id));
   const all = docs.length > 0 && ids.length === docs.length;
+  const [matching, setMatching] = useState(false);
+  const filterKey = JSON.stringify(filter);
+  useEffect(() => setMatching(false), [filterKey]);
+  useEffect(() => {
+    if (!all) setMatching(false);
+  }, [all]);
+  // "All N matching": only when there is more than this page to take.
+  const more = total != null && total > docs.length;
+  const everything = matching && all && more;
+  const count = everything ? (total ?? 0) : ids.length;
   const failedCount = docs.filter((d) => selected.has(d.id) && d.status === "failed").length;
   const { collections } = useCollections();
   const writable = (collections ?? []).filter((c) => c.role !== "read");
   const [target, setTarget] = useState("");
+  // Retry takes failed documents only: across pages, the filter narrowed to them (none when it asks for another).
+  const retryFilter = filter.status && filter.status !== "failed" ? null : { ...filter, status: "failed" as const };
+  const canRetry = everything ? retryFilter != null : failedCount > 0;
 
-  /** Add to / remove from a collection, or chunk again: one request per document. */
-  const runEach = async (what: "add" | "remove" | "rechunk") => {
+  const finishClear = () => {
+    onSelect(new Set());
+    setMatching(false);
+  };
+
+  const finish = (next: { text: string; failed: boolean }) => {
+    onDone(next.text, next.failed);
+    onSelect(new Set());
+    setMatching(false);
+  };
+
+  /** Add to / remove from a collection: one request (the ids, or the filter). */
+  const runCollection = async (add: boolean) => {
     setBusy(true);
     const name = writable.find((c) => c.id === target)?.name ?? "";
-    const one =
-      what === "add"
-        ? (id: string) => collectionsApi.addDocument(target, id)
-        : what === "remove"
-          ? (id: string) => collectionsApi.removeDocument(target, id)
-          : (id: string) => documentsApi.rechunk(id, "auto", null);
-    const { ok, errors } = await each(ids, one);
-    const verb = what === "add" ? `Added to ${name}:` : what === "remove" ? `Removed from ${name}:` : "Queued to chunk again:";
+    try {
+      const out = await documentsApi.bulk(
+        add ? "add_to_collection" : "remove_from_collection",
+        everything ? { filter } : ids,
+        target,
+      );
+      finish(bulkSummary(add ? `Added to ${name}:` : `Removed from ${name}:`, out));
+    } catch (e) {
+      onDone(`${add ? "Adding to" : "Removing from"} ${name} failed: ${errorMessage(e)}`, true);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  /** Chunk again: one request per document of the page. */
+  const rechunk = async () => {
+    setBusy(true);
+    const { ok, errors } = await each(ids, (id) => documentsApi.rechunk(id, "auto", null));
     const reasons = [...new Set(errors)].join("; ");
-    onDone(`${verb} ${plural(ok, "document")}.${errors.length ? ` ${errors.length} not: ${reasons}.` : ""}`, errors.length > 0);
+    onDone(`Queued to chunk again: ${plural(ok, "document")}.${errors.length ? ` ${errors.length} not: ${reasons}.` : ""}`, errors.length > 0);
     setBusy(false);
   };
 
   const run = async (action: "delete" | "retry") => {
     setBusy(true);
     // Retry only what can be retried: the failed ones (the server would refuse the others as a conflict).
-    const targets = action === "retry" ? ids.filter((id) => docs.some((d) => d.id === id && d.status === "failed")) : ids;
+    const failed = ids.filter((id) => docs.some((d) => d.id === id && d.status === "failed"));
+    const targets = everything ? { filter: action === "retry" ? (retryFilter ?? filter) : filter } : action === "retry" ? failed : ids;
     try {
-      const results = await documentsApi.bulk(action, targets);
-      const ok = results.filter((r) => r.ok).length;
-      const bad = results.filter((r) => !r.ok);
-      const verb = action === "delete" ? "Deleted" : "Queued again";
-      const reasons = [...new Set(bad.map((r) => r.error ?? "failed"))].join("; ");
-      onDone(`${verb} ${plural(ok, "document")}.${bad.length ? ` ${bad.length} not: ${reasons}.` : ""}`, bad.length > 0);
-      onSelect(new Set());
+      const out = await documentsApi.bulk(action, targets);
+      finish(bulkSummary(action === "delete" ? "Deleted" : "Queued again", out));
     } catch (e) {
       onDone(`${action === "delete" ? "Delete" : "Retry"} failed: ${errorMessage(e)}`, true);
     } finally {
@@ -103,12 +147,22 @@ export function BulkActions({ docs, selected, onSelect, onDone }: Props) {
       {ids.length > 0 && (
         <>
           <span className="muted small" data-testid="documents-selected" aria-live="polite">
-            {ids.length} selected
+            {everything ? `All ${count} matching selected` : `${ids.length} selected`}
           </span>
+          {all && more && !everything && (
+            <button type="button" className="btn btn-small btn-ghost" onClick={() => setMatching(true)} data-testid="documents-select-matching">
+              Select all {total} matching
+            </button>
+          )}
+          {everything && (
+            <button type="button" className="btn btn-small btn-ghost" onClick={() => finishClear()} data-testid="documents-select-clear">
+              Clear selection
+            </button>
+          )}
           {confirm ? (
             <>
               <button type="button" className="btn btn-danger btn-small" disabled={busy} onClick={() => void run("delete")} data-testid="bulk-delete-confirm">
-                Delete {plural(ids.length, "document")}
+                Delete {everything ? `all ${plural(count, "matching document")}` : plural(ids.length, "document")}
               </button>
               <button type="button" className="btn btn-small" onClick={() => setConfirm(false)} autoFocus data-testid="bulk-delete-cancel">
                 Cancel
@@ -122,17 +176,19 @@ export function BulkActions({ docs, selected, onSelect, onDone }: Props) {
               <button
                 type="button"
                 className="btn btn-small"
-                disabled={busy || failedCount === 0}
-                title={failedCount === 0 ? "Only failed documents can be retried" : undefined}
+                disabled={busy || !canRetry}
+                title={canRetry ? undefined : "Only failed documents can be retried"}
                 onClick={() => void run("retry")}
                 data-testid="bulk-retry"
               >
-                Retry{failedCount ? ` ${failedCount} failed` : ""}
+                {everything ? "Retry the failed ones" : `Retry${failedCount ? ` ${failedCount} failed` : ""}`}
               </button>
-              <button type="button" className="btn btn-small" disabled={busy} onClick={() => void runEach("rechunk")} data-testid="bulk-rechunk">
-                Re-chunk
-              </button>
-              {ids.length >= 2 && ids.length <= MAX_COMPARE && (
+              {!everything && (
+                <button type="button" className="btn btn-small" disabled={busy} onClick={() => void rechunk()} data-testid="bulk-rechunk">
+                  Re-chunk
+                </button>
+              )}
+              {!everything && ids.length >= 2 && ids.length <= MAX_COMPARE && (
                 <Link
                   className="btn btn-small"
                   to={`/chat?documents=${ids.map(encodeURIComponent).join(",")}&task=compare`}
@@ -158,10 +214,10 @@ export function BulkActions({ docs, selected, onSelect, onDone }: Props) {
                       </option>
                     ))}
                   </select>
-                  <button type="button" className="btn btn-small" disabled={busy || !target} onClick={() => void runEach("add")} data-testid="bulk-collection-add">
+                  <button type="button" className="btn btn-small" disabled={busy || !target} onClick={() => void runCollection(true)} data-testid="bulk-collection-add">
                     Add
                   </button>
-                  <button type="button" className="btn btn-small" disabled={busy || !target} onClick={() => void runEach("remove")} data-testid="bulk-collection-remove">
+                  <button type="button" className="btn btn-small" disabled={busy || !target} onClick={() => void runCollection(false)} data-testid="bulk-collection-remove">
                     Remove
                   </button>
                 </span>

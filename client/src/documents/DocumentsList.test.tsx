@@ -5,6 +5,7 @@ import { jsonResponse, makeDocument } from "../test/fixtures";
 import { mockServer, on } from "../test/server";
 import { DocumentRow } from "./DocumentRow";
 import { DocumentsPage, reasonFor } from "./DocumentsPage";
+import { CollectionsProvider } from "../collections/CollectionsContext";
 
 const many = (n: number, over: Partial<Document> = {}) =>
   Array.from({ length: n }, (_, i) => makeDocument({ id: `d${i}`, title: `Doc ${i}`, filename: `doc${i}.txt`, ...over }));
@@ -54,9 +55,8 @@ describe("documents page at scale", () => {
       on("GET", "/api/documents", () => jsonResponse({ documents: docs, total: 3 })),
       on("POST", "/api/documents/bulk", (c) => {
         const { action, ids } = c.body as { action: string; ids: string[] };
-        return jsonResponse({
-          results: ids.map((id) => ({ id, ok: action === "retry" || id !== "d1", error: id === "d1" ? "forbidden: only the document's owner can delete it" : null })),
-        });
+        const results = ids.map((id) => ({ id, ok: action === "retry" || id !== "d1", error: id === "d1" ? "forbidden: only the document's owner can delete it" : null }));
+        return jsonResponse({ results, matched: ids.length, done: results.filter((r) => r.ok).length });
       }),
     );
     render(<DocumentsPage />);
@@ -79,6 +79,62 @@ describe("documents page at scale", () => {
       "Deleted 1 document. 1 not: forbidden: only the document's owner can delete it.",
     );
   });
+
+  it("selects all N matching across pages and sends the filter, not the ids", async () => {
+    window.history.replaceState(null, "", "/documents?q=note&status=failed");
+    const srv = mockServer(
+      on("GET", "/api/documents", () => jsonResponse({ documents: many(50, { status: "failed" }), total: 60 })),
+      on("GET", "/api/collections", () => jsonResponse({ collections: [{ id: "c1", name: "Team", role: "owner", document_count: 0 }] })),
+      on("POST", "/api/documents/bulk", (c) => {
+        const body = c.body as { action: string };
+        if (body.action === "delete") return jsonResponse({ results: [{ id: "x", ok: false, error: "forbidden: only the document's owner can delete it" }], matched: 60, done: 59 });
+        return jsonResponse({ results: [], matched: 60, done: 60 });
+      }),
+    );
+    render(
+      <CollectionsProvider>
+        <DocumentsPage />
+      </CollectionsProvider>,
+    );
+    await screen.findAllByTestId("document-row");
+    expect(screen.queryByTestId("documents-select-matching")).toBeNull(); // nothing selected yet
+    fireEvent.click(screen.getByTestId("documents-select-all"));
+    expect(screen.getByTestId("documents-selected")).toHaveTextContent("50 selected");
+    fireEvent.click(screen.getByTestId("documents-select-matching"));
+    expect(screen.getByTestId("documents-selected")).toHaveTextContent("All 60 matching selected");
+    expect(screen.queryByTestId("bulk-rechunk")).toBeNull(); // per document: not across 60
+
+    // Into a collection: one request with the filter.
+    fireEvent.change(await screen.findByTestId("bulk-collection"), { target: { value: "c1" } });
+    fireEvent.click(screen.getByTestId("bulk-collection-add"));
+    await waitFor(() => expect(srv.find("POST", "/api/documents/bulk")).toHaveLength(1));
+    expect(srv.find("POST", "/api/documents/bulk")[0].body).toEqual({
+      action: "add_to_collection",
+      filter: { q: "note", status: "failed" },
+      collection_id: "c1",
+    });
+    expect(await screen.findByTestId("bulk-result")).toHaveTextContent("Added to Team: 60 documents.");
+    expect(screen.queryByTestId("documents-selected")).toBeNull(); // done: nothing selected
+
+    // Delete: the count in the confirmation, and the filter sent.
+    fireEvent.click(screen.getByTestId("documents-select-all"));
+    fireEvent.click(screen.getByTestId("documents-select-matching"));
+    fireEvent.click(screen.getByTestId("bulk-delete"));
+    expect(screen.getByTestId("bulk-delete-confirm")).toHaveTextContent("Delete all 60 matching documents");
+    fireEvent.click(screen.getByTestId("bulk-delete-confirm"));
+    await waitFor(() => expect(srv.find("POST", "/api/documents/bulk")).toHaveLength(2));
+    expect(srv.find("POST", "/api/documents/bulk")[1].body).toEqual({ action: "delete", filter: { q: "note", status: "failed" } });
+    expect(await screen.findByTestId("bulk-result")).toHaveTextContent(
+      "Deleted 59 documents. 1 not: forbidden: only the document's owner can delete it.",
+    );
+
+    // Unticking one row of the page is no longer "all matching".
+    fireEvent.click(screen.getByTestId("documents-select-all"));
+    fireEvent.click(screen.getByTestId("documents-select-matching"));
+    fireEvent.click(within(screen.getAllByTestId("document-row")[0]).getByTestId("document-select"));
+    expect(screen.getByTestId("documents-selected")).toHaveTextContent("49 selected");
+    expect(screen.queryByTestId("documents-select-matching")).toBeNull();
+  }, 60_000);
 
   it("offers Compare for two to four selected documents, as a whole-document comparison in chat", async () => {
     mockServer(on("GET", "/api/documents", () => jsonResponse({ documents: many(5), total: 5 })));

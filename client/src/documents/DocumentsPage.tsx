@@ -274,6 +274,8 @@ export function DocumentsPage() {
             docs={docs}
             selected={selected}
             onSelect={setSelected}
+            total={total}
+            filter={{ q: filters.q, status: filters.status, type: filters.type, collection_id: filters.collection_id, owner: filters.owner, meta: filters.meta }}
             onDone={(text, failed) => {
               setBulkNote({ text, failed });
               void refresh();

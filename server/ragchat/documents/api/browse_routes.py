@@ -9,15 +9,20 @@ from uuid import UUID
 from litestar import Controller, get, post
 from litestar.params import Parameter
 from litestar.response import Stream
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ragchat.core.audit import ReadAuditor
+from ragchat.core.errors import BadRequest
 from ragchat.core.principal import Principal
 from ragchat.core.search import Location
+from ragchat.documents.api.routes import meta_filter
+from ragchat.documents.api.schemas import DocumentStatus
 from ragchat.documents.api.service import DocumentService
+from ragchat.documents.catalog.listing import ListQuery, TypeFamily
 from ragchat.httpapi.http import error_responses, file_download
 
 MAX_BULK = 500
+MAX_MATCHING = 20_000  # "select all N matching": a filter may take this many documents at once
 MAX_CHUNKS = 500
 
 #: Types a browser may show inline: only PDF (the viewer renders it with pdf.js). Everything else is a download,
@@ -28,11 +33,45 @@ _SCRIPTABLE = ("html", "svg", "xml", "javascript", "ecmascript")
 FILE_CSP = "sandbox; default-src 'none'; img-src 'self'; style-src 'unsafe-inline'"
 
 
+class BulkFilter(BaseModel):
+    """GET /api/documents's filters: the action takes every document they match that the caller may read."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    q: str | None = Field(default=None, max_length=200, description="in the title or file name")
+    status: DocumentStatus | None = None
+    type: TypeFamily | None = None
+    collection_id: UUID | None = None
+    owner: Literal["me", "others"] | None = None
+    meta: str | None = Field(default=None, max_length=600, description="key=value")
+
+    def query(self) -> ListQuery:
+        key, value = meta_filter(self.meta)
+        q = self.q.strip() if self.q else None
+        return ListQuery(
+            q or None, self.status, self.type, self.collection_id, owner=self.owner, meta_key=key, meta_value=value
+        )
+
+
 class BulkBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    action: Literal["delete", "retry"]
-    ids: list[UUID] = Field(min_length=1, max_length=MAX_BULK, description=f"at most {MAX_BULK} document ids")
+    action: Literal["delete", "retry", "add_to_collection", "remove_from_collection"]
+    ids: list[UUID] | None = Field(
+        default=None, min_length=1, max_length=MAX_BULK, description=f"at most {MAX_BULK} document ids"
+    )
+    filter: BulkFilter | None = Field(
+        default=None, description=f"instead of `ids`: every matching document (at most {MAX_MATCHING:,})"
+    )
+    collection_id: UUID | None = Field(default=None, description="the collection to add to or remove from")
+
+    @model_validator(mode="after")
+    def one_target(self) -> BulkBody:
+        if (self.ids is None) == (self.filter is None):
+            raise ValueError("give either `ids` or `filter`")
+        if self.action.endswith("_collection") and self.collection_id is None:
+            raise ValueError(f"{self.action} needs `collection_id`")
+        return self
 
 
 class BulkResult(BaseModel):
@@ -44,7 +83,11 @@ class BulkResult(BaseModel):
 
 
 class BulkResults(BaseModel):
-    results: list[BulkResult]
+    results: list[BulkResult] = Field(
+        description=f"one per id; with `filter`: only those that failed (at most {MAX_BULK})"
+    )
+    matched: int = Field(description="documents the action was applied to (the distinct ids, or the filter's)")
+    done: int = Field(description="how many it worked for")
 
 
 class DocumentChunk(BaseModel):
@@ -91,13 +134,28 @@ def content_disposition(filename: str, inline: bool) -> str:
 class DocumentBrowseController(Controller):
     path = "/api/documents"
 
-    @post("/bulk", status_code=200, responses=error_responses(400))
+    @post("/bulk", status_code=200, responses=error_responses(400, 403, 404))
     async def bulk(self, data: BulkBody, documents: DocumentService, principal: Principal) -> BulkResults:
-        """Delete or retry up to 500 documents, each by the rules of its single route: only the owner deletes or
-        retries; retry takes a failed (or stuck) one. Ids the caller may not read (another user's) are reported
-        "not found" and never touched. One result per distinct id, in the order given."""
-        out = await documents.catalog.bulk(principal, data.action, data.ids)
-        return BulkResults(results=[BulkResult(id=i, ok=err is None, error=err) for i, err in out.items()])
+        """Delete, retry, add to or remove from a collection up to 500 documents by id, or every document a
+        `filter` matches (the list's filters; at most 20,000), each by the rules of its single route: only the
+        owner deletes, retries or adds to a collection; retry takes a failed (or stuck) one; a collection's
+        reader removes only their own. Documents the caller may not read (another user's) are never matched,
+        and ids of them are reported "not found" and never touched. One result per distinct id, in order."""
+        ids = data.ids or []
+        if data.filter is not None:
+            ids = await documents.catalog.matching(principal, data.filter.query(), MAX_MATCHING)
+            if len(ids) > MAX_MATCHING:
+                raise BadRequest(f"more than {MAX_MATCHING:,} documents match: narrow the search and try again")
+        if data.action in ("delete", "retry"):
+            out = await documents.catalog.bulk(principal, data.action, ids) if ids else {}
+        else:  # the collection is checked even when nothing matches (404 for a stranger, 403 for a reader's add)
+            assert data.collection_id is not None  # checked by BulkBody
+            add = data.action == "add_to_collection"
+            out = await documents.catalog.bulk_collection(principal, add, data.collection_id, ids)
+        results = [BulkResult(id=i, ok=err is None, error=err) for i, err in out.items()]
+        if data.filter is not None:
+            results = [r for r in results if not r.ok][:MAX_BULK]
+        return BulkResults(results=results, matched=len(out), done=sum(err is None for err in out.values()))
 
     @get("/{document_id:uuid}/file", responses=error_responses(404), operation_class=file_download("*/*"))
     async def file(

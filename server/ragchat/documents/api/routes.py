@@ -72,7 +72,7 @@ async def upload_results(
     return UploadResults(results=results)
 
 
-def _meta_filter(raw: str | None) -> tuple[str | None, str | None]:
+def meta_filter(raw: str | None) -> tuple[str | None, str | None]:
     """`key=value` split and checked like stored metadata (a 400 names what is wrong)."""
     if raw is None:
         return None, None
@@ -107,7 +107,7 @@ class DocumentController(Controller):
         """What I may read: my documents and those shared with me (`collection_id`: one collection's; `owner`:
         only mine or only others'; `meta`: `subject=History`), one page (newest first unless `sort`/`order` say
         otherwise) with `total`, how many match in all."""
-        key, value = _meta_filter(meta)
+        key, value = meta_filter(meta)
         query = ListQuery(
             q.strip() if q else None, status, type, collection_id, sort, order, limit, offset, owner, key, value
         )

@@ -71,7 +71,7 @@ def like_pattern(text: str) -> str:
     return f"%{escaped}%"
 
 
-def _filters(query: ListQuery, reader: UUID) -> tuple[list[sql.Composable], dict[str, Any]]:
+def filters(query: ListQuery, reader: UUID) -> tuple[list[sql.Composable], dict[str, Any]]:
     where: list[sql.Composable] = []
     params: dict[str, Any] = {}
     if query.owner:
@@ -107,7 +107,7 @@ async def list_page(conn: Conn, reader: UUID, query: ListQuery) -> tuple[list[di
     """One page of what `reader` may read, filtered and sorted (ties broken by id, so pages never overlap), and
     how many match in all."""
     scope = await read_scope(conn, reader)
-    where, params = _filters(query, reader)
+    where, params = filters(query, reader)
     clause = sql.SQL(" AND ").join([readable(scope, "d.owner_id", "d.id"), *where])
     params |= scope_params(scope) | {"limit": query.limit, "offset": query.offset}
     direction = sql.SQL("ASC" if query.order == "asc" else "DESC")

@@ -14,7 +14,7 @@ from ragchat.core.principal import Principal
 from ragchat.core.reading import DocumentSections, Section
 from ragchat.db.pool import Pool
 from ragchat.db.replicas import ReadRouter
-from ragchat.documents.catalog import chunk_store, corpus, listing
+from ragchat.documents.catalog import bulk, chunk_store, corpus, listing
 from ragchat.documents.catalog import repository as repo
 from ragchat.documents.catalog.listing import ListQuery
 
@@ -189,6 +189,36 @@ class CatalogService:
             out = await listing.bulk_retry(conn, principal.user_id, unique)
         if any(v is None for v in out.values()):
             self._on_requeued()
+        return out
+
+    async def matching(self, principal: Principal, query: ListQuery, cap: int) -> list[UUID]:
+        """The ids of what the list filter `query` matches in the principal's read scope (at most `cap` + 1)."""
+        async with self.pool.connection() as conn:
+            return await bulk.matching_ids(conn, principal.user_id, query, cap)
+
+    async def bulk_collection(
+        self, principal: Principal, add: bool, collection_id: UUID, ids: Sequence[UUID]
+    ) -> dict[UUID, str | None]:
+        """Put many documents into a collection (their owner, a writer of it) or take them out (a writer; a
+        reader only their own), with the single routes' rules; per id None or why not; one audit row."""
+        unique = list(dict.fromkeys(ids))
+        async with self.pool.connection() as conn:
+            role = await repo.collection_role(conn, principal.user_id, collection_id)
+            if role is None:
+                raise NotFound(f"collection {collection_id} not found")
+            if add and role == "read":
+                raise Forbidden(f"you may only read collection {collection_id}: ask its owner for write access")
+            if add:
+                out = await bulk.add_to_collection(conn, principal.user_id, collection_id, unique)
+            else:
+                out = await bulk.remove_from_collection(conn, principal.user_id, collection_id, role, unique)
+            done = [str(i) for i, why in out.items() if why is None]
+            if done:
+                action = AuditAction.COLLECTION_DOCUMENT_ADD if add else AuditAction.COLLECTION_DOCUMENT_REMOVE
+                details = {"bulk": True, "documents": len(done), "document_ids": done[:100]}
+                await self.audit.record(
+                    conn, action, principal, target_type="collection", target_id=collection_id, details=details
+                )
         return out
 
     async def delete(self, principal: Principal, document_id: UUID) -> None:
