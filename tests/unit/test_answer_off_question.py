@@ -117,13 +117,17 @@ async def test_the_judge_sees_the_question_and_says_whether_it_is_answered() -> 
     assert v.report.answers_question is True and not v.off_question and v.warnings == 0
 
 
-async def test_a_judge_reply_without_the_question_field_keeps_the_cheap_checks() -> None:
+async def test_a_judge_reply_without_the_question_field_keeps_its_verdicts_and_the_cheap_question_check() -> None:
     question = "Along with public schools, what type of school was recognized under the South African Schools Act?"
     text = "Public schools were recognized under the South African Schools Act. [1]"
-    for bad in ('{"verdicts": ["supported"]}', '{"verdicts": ["supported", "weak"], "answers_question": true}'):
-        v = await verify_answer(text, results(SCHOOLS), None, question=question, judge=Judge(bad))
-        assert not v.report.judged and v.report.answers_question is None
-        assert v.off_question  # the cheap check still sees it only says the question back
+    judge = Judge('{"verdicts": ["weak"]}')  # a server that does not decode under the schema may leave it out
+    v = await verify_answer(text, results(SCHOOLS), None, question=question, judge=judge)
+    assert v.report.judged and v.report.answers_question is None and [c.verdict for c in v.report.citations] == ["weak"]
+    assert judge.schema["required"] == ["verdicts", "answers_question"]  # asked for all the same
+    assert v.off_question  # the cheap check still sees it only says the question back
+    bad = Judge('{"verdicts": ["supported", "weak"], "answers_question": true}')  # two verdicts for one claim
+    v = await verify_answer(text, results(SCHOOLS), None, question=question, judge=bad)
+    assert not v.report.judged and v.report.answers_question is None and v.off_question
 
 
 def test_the_judge_without_a_question_is_asked_as_before() -> None:

@@ -42,9 +42,10 @@ class JudgeReply(BaseModel):
 
 
 class QuestionJudgeReply(JudgeReply):
-    """One verdict per claim, in order, and whether the answer gives what the question asks for."""
+    """One verdict per claim, in order, and whether the answer gives what the question asks for (asked for in
+    the schema; a reply without it keeps its verdicts, and the cheap question check decides)."""
 
-    answers_question: bool
+    answers_question: bool | None = None
 
 
 JUDGE_SYSTEM = (
@@ -83,6 +84,9 @@ def reply_schema(shape: type[JudgeReply], claims: int) -> dict[str, Any]:
     under the schema (llama.cpp, vLLM, Ollama) then cannot give a wrong count, which small models otherwise do."""
     schema = shape.model_json_schema()
     schema["properties"]["verdicts"] |= {"minItems": claims, "maxItems": claims}
+    if "answers_question" in schema["properties"]:
+        schema["properties"]["answers_question"] = {"type": "boolean"}
+        schema["required"] = ["verdicts", "answers_question"]
     return schema
 
 
