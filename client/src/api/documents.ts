@@ -30,8 +30,9 @@ export interface ListParams {
 export const PAGE_SIZE = 50;
 
 export type BulkAction = JsonBody<"/api/documents/bulk", "post">["action"];
-/** The list's filters a "select all N matching" action sends ("" is not filtered). */
-export type BulkFilter = Pick<ListParams, "q" | "status" | "type" | "collection_id" | "owner" | "meta">;
+/** The list's filters as the page holds them ("" is not filtered), sent by a "select all N matching" action as
+ * the schema's `BulkFilter` once the empty ones are dropped. */
+export type MatchingFilter = Pick<ListParams, "q" | "status" | "type" | "collection_id" | "owner" | "meta">;
 
 /** `params` without its empty ("") values: the server reads an empty filter as a bad value. */
 function present<T extends object>(params: T): { [K in keyof T]: Exclude<T[K], ""> } {
@@ -116,7 +117,7 @@ export const documentsApi = {
    * found, forbidden, conflict), or every document a list filter matches ("select all N matching": the server
    * applies it inside what I may read; only the failures come back), with how many matched and how many worked.
    */
-  bulk: (action: BulkAction, target: string[] | { filter: BulkFilter }, collectionId?: string) =>
+  bulk: (action: BulkAction, target: string[] | { filter: MatchingFilter }, collectionId?: string) =>
     post("/api/documents/bulk", {
       body: {
         action,

@@ -3,7 +3,7 @@ import { errorMessage } from "../api/client";
 import type { BulkResults, Document } from "../api/types";
 import { plural } from "../lib/format";
 import { useCollections } from "../collections/CollectionsContext";
-import { documentsApi, type BulkFilter } from "../api/documents";
+import { documentsApi, type MatchingFilter } from "../api/documents";
 import { Link } from "../lib/router";
 
 /** The server compares 2 to 4 whole documents (MAX_TASK_DOCUMENTS). */
@@ -46,7 +46,7 @@ interface Props {
   onDone: (message: string, failed: boolean) => void;
   /** How many documents match the list's filters (all pages), and those filters. */
   total?: number | null;
-  filter?: BulkFilter;
+  filter?: MatchingFilter;
 }
 
 /**
@@ -87,7 +87,7 @@ export function BulkActions({ docs, selected, onSelect, onDone, total = null, fi
     setMatching(false);
   };
 
-  /** Add to / remove from a collection: one request (the ids, or the filter). */
+  /** Add to / remove from a collection: one call (the ids, or the filter). */
   const runCollection = async (add: boolean) => {
     setBusy(true);
     const name = writable.find((c) => c.id === target)?.name ?? "";
