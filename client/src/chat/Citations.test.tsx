@@ -269,19 +269,21 @@ describe("sentences without a source", () => {
     expect(screen.getByTestId("citation-summary").textContent).toContain("no search of your documents was made");
   });
 
+  /** A one-sentence answer its passage supports, with `over` changed. */
+  const oneSupported = (over: Partial<CitationReport>): CitationReport => ({
+    ...REPORT,
+    citations: [check(RIGHT, 1, "supported")],
+    unsupported: 0,
+    missing: 0,
+    sentences: 1,
+    supported_sentences: 1,
+    all_supported: true,
+    summary: "1 of 1 sentences supported by the cited passages",
+    ...over,
+  });
+
   it("warns when the answer may not answer what was asked, and never beside Not in your documents", () => {
-    const supported: CitationReport = {
-      ...REPORT,
-      citations: [check(RIGHT, 1, "supported")],
-      unsupported: 0,
-      missing: 0,
-      sentences: 1,
-      supported_sentences: 1,
-      all_supported: true,
-      summary: "1 of 1 sentences supported by the cited passages",
-      off_question: true,
-      warnings: 1,
-    };
+    const supported = oneSupported({ off_question: true, warnings: 1 });
     const { unmount } = render(
       <MessageItem message={answer({ content: `${RIGHT} [1]`, citations: supported })} canRetry={false} />,
     );
@@ -299,18 +301,7 @@ describe("sentences without a source", () => {
   });
 
   it("never shows a clean check mark beside Not in your documents", () => {
-    const elsewhere: CitationReport = {
-      ...REPORT,
-      citations: [check(RIGHT, 1, "supported")],
-      unsupported: 0,
-      missing: 0,
-      sentences: 1,
-      supported_sentences: 1,
-      all_supported: true,
-      not_covered: true,
-      summary: "1 of 1 sentences supported by the cited passages",
-      warnings: 1,
-    };
+    const elsewhere = oneSupported({ not_covered: true, warnings: 1 });
     render(<MessageItem message={answer({ content: `${RIGHT} [1]`, citations: elsewhere })} canRetry={false} />);
     const line = screen.getByTestId("citation-summary");
     expect(line.className).not.toContain("citation-summary-ok");
