@@ -41,7 +41,7 @@ def main() -> None:
     ap.add_argument("--json", type=Path, default=Path(__file__).parent / "results" / "chunk_cost.json", help="output")
     args = ap.parse_args()
     settings = Settings()
-    embedder = build_embedder(settings)
+    embedder = build_embedder(settings.embeddings, settings.llm)
     embed = blocking_embed(embedder, None)
     rng = random.Random(34)
     notes = [note(rng) for _ in range(args.notes)]
@@ -58,8 +58,8 @@ def main() -> None:
                 embedder.count_tokens,
                 embed,
                 strategy=strategy,  # type: ignore[arg-type]
-                max_tokens=settings.chunk_tokens,
-                overlap=settings.chunk_overlap,
+                max_tokens=settings.ingestion.chunk_tokens,
+                overlap=settings.ingestion.chunk_overlap,
                 max_chars=2000,
             )
             embedder.embed_sync([c.content for c in result.chunks])  # type: ignore[attr-defined]

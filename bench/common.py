@@ -44,7 +44,7 @@ def bench_settings(data_dir: Path, **overrides: Any) -> Settings:
 async def bench_runtime(
     settings: Settings, *, embedder: EmbeddingProvider | None = None, llm: LLMProvider | None = None
 ) -> AsyncIterator[Runtime]:
-    """The runtime the server would build (embedded Postgres in settings.data_dir, migrations, pool, spaces,
+    """The runtime the server would build (embedded Postgres in settings.database.data_dir, migrations, pool, spaces,
     searcher, documents, chat), with `embedder` / `llm` used instead of the configured ones when given (the
     caller closes those). Everything the runtime opened is closed, and its pgserver stopped, on exit."""
     async with open_runtime(settings, Overrides(embedder=embedder, llm=llm)) as rt:
@@ -54,7 +54,7 @@ async def bench_runtime(
 def load_embedder(settings: Settings) -> Any:
     """The configured embedding provider (`build_embedder`, as the runtime builds it), warmed up; the caller
     closes it (`await embedder.close()`). For the default provider this is `SentenceTransformerEmbedder`."""
-    embedder = build_embedder(settings)
+    embedder = build_embedder(settings.embeddings, settings.llm)
     if hasattr(embedder, "embed_sync"):
         embedder.embed_sync(["warm up the model"])  # first call pays lazy initialisation
     return embedder

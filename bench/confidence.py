@@ -140,7 +140,7 @@ async def main() -> None:
         best = {name: (await embedder.embed_queries(qs) @ docs.T).max(axis=1) for name, qs in groups.items() if qs}
     finally:
         await embedder.close()
-    print(f"model {settings.embed_model}: {len(texts)} chunks, best-hit cosine similarity per query\n")
+    print(f"model {settings.embeddings.embed_model}: {len(texts)} chunks, best-hit cosine similarity per query\n")
     print("| group | n | p10 | p25 | median | p75 | p90 |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for name, sims in best.items():

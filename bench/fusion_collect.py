@@ -36,7 +36,7 @@ async def collect(cache: Path, datasets: list[BeirDataset], depth: int) -> dict[
     sim}}}, "source": {chunk: corpus id}}}, from the JSON cache when it is there."""
     out: dict[str, dict[str, Any]] = {}
     settings = bench_settings(cache / "data")
-    kc = settings.keyword_candidates
+    kc = settings.retrieval.keyword_candidates
     missing = [d for d in datasets if not cache_path(cache, d, depth, kc).exists()]
     if missing:
         async with bench_runtime(settings) as rt:

@@ -107,9 +107,9 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     real = await asyncio.to_thread(load_embedder, settings)  # build_embedder(settings), warmed up
     out: dict[str, Any] = {
         "records": len(lines),
-        "embed_batch_size": settings.embed_batch_size,
-        "chunk_tokens": settings.chunk_tokens,
-        "chunk_overlap": settings.chunk_overlap,
+        "embed_batch_size": settings.embeddings.embed_batch_size,
+        "chunk_tokens": settings.ingestion.chunk_tokens,
+        "chunk_overlap": settings.ingestion.chunk_overlap,
         "cpu_context_start": context,
     }
     try:
@@ -128,7 +128,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             # --- raw model encode on the same texts, batches of EMBED_BATCH_SIZE, same process, warm model
             print(f"  raw encode of {len(texts)} texts ...", file=sys.stderr, flush=True)
             cpu0 = self_cpu()
-            raw_s = raw_encode(real, texts, settings.embed_batch_size)
+            raw_s = raw_encode(real, texts, settings.embeddings.embed_batch_size)
             raw = {
                 "texts": len(texts),
                 "seconds": round(raw_s, 2),

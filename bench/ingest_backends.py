@@ -48,8 +48,13 @@ def load(settings: Settings) -> tuple[dict[str, Any], dict[str, float]]:
 
     loaded, seconds = {}, {}
     for name, build in (
-        ("torch", lambda: SentenceTransformerEmbedder(batch_size=settings.embed_batch_size)),
-        ("onnx-int8", lambda: OnnxEmbedder(batch_size=settings.embed_batch_size, cache_dir=settings.embed_cache_dir)),
+        ("torch", lambda: SentenceTransformerEmbedder(batch_size=settings.embeddings.embed_batch_size)),
+        (
+            "onnx-int8",
+            lambda: OnnxEmbedder(
+                batch_size=settings.embeddings.embed_batch_size, cache_dir=settings.embeddings.embed_cache_dir
+            ),
+        ),
     ):
         start = time.perf_counter()
         loaded[name] = build()
@@ -144,7 +149,7 @@ def chunked_corpus(dataset: Any, settings: Settings, count: Any) -> tuple[list[s
     doc_ids, texts = [], []
     for doc_id, title, text in iter_corpus(dataset.corpus_path):
         for chunk in chunk_sections(
-            [Section(text)], count, max_tokens=settings.chunk_tokens, overlap=settings.chunk_overlap
+            [Section(text)], count, max_tokens=settings.ingestion.chunk_tokens, overlap=settings.ingestion.chunk_overlap
         ):
             doc_ids.append(doc_id)
             texts.append(embedding_text(title, chunk.content))
@@ -254,7 +259,7 @@ async def run(args: Any) -> dict[str, Any]:
     log(f"loaded {out['load_s']}")
     if not args.only_ndcg:
         texts = chunks_256(args.chunks)
-        out["raw_256_token_chunks"] = throughput(embedders, texts, args.rounds, settings.embed_batch_size)
+        out["raw_256_token_chunks"] = throughput(embedders, texts, args.rounds, settings.embeddings.embed_batch_size)
         log(f"raw {out['raw_256_token_chunks']}")
         queries = [q for _, q in zip(range(args.queries), load_beir(DATA, "train").queries.values(), strict=False)]
         out["query_latency_ms"] = query_latency(embedders, queries)

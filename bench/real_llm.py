@@ -66,6 +66,7 @@ from ragchat.providers.llm import build_llm
 from ragchat.providers.llm.base import LLMProvider
 from ragchat.retrieval.rerank import parse_score
 from ragchat.runtime import Overrides, open_runtime
+from ragchat.settings.layout import WHERE
 from tests.real.model import RealLLM, ensure_model, ensure_runtime
 
 log = logging.getLogger("bench.real_llm")
@@ -496,7 +497,7 @@ async def one_turn(rt: Any, principal: Principal, question: str, fact: list[str]
     done: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
     order: list[str] = []
-    options = options_of(rt.settings, mode="hybrid", rerank=False, default_limit=rt.settings.chat_search_limit)
+    options = options_of(rt.settings, mode="hybrid", rerank=False, default_limit=rt.settings.llm.chat_search_limit)
     run = await rt.chat.start(principal, ChatRequest(message=question, options=options))  # as POST /api/chat does
     async for _, event in run.follow(0):
         kind, data = event.event, event.data
@@ -726,7 +727,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             log_level="warning",
         )
         out["settings"] = {
-            k: getattr(settings, k)
+            k: getattr(getattr(settings, WHERE[k.upper()][0]), k)
             for k in (
                 "llm_timeout_s",
                 "rerank_timeout_s",
@@ -743,7 +744,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 "embed_model",
             )
         }
-        llm = build_llm(settings)
+        llm = build_llm(settings.llm)
         counter = CountingLLM(llm)
         try:
             async with open_runtime(settings, Overrides(llm=llm, rerank_llm=counter)) as rt:  # type: ignore[arg-type]

@@ -401,16 +401,23 @@ async def run(args: argparse.Namespace) -> None:
         expansion_timeout_s=args.call_timeout,
         log_level="warning",
     )
-    llm = build_llm(settings)
+    llm = build_llm(settings.llm)
     replay = ReplayLLM(llm)
     try:
         async with open_runtime(settings, Overrides(llm=llm, rerank_llm=replay)) as rt:
             rerankers = {
-                m: LLMReranker(replay, settings.model_copy(update={"rerank_method": m}), cache_size=0)
+                m: LLMReranker(
+                    replay,
+                    settings.retrieval.model_copy(update={"rerank_method": m}),
+                    settings.llm.effective_rerank_model,
+                    cache_size=0,
+                )
                 for m in ("json", "logprobs", "listwise")
             }
             rt.searcher.reranker = rerankers["json"]
-            rt.searcher.expander = LLMExpander(replay, settings, cache_size=0)
+            rt.searcher.expander = LLMExpander(
+                replay, settings.retrieval, settings.llm.effective_rerank_model, cache_size=0
+            )
             for name, ds in sets.items():
                 start = time.perf_counter()
                 n = await ensure_corpus(rt.accounts, rt.documents.ingestion, ds, eval_owner(ds))

@@ -83,10 +83,15 @@ async def run(args: argparse.Namespace) -> None:
         rerank_listwise_size=args.listwise_size,
         rerank_early_stop=not args.no_early_stop,
     )
-    llm = build_llm(settings)
+    llm = build_llm(settings.llm)
     replay = arms.ReplayLLM(llm)
     rerankers = {
-        m: LLMReranker(replay, settings.model_copy(update={"rerank_method": m}), cache_size=0)
+        m: LLMReranker(
+            replay,
+            settings.retrieval.model_copy(update={"rerank_method": m}),
+            settings.llm.effective_rerank_model,
+            cache_size=0,
+        )
         for m in ("json", "logprobs", "listwise")
     }
     await arms.wait_model_free()

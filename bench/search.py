@@ -351,9 +351,9 @@ async def keyword_db(
                 q,
                 scope=ReadScope(BENCH_OWNER),
                 n=n,
-                scorer=settings.keyword_scorer,
-                k1=settings.bm25_k1,
-                b=settings.bm25_b,
+                scorer=settings.retrieval.keyword_scorer,
+                k1=settings.retrieval.bm25_k1,
+                b=settings.retrieval.bm25_b,
                 candidates=candidates,
             )
             lat.append((time.perf_counter() - start) * 1000)
@@ -406,10 +406,10 @@ async def explain_keyword(conn: Conn, query: str, settings: Settings, n: int) ->
     """EXPLAIN ANALYZE of the keyword arm's main BM25 statement, rebuilt the way `keyword_search` builds it."""
     try:
         terms, _n, avgdl = await kw.query_terms(conn, query, ReadScope(BENCH_OWNER))
-        chosen = kw.candidate_terms(terms, settings.keyword_candidates)
+        chosen = kw.candidate_terms(terms, settings.retrieval.keyword_candidates)
         plans = []
         tsqs = []
-        if len(chosen) == 1 and chosen[0].df > settings.keyword_candidates and len(terms) > 1:
+        if len(chosen) == 1 and chosen[0].df > settings.retrieval.keyword_candidates and len(terms) > 1:
             tsqs.append(("and-of-rarest", kw.and_query([t.term for t in terms[:4]])))
         tsqs.append(("or-of-chosen", kw.or_query([t.term for t in chosen])))
         for label, tsq in tsqs:
@@ -419,9 +419,9 @@ async def explain_keyword(conn: Conn, query: str, settings: Settings, n: int) ->
                 "owner": BENCH_OWNER,
                 "tsq": tsq,
                 "n": n,
-                "cap": max(settings.keyword_candidates, n),
-                "k1": settings.bm25_k1,
-                "b": settings.bm25_b,
+                "cap": max(settings.retrieval.keyword_candidates, n),
+                "k1": settings.retrieval.bm25_k1,
+                "b": settings.retrieval.bm25_b,
                 "avgdl": avgdl,
                 "terms": [t.term for t in terms],
                 "idfs": [t.idf for t in terms],
@@ -538,16 +538,16 @@ async def measure_size(
     indexed = await fetch(
         conn, "SELECT reltuples FROM pg_class WHERE oid = to_regclass(quote_ident(%s))", (space.index_relname,)
     )
-    policy = EfPolicy(settings.hnsw_ef_search, settings.hnsw_ef_growth)
+    policy = EfPolicy(settings.retrieval.hnsw_ef_search, settings.retrieval.hnsw_ef_growth)
     ef_now = policy.at(float(indexed[0]["reltuples"]) if indexed else 1.0)
-    ef_values = sorted({settings.hnsw_ef_search, ef_now, *args.explore_ef})
+    ef_values = sorted({settings.retrieval.hnsw_ef_search, ef_now, *args.explore_ef})
     rl = await recall_and_latency(rt, conn, space, qvecs, ef_values, args.exact_timing)
     detail["vector_db"] = rl
     detail["ef_search_effective"] = ef_now
     detail["recall_at_10"] = rl[str(ef_now)]["recall_at_10"]
 
     kwd: dict[str, Any] = {}
-    for cands in sorted({settings.keyword_candidates, *args.explore_candidates}):
+    for cands in sorted({settings.retrieval.keyword_candidates, *args.explore_candidates}):
         kwd[str(cands)] = {
             "queries_db_n50": await keyword_db(rt, queries, settings, cands),
             "common_db_n50": await keyword_db(rt, [common] * 20, settings, cands),
@@ -567,7 +567,7 @@ async def measure_size(
     detail["explain"] = {
         "keyword_common": await explain_keyword(conn, common, settings, HYBRID_ARM_DEPTH),
         "keyword_typical": await explain_keyword(conn, queries[0], settings, HYBRID_ARM_DEPTH),
-        "vector_n50": await explain_vector(conn, space, qvecs[0], settings.hnsw_ef_search, HYBRID_ARM_DEPTH),
+        "vector_n50": await explain_vector(conn, space, qvecs[0], settings.retrieval.hnsw_ef_search, HYBRID_ARM_DEPTH),
         "hydrate_10": await explain_hydrate(conn, space, qvecs[0], top),
     }
     return summary, detail
@@ -673,11 +673,11 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 return {"build_only": True}
             largest = str(max(args.sizes))
             out["hnsw_recall_at_10"] = details[largest]["recall_at_10"]
-            out["hnsw_ef_search"] = settings.hnsw_ef_search
-            out["hnsw_ef_growth"] = settings.hnsw_ef_growth
-            out["hnsw_filtered_ef_factor"] = settings.hnsw_filtered_ef_factor
+            out["hnsw_ef_search"] = settings.retrieval.hnsw_ef_search
+            out["hnsw_ef_growth"] = settings.retrieval.hnsw_ef_growth
+            out["hnsw_filtered_ef_factor"] = settings.retrieval.hnsw_filtered_ef_factor
             out["ef_search_by_size"] = {s: d.get("ef_search_effective") for s, d in details.items()}
-            out["keyword_candidates"] = settings.keyword_candidates
+            out["keyword_candidates"] = settings.retrieval.keyword_candidates
             out["recall_at_10_by_size"] = {s: d["recall_at_10"] for s, d in details.items()}
             out["build"] = builds
             out["memory"] = memory_by_size

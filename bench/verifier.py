@@ -94,7 +94,8 @@ def examples(rng: random.Random, docs: list[dict[str, Any]], per_label: int) -> 
 
 
 async def run(per_label: int) -> dict[str, Any]:
-    embedder = build_embedder(Settings())
+    settings = Settings()
+    embedder = build_embedder(settings.embeddings, settings.llm)
     rng = random.Random(35)
     rows: list[dict[str, Any]] = []
     for name in SETS:

@@ -78,7 +78,7 @@ def run(spec: str, corpus: Path, limit: int | None) -> dict[str, Any]:
     tmp = Path(tempfile.mkdtemp(prefix=f"ragchat-workers{workers}-"))
     try:
         settings = bench_settings(tmp, ingest_workers=0)
-        database = prepare_database(settings)  # the embedded server, started once and shared by every process
+        database = prepare_database(settings.database)  # the embedded server, started once and shared by every process
         try:
             settings = settings.model_copy(update={"database_url": database.uri})
             data = corpus.read_bytes()

@@ -137,10 +137,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "started": time.strftime("%Y-%m-%d %H:%M:%S"),
         "context_before": cpu_context(),
         "settings": {
-            "search_mode": settings.search_mode,
-            "fusion": settings.fusion,
-            "embed_model": settings.embed_model,
-            "fusion_vector_weight_other_languages": getattr(settings, "fusion_vector_weight_other_languages", None),
+            "search_mode": settings.retrieval.search_mode,
+            "fusion": settings.retrieval.fusion,
+            "embed_model": settings.embeddings.embed_model,
+            "fusion_vector_weight_other_languages": settings.retrieval.fusion_vector_weight_other_languages,
         },
         "languages": {},
     }

@@ -200,7 +200,9 @@ def live_app(settings: Settings, embedder: Any) -> Iterator[Any]:
 
     def start(llm: Any = None, **overrides: Any) -> LiveServer:
         app_settings = settings.model_copy(update=overrides)
-        local = app_settings.embed_provider == "sentence-transformers"  # else the runtime builds the remote one
+        local = (
+            app_settings.embeddings.embed_provider == "sentence-transformers"
+        )  # else the runtime builds the remote one
         app = create_app(app_settings, overrides=Overrides(embedder=embedder if local else None, llm=llm))
         server = LiveServer(app).__enter__()
         servers.append(server)

@@ -33,6 +33,7 @@ from ragchat.documents.api.browse_routes import DocumentBrowseController
 from ragchat.documents.api.collection_routes import CollectionController
 from ragchat.documents.api.metadata_routes import MetadataController
 from ragchat.documents.api.routes import DocumentController
+from ragchat.documents.api.scan_routes import ScanController
 from ragchat.documents.api.service import DocumentService
 from ragchat.documents.collections.service import CollectionService
 from ragchat.evaluation.routes import EvalController
@@ -76,7 +77,7 @@ _CHANGES_READS = ("/api/documents", "/api/collections", "/api/admin/")
 
 def _client_dist(settings: Settings) -> Path:
     """CLIENT_DIST, else the installed package's copy of the built client, else the checkout's client/dist."""
-    return settings.client_dist or client_dist()
+    return settings.server.client_dist or client_dist()
 
 
 def create_app(settings: Settings, runtime: Runtime | None = None, *, overrides: Overrides | None = None) -> Litestar:
@@ -102,7 +103,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, overrides:
             stop = asyncio.Event()
             workers = [
                 asyncio.create_task(rt.documents.ingestion.run_worker(stop), name="ingest-worker")
-                for _ in range(settings.ingest_workers)
+                for _ in range(settings.ingestion.ingest_workers)
             ]
             try:
                 yield
@@ -152,8 +153,13 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, overrides:
             *account_handlers(),
             *oidc_handlers(),
             # uploads are the one route with a big body: MAX_UPLOAD_MB (+ framing), refused while streaming
-            Router("/", route_handlers=[DocumentController], request_max_body_size=settings.max_upload_request_bytes),
+            Router(
+                "/",
+                route_handlers=[DocumentController],
+                request_max_body_size=settings.ingestion.max_upload_request_bytes,
+            ),
             DocumentBrowseController,
+            ScanController,
             CollectionController,
             MetadataController,
             *search_handlers(),
@@ -202,17 +208,17 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, overrides:
         lifespan=[lifespan],
         exception_handlers={Exception: error_response},
         middleware=[
-            lambda app: ProxyHeadersMiddleware(app, trusted=settings.trusted_proxies),
+            lambda app: ProxyHeadersMiddleware(app, trusted=settings.server.trusted_proxies),
             *tracing.asgi_middleware(),  # OpenTelemetry's request spans, when tracing is on
             AccessLogMiddleware,
             lambda app: SecurityMiddleware(
-                app, allowed_hosts=settings.host_allowlist, trusted_origins=settings.trusted_origins
+                app, allowed_hosts=settings.server.host_allowlist, trusted_origins=settings.server.trusted_origins
             ),
         ],
         before_send=[response_headers(allow)],
         after_response=after_write,
         openapi_config=openapi_config(__version__),
-        request_max_body_size=settings.max_json_bytes,
+        request_max_body_size=settings.server.max_json_bytes,
         debug=False,
         logging_config=None,  # the CLI (or the embedding program) configures logging; errors are logged by us
     )

@@ -32,7 +32,7 @@ from ragchat.documents.collections.service import CollectionService
 from ragchat.documents.metadata.extraction import MetadataExtractor
 from ragchat.observability.logs import say
 from ragchat.policy.request import RequestPolicy
-from ragchat.preferences.service import PreferencesService
+from ragchat.preferences.service import PreferencesService, environment_defaults
 from ragchat.providers.embeddings import build_embedder
 from ragchat.providers.embeddings.base import EmbeddingProvider
 from ragchat.providers.llm import build_llm
@@ -126,25 +126,25 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
         watchdog: DatabaseWatchdog | None = None
         pool = given.pool
         if pool is None:
-            database = await asyncio.to_thread(prepare_database, settings)
+            database = await asyncio.to_thread(prepare_database, settings.database)
             stack.callback(database.close)
             owned = make_pool(
                 database.uri,
-                min_size=settings.db_pool_min,
-                max_size=settings.db_pool_max,
-                timeout=settings.db_pool_timeout_s,
-                prepared_statements=settings.database_prepared_statements,
+                min_size=settings.database.db_pool_min,
+                max_size=settings.database.db_pool_max,
+                timeout=settings.database.db_pool_timeout_s,
+                prepared_statements=settings.database.database_prepared_statements,
             )
             await owned.open(wait=True)
             stack.push_async_callback(owned.close)
             pool = owned
-            if settings.db_watchdog_interval_s > 0:
+            if settings.database.db_watchdog_interval_s > 0:
                 watchdog = DatabaseWatchdog(
                     owned,
                     database.uri,
                     embedded=database.embedded,
-                    interval_s=settings.db_watchdog_interval_s,
-                    timeout_s=settings.db_probe_timeout_s,
+                    interval_s=settings.database.db_watchdog_interval_s,
+                    timeout_s=settings.database.db_probe_timeout_s,
                 )
 
         async with pool.connection() as conn:
@@ -154,42 +154,64 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
 
         embedder = given.embedder
         if embedder is None:
-            embedder = await asyncio.to_thread(build_embedder, settings)
+            embedder = await asyncio.to_thread(build_embedder, settings.embeddings, settings.llm)
             stack.push_async_callback(embedder.close)
 
         def embedder_factory(provider: str, model: str) -> EmbeddingProvider:
-            return build_embedder(settings, provider, model)
+            return build_embedder(settings.embeddings, settings.llm, provider, model)
 
-        spaces = SpaceRegistry(pool, embedder, embedder_factory, refresh_s=settings.spaces_refresh_s)
+        spaces = SpaceRegistry(pool, embedder, embedder_factory, refresh_s=settings.embeddings.spaces_refresh_s)
         stack.push_async_callback(spaces.close)
 
         llm = given.llm
         if llm is None:
-            llm = build_llm(settings)
+            llm = build_llm(settings.llm, json_shards=settings.retrieval.rerank_client_shards)
             stack.push_async_callback(llm.close)
         rerank_llm = given.rerank_llm or llm
-        llm_status = StatusCache(llm, settings.chat_model, refresh_s=settings.llm_status_refresh_s)
+        llm_status = StatusCache(llm, settings.llm.chat_model, refresh_s=settings.server.llm_status_refresh_s)
         stack.push_async_callback(llm_status.close)
 
-        reranker = build_reranker(rerank_llm, settings)
+        reranker = build_reranker(
+            rerank_llm, settings.retrieval, rerank_model=settings.llm.rerank_model, chat_model=settings.llm.chat_model
+        )
         stack.push_async_callback(reranker.close)
         reads = build_router(pool, settings.database)
         if reads.replicas:
             await reads.open()  # says in the log which replicas are usable, and why not the others
             stack.push_async_callback(reads.close)
-        expander = LLMExpander(rerank_llm, settings)  # QUERY_EXPANSION: the reranker's model and provider
+        expander = LLMExpander(rerank_llm, settings.retrieval, settings.llm.effective_rerank_model)  # the reranker's
         searcher = Searcher(pool, spaces, settings.retrieval, reranker, reads, expander)
         runs = RunRegistry()  # chat answers in progress; closed first: they are saved before the pool closes
         stack.push_async_callback(runs.close)
         limiter = RateLimiter(pool)
         audit = AuditLog(pool, settings.audit)
-        preferences = PreferencesService(pool, settings, audit)
-        accounts = AccountService(pool, settings, limiter, audit, documents=owner_counts(pool))
-        oidc = OidcService(pool, settings, limiter, accounts=accounts)
+        defaults = environment_defaults(settings.llm, settings.retrieval, settings.ingestion)
+        preferences = PreferencesService(pool, defaults, audit)
+        accounts = open_account_service(pool, settings, limiter, audit)
+        oidc = OidcService(
+            pool,
+            settings.oidc,
+            limiter,
+            accounts=accounts,
+            account=settings.accounts,
+            login_per_min=settings.limits.rate_login_per_min,
+        )
         stack.push_async_callback(oidc.close)
         await passwords.warm()
-        extractor = MetadataExtractor(pool, llm, settings, preferences.chose_metadata_extraction)
-        documents = build_document_service(pool, spaces, settings, accounts.names, extractor, audit=audit, reads=reads)
+        extractor = MetadataExtractor(
+            pool, llm, settings.ingestion, preferences.chose_metadata_extraction, model=settings.llm.chat_model
+        )
+        documents = build_document_service(
+            pool,
+            spaces,
+            settings.ingestion,
+            accounts.names,
+            extractor,
+            embed_batch_size=settings.embeddings.embed_batch_size,
+            chat_model=settings.llm.chat_model,
+            audit=audit,
+            reads=reads,
+        )
         runtime = Runtime(
             settings=settings,
             pool=pool,
@@ -197,7 +219,10 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
             embedder=embedder,
             spaces=spaces,
             reembedder=Reembedder(
-                pool, spaces, batch_size=settings.embed_batch_size * 4, grace_s=settings.reembed_grace_s
+                pool,
+                spaces,
+                batch_size=settings.embeddings.embed_batch_size * 4,
+                grace_s=settings.embeddings.reembed_grace_s,
             ),
             searcher=searcher,
             documents=documents,
@@ -205,8 +230,10 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
                 pool,
                 llm,
                 searcher,
-                settings,
+                settings.llm,
                 embedder=embedder,
+                retrieval=settings.retrieval,
+                limits=settings.limits,
                 runs=runs,
                 audit=audit,
                 finder=searcher,
@@ -241,23 +268,35 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
                 await asyncio.gather(*runtime.tasks, return_exceptions=True)
 
 
+def open_account_service(pool: Pool, settings: Settings, limiter: RateLimiter, audit: AuditLog) -> AccountService:
+    """The accounts service, given its groups (the server's address, single sign-on's, the login rate)."""
+    return AccountService(
+        pool,
+        settings.accounts,
+        limiter,
+        audit,
+        sso=settings.oidc,
+        server=settings.server,
+        login_per_min=settings.limits.rate_login_per_min,
+        documents=owner_counts(pool),
+    )
+
+
 @asynccontextmanager
 async def open_accounts(settings: Settings) -> AsyncIterator[AccountService]:
     """Only the database and the accounts service: `ragchat user …` needs no model."""
-    database = await asyncio.to_thread(prepare_database, settings)
+    database = await asyncio.to_thread(prepare_database, settings.database)
     try:
         pool = make_pool(
             database.uri,
             min_size=1,
             max_size=2,
-            timeout=settings.db_pool_timeout_s,
-            prepared_statements=settings.database_prepared_statements,
+            timeout=settings.database.db_pool_timeout_s,
+            prepared_statements=settings.database.database_prepared_statements,
         )
         await pool.open(wait=True)
         try:
-            yield AccountService(
-                pool, settings, RateLimiter(pool), AuditLog(pool, settings.audit), documents=owner_counts(pool)
-            )
+            yield open_account_service(pool, settings, RateLimiter(pool), AuditLog(pool, settings.audit))
         finally:
             await pool.close()
     finally:

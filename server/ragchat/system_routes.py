@@ -100,7 +100,7 @@ class Health(BaseModel):
 async def health(runtime: Runtime) -> Response[Health]:
     """Database, embeddings (stored vs configured model) and LLM status. 503 when the database does not answer;
     the database part answers within DB_PROBE_TIMEOUT_S even when the database hangs."""
-    limit = runtime.settings.db_probe_timeout_s
+    limit = runtime.settings.database.db_probe_timeout_s
     watchdog = runtime.watchdog
 
     async def database() -> tuple[DatabaseStatus, dict[str, Any] | None]:
@@ -141,7 +141,7 @@ async def health(runtime: Runtime) -> Response[Health]:
         embedder=f"{runtime.embedder.model_name} ({runtime.embedder.provider})",
         embeddings=EmbeddingsStatus.model_validate(embeddings) if embeddings is not None else None,
         llm=LlmStatus.model_validate(llm.to_json()),
-        chat_max_message_chars=runtime.settings.chat_max_message_chars,
+        chat_max_message_chars=runtime.settings.llm.chat_max_message_chars,
     )
     return Response(body, status_code=200 if db.ok else 503)
 
@@ -186,7 +186,7 @@ async def readyz(runtime: Runtime) -> Response[Readiness]:
 
 async def readiness(runtime: Runtime) -> Readiness:
     """/readyz's answer (also on METRICS_PORT)."""
-    limit = runtime.settings.db_probe_timeout_s
+    limit = runtime.settings.database.db_probe_timeout_s
     head = head_version()
     problems: list[str] = []
     version: str | None = None
@@ -225,7 +225,7 @@ async def readiness(runtime: Runtime) -> Readiness:
 async def metrics_endpoint(request: Request[Any, Any, Any], runtime: Runtime) -> Response[bytes]:
     """Prometheus text format. `Authorization: Bearer <METRICS_TOKEN>`, or an admin's session or API token
     (AUTH=off: the local user is the admin); 401 otherwise."""
-    token = runtime.settings.metrics_secret
+    token = runtime.settings.server.metrics_secret
     scheme, _, given = request.headers.get("authorization", "").partition(" ")
     if not (token and scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())):
         require_admin(await authenticate(request, runtime.accounts))
@@ -241,7 +241,7 @@ async def refresh_gauges(runtime: Runtime) -> None:
     for state, value in (("in_use", size - idle), ("idle", idle), ("size", size), ("max", runtime.pool.max_size)):
         metrics.POOL_CONNECTIONS.labels(state).set(value)
     metrics.POOL_WAITING.set(stats.get("requests_waiting", 0))
-    limit = runtime.settings.db_probe_timeout_s
+    limit = runtime.settings.database.db_probe_timeout_s
 
     async def queue() -> dict[str, int]:
         async with runtime.pool.connection(timeout=limit) as conn:
@@ -259,7 +259,7 @@ async def refresh_gauges(runtime: Runtime) -> None:
 @asynccontextmanager
 async def metrics_port(runtime: Runtime) -> AsyncIterator[MetricsListener | None]:
     """METRICS_PORT's listener (web/metrics_port.py) while the block runs; None when METRICS_PORT is unset."""
-    s = runtime.settings
+    s = runtime.settings.server
     if s.metrics_port is None:
         yield None
         return
@@ -273,7 +273,7 @@ async def metrics_port(runtime: Runtime) -> AsyncIterator[MetricsListener | None
         s.metrics_port,
         refresh=lambda: refresh_gauges(runtime),
         ready=ready,
-        timeout_s=s.db_probe_timeout_s + 5,
+        timeout_s=runtime.settings.database.db_probe_timeout_s + 5,
     )
     log.info("metrics on http://%s:%d/metrics", s.metrics_host or s.host, listener.port)
     try:

@@ -129,8 +129,8 @@ def test_viewer_opens_a_pdf_at_the_cited_page_and_a_text_at_its_chunk(live_app: 
 async def _register(settings: Settings) -> None:
     from ragchat.db.pool import make_pool
 
-    assert settings.database_url
-    pool = make_pool(settings.database_url, min_size=1, max_size=2)
+    assert settings.database.database_url
+    pool = make_pool(settings.database.database_url, min_size=1, max_size=2)
     await pool.open(wait=True)
     try:
         await register_many(

@@ -109,7 +109,7 @@ async def test_audit_reads_off_and_all(shared: dict[str, Any], live_app: Callabl
 
 
 async def test_a_read_row_lists_at_most_a_hundred_ids(db: str, settings: Any, pool: Any) -> None:
-    audit = AuditLog(pool, settings.model_copy(update={"audit_reads": "all"}))
+    audit = AuditLog(pool, settings.model_copy(update={"audit_reads": "all"}).audit)
     many = [uuid.uuid4() for _ in range(READ_IDS_MAX + 50)]
     await audit.record_read(Principal(uuid.uuid4(), "reader"), "search", many + many)
     rows = await audit.page(AuditFilter(actions=("document.read",)), before=None, limit=10)

@@ -19,7 +19,7 @@ from tests.unit.test_chunk_strategies import contract_markdown
 
 async def chunks_with(llm: Any, embedder: Any, settings: Settings, timeout_s: float = 2.0) -> list[str]:
     flat = [Section(contract_markdown(3).decode())]
-    choose = llm_chooser(llm, settings.chat_model, asyncio.get_running_loop(), timeout_s)
+    choose = llm_chooser(llm, settings.llm.chat_model, asyncio.get_running_loop(), timeout_s)
     embed = blocking_embed(embedder, None)
     assert embed is not None
     return await _run(flat, embedder, _memo(embed), choose)
@@ -51,7 +51,7 @@ async def test_the_model_chooses_the_cut_and_failures_fall_back(
     fake_ollama: FakeOllama, embedder: Any, settings: Settings
 ) -> None:
     settings = settings.model_copy(update={"ollama_host": fake_ollama.url, "llm_provider": "ollama"})
-    llm = build_llm(settings)
+    llm = build_llm(settings.llm)
     try:
         fake_ollama.responder = lambda body: Reply.json("<think>no idea</think>not json at all")
         plain = await chunks_with(llm, embedder, settings)

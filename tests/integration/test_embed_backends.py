@@ -42,6 +42,10 @@ def onnx() -> Any:
     return OnnxEmbedder()
 
 
+def embedder_of(settings: Settings, *args: str) -> Any:
+    return build_embedder(settings.embeddings, settings.llm, *args)
+
+
 def test_loads_offline_from_the_bundled_weights_into_the_shared_cache(onnx: OnnxEmbedder) -> None:
     assert onnx.model_path.parent.parent == onnx_export.default_cache_dir()
     assert onnx_export.intact(onnx.model_path)
@@ -93,25 +97,30 @@ async def test_concurrent_queries_share_forward_passes(onnx: OnnxEmbedder) -> No
 
 def test_the_setting_picks_the_backend_and_each_has_its_own_space(settings: Settings) -> None:
     int8 = settings.model_copy(update={"embed_backend": "onnx-int8"})
-    fast = build_embedder(int8)
+    fast = build_embedder(int8.embeddings, int8.llm)
     assert isinstance(fast, OnnxEmbedder) and fast.model_name == "all-MiniLM-L6-v2-onnx-int8"
-    slow = build_embedder(settings.model_copy(update={"embed_backend": "torch"}))
+    slow = embedder_of(settings.model_copy(update={"embed_backend": "torch"}))
     assert isinstance(slow, SentenceTransformerEmbedder) and slow.model_name == "all-MiniLM-L6-v2"
     # a stored space is rebuilt on the backend that made it, whatever EMBED_BACKEND says now
-    assert isinstance(build_embedder(int8, "sentence-transformers", "all-MiniLM-L6-v2"), SentenceTransformerEmbedder)
-    assert isinstance(build_embedder(settings, "sentence-transformers", fast.model_name), OnnxEmbedder)
+    assert isinstance(
+        build_embedder(int8.embeddings, int8.llm, "sentence-transformers", "all-MiniLM-L6-v2"),
+        SentenceTransformerEmbedder,
+    )
+    assert isinstance(
+        build_embedder(settings.embeddings, settings.llm, "sentence-transformers", fast.model_name), OnnxEmbedder
+    )
 
 
 def test_embed_threads_caps_the_document_threads_of_either_backend(settings: Settings) -> None:
     """EMBED_THREADS=1: each of two workers on a 2-core machine embeds on its own core (0 = every core)."""
     one = settings.model_copy(update={"embed_threads": 1})
-    onnx = build_embedder(one.model_copy(update={"embed_backend": "onnx-int8"}))
+    onnx = embedder_of(one.model_copy(update={"embed_backend": "onnx-int8"}))
     assert isinstance(onnx, OnnxEmbedder)
     assert onnx._docs.get_session_options().intra_op_num_threads == 1  # pyright: ignore[reportPrivateUsage]
-    torch_one = build_embedder(one.model_copy(update={"embed_backend": "torch"}))
+    torch_one = embedder_of(one.model_copy(update={"embed_backend": "torch"}))
     assert isinstance(torch_one, SentenceTransformerEmbedder)
     assert torch_one._doc_threads == 1  # pyright: ignore[reportPrivateUsage]
-    every = build_embedder(settings.model_copy(update={"embed_backend": "onnx-int8", "embed_threads": 0}))
+    every = embedder_of(settings.model_copy(update={"embed_backend": "onnx-int8", "embed_threads": 0}))
     assert isinstance(every, OnnxEmbedder)
     cores = len(os.sched_getaffinity(0))
     assert every._docs.get_session_options().intra_op_num_threads == cores  # pyright: ignore[reportPrivateUsage]

@@ -54,7 +54,7 @@ def question_writer(calls: dict[str, int]) -> Any:
 @pytest.fixture
 async def library(pool: Any, embedder: Any, settings: Settings) -> None:
     for name, (text, topic) in DOCS.items():
-        await register_bytes(pool, LOCAL_OWNER_ID, name, text.encode(), settings, metadata={"topic": topic})
+        await register_bytes(pool, LOCAL_OWNER_ID, name, text.encode(), settings.ingestion, metadata={"topic": topic})
     await make_pipeline(pool, embedder, settings).run()
 
 

@@ -47,8 +47,13 @@ def on(settings: Settings, fake_ollama: FakeOllama) -> Settings:
 
 @pytest.fixture
 async def searcher(corpus: Corpus, pool: Any, embedder: Any, on: Settings) -> AsyncIterator[Searcher]:
-    provider = build_llm(on)
-    yield Searcher(pool, make_spaces(pool, embedder, on), on, expander=LLMExpander(provider, on, cache_size=0))
+    provider = build_llm(on.llm)
+    yield Searcher(
+        pool,
+        make_spaces(pool, embedder, on),
+        on.retrieval,
+        expander=LLMExpander(provider, on.retrieval, on.llm.effective_rerank_model, cache_size=0),
+    )
     await provider.close()
 
 
@@ -168,7 +173,7 @@ async def test_a_huge_hypothetical_passage_is_capped(searcher: Searcher, fake_ol
 
 
 async def test_no_expander_says_so(corpus: Corpus, pool: Any, embedder: Any, on: Settings) -> None:
-    searcher = Searcher(pool, make_spaces(pool, embedder, on), on)
+    searcher = Searcher(pool, make_spaces(pool, embedder, on), on.retrieval)
     result = await search(searcher, "what makes bread rise", expansion="hyde")
     assert result.expansion.status == "off" and result.expansion.requested == "hyde"
     assert "not available" in (result.expansion.warning or "") and result.chunks

@@ -87,7 +87,7 @@ def counts(uri: str) -> dict[str, int]:
 
 
 async def ingest(pool: Any, embedder: Any, settings: Settings, paths: list[Path], **kw: Any) -> tuple[list[Any], Any]:
-    registered = await register_paths(pool, LOCAL_OWNER_ID, paths, settings, **kw)
+    registered = await register_paths(pool, LOCAL_OWNER_ID, paths, settings.ingestion, **kw)
     ids = [r.document_id for r in registered if r.status in ("queued", "requeued")]
     progress = await make_pipeline(pool, embedder, settings).run(ids)
     return registered, progress
@@ -129,7 +129,7 @@ async def test_every_format_becomes_ready_with_pages_and_headings(
     for c in chunks:
         vec = c["embedding"].to_numpy()
         assert vec.shape == (384,) and c["dim"] == 384 and abs(np.linalg.norm(vec) - 1) < 1e-3
-        assert c["embedding_model"] == "all-MiniLM-L6-v2" and 0 < c["token_count"] <= settings.chunk_tokens
+        assert c["embedding_model"] == "all-MiniLM-L6-v2" and 0 < c["token_count"] <= settings.ingestion.chunk_tokens
 
 
 async def test_reingesting_the_same_files_adds_nothing(
@@ -229,7 +229,9 @@ async def test_beir_jsonl_becomes_one_document_per_record(
     pool: Any, embedder: Any, settings: Settings, db: str
 ) -> None:
     lines = [json.dumps({"_id": f"d{i}", "title": f"Title {i}", "text": f"Abstract number {i}."}) for i in range(5)]
-    registered = await register_bytes(pool, LOCAL_OWNER_ID, "corpus.jsonl", "\n".join(lines).encode(), settings)
+    registered = await register_bytes(
+        pool, LOCAL_OWNER_ID, "corpus.jsonl", "\n".join(lines).encode(), settings.ingestion
+    )
     assert [r.status for r in registered] == ["queued"] * 5
     await make_pipeline(pool, embedder, settings).run()
     docs = rows(db, "SELECT title, metadata->>'source_id' AS sid, status FROM documents ORDER BY title")
@@ -238,7 +240,7 @@ async def test_beir_jsonl_becomes_one_document_per_record(
 
 async def test_store_is_atomic(pool: Any, db: str) -> None:
     """A failure while writing chunks leaves no chunk of the document behind and the document not ready."""
-    registered = await register_bytes(pool, LOCAL_OWNER_ID, "a.txt", b"some text", Settings(_env_file=None))  # type: ignore[call-arg]
+    registered = await register_bytes(pool, LOCAL_OWNER_ID, "a.txt", b"some text", Settings(_env_file=None).ingestion)  # type: ignore[call-arg]
     doc_id = registered[0].document_id
     good = chunk_store.StoredChunk(0, "ok", None, None, 1, "h0", np.ones(384, dtype=np.float32) / np.sqrt(384))
     bad = chunk_store.StoredChunk(1, "bad", None, None, 1, "h1", np.ones(10, dtype=np.float32))
@@ -267,7 +269,7 @@ async def test_two_workers_share_the_queue_without_double_processing(
     import asyncio
 
     for i in range(20):
-        await register_bytes(pool, LOCAL_OWNER_ID, f"n{i}.txt", f"Shared queue note {i}.".encode(), settings)
+        await register_bytes(pool, LOCAL_OWNER_ID, f"n{i}.txt", f"Shared queue note {i}.".encode(), settings.ingestion)
     a, b = await asyncio.gather(
         make_pipeline(pool, embedder, settings).run(), make_pipeline(pool, embedder, settings).run()
     )
@@ -279,7 +281,7 @@ async def test_claim_takes_queued_and_stale_documents_in_order(pool: Any, settin
     """Queued documents and ones a crashed worker left `processing` are claimed; live locks are not."""
     ids = []
     for name in ("a.txt", "b.txt", "c.txt", "d.txt"):
-        [reg] = await register_bytes(pool, LOCAL_OWNER_ID, name, f"text of {name}".encode(), settings)
+        [reg] = await register_bytes(pool, LOCAL_OWNER_ID, name, f"text of {name}".encode(), settings.ingestion)
         ids.append(reg.document_id)
     a, b, c, d = ids
     async with pool.connection() as conn:

@@ -54,7 +54,7 @@ def quick(settings: Settings, **overrides: Any) -> Settings:
 
 
 async def one(pool: Any, settings: Settings, name: str, data: bytes) -> UUID:
-    [registered] = await register_bytes(pool, LOCAL_OWNER_ID, name, data, settings)
+    [registered] = await register_bytes(pool, LOCAL_OWNER_ID, name, data, settings.ingestion)
     assert registered.document_id is not None
     return registered.document_id
 
@@ -245,8 +245,8 @@ async def test_cli_retry(
     c = await one(pool, settings, "c.txt", b"A queued note about ferns.")
     async with pool.connection() as conn:
         await conn.execute("UPDATE documents SET status = 'failed', error = 'boom', attempts = 3 WHERE id <> %s", (c,))
-    monkeypatch.setenv("DATABASE_URL", settings.database_url or "")
-    monkeypatch.setenv("RAGCHAT_DATA_DIR", str(settings.data_dir))
+    monkeypatch.setenv("DATABASE_URL", settings.database.database_url or "")
+    monkeypatch.setenv("RAGCHAT_DATA_DIR", str(settings.database.data_dir))
     monkeypatch.setenv("AUTH", "off")
     monkeypatch.setenv("INGEST_WORKERS", "0")
     monkeypatch.delenv("RAGCHAT_SERVER", raising=False)

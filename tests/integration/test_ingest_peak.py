@@ -60,7 +60,9 @@ class QuickVectors:
 
 async def main():
     settings = Settings()
-    real = build_embedder(settings, settings.embed_provider, settings.embed_model)
+    real = build_embedder(
+        settings.embeddings, settings.llm, settings.embeddings.embed_provider, settings.embeddings.embed_model
+    )
     async with open_runtime(settings, Overrides(embedder=QuickVectors(real))) as rt:
         real.count_tokens(["warm the tokenizer up"])
         with open("/proc/self/clear_refs", "w") as f:
@@ -97,8 +99,8 @@ def prose(size: int) -> bytes:
 async def test_the_largest_accepted_file_ingests_in_bounded_memory(
     pool: Any, settings: Settings, db: str, tmp_path: Path
 ) -> None:
-    data = prose(settings.max_upload_bytes - 1024)
-    [registered] = await register_bytes(pool, LOCAL_OWNER_ID, "survey.txt", data, settings)
+    data = prose(settings.ingestion.max_upload_bytes - 1024)
+    [registered] = await register_bytes(pool, LOCAL_OWNER_ID, "survey.txt", data, settings.ingestion)
     assert registered.document_id is not None and registered.status == "queued"
     del data
     env = {
@@ -122,7 +124,7 @@ async def test_the_largest_accepted_file_ingests_in_bounded_memory(
     assert out.returncode == 0, out.stderr[-3000:]
     result = json.loads(out.stdout.strip().splitlines()[-1])
     print(
-        f"\n{settings.max_upload_bytes / 2**20:.0f} MB text: {result['chunks']:,} chunks, "
+        f"\n{settings.ingestion.max_upload_bytes / 2**20:.0f} MB text: {result['chunks']:,} chunks, "
         f"peak +{result['peak_mb']:.0f} MB, {result['s']:.0f} s"
     )
     assert result["failed"] == []

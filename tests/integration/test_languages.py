@@ -43,7 +43,7 @@ SCOPE = ReadScope(LOCAL_OWNER_ID)
 async def ingest(pool: Any, embedder: Any, settings: Settings, docs: dict[str, str]) -> dict[str, uuid.UUID]:
     ids = {}
     for name, text in docs.items():
-        [registered] = await register_bytes(pool, LOCAL_OWNER_ID, name, text.encode(), settings)
+        [registered] = await register_bytes(pool, LOCAL_OWNER_ID, name, text.encode(), settings.ingestion)
         assert registered.document_id is not None, registered
         ids[name] = registered.document_id
     await make_pipeline(pool, embedder, settings).run()

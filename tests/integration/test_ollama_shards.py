@@ -25,11 +25,13 @@ async def test_parallel_rerank_is_spread_over_the_shards(
     fake_ollama.responder, fake_ollama.latency = by_number, 0.05
     settings = Settings(_env_file=None, ollama_host=fake_ollama.url, rerank_concurrency=concurrency,  # type: ignore[call-arg]
                         rerank_client_shards=shards)  # fmt: skip
-    provider = build_llm(settings)
+    provider = build_llm(settings.llm)
     assert isinstance(provider, OllamaProvider)
     client = provider.json_client
     try:
-        out = await LLMReranker(provider, settings).rerank("q", hits(*(f"passage {i}" for i in range(1, 31))), 30)
+        out = await LLMReranker(provider, settings.retrieval, settings.llm.effective_rerank_model).rerank(
+            "q", hits(*(f"passage {i}" for i in range(1, 31))), 30
+        )
     finally:
         await provider.close()
     assert [h.id for h in out] == list(range(30, 0, -1))  # ordered by the fake's scores

@@ -156,7 +156,7 @@ async def test_ingest_and_repeated_searches_work_through_the_pooler(
     await pool.open(wait=True)
     try:
         for name, text in DOCS.items():
-            await register_bytes(pool, LOCAL_OWNER_ID, name, text.encode(), settings)
+            await register_bytes(pool, LOCAL_OWNER_ID, name, text.encode(), settings.ingestion)
         await make_pipeline(pool, embedder, settings).run()
         searcher = make_searcher(pool, embedder, settings)
 

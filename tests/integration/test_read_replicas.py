@@ -96,7 +96,7 @@ async def started(cluster: Cluster, replica: Server, tmp_path: Path, embedder: A
 
 async def ingest(rt: Runtime, docs: dict[str, str]) -> None:
     for name, text in docs.items():
-        await register_bytes(rt.pool, LOCAL_OWNER_ID, name, text.encode(), rt.settings)
+        await register_bytes(rt.pool, LOCAL_OWNER_ID, name, text.encode(), rt.settings.ingestion)
     await make_pipeline(rt.pool, rt.embedder, rt.settings).run()
 
 

@@ -47,7 +47,7 @@ async def corpus(pool: Any, embedder: Any, settings: Settings) -> Corpus:
 @pytest.fixture
 async def client(llm: LLMFake, settings: Settings) -> AsyncIterator[LLMProvider]:
     llm.fake.responder = judge
-    provider = build_llm(settings.model_copy(update=llm.settings))
+    provider = build_llm(settings.model_copy(update=llm.settings).llm)
     yield provider
     await provider.close()
 
@@ -56,7 +56,10 @@ async def test_searcher_reranks_by_the_llm_scores(
     corpus: Corpus, pool: Any, embedder: Any, settings: Settings, llm: LLMFake, client: LLMProvider
 ) -> None:
     searcher = make_searcher(
-        pool, embedder, settings.model_copy(update={"rerank_enabled": True}), LLMReranker(client, settings)
+        pool,
+        embedder,
+        settings.model_copy(update={"rerank_enabled": True}),
+        LLMReranker(client, settings.retrieval, settings.llm.effective_rerank_model),
     )
     query = "what makes sourdough bread rise?"
     plain = await searcher.search(query, principal=LOCAL, options=options_of(searcher.settings, limit=3, rerank=False))
@@ -88,7 +91,9 @@ async def test_candidates_are_limit_times_factor(
     corpus: Corpus, pool: Any, embedder: Any, settings: Settings, llm: LLMFake, client: LLMProvider
 ) -> None:
     tuned = settings.model_copy(update={"rerank_enabled": True, "rerank_candidates_factor": 2})
-    searcher = make_searcher(pool, embedder, tuned, LLMReranker(client, tuned))
+    searcher = make_searcher(
+        pool, embedder, tuned, LLMReranker(client, tuned.retrieval, tuned.llm.effective_rerank_model)
+    )
     result = await searcher.search(
         "bread", principal=LOCAL, options=options_of(searcher.settings, limit=1, mode="vector")
     )
@@ -103,10 +108,10 @@ async def test_llm_down_keeps_retrieval_order_and_says_so(
     down = build_llm(
         settings.model_copy(
             update={**llm.settings, "ollama_host": closed_ollama_url, "openai_base_url": closed_ollama_url}
-        )
+        ).llm
     )
     on = settings.model_copy(update={"rerank_enabled": True})
-    searcher = make_searcher(pool, embedder, on, LLMReranker(down, on))
+    searcher = make_searcher(pool, embedder, on, LLMReranker(down, on.retrieval, on.llm.effective_rerank_model))
     plain = await searcher.search(
         "ocean tides moon", principal=LOCAL, options=options_of(searcher.settings, limit=3, rerank=False)
     )

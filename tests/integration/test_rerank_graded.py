@@ -99,7 +99,7 @@ def tuned(settings: Settings, llm: LLMFake, **update: Any) -> Settings:
 
 @pytest.fixture
 async def provider(llm: LLMFake, settings: Settings) -> AsyncIterator[LLMProvider]:
-    client = build_llm(settings.model_copy(update=llm.settings))
+    client = build_llm(settings.model_copy(update=llm.settings).llm)
     yield client
     await client.close()
 
@@ -120,7 +120,7 @@ async def test_logprobs_give_graded_scores_in_their_order(
 ) -> None:
     llm.fake.responder = graded
     on = tuned(settings, llm)
-    searcher = make_searcher(pool, embedder, on, LLMReranker(provider, on))
+    searcher = make_searcher(pool, embedder, on, LLMReranker(provider, on.retrieval, on.llm.effective_rerank_model))
     result = await search(searcher)
     assert result.rerank.status == "ok" and result.rerank.method == "logprobs" and result.rerank.warning is None
     assert names(result) == ["baking.txt", "bread.txt", "volcano.txt", "tides.txt", "python.md"]
@@ -147,9 +147,11 @@ async def test_llamacpp_is_asked_to_cache_the_prompt(
         on = settings.model_copy(
             update={"llm_provider": "openai", "openai_base_url": fake_openai.url, "rerank_method": "logprobs"}
         )
-        client = build_llm(on)
+        client = build_llm(on.llm)
         try:
-            hits = await LLMReranker(client, on).rerank_with_status(QUERY, await candidates(pool, embedder, on), 3)
+            hits = await LLMReranker(client, on.retrieval, on.llm.effective_rerank_model).rerank_with_status(
+                QUERY, await candidates(pool, embedder, on), 3
+            )
         finally:
             await client.close()
         assert hits.method == "logprobs"
@@ -167,7 +169,7 @@ async def test_no_or_malformed_logprobs_fall_back_to_json_and_are_remembered(
 ) -> None:
     llm.fake.responder = responder
     on = tuned(settings, llm)
-    reranker = LLMReranker(provider, on, cache_size=0)
+    reranker = LLMReranker(provider, on.retrieval, on.llm.effective_rerank_model, cache_size=0)
     searcher = make_searcher(pool, embedder, on, reranker)
     plain = await search(searcher, rerank=False)
     result = await search(searcher)
@@ -190,7 +192,9 @@ async def test_a_label_outside_yes_no_is_scored_by_json(
 ) -> None:
     llm.fake.responder = volcano_rambles
     on = tuned(settings, llm)
-    searcher = make_searcher(pool, embedder, on, LLMReranker(provider, on, cache_size=0))
+    searcher = make_searcher(
+        pool, embedder, on, LLMReranker(provider, on.retrieval, on.llm.effective_rerank_model, cache_size=0)
+    )
     result = await search(searcher)
     status = result.rerank
     assert status.status == "ok" and status.method == "logprobs+json"
@@ -225,16 +229,18 @@ async def test_listwise_window_larger_than_the_context_is_cut_to_fit(
     on = settings.model_copy(
         update={"llm_provider": "openai", "openai_base_url": fake_openai.url, "rerank_method": "listwise"}
     )
-    client = build_llm(on)
+    client = build_llm(on.llm)
     try:
         hits = await candidates(pool, embedder, on)
-        reranker = LLMReranker(client, on.model_copy(update={"rerank_listwise_size": 10}))
+        reranker = LLMReranker(
+            client, on.retrieval.model_copy(update={"rerank_listwise_size": 10}), on.llm.effective_rerank_model
+        )
         out = await reranker.rerank_with_status(QUERY, hits, 5)
         assert len(fake_openai.chat_requests) == 1
         body = fake_openai.chat_requests[0].body
         prompt = "".join(m["content"] for m in body["messages"])
         assert len(prompt) / 3 + 1 <= 420  # the prompt and a one-token answer fit, at 3 characters a token
-        window = listwise_budget(10, len(QUERY), on.rerank_passage_chars, 420)
+        window = listwise_budget(10, len(QUERY), on.retrieval.rerank_passage_chars, 420)
         assert window.size == 3 == len(LABEL.findall(body["messages"][-1]["content"]))
         assert out.method == "listwise" and out.scored == 3 and out.skipped == 2 and out.candidates == 5
         first3 = hits[:3]
@@ -246,7 +252,7 @@ async def test_listwise_window_larger_than_the_context_is_cut_to_fit(
         assert len(fake_openai.chat_requests) == 1 and [h.id for h in again.hits] == [h.id for h in out.hits]
 
         fake_openai.n_ctx = 200  # not even two passages fit: nothing scored, and the status says why
-        tiny = LLMReranker(build_llm(on), on)
+        tiny = LLMReranker(build_llm(on.llm), on.retrieval, on.llm.effective_rerank_model)
         none = await tiny.rerank_with_status(QUERY, hits, 5)
         assert none.scored == 0 and none.note and "cannot hold two passages" in none.note
         assert len(fake_openai.chat_requests) == 1
@@ -263,7 +269,7 @@ async def test_listwise_without_logprobs_asks_for_a_json_ranking(
 
     llm.fake.responder = json_only
     on = tuned(settings, llm, rerank_method="listwise")
-    searcher = make_searcher(pool, embedder, on, LLMReranker(provider, on))
+    searcher = make_searcher(pool, embedder, on, LLMReranker(provider, on.retrieval, on.llm.effective_rerank_model))
     plain = await search(searcher, rerank=False)
     result = await search(searcher)
     assert result.rerank.status == "ok" and result.rerank.method == "listwise-json" and result.rerank.warning
@@ -280,7 +286,9 @@ async def test_early_stop_skips_ranks_that_cannot_enter_the_top(
 
     llm.fake.responder = top_two_certain
     on = tuned(settings, llm, rerank_early_stop=True)
-    searcher = make_searcher(pool, embedder, on, LLMReranker(provider, on, cache_size=0))
+    searcher = make_searcher(
+        pool, embedder, on, LLMReranker(provider, on.retrieval, on.llm.effective_rerank_model, cache_size=0)
+    )
     plain = await search(searcher, limit=2, rerank=False)
     result = await search(searcher, limit=2)
     assert len(llm.fake.chat_requests) == 2  # the first two scored 1.0: the other three cannot pass them

@@ -73,8 +73,8 @@ def on(settings: Settings, fake_ollama: FakeOllama) -> Settings:
 
 @pytest.fixture
 async def searcher(corpus: Corpus, pool: Any, embedder: Any, on: Settings) -> AsyncIterator[Searcher]:
-    provider: LLMProvider = build_llm(on)
-    yield make_searcher(pool, embedder, on, LLMReranker(provider, on))
+    provider: LLMProvider = build_llm(on.llm)
+    yield make_searcher(pool, embedder, on, LLMReranker(provider, on.retrieval, on.llm.effective_rerank_model))
     await provider.close()
 
 

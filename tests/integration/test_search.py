@@ -31,7 +31,7 @@ DOCS = {
 
 async def add_docs(pool: Any, embedder: Any, settings: Settings, docs: dict[str, str], owner: uuid.UUID) -> None:
     for name, text in docs.items():
-        await register_bytes(pool, owner, name, text.encode(), settings)
+        await register_bytes(pool, owner, name, text.encode(), settings.ingestion)
     await make_pipeline(pool, embedder, settings).run()
 
 
@@ -83,7 +83,7 @@ async def test_confidence_reflects_similarity(corpus: Searcher) -> None:
 
 async def test_owner_scoping_and_filters(pool: Any, embedder: Any, settings: Settings, corpus: Searcher) -> None:
     other = uuid.uuid4()
-    with psycopg.connect(settings.database_url, autocommit=True) as conn:
+    with psycopg.connect(settings.database.database_url, autocommit=True) as conn:
         conn.execute("INSERT INTO users (id, name) VALUES (%s, 'other')", (other,))
     await add_docs(pool, embedder, settings, {"secret.txt": "Sourdough secrets of the other user."}, other)
     for mode in ("vector", "keyword", "hybrid"):

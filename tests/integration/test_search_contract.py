@@ -215,7 +215,7 @@ def test_confidence_tiers(best: float | None, label: str, percent: int) -> None:
 
 def test_confidence_tiers_follow_the_settings(settings: Settings) -> None:
     tuned = settings.model_copy(update={"confidence_high": 0.8, "confidence_moderate": 0.6, "confidence_floor": 0.5})
-    searcher = Searcher(None, None, tuned)  # type: ignore[arg-type]  # confidence needs neither pool nor spaces
+    searcher = Searcher(None, None, tuned.retrieval)  # type: ignore[arg-type]  # confidence needs neither pool nor spaces
     hit = ChunkHit(id=1, document_id=uuid.uuid4(), filename="a.txt", title="a", chunk_index=0, content="a", score=0.9)
     assert searcher.confidence([]).label == "insufficient"
     assert searcher.confidence([hit.model_copy(update={"similarity": 0.7})]).label == "moderate"

@@ -47,7 +47,7 @@ class Ingest:
 
 
 async def run_sync(pool: Any, settings: Settings, root: Path, ingest: Any, **kw: Any) -> tuple[SyncReport, FolderSync]:
-    syncer = FolderSync(pool, settings, LOCAL_OWNER_ID, root, ingest, **kw)
+    syncer = FolderSync(pool, settings.ingestion, LOCAL_OWNER_ID, root, ingest, **kw)
     async with syncer.locked():
         return await syncer.run(), syncer
 
@@ -463,8 +463,8 @@ async def test_dry_run_changes_nothing(pool: Any, embedder: Any, settings: Setti
 
 async def test_one_sync_of_a_folder_at_a_time(pool: Any, embedder: Any, settings: Settings, tmp_path: Path) -> None:
     ingest = Ingest(pool, embedder, settings)
-    first = FolderSync(pool, settings, LOCAL_OWNER_ID, tmp_path, ingest)
-    second = FolderSync(pool, settings, LOCAL_OWNER_ID, tmp_path, ingest)
+    first = FolderSync(pool, settings.ingestion, LOCAL_OWNER_ID, tmp_path, ingest)
+    second = FolderSync(pool, settings.ingestion, LOCAL_OWNER_ID, tmp_path, ingest)
     async with first.locked():
         with pytest.raises(Conflict, match="another `ragchat sync`"):
             async with second.locked():
@@ -472,7 +472,7 @@ async def test_one_sync_of_a_folder_at_a_time(pool: Any, embedder: Any, settings
     async with second.locked():  # released
         pass
     with pytest.raises(BadRequest, match="not a folder"):
-        FolderSync(pool, settings, LOCAL_OWNER_ID, tmp_path / "missing", ingest)
+        FolderSync(pool, settings.ingestion, LOCAL_OWNER_ID, tmp_path / "missing", ingest)
 
 
 async def test_watch_survives_a_failed_sync_and_the_next_one_finishes_its_work(
@@ -488,7 +488,7 @@ async def test_watch_survives_a_failed_sync_and_the_next_one_finishes_its_work(
             raise outages.pop()
         return await real(ids)
 
-    syncer = FolderSync(pool, settings, LOCAL_OWNER_ID, tmp_path, flaky)
+    syncer = FolderSync(pool, settings.ingestion, LOCAL_OWNER_ID, tmp_path, flaky)
     stop = asyncio.Event()
     reports: list[SyncReport] = []
     notes: list[str] = []
@@ -515,7 +515,7 @@ async def test_watch_falls_back_to_polling_when_the_folder_cannot_be_watched(
 
     monkeypatch.setattr(watchfiles, "awatch", no_watching)
     (tmp_path / "a.txt").write_text(ALPHA)
-    syncer = FolderSync(pool, settings, LOCAL_OWNER_ID, tmp_path, Ingest(pool, embedder, settings))
+    syncer = FolderSync(pool, settings.ingestion, LOCAL_OWNER_ID, tmp_path, Ingest(pool, embedder, settings))
     stop = asyncio.Event()
     reports: list[SyncReport] = []
     notes: list[str] = []

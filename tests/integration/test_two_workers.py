@@ -126,11 +126,11 @@ def run_and_kill(env: dict[str, str], db: str, big: UUID, tmp_path: Path) -> tup
 async def test_the_server_and_two_workers_ingest_50_documents_each_once_through_a_kill(
     pool: Any, settings: Settings, db: str, tmp_path: Path, live_app: Any
 ) -> None:
-    big = (await register_bytes(pool, LOCAL_OWNER_ID, "big.txt", long_text(60), settings))[0].document_id
+    big = (await register_bytes(pool, LOCAL_OWNER_ID, "big.txt", long_text(60), settings.ingestion))[0].document_id
     assert big is not None
     for i in range(49):
         note = f"Small note {i} about tide pools: anemone count {i * 13}, limpets {i * 7}, on transect {i}."
-        await register_bytes(pool, LOCAL_OWNER_ID, f"n{i}.txt", note.encode(), settings)
+        await register_bytes(pool, LOCAL_OWNER_ID, f"n{i}.txt", note.encode(), settings.ingestion)
     server = live_app()  # serves search; its own ingestion worker is off (INGEST_WORKERS=0 in the tests)
     watcher = SearchWatcher(server.url, db)
     watcher.start()

@@ -32,7 +32,7 @@ def site() -> Iterator[Site]:
 def allow_site(server: Any, site: Site) -> None:
     """The running app's fetcher, with ALLOW_PRIVATE_URLS off, allowing exactly the test site's 127.0.0.1:port."""
     runtime = server.server.config.app.dependencies["runtime"].dependency()
-    runtime.documents.ingestion.web = WebFetcher(runtime.settings, allow={("127.0.0.1", site.port)})
+    runtime.documents.ingestion.web = WebFetcher(runtime.settings.ingestion, allow={("127.0.0.1", site.port)})
 
 
 def chunks_of(db: str, document_id: str) -> list[str]:

@@ -32,7 +32,9 @@ async def ingest_files(
     for name, data in files.items():
         raw = data.encode() if isinstance(data, str) else data
         extra = (metadata or {}).get(name)
-        registered = await register_bytes(pool, owner, name, raw, settings, **({"metadata": extra} if extra else {}))
+        registered = await register_bytes(
+            pool, owner, name, raw, settings.ingestion, **({"metadata": extra} if extra else {})
+        )
         document_id = registered[0].document_id
         assert document_id is not None, registered
         ids[name] = document_id

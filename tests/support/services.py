@@ -18,16 +18,20 @@ __all__ = ["LOCAL", "LOCAL_OWNER_ID", "Principal", "make_pipeline", "make_search
 
 def make_spaces(pool: Any, embedder: Any, settings: Settings) -> SpaceRegistry:
     return SpaceRegistry(
-        pool, embedder, lambda provider, model: build_embedder(settings, provider, model), refresh_s=0.0
+        pool,
+        embedder,
+        lambda provider, model: build_embedder(settings.embeddings, settings.llm, provider, model),
+        refresh_s=0.0,
     )
 
 
 def make_searcher(pool: Any, embedder: Any, settings: Settings, reranker: Reranker | None = None) -> Searcher:
-    return Searcher(pool, make_spaces(pool, embedder, settings), settings, reranker)
+    return Searcher(pool, make_spaces(pool, embedder, settings), settings.retrieval, reranker)
 
 
 def make_pipeline(pool: Any, embedder: Any, settings: Settings, **kwargs: Any) -> IngestionPipeline:
-    return IngestionPipeline(pool, make_spaces(pool, embedder, settings), settings, **kwargs)
+    models = {"embed_batch_size": settings.embeddings.embed_batch_size, "chat_model": settings.llm.chat_model}
+    return IngestionPipeline(pool, make_spaces(pool, embedder, settings), settings.ingestion, **(models | kwargs))
 
 
 async def ingest_texts(pool: Any, embedder: Any, settings: Settings, docs: dict[str, str]) -> None:
@@ -35,7 +39,7 @@ async def ingest_texts(pool: Any, embedder: Any, settings: Settings, docs: dict[
     from ragchat.documents.ingest.registration import register_bytes
 
     for name, text in docs.items():
-        await register_bytes(pool, LOCAL_OWNER_ID, name, text.encode(), settings)
+        await register_bytes(pool, LOCAL_OWNER_ID, name, text.encode(), settings.ingestion)
     await make_pipeline(pool, embedder, settings).run()
 
 

@@ -30,6 +30,11 @@ def make_settings(**overrides: Any) -> Settings:
     return Settings(_env_file=None, **values)  # type: ignore[call-arg]
 
 
+def rr(llm: Any, settings: Settings, **kwargs: Any) -> LLMReranker:
+    """The LLM reranker of these settings (its group, and RERANK_MODEL or CHAT_MODEL)."""
+    return LLMReranker(llm, settings.retrieval, settings.llm.effective_rerank_model, **kwargs)
+
+
 def hit(i: int, content: str) -> ChunkHit:
     """A retrieval hit at 1-based rank `i` with hybrid-style trace values."""
     fused = 2 / (60 + i)
@@ -138,7 +143,7 @@ def test_helpers() -> None:
 
 # ---- rerank ----------------------------------------------------------------------------------------
 async def test_empty_input(fake_ollama: FakeOllama, client: OllamaProvider) -> None:
-    reranker = LLMReranker(client, make_settings())
+    reranker = rr(client, make_settings())
     assert await reranker.rerank("anything", [], 5) == []
     assert await reranker.rerank("anything", hits("a [score=0.5]"), 0) == []
     assert fake_ollama.chat_requests == []
@@ -148,7 +153,7 @@ async def test_sorts_by_score_descending_and_keeps_the_trace(fake_ollama: FakeOl
     fake_ollama.responder = scorer()
     candidates = hits("a [score=0.2]", "b [score=0.9]", "c [score=0.5]", "d [score=0.9]", "e [score=0.1]")
     originals = [c.model_copy(deep=True) for c in candidates]
-    result = await LLMReranker(client, make_settings()).rerank("which letter?", candidates, 10)
+    result = await rr(client, make_settings()).rerank("which letter?", candidates, 10)
     assert ids(result) == [2, 4, 3, 1, 5]  # ties (b, d) keep the retrieval order
     assert [h.score for h in result] == [0.9, 0.9, 0.5, 0.2, 0.1]
     for h in result:
@@ -163,7 +168,7 @@ async def test_sorts_by_score_descending_and_keeps_the_trace(fake_ollama: FakeOl
 async def test_limit_is_respected(fake_ollama: FakeOllama, client: OllamaProvider) -> None:
     fake_ollama.responder = scorer()
     candidates = hits("a [score=0.2]", "b [score=0.9]", "c [score=0.5]", "d [score=0.7]")
-    result = await LLMReranker(client, make_settings()).rerank("q", candidates, 2)
+    result = await rr(client, make_settings()).rerank("q", candidates, 2)
     assert ids(result) == [2, 4]
     assert len(fake_ollama.chat_requests) == 4  # every candidate is scored before slicing
 
@@ -181,7 +186,7 @@ async def test_fences_think_blocks_and_prose_are_stripped(
     fake_ollama: FakeOllama, client: OllamaProvider, raw: str
 ) -> None:
     fake_ollama.responder = scorer({"[raw]": Reply.json(raw)})
-    result = await LLMReranker(client, make_settings()).rerank("q", hits("a [score=0.5]", "b [raw]"), 5)
+    result = await rr(client, make_settings()).rerank("q", hits("a [score=0.5]", "b [raw]"), 5)
     assert ids(result) == [2, 1]
     assert result[0].score == pytest.approx(0.75)
 
@@ -189,7 +194,7 @@ async def test_fences_think_blocks_and_prose_are_stripped(
 async def test_failed_call_keeps_the_chunk_unscored(fake_ollama: FakeOllama, client: OllamaProvider) -> None:
     fake_ollama.responder = scorer({"[boom]": Reply.error(500, "model runner crashed")})
     candidates = hits("a [boom]", "b [score=0.3]", "c [score=0.6]", "d [boom]")
-    outcome = await LLMReranker(client, make_settings()).rerank_with_status("q", candidates, 10)
+    outcome = await rr(client, make_settings()).rerank_with_status("q", candidates, 10)
     result = outcome.hits
     assert ids(result) == [3, 2, 1, 4] and (outcome.scored, outcome.candidates) == (2, 4)
     assert [h.score for h in result[2:]] == [candidates[0].score, candidates[3].score]  # the retrieval score
@@ -209,7 +214,7 @@ async def test_failed_call_keeps_the_chunk_unscored(fake_ollama: FakeOllama, cli
 )
 async def test_invalid_replies_leave_it_unscored(fake_ollama: FakeOllama, client: OllamaProvider, reply: Reply) -> None:
     fake_ollama.responder = scorer({"[bad]": reply})
-    result = await LLMReranker(client, make_settings()).rerank("q", hits("a [bad]", "b [score=0.05]"), 10)
+    result = await rr(client, make_settings()).rerank("q", hits("a [bad]", "b [score=0.05]"), 10)
     assert ids(result) == [2, 1]
     assert result[1].score == hit(1, "").score and result[1].trace.rerank_score is None
 
@@ -220,7 +225,9 @@ async def test_timeout_leaves_it_unscored_not_delaying_others(fake_ollama: FakeO
     settings = make_settings(rerank_timeout_s=0.3, rerank_concurrency=2)
     candidates = hits("a [slow]", "b [score=0.2]", "c [score=0.4]", "d [score=0.8]", "e [score=0.6]")
     start = time.perf_counter()
-    result = await LLMReranker(client, settings).rerank("q", candidates, 10)
+    result = await LLMReranker(client, settings.retrieval, settings.llm.effective_rerank_model).rerank(
+        "q", candidates, 10
+    )
     wall = time.perf_counter() - start
     # the hung call holds one slot for 0.3 s while the other slot scores the 4 others (4 × 0.05 s)
     assert wall < 0.8, wall
@@ -236,7 +243,9 @@ async def test_concurrency_bound_is_never_exceeded(fake_ollama: FakeOllama, clie
     settings = make_settings(rerank_concurrency=3)
     candidates = hits(*[f"passage {i} [score=0.{i % 10}]" for i in range(12)])
     start = time.perf_counter()
-    result = await LLMReranker(client, settings).rerank("q", candidates, 12)
+    result = await LLMReranker(client, settings.retrieval, settings.llm.effective_rerank_model).rerank(
+        "q", candidates, 12
+    )
     wall = time.perf_counter() - start
     assert len(result) == 12 and len(fake_ollama.chat_requests) == 12
     assert fake_ollama.max_concurrent == 3  # bounded, and actually parallel
@@ -249,7 +258,7 @@ async def test_concurrency_bound_holds_across_concurrent_reranks(
 ) -> None:
     fake_ollama.latency = 0.05
     fake_ollama.responder = scorer()
-    reranker = LLMReranker(client, make_settings(rerank_concurrency=2))
+    reranker = rr(client, make_settings(rerank_concurrency=2))
     candidates = hits(*[f"passage {i} [score=0.{i}]" for i in range(6)])
     await asyncio.gather(reranker.rerank("q1", candidates, 6), reranker.rerank("q2", candidates, 6))
     assert len(fake_ollama.chat_requests) == 12
@@ -263,7 +272,9 @@ async def test_overall_deadline_keeps_unscored_in_retrieval_order(
     settings = make_settings(rerank_deadline_s=0.4, rerank_timeout_s=10, rerank_concurrency=10)
     candidates = hits("s1 [slow]", "a [score=0.3]", "s2 [slow]", "b [score=0.8]", "s3 [slow]", "c [score=0.5]")
     start = time.perf_counter()
-    result = await LLMReranker(client, settings).rerank("q", candidates, 10)
+    result = await LLMReranker(client, settings.retrieval, settings.llm.effective_rerank_model).rerank(
+        "q", candidates, 10
+    )
     wall = time.perf_counter() - start
     assert 0.4 <= wall < 1.0, wall
     assert ids(result) == [4, 6, 2, 1, 3, 5]
@@ -280,7 +291,9 @@ async def test_deadline_also_cancels_calls_waiting_for_a_slot(fake_ollama: FakeO
     fake_ollama.responder = scorer()
     settings = make_settings(rerank_deadline_s=0.4, rerank_concurrency=1)
     candidates = hits(*[f"p{i} [score=0.{i}]" for i in range(1, 7)])
-    result = await LLMReranker(client, settings).rerank("q", candidates, 10)
+    result = await LLMReranker(client, settings.retrieval, settings.llm.effective_rerank_model).rerank(
+        "q", candidates, 10
+    )
     scored = [h for h in result if h.trace.rerank_score is not None]
     unscored = [h for h in result if h.trace.rerank_score is None]
     assert 1 <= len(scored) <= 3 and len(scored) + len(unscored) == 6
@@ -292,7 +305,7 @@ async def test_deadline_also_cancels_calls_waiting_for_a_slot(fake_ollama: FakeO
 
 async def test_cancelling_the_caller_cancels_the_calls(fake_ollama: FakeOllama, client: OllamaProvider) -> None:
     fake_ollama.responder = scorer({"[slow]": Reply.hang(5, then=Reply.json({"score": 1.0}))})
-    reranker = LLMReranker(client, make_settings())
+    reranker = rr(client, make_settings())
     task = asyncio.create_task(reranker.rerank("q", hits("a [slow]", "b [slow]"), 5))
     assert await fake_ollama.await_until(lambda: fake_ollama.in_flight == 2, 2.0)
     task.cancel()
@@ -312,7 +325,7 @@ async def test_cache_skips_repeated_questions_but_not_failures(fake_ollama: Fake
         return scorer()(body)
 
     fake_ollama.responder = respond
-    reranker = LLMReranker(client, make_settings())
+    reranker = rr(client, make_settings())
     candidates = hits("a [score=0.2]", "b [score=0.9]", "c [flaky] [score=0.6]")
     first = await reranker.rerank("question", candidates, 10)
     assert ids(first) == [2, 1, 3] and first[-1].trace.rerank_score is None
@@ -329,7 +342,7 @@ async def test_cache_skips_repeated_questions_but_not_failures(fake_ollama: Fake
     await reranker.rerank("another question", candidates, 10)  # the query is part of the key
     assert len(fake_ollama.chat_requests) == 7
 
-    other_model = LLMReranker(client, make_settings(rerank_model="qwen3:4b"))
+    other_model = rr(client, make_settings(rerank_model="qwen3:4b"))
     other_model._cache = reranker._cache  # shared cache, different model: still a miss
     await other_model.rerank("question", candidates, 10)
     assert len(fake_ollama.chat_requests) == 10
@@ -337,7 +350,7 @@ async def test_cache_skips_repeated_questions_but_not_failures(fake_ollama: Fake
 
 async def test_cache_is_a_bounded_lru(fake_ollama: FakeOllama, client: OllamaProvider) -> None:
     fake_ollama.responder = scorer()
-    reranker = LLMReranker(client, make_settings(rerank_concurrency=1), cache_size=2)
+    reranker = rr(client, make_settings(rerank_concurrency=1), cache_size=2)
     candidates = hits("a [score=0.1]", "b [score=0.2]", "c [score=0.3]")
     await reranker.rerank("q", candidates, 10)
     assert len(reranker._cache) == 2  # "a" (least recently used) was evicted
@@ -348,7 +361,7 @@ async def test_cache_is_a_bounded_lru(fake_ollama: FakeOllama, client: OllamaPro
 async def test_identical_passages_are_scored_once(fake_ollama: FakeOllama, client: OllamaProvider) -> None:
     fake_ollama.responder = scorer()
     candidates = hits("same text [score=0.4]", "other [score=0.7]", "same text [score=0.4]")
-    result = await LLMReranker(client, make_settings()).rerank("q", candidates, 10)
+    result = await rr(client, make_settings()).rerank("q", candidates, 10)
     assert len(fake_ollama.chat_requests) == 2
     assert ids(result) == [2, 1, 3] and result[1].score == result[2].score == 0.4
 
@@ -359,7 +372,9 @@ async def test_request_carries_schema_temperature_think_and_capped_passage(
     fake_ollama.responder = scorer()
     long_text = "lorem ipsum dolor " * 100 + "TAILMARKER [score=0.9]"
     settings = make_settings(rerank_model="reranker:1b")
-    result = await LLMReranker(client, settings).rerank("what is lorem ipsum?", hits(long_text), 1)
+    result = await LLMReranker(client, settings.retrieval, settings.llm.effective_rerank_model).rerank(
+        "what is lorem ipsum?", hits(long_text), 1
+    )
     (request,) = fake_ollama.chat_requests
     body = request.body
     assert body["model"] == "reranker:1b"
@@ -371,7 +386,7 @@ async def test_request_carries_schema_temperature_think_and_capped_passage(
     user = body["messages"][-1]["content"]
     assert "what is lorem ipsum?" in user and "0.0 to 1.0" in user
     passage = passage_of(body)
-    assert 900 <= len(passage) <= settings.rerank_passage_chars
+    assert 900 <= len(passage) <= settings.retrieval.rerank_passage_chars
     assert long_text.startswith(passage)
     assert "TAILMARKER" not in user
     assert result[0].score == 0.0  # the score marker was cut off with the tail
@@ -379,14 +394,14 @@ async def test_request_carries_schema_temperature_think_and_capped_passage(
 
 async def test_model_defaults_to_the_chat_model(fake_ollama: FakeOllama, client: OllamaProvider) -> None:
     fake_ollama.responder = scorer()
-    await LLMReranker(client, make_settings(chat_model="mistral")).rerank("q", hits("a"), 1)
+    await rr(client, make_settings(chat_model="mistral")).rerank("q", hits("a"), 1)
     assert fake_ollama.chat_requests[0].model == "mistral"
 
 
 async def test_think_is_dropped_when_the_server_rejects_it(fake_ollama: FakeOllama, client: OllamaProvider) -> None:
     fake_ollama.enqueue(Reply.error(400, '"llama3.2" does not support thinking'))
     fake_ollama.responder = scorer()
-    reranker = LLMReranker(client, make_settings(rerank_concurrency=1))
+    reranker = rr(client, make_settings(rerank_concurrency=1))
     result = await reranker.rerank("q", hits("a [score=0.6]"), 1)
     assert result[0].score == 0.6
     first, retry = fake_ollama.chat_requests
@@ -398,7 +413,7 @@ async def test_think_is_dropped_when_the_server_rejects_it(fake_ollama: FakeOlla
 
 async def test_unreachable_server_scores_nothing(closed_ollama_url: str) -> None:
     down = OllamaProvider(closed_ollama_url)
-    outcome = await LLMReranker(down, make_settings()).rerank_with_status("q", hits("a", "b"), 5)
+    outcome = await rr(down, make_settings()).rerank_with_status("q", hits("a", "b"), 5)
     await down.close()
     assert ids(outcome.hits) == [1, 2] and (outcome.scored, outcome.candidates) == (0, 2)
     assert [h.trace.rerank_score for h in outcome.hits] == [None, None]

@@ -36,6 +36,12 @@ def fake(request: pytest.FixtureRequest) -> Iterator[FakeRerank]:
         yield server
 
 
+def reranker_of(settings: Settings) -> Any:
+    """The reranker these settings build (RERANK_PROVIDER), with no LLM."""
+    llm = settings.llm
+    return build_reranker(None, settings.retrieval, rerank_model=llm.rerank_model, chat_model=llm.chat_model)  # type: ignore[arg-type]
+
+
 def http_settings(fake: FakeRerank, **overrides: Any) -> Settings:
     values: dict[str, Any] = {
         "rerank_provider": "http",
@@ -49,7 +55,7 @@ def http_settings(fake: FakeRerank, **overrides: Any) -> Settings:
 
 @pytest.fixture
 async def reranker(fake: FakeRerank) -> AsyncIterator[HTTPReranker]:
-    built = build_reranker(None, http_settings(fake))  # type: ignore[arg-type]
+    built = reranker_of(http_settings(fake))  # type: ignore[arg-type]
     assert isinstance(built, HTTPReranker)
     yield built
     await built.close()
@@ -78,7 +84,7 @@ async def test_scores_are_cached(fake: FakeRerank, reranker: HTTPReranker) -> No
 
 async def test_batches_and_concurrency(fake: FakeRerank) -> None:
     docs = [f"passage {i} about penalty" for i in range(10)]
-    reranker = build_reranker(None, http_settings(fake, rerank_batch_size=3, rerank_concurrency=2))  # type: ignore[arg-type]
+    reranker = reranker_of(http_settings(fake, rerank_batch_size=3, rerank_concurrency=2))  # type: ignore[arg-type]
     try:
         out = await reranker.rerank_with_status(QUERY, hits(*docs), 10)
     finally:
@@ -90,7 +96,7 @@ async def test_batches_and_concurrency(fake: FakeRerank) -> None:
 
 
 async def test_server_down_keeps_retrieval_order(fake: FakeRerank) -> None:
-    reranker = build_reranker(None, http_settings(fake, rerank_url=closed_port_url()))  # type: ignore[arg-type]
+    reranker = reranker_of(http_settings(fake, rerank_url=closed_port_url()))  # type: ignore[arg-type]
     try:
         start = time.monotonic()
         out = await reranker.rerank_with_status(QUERY, hits(*DOCS), 4)
@@ -109,7 +115,7 @@ async def test_http_error_is_unscored(fake: FakeRerank, reranker: HTTPReranker) 
 
 async def test_slow_server_times_out_in_bounded_time(fake: FakeRerank) -> None:
     fake.latency = 3.0
-    reranker = build_reranker(None, http_settings(fake, rerank_timeout_s=0.3))  # type: ignore[arg-type]
+    reranker = reranker_of(http_settings(fake, rerank_timeout_s=0.3))  # type: ignore[arg-type]
     try:
         start = time.monotonic()
         out = await reranker.rerank_with_status(QUERY, hits(*DOCS), 4)
@@ -122,7 +128,9 @@ async def test_slow_server_times_out_in_bounded_time(fake: FakeRerank) -> None:
 async def test_deadline_cuts_pending_batches(fake: FakeRerank) -> None:
     fake.latency = 0.4
     settings = http_settings(fake, rerank_batch_size=1, rerank_concurrency=1, rerank_deadline_s=0.6)
-    reranker = build_reranker(None, settings)  # type: ignore[arg-type]
+    reranker = build_reranker(
+        None, settings.retrieval, rerank_model=settings.llm.rerank_model, chat_model=settings.llm.chat_model
+    )  # type: ignore[arg-type]
     try:
         start = time.monotonic()
         out = await reranker.rerank_with_status(QUERY, hits(*DOCS), 4)
@@ -171,7 +179,9 @@ async def test_wrong_shape_reply_is_unscored(fake: FakeRerank) -> None:
     # a TEI client against a cohere-shaped server (or the reverse) gets a 404 or a wrong shape: unscored, no crash
     wrong = "cohere" if fake.dialect == "tei" else "tei"
     settings = http_settings(fake, rerank_api=wrong)
-    reranker = build_reranker(None, settings)  # type: ignore[arg-type]
+    reranker = build_reranker(
+        None, settings.retrieval, rerank_model=settings.llm.rerank_model, chat_model=settings.llm.chat_model
+    )  # type: ignore[arg-type]
     try:
         out = await reranker.rerank_with_status(QUERY, hits(*DOCS), 4)
     finally:
@@ -192,7 +202,12 @@ async def test_bearer_key_and_v1_base_url(fake: FakeRerank) -> None:
 
 def test_provider_llm_is_the_default() -> None:
     settings = make_settings()
-    assert settings.rerank_provider == "llm"
-    assert isinstance(build_reranker(None, settings), LLMReranker)  # type: ignore[arg-type]
+    assert settings.retrieval.rerank_provider == "llm"
+    assert isinstance(
+        build_reranker(
+            None, settings.retrieval, rerank_model=settings.llm.rerank_model, chat_model=settings.llm.chat_model
+        ),
+        LLMReranker,
+    )  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="RERANK_URL"):
-        build_reranker(None, make_settings(rerank_provider="http"))  # type: ignore[arg-type]
+        build_reranker(None, make_settings(rerank_provider="http").retrieval, rerank_model=None, chat_model="m")  # type: ignore[arg-type]

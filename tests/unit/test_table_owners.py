@@ -34,6 +34,7 @@ OWNERS = {
     "sync_roots": "documents",
     "sync_files": "documents",
     "ocr_usage": "documents",  # pixels decoded for OCR per owner (migration 0027)
+    "document_ocr_lines": "documents",  # OCR lines with their boxes, for the scan viewer (migration 0030)
     "eval_runs": "evaluation",
     "bm25_terms": "retrieval",  # the keyword index's statistics (triggers on document_chunks keep them)
     "bm25_stats": "retrieval",

@@ -295,7 +295,7 @@ async def test_tls_is_verified_against_the_name_while_connecting_to_the_pinned_a
     try:
         settings = web_settings(tmp_path)
         dns = FakeDNS({"pinned.test": ["127.0.0.1"], "other.test": ["127.0.0.1"]})
-        fetcher = WebFetcher(settings, allow={("127.0.0.1", site.port)}, resolver=dns, verify=client_tls)
+        fetcher = WebFetcher(settings.ingestion, allow={("127.0.0.1", site.port)}, resolver=dns, verify=client_tls)
         page = await fetcher.fetch(f"https://pinned.test:{site.port}/article")
         assert ARTICLE_FACT in page.data.decode()
         assert site.sni == ["pinned.test"] and site.hosts == [f"pinned.test:{site.port}"]

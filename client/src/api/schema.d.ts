@@ -543,6 +543,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/documents/{document_id}/pages/{page}/image": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** PageImage */
+        get: operations["ApiDocumentsDocumentIdPagesImagePageImage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/documents/{document_id}/pages/{page}/ocr": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** OcrLines */
+        get: operations["ApiDocumentsDocumentIdPagesOcrOcrLines"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/documents/{document_id}/rechunk": {
         parameters: {
             query?: never;
@@ -1988,6 +2022,32 @@ export interface components {
             password: string;
             /** @description 1-64 letters, digits, '.', '_', '-' or '@' */
             username: string;
+        };
+        /** OcrLineOut */
+        OcrLineOut: {
+            confidence: number;
+            text: string;
+            /** @description left edge, in pixels of the page image (0 .. width) */
+            x0: number;
+            /** @description right edge */
+            x1: number;
+            /** @description top edge (0 .. height) */
+            y0: number;
+            /** @description bottom edge */
+            y1: number;
+        };
+        /** OcrPageOut */
+        OcrPageOut: {
+            /** Format: uuid */
+            document_id: string;
+            height: number | null;
+            /** @description in reading order, at most 2,000; empty for a page OCR did not read, a blank one, or a document read before OCR lines were kept (the viewer then shows the text) */
+            lines: components["schemas"]["OcrLineOut"][];
+            page: number;
+            /** @description the document's pages that have OCR lines, in order */
+            scanned_pages: number[];
+            /** @description the page image's width in pixels, what the boxes are in (None: no lines on this page) */
+            width: number | null;
         };
         /** OpenAIError */
         OpenAIError: {
@@ -6272,6 +6332,163 @@ export interface operations {
                 };
                 content: {
                     "*/*": string;
+                };
+            };
+            /** @description Bad request: invalid parameters or body, a disallowed Host, a body nested too deeply */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not signed in, or the session or token no longer works */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed: another user's resource, an admin-only route, or a cross-origin write */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such route or resource (or one you may not see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A bug: logged on the server with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The database or the LLM server is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    ApiDocumentsDocumentIdPagesImagePageImage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                document_id: string;
+                /** @description the page, from 1 (a TIFF's frame) */
+                page: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "image/jpeg": string;
+                    "image/png": string;
+                };
+            };
+            /** @description Bad request: invalid parameters or body, a disallowed Host, a body nested too deeply */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not signed in, or the session or token no longer works */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed: another user's resource, an admin-only route, or a cross-origin write */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such route or resource (or one you may not see) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A bug: logged on the server with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The database or the LLM server is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    ApiDocumentsDocumentIdPagesOcrOcrLines: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                document_id: string;
+                /** @description the page, from 1 (a TIFF's frame) */
+                page: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OcrPageOut"];
                 };
             };
             /** @description Bad request: invalid parameters or body, a disallowed Host, a body nested too deeply */

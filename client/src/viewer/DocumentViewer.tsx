@@ -8,6 +8,7 @@ import { plural } from "../lib/format";
 import { Link, useSearchParams } from "../lib/router";
 import { useTitle } from "../lib/useTitle";
 import { ChunkText, whereLabel } from "./ChunkText";
+import { ScanView } from "./ScanView";
 import "./viewer.css";
 
 // pdf.js is big: loaded only when a PDF is opened (its own chunk, and its worker a file of the app's assets).
@@ -87,8 +88,32 @@ export function DocumentViewer({ id }: { id: string }) {
 
   const target: DocumentChunk | null = chunks.chunks.find((c) => c.id === chunkId) ?? null;
   const isPdf = doc.content_type === "application/pdf";
+  // an image, or a PDF with pages read by OCR: the scan view (today's view for a page without OCR lines)
+  const scanned = doc.content_type.startsWith("image/") || (isPdf && doc.metadata?.ocr != null);
   const page = pageParam ?? target?.page ?? 1;
+  const passage = target && (target.page == null || target.page === page) ? target.content : null;
   const title = doc.title || doc.filename;
+
+  const text = <ChunkText key={`${doc.id}:${chunkId ?? ""}`} documentId={doc.id} initial={chunks} targetId={target?.id ?? null} />;
+  const onPage = (n: number) => setSearch({ page: String(n) });
+  const pdf = isPdf && (
+    <div className="viewer-pdf">
+      {target && (
+        <aside className="viewer-cited" aria-label="Cited passage" data-testid="viewer-cited">
+          <h2 className="small">Cited passage · {whereLabel(target)}</h2>
+          <p>{target.content}</p>
+        </aside>
+      )}
+      <Suspense fallback={<Spinner label="Loading the PDF viewer" />}>
+        <PdfView url={documentsApi.fileUrl(doc.id)} page={page} passage={passage} title={title} onPage={onPage} />
+      </Suspense>
+    </div>
+  );
+  const body = scanned ? (
+    <ScanView documentId={doc.id} page={page} pages={doc.page_count ?? null} passage={passage} title={title} onPage={onPage} fallback={pdf || text} />
+  ) : (
+    pdf || text
+  );
 
   return (
     <div className="page viewer" data-testid="document-viewer" data-document-id={doc.id}>
@@ -123,27 +148,7 @@ export function DocumentViewer({ id }: { id: string }) {
           This document is {doc.status}: its text appears here once it is ready.
         </p>
       )}
-      {isPdf ? (
-        <div className="viewer-pdf">
-          {target && (
-            <aside className="viewer-cited" aria-label="Cited passage" data-testid="viewer-cited">
-              <h2 className="small">Cited passage · {whereLabel(target)}</h2>
-              <p>{target.content}</p>
-            </aside>
-          )}
-          <Suspense fallback={<Spinner label="Loading the PDF viewer" />}>
-            <PdfView
-              url={documentsApi.fileUrl(doc.id)}
-              page={page}
-              passage={target && (target.page == null || target.page === page) ? target.content : null}
-              title={title}
-              onPage={(n) => setSearch({ page: String(n) })}
-            />
-          </Suspense>
-        </div>
-      ) : (
-        <ChunkText key={`${doc.id}:${chunkId ?? ""}`} documentId={doc.id} initial={chunks} targetId={target?.id ?? null} />
-      )}
+      {body}
     </div>
   );
 }

@@ -35,7 +35,7 @@ from ragchat.accounts.service import USERNAME_RE, AccountService, LoggedIn, dige
 from ragchat.core.errors import SsoFailed, SsoRefused, SsoUnavailable
 from ragchat.db.pool import Conn, Pool
 from ragchat.db.ratelimit import RateLimiter
-from ragchat.settings import Settings
+from ragchat.settings import AccountSettings, OidcSettings
 
 log = logging.getLogger(__name__)
 
@@ -145,17 +145,22 @@ class OidcService:
     def __init__(
         self,
         pool: Pool,
-        settings: Settings,
+        settings: OidcSettings,
         limiter: RateLimiter,
         client: OidcClient | None = None,
         accounts: AccountService | None = None,
+        *,
+        account: AccountSettings,
+        login_per_min: int,
     ) -> None:
         self.pool = pool
         self.accounts = accounts  # records sign-ins in the audit log (same transaction as the session)
         self.settings = settings
+        self.account = account  # AUTH and the sessions' lifetime
+        self.login_per_min = login_per_min  # RATE_LOGIN_PER_MIN, per client address
         self.limiter = limiter
-        self.client = client or OidcClient(settings.oidc)
-        self.recheck = ProviderRecheck(pool, self.client, settings.oidc, accounts)
+        self.client = client or OidcClient(settings)
+        self.recheck = ProviderRecheck(pool, self.client, settings, accounts)
         if accounts is not None and settings.oidc_enabled:
             accounts.provider_check = self.recheck.check  # sessions and API tokens of SSO users, re-checked
 
@@ -164,7 +169,7 @@ class OidcService:
 
     @property
     def enabled(self) -> bool:
-        return self.settings.auth == "on" and self.settings.oidc_enabled
+        return self.account.auth == "on" and self.settings.oidc_enabled
 
     @property
     def label(self) -> str:
@@ -182,7 +187,7 @@ class OidcService:
     async def start(self, redirect_uri: str, *, ip: str, browser_secret: str | None) -> Started:
         """A new sign-in: its flow row, and the provider's URL. The browser keeps its flow cookie when it has
         one, so two tabs signing in at once both finish."""
-        await self.limiter.hit(f"login:ip:{ip}", self.settings.rate_login_per_min, what="login attempts")
+        await self.limiter.hit(f"login:ip:{ip}", self.login_per_min, what="login attempts")
         provider = await self.client.provider()
         auth = self.client.authorization(provider, redirect_uri)
         if not browser_secret or not _COOKIE_RE.match(browser_secret):
@@ -277,7 +282,7 @@ class OidcService:
             if s.oidc_admin_group:
                 user = await self._sync_admin(conn, user, in_group(identity.groups, s.oidc_admin_group))
             token = secrets.token_urlsafe(32)
-            ttl = s.session_ttl_hours * 3600
+            ttl = self.account.session_ttl_hours * 3600
             await repo.insert_session(conn, digest(token), user["id"], ttl, user_agent, ip)
             if self.accounts is not None:
                 await self.accounts.record_sign_in(conn, user, ip=ip, method="oidc")

@@ -66,7 +66,7 @@ def require_admin(principal: Principal) -> None:
 
 
 def cookie_secure(request: Request[Any, Any, Any], accounts: AccountService) -> bool:
-    setting = accounts.settings.cookie_secure
+    setting = accounts.server.cookie_secure
     return setting == "true" or (setting == "auto" and request.url.scheme == "https")
 
 
@@ -84,8 +84,8 @@ def session_cookie(request: Request[Any, Any, Any], accounts: AccountService, se
 
 
 def local_login_allowed(accounts: AccountService) -> None:
-    if not accounts.settings.local_login_enabled:
-        name = accounts.settings.oidc_display_name if accounts.settings.oidc_enabled else "single sign-on"
+    if not accounts.sso.local_login_enabled:
+        name = accounts.sso.oidc_display_name if accounts.sso.oidc_enabled else "single sign-on"
         raise Forbidden(f"sign-in with a username and password is turned off here: sign in with {name}")
 
 
@@ -115,7 +115,7 @@ class AuthController(Controller):
             except Unauthorized:
                 user = None
         # AUTH=off needs no account; with local login off the first admin comes through single sign-on
-        setup = accounts.auth_enabled and accounts.settings.local_login_enabled and await accounts.setup_required()
+        setup = accounts.auth_enabled and accounts.sso.local_login_enabled and await accounts.setup_required()
         return SessionInfo(auth=accounts.settings.auth, setup_required=setup, user=user)
 
     @post("/setup", status_code=201, responses=error_responses(403, 409, 429))

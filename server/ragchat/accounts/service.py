@@ -39,7 +39,7 @@ from ragchat.core.ownership import DocumentCounts
 from ragchat.core.principal import Principal, local_principal
 from ragchat.db.pool import Pool
 from ragchat.db.ratelimit import RateLimiter
-from ragchat.settings import Settings
+from ragchat.settings import AccountSettings, OidcSettings, ServerSettings
 
 USERNAME_RE = re.compile(r"^[A-Za-z0-9._@-]{1,64}$")
 TOKEN_PREFIX = "rc_"
@@ -89,10 +89,22 @@ def principal_of(row: dict[str, Any], via: str, credential: str | None) -> Princ
 
 class AccountService:
     def __init__(
-        self, pool: Pool, settings: Settings, limiter: RateLimiter, audit: AuditWriter, *, documents: DocumentCounts
+        self,
+        pool: Pool,
+        settings: AccountSettings,
+        limiter: RateLimiter,
+        audit: AuditWriter,
+        *,
+        sso: OidcSettings,
+        server: ServerSettings,
+        login_per_min: int,
+        documents: DocumentCounts,
     ) -> None:
         self.pool = pool
         self.settings = settings
+        self.sso = sso  # single sign-on's group: LOCAL_LOGIN_ENABLED, the button's name, the re-check interval
+        self.server = server  # where the server listens (the setup link) and COOKIE_SECURE
+        self.login_per_min = login_per_min  # RATE_LOGIN_PER_MIN, per client address
         self.limiter = limiter
         self.audit = audit
         self.throttle = LoginThrottle(pool, settings)
@@ -101,7 +113,7 @@ class AccountService:
         #: OidcService when OIDC_ISSUER is set (sessions and API tokens of SSO users are re-checked through it)
         self.provider_check: Callable[[UUID, str], Awaitable[bool]] | None = None
         #: what `setup` asks for (None: nothing); made once per process unless RAGCHAT_SETUP_TOKEN sets it
-        self.setup_token = setup_token(settings)
+        self.setup_token = setup_token(settings, server, local_login=sso.local_login_enabled)
 
     @property
     def auth_enabled(self) -> bool:
@@ -109,7 +121,7 @@ class AccountService:
 
     @property
     def recheck_s(self) -> float | None:
-        return self.settings.oidc_recheck_s if self.provider_check is not None else None
+        return self.sso.oidc_recheck_s if self.provider_check is not None else None
 
     @property
     def session_ttl_s(self) -> float:
@@ -123,7 +135,7 @@ class AccountService:
         """What a start says while the first admin is still to be made and a token guards it, and the link."""
         if not self.setup_token or not await self.setup_required():
             return None
-        return setup_notice(self.settings, self.setup_token)
+        return setup_notice(self.settings, self.server, self.setup_token)
 
     # ---- first run, login, logout ---------------------------------------------------------------------------
     async def setup(
@@ -131,7 +143,7 @@ class AccountService:
     ) -> LoggedIn:
         """Create the first account (an admin) and log it in; 409 once any account exists; 403 without the
         setup token when one guards it (`self.setup_token`)."""
-        await self.limiter.hit(f"login:ip:{ip}", self.settings.rate_login_per_min, what="login attempts")
+        await self.limiter.hit(f"login:ip:{ip}", self.login_per_min, what="login attempts")
         if self.setup_token and not hmac.compare_digest((token or "").encode(), self.setup_token.encode()):
             if not await self.setup_required():
                 raise SetupDone("the admin account exists already: log in")
@@ -153,8 +165,7 @@ class AccountService:
 
     async def login(self, username: str, password: str, *, ip: str, user_agent: str) -> LoggedIn:
         """The same message, and the same argon2 work, for an unknown user as for a wrong password."""
-        s = self.settings
-        await self.limiter.hit(f"login:ip:{ip}", s.rate_login_per_min, what="login attempts")
+        await self.limiter.hit(f"login:ip:{ip}", self.login_per_min, what="login attempts")
         name = username.strip()
         valid = bool(USERNAME_RE.match(name))
         # a name no account can have (NUL, lone surrogates...) is counted under its digest: never sent as text

@@ -8,7 +8,7 @@ from __future__ import annotations
 import secrets
 
 from ragchat.core.errors import Forbidden
-from ragchat.settings import Settings, is_loopback
+from ragchat.settings import AccountSettings, ServerSettings, is_loopback
 
 
 class SetupTokenRequired(Forbidden):
@@ -26,17 +26,17 @@ class SetupTokenRequired(Forbidden):
         return cls("this setup token is not the server's: use the link `ragchat serve` printed at start")
 
 
-def setup_token(settings: Settings) -> str | None:
+def setup_token(settings: AccountSettings, server: ServerSettings, *, local_login: bool) -> str | None:
     """RAGCHAT_SETUP_TOKEN, else a one-time token when the server listens beyond loopback (auth and passwords
-    on); None: first-admin creation is not guarded."""
+    on: `local_login`, LOCAL_LOGIN_ENABLED); None: first-admin creation is not guarded."""
     if settings.setup_token is not None and settings.setup_token.get_secret_value():
         return settings.setup_token.get_secret_value()
-    if settings.auth == "on" and settings.local_login_enabled and not is_loopback(settings.host):
+    if settings.auth == "on" and local_login and not is_loopback(server.host):
         return secrets.token_urlsafe(18)
     return None
 
 
-def setup_notice(settings: Settings, token: str) -> tuple[str, str | None]:
+def setup_notice(settings: AccountSettings, server: ServerSettings, token: str) -> tuple[str, str | None]:
     """The start-up line while no admin exists, and the link in it: with a made token, the link to open (its
     one disclosure, on purpose, as Jupyter's); with RAGCHAT_SETUP_TOKEN, only the way (the operator has it)."""
     if settings.setup_token is not None and settings.setup_token.get_secret_value():
@@ -44,9 +44,9 @@ def setup_notice(settings: Settings, token: str) -> tuple[str, str | None]:
             "ragchat: no admin account yet: create it on the web page opened with ?setup_token=<RAGCHAT_SETUP_TOKEN>",
             None,
         )
-    host = settings.host
+    host = server.host
     host = "localhost" if host in ("0.0.0.0", "::", "") else f"[{host}]" if ":" in host else host
-    url = f"http://{host}:{settings.port}/?setup_token={token}"
+    url = f"http://{host}:{server.port}/?setup_token={token}"
     return (
         f"ragchat: no admin account yet: create it at {url} (with this server's address for the host; the "
         "token is this start's own, or set RAGCHAT_SETUP_TOKEN)",

@@ -19,11 +19,11 @@ from __future__ import annotations
 import asyncio
 import math
 import random
-from typing import Any
 
 from ragchat.core.errors import RateLimited
 from ragchat.db.pool import Pool
 from ragchat.observability import metrics
+from ragchat.settings import AccountSettings
 
 GLOBAL_BASE_S = 0.25
 
@@ -55,12 +55,12 @@ def name_key(who: str) -> str:
 
 
 class LoginThrottle:
-    def __init__(self, pool: Pool, settings: Any) -> None:
+    def __init__(self, pool: Pool, settings: AccountSettings) -> None:
         self.pool = pool
-        self.free = int(settings.login_free_failures)
-        self.max_s = float(settings.login_delay_max_s)
-        self.global_max_s = float(settings.login_global_delay_max_s)
-        self.memory_s = int(settings.login_failure_memory_s)
+        self.free = settings.login_free_failures
+        self.max_s = settings.login_delay_max_s
+        self.global_max_s = settings.login_global_delay_max_s
+        self.memory_s = settings.login_failure_memory_s
 
     def global_delay(self, failures: int) -> float:
         """The hold on every attempt at a name that has failed `failures` times lately (from anywhere)."""

@@ -46,7 +46,7 @@ from ragchat.core.search import SearchOptions, SearchService
 from ragchat.db.pool import Pool
 from ragchat.db.ratelimit import RateLimiter
 from ragchat.providers.llm.base import LLMProvider
-from ragchat.settings import Settings
+from ragchat.settings import LimitSettings, LLMSettings, RetrievalSettings
 
 __all__ = ["ChatRequest", "ChatService"]
 log = logging.getLogger(__name__)
@@ -138,10 +138,12 @@ class ChatService:
         pool: Pool,
         llm: LLMProvider,
         search: SearchService,
-        settings: Settings,
+        settings: LLMSettings,
         embedder: Embedder | None = None,
         runs: RunRegistry | None = None,
         *,
+        retrieval: RetrievalSettings,
+        limits: LimitSettings,
         audit: AuditWriter,
         finder: DocumentFinder | None = None,
         reader: DocumentReader | None = None,
@@ -155,6 +157,8 @@ class ChatService:
         self.llm = llm
         self.search = search
         self.settings = settings
+        self.retrieval = retrieval  # the search options' defaults; what a message's rerank costs
+        self.limits = limits  # the users' LLM budgets
         self.embedder = embedder  # for the citation check; None: lexical scores only
         self.runs = runs or RunRegistry()
         self._windows: dict[str, int | None] = {}
@@ -194,11 +198,11 @@ class ChatService:
 
     def budget(self, principal: Principal, options: SearchOptions | None) -> MessageBudget:
         """A new answer's LLM budget (llm_budget.py), charged to the user's counters."""
-        s = self.settings
-        rerank = s.rerank_enabled if options is None else options.rerank
-        limit = s.chat_search_limit if options is None else options.limit
-        cost = limit * max(1, s.rerank_candidates_factor) if rerank and s.rerank_provider == "llm" else 0
-        return MessageBudget(principal.user_id, s.limits, self.limiter, rerank_cost=cost)
+        r = self.retrieval
+        rerank = r.rerank_enabled if options is None else options.rerank
+        limit = self.settings.chat_search_limit if options is None else options.limit
+        cost = limit * max(1, r.rerank_candidates_factor) if rerank and r.rerank_provider == "llm" else 0
+        return MessageBudget(principal.user_id, self.limits, self.limiter, rerank_cost=cost)
 
     def document_tools(
         self,
@@ -292,7 +296,7 @@ class ChatService:
             search=self.search,
             settings=settings,
             principal=principal,
-            options=req.options or options_of(settings, default_limit=settings.chat_search_limit),
+            options=req.options or options_of(self.retrieval, default_limit=settings.chat_search_limit),
             model=plan.model,
             use_tools=use_tools,
             document_ids=req.document_ids,
@@ -390,8 +394,9 @@ class ChatService:
             tools.budget = budget
         try:
             run = answer_events(
-                self.llm, self.search, self.settings, principal, req, window, turn, tools=tools, budget=budget
-            )
+                self.llm, self.search, self.settings, principal, req, window, turn,
+                tools=tools, budget=budget, defaults=self.retrieval,
+            )  # fmt: skip
             try:
                 async with aclosing(run) as events:
                     async for event in events:

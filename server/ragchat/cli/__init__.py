@@ -43,11 +43,11 @@ log = logging.getLogger("ragchat")
 
 
 def serve(settings: Settings, args: argparse.Namespace) -> int:
-    host = args.host or settings.host
-    port = args.port or settings.port
+    host = args.host or settings.server.host
+    port = args.port or settings.server.port
     if args.host or args.port:  # what the app knows of its address (the setup link, the exposure checks)
         settings = settings.model_copy(update={"host": host, "port": port})
-    if settings.auth == "off" and not is_loopback(host):
+    if settings.accounts.auth == "off" and not is_loopback(host):
         print(
             f"ragchat: refusing to serve on {host} with AUTH=off: anyone who can reach it would own every "
             "document. Use AUTH=on (the default), or bind to 127.0.0.1.",
@@ -60,17 +60,19 @@ def serve(settings: Settings, args: argparse.Namespace) -> int:
     if not is_loopback(host):
         say(
             f"ragchat: listening on {host}: other machines can reach this server. Requests must name a host in "
-            f"ALLOWED_HOSTS (now: {', '.join(settings.host_allowlist)}); put it behind HTTPS for real use.",
+            f"ALLOWED_HOSTS (now: {', '.join(settings.server.host_allowlist)}); put it behind HTTPS for real use.",
             "exposed",
             stream=sys.stderr,
             host=host,
         )
     url = f"http://{_url_host(host)}:{port}"
-    say(f"ragchat: starting on {host}:{port} (auth {settings.auth})", "starting", host=host, port=port)
+    say(f"ragchat: starting on {host}:{port} (auth {settings.accounts.auth})", "starting", host=host, port=port)
     announced: list[Path] = []
 
     def ready() -> None:
-        announced.append(remote.announce(settings.data_dir, url, settings.auth))  # commands on this data dir use it
+        announced.append(
+            remote.announce(settings.database.data_dir, url, settings.accounts.auth)
+        )  # commands on this data dir use it
         say(f"ragchat: ready at {url}", "ready", url=url)
 
     def load() -> Any:  # the app's imports (~10 s on a busy machine) come after the port answers /livez
@@ -79,7 +81,7 @@ def serve(settings: Settings, args: argparse.Namespace) -> int:
         return create_app(settings)
 
     try:
-        started = run_server(load, host=host, port=port, log_level=settings.log_level, on_ready=ready)
+        started = run_server(load, host=host, port=port, log_level=settings.server.log_level, on_ready=ready)
     finally:
         for path in announced:
             path.unlink(missing_ok=True)
@@ -123,15 +125,15 @@ def main(argv: list[str] | None = None) -> int:
     except ValidationError as exc:
         print(f"ragchat: configuration error:\n{exc}", file=sys.stderr)
         return 2
-    configure_logging("warning", settings.log_format)
+    configure_logging("warning", settings.server.log_format)
     warn_unknown_settings()  # a typo in .env or the environment would otherwise be ignored without a word
     if args.command in ("serve", "worker", "reembed"):
         for name in ("ragchat", "uvicorn"):
-            logging.getLogger(name).setLevel(settings.log_level.upper())
+            logging.getLogger(name).setLevel(settings.server.log_level.upper())
         tracing.setup_from_environment()  # OTEL_EXPORTER_OTLP_ENDPOINT set: spans exported
     try:
-        if settings.database_url:
-            check_database_url(settings.database_url)
+        if settings.database.database_url:
+            check_database_url(settings.database.database_url)
         return int(args.func(settings, args) or 0)
     except RagchatError as exc:
         print(f"ragchat: {exc.message}", file=sys.stderr)

@@ -17,10 +17,12 @@ from ragchat.vectors.store import manifest_spaces
 
 
 def backup_command(settings: Settings, args: argparse.Namespace) -> int:
-    key = load_key(settings.backup_key, settings.backup_key_file)
-    database = open_database(settings)
+    key = load_key(settings.server.backup_key, settings.server.backup_key_file)
+    database = open_database(settings.database)
     try:
-        manifest = backup(database.uri, Path(args.file), spaces=manifest_spaces, bin_dir=settings.pg_bin_dir, key=key)
+        manifest = backup(
+            database.uri, Path(args.file), spaces=manifest_spaces, bin_dir=settings.server.pg_bin_dir, key=key
+        )
     finally:
         database.close()
     documents = manifest.rows.get("documents", 0)
@@ -38,14 +40,14 @@ def backup_command(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def restore_command(settings: Settings, args: argparse.Namespace) -> int:
-    key = load_key(settings.backup_key, settings.backup_key_file)
-    database = open_database(settings)
+    key = load_key(settings.server.backup_key, settings.server.backup_key_file)
+    database = open_database(settings.database)
     try:
         manifest = restore(
             database.uri,
             Path(args.file),
             force=args.force,
-            bin_dir=settings.pg_bin_dir,
+            bin_dir=settings.server.pg_bin_dir,
             key=key,
             trust_unsigned=args.trust_unsigned,
         )

@@ -84,9 +84,9 @@ def check_database_url(url: str) -> None:
 def database_unreachable(exc: BaseException, settings: Settings) -> str:
     """psycopg's connection failure as one line with what to check."""
     lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
-    detail = _redact(" ".join(lines) or type(exc).__name__, settings.database_url or "")
-    if not settings.database_url:
-        return f"the embedded database in {settings.data_dir} is not reachable: {detail}"
+    detail = _redact(" ".join(lines) or type(exc).__name__, settings.database.database_url or "")
+    if not settings.database.database_url:
+        return f"the embedded database in {settings.database.data_dir} is not reachable: {detail}"
     return (
         f"cannot connect to the database in DATABASE_URL ({detail}): check the URL ({DATABASE_URL_FORM}), "
         "that the server runs and accepts connections from here, or unset DATABASE_URL for the embedded one"
@@ -96,13 +96,13 @@ def database_unreachable(exc: BaseException, settings: Settings) -> str:
 def preflight_database(settings: Settings, timeout_s: int = 5) -> None:
     """`serve` with DATABASE_URL: connect once before the slow start-up, so a wrong URL, host, password or
     database name is one line (RagchatError), not a traceback from the app's start."""
-    if not settings.database_url:
+    if not settings.database.database_url:
         return
     import psycopg
 
-    check_database_url(settings.database_url)
+    check_database_url(settings.database.database_url)
     try:
-        psycopg.connect(settings.database_url, connect_timeout=timeout_s).close()
+        psycopg.connect(settings.database.database_url, connect_timeout=timeout_s).close()
     except psycopg.OperationalError as exc:
         raise RagchatError(database_unreachable(exc, settings)) from None
 
@@ -183,9 +183,9 @@ def add_user_option(parser: argparse.ArgumentParser) -> None:
 
 def where(settings: Settings) -> str:
     """Which database a command uses, for its first line of output."""
-    if settings.database_url:
+    if settings.database.database_url:
         return "DATABASE_URL"
-    return f"embedded Postgres in {settings.data_dir}"
+    return f"embedded Postgres in {settings.database.data_dir}"
 
 
 def uvicorn_options(*, host: str, port: int, log_level: str) -> dict[str, Any]:

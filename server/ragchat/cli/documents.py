@@ -31,7 +31,7 @@ async def ingest(settings: Settings, args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     meta = parse_meta_args(args.meta)  # a bad --meta fails before anything is read
-    server = remote.server_url(args, settings.data_dir)
+    server = remote.server_url(args, settings.database.data_dir)
     if server:  # upload to a running server, as the token's user; it ingests in the background
         print(f"ragchat: using the server at {server}", file=sys.stderr)
         return remote.ingest(args, server)
@@ -43,7 +43,7 @@ async def ingest(settings: Settings, args: argparse.Namespace) -> int:
         paths = [Path(p) for p in args.paths if not remote.is_url(p)]
         chunking = None
         if args.chunk or args.chunk_tokens:
-            chunking = {"requested": args.chunk or settings.chunk_strategy, "tokens": args.chunk_tokens}
+            chunking = {"requested": args.chunk or settings.ingestion.chunk_strategy, "tokens": args.chunk_tokens}
         asked = Asked(chunking=chunking, metadata=meta or None)
         registered = await rt.documents.ingestion.register_paths(
             principal, paths, retry_failed=args.retry_failed, asked=asked
@@ -160,7 +160,7 @@ async def retry(settings: Settings, args: argparse.Namespace) -> int:
         print("ragchat retry: name documents (DOC_ID ...) or pass --all-failed", file=sys.stderr)
         return 2
     ids = [UUID(i) for i in args.document_ids]
-    server = remote.server_url(args, settings.data_dir)
+    server = remote.server_url(args, settings.database.data_dir)
     if server:
         print(f"ragchat: using the server at {server}", file=sys.stderr)
         return retry_remote(args, server, ids)

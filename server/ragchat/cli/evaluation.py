@@ -61,10 +61,10 @@ def _configs(rt: Any, args: argparse.Namespace) -> list[Any]:
     rerank = (False, True) if args.rerank else (False,)
     fusions = [f.strip() for f in (args.fusions or "").split(",") if f.strip()]
     if not fusions:
-        return configs_for(rt.searcher, rt.settings, modes, rerank)
+        return configs_for(rt.searcher, rt.settings.retrieval, modes, rerank)
     configs: list[Any] = []
     for fusion in fusions:
-        configs += configs_for(rt.searcher, rt.settings, ["hybrid"], rerank, fusion)
+        configs += configs_for(rt.searcher, rt.settings.retrieval, ["hybrid"], rerank, fusion)
     return configs
 
 

@@ -30,7 +30,7 @@ from ragchat.settings import Settings
 
 
 def migrate_command(settings: Settings, args: argparse.Namespace) -> int:
-    database = open_database(settings)
+    database = open_database(settings.database)
     try:
         done = applied_versions(database.uri)
         current = done[-1][0] if done else None

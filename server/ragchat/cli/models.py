@@ -13,17 +13,20 @@ from ragchat.settings import EmbedProvider, Settings
 
 
 def prepare_models(settings: Settings, args: argparse.Namespace) -> int:
-    if settings.embed_provider is not EmbedProvider.sentence_transformers or settings.embed_backend != "onnx-int8":
+    if (
+        settings.embeddings.embed_provider is not EmbedProvider.sentence_transformers
+        or settings.embeddings.embed_backend != "onnx-int8"
+    ):
         print(
-            f"ragchat: nothing to prepare (EMBED_PROVIDER={settings.embed_provider.value}, "
-            f"EMBED_BACKEND={settings.embed_backend}: no ONNX export is used)"
+            f"ragchat: nothing to prepare (EMBED_PROVIDER={settings.embeddings.embed_provider.value}, "
+            f"EMBED_BACKEND={settings.embeddings.embed_backend}: no ONNX export is used)"
         )
         return 0
     from ragchat.providers.embeddings import onnx_export
     from ragchat.providers.embeddings.base import bundled_model_path
 
     model_dir = Path(bundled_model_path())
-    target = onnx_export.cached_path(model_dir, settings.embed_cache_dir)
+    target = onnx_export.cached_path(model_dir, settings.embeddings.embed_cache_dir)
     if onnx_export.intact(target) and _loads(target):
         print(f"ragchat: the embedding model is prepared: {target}")
         return 0
@@ -33,7 +36,7 @@ def prepare_models(settings: Settings, args: argparse.Namespace) -> int:
     print(f"ragchat: exporting the embedding model to ONNX (int8) into {target.parent} (once: a minute or two)")
     started = time.monotonic()
     onnx_export.invalidate(target)  # a cached file onnxruntime cannot load is made again
-    path = onnx_export.cached_model(model_dir, settings.embed_cache_dir)
+    path = onnx_export.cached_model(model_dir, settings.embeddings.embed_cache_dir)
     if not _loads(path):
         print(f"ragchat: the export {path} does not load in onnxruntime", file=sys.stderr)
         return 1

@@ -23,7 +23,7 @@ from ragchat.settings import Settings
 
 
 async def search(settings: Settings, args: argparse.Namespace) -> int:
-    server = remote.server_url(args, settings.data_dir)
+    server = remote.server_url(args, settings.database.data_dir)
     if server:  # a running server answers, as the token's user: no cold start
         print(f"ragchat: using the server at {server}", file=sys.stderr)
         if args.all:

@@ -53,7 +53,7 @@ async def sync(settings: Settings, args: argparse.Namespace) -> int:
 
         syncer = FolderSync(
             rt.pool,
-            settings,
+            settings.ingestion,
             principal.user_id,
             Path(args.dir),
             ingest,

@@ -9,16 +9,16 @@ the searcher, which parses nothing; the same policy applies the rerank cost cap 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import get_args
+from typing import Protocol, get_args
 
 from ragchat.core.errors import BadRequest
 from ragchat.core.preferences import UserPreferences
-from ragchat.core.search import SearchFilters, SearchOptions
-from ragchat.settings import Fusion, QueryExpansion, RetrievalSettings, SearchMode, SearchModeName
+from ragchat.core.search import Fusion, QueryExpansion, SearchFilters, SearchMode, SearchModeName, SearchOptions
 
 __all__ = [
     "Asked",
     "Fusion",
+    "SearchDefaults",
     "SearchMode",
     "SearchModeName",
     "SearchOptions",
@@ -27,6 +27,21 @@ __all__ = [
     "parse_mode",
     "resolve",
 ]
+
+
+class SearchDefaults(Protocol):
+    """The environment's defaults of a search (the settings' retrieval group has them)."""
+
+    @property
+    def search_mode(self) -> SearchMode: ...
+    @property
+    def fusion(self) -> Fusion: ...
+    @property
+    def rerank_enabled(self) -> bool: ...
+    @property
+    def search_limit_max(self) -> int: ...
+    @property
+    def query_expansion(self) -> QueryExpansion: ...
 
 
 def parse_mode(value: str | SearchMode | None) -> SearchMode | None:
@@ -72,7 +87,7 @@ class Asked:
 
 
 def resolve(
-    asked: Asked, preferences: UserPreferences | None, settings: RetrievalSettings, default_limit: int
+    asked: Asked, preferences: UserPreferences | None, settings: SearchDefaults, default_limit: int
 ) -> SearchOptions:
     """The one place a search's options are decided: the request, then the user's preferences, then the
     environment. The limit is clamped to SEARCH_LIMIT_MAX; empty filters are none."""
@@ -92,7 +107,7 @@ def resolve(
     )
 
 
-def options_of(settings: RetrievalSettings, *, default_limit: int = 10, **asked: object) -> SearchOptions:
+def options_of(settings: SearchDefaults, *, default_limit: int = 10, **asked: object) -> SearchOptions:
     """The environment's options with what `asked` overrides (no user preferences): for the evaluation, the
     benches and tests, which call the searcher directly, e.g. `options_of(settings, mode="vector", limit=3)`."""
     return resolve(Asked(**asked), None, settings, default_limit)  # pyright: ignore[reportArgumentType]

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from uuid import UUID
 
-from ragchat.settings import SearchMode
+from ragchat.core.search import SearchMode
 
 
 @dataclass(frozen=True)

@@ -8,13 +8,29 @@ the edge's, `ragchat.httpapi.search`.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from enum import StrEnum
 from typing import Annotated, Any, Literal, Protocol
 from uuid import UUID
 
 from pydantic import BaseModel, BeforeValidator, Field, computed_field, field_validator
 
 from ragchat.core.principal import Principal
-from ragchat.settings import Fusion, QueryExpansion, SearchMode, SearchModeName
+
+
+class SearchMode(StrEnum):
+    vector = "vector"
+    keyword = "keyword"
+    hybrid = "hybrid"
+
+
+#: SearchMode's names, for request and response models (an inline enum in the OpenAPI document)
+SearchModeName = Literal["vector", "keyword", "hybrid"]
+
+#: how the vector and keyword rankings are fused (FUSION)
+Fusion = Literal["relative", "rrf", "weighted_rrf", "score"]
+
+#: query expansion before the search (QUERY_EXPANSION): none, extra keyword-arm terms, or a hypothetical passage
+QueryExpansion = Literal["off", "keywords", "hyde"]
 
 LOCATION_FILTER_KEYS = ("sheet", "slide", "chapter", "row", "t")
 

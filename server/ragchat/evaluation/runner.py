@@ -17,7 +17,7 @@ from ragchat.core.search import SearchOptions, SearchService
 from ragchat.evaluation.beir import BeirDataset
 from ragchat.evaluation.metrics import dedup_keep_first, percentiles
 from ragchat.evaluation.scoring import mean_scores, measure_names, per_query_scores
-from ragchat.settings import Settings
+from ragchat.settings import RetrievalSettings
 
 __all__ = [
     "Config",
@@ -217,7 +217,11 @@ def beir_queries(dataset: BeirDataset, categories: Mapping[str, str] | None = No
 
 
 def configs_for(
-    searcher: SearchService, settings: Settings, modes: Sequence[str], rerank: Sequence[bool], fusion: str | None = None
+    searcher: SearchService,
+    settings: RetrievalSettings,
+    modes: Sequence[str],
+    rerank: Sequence[bool],
+    fusion: str | None = None,
 ) -> list[Config]:
     suffix = f"/{fusion}" if fusion else ""
     return [

@@ -22,7 +22,7 @@ from ragchat.evaluation import store
 from ragchat.evaluation.generate import generate_questions, sample_chunks
 from ragchat.evaluation.runner import Config, Query, check_ingest, configs_for, measure
 from ragchat.providers.llm.base import LLMProvider
-from ragchat.settings import Settings
+from ragchat.settings import LLMSettings, RetrievalSettings
 
 log = logging.getLogger(__name__)
 
@@ -32,11 +32,23 @@ MODES: tuple[str, ...] = ("vector", "keyword", "hybrid")
 Progress = Callable[[dict[str, Any]], None]
 
 
+class EvalSettings(Protocol):
+    """The settings groups an evaluation reads (ragchat.settings.Settings fits)."""
+
+    @property
+    def llm(self) -> LLMSettings: ...
+
+    @property
+    def retrieval(self) -> RetrievalSettings: ...
+
+
 @runtime_checkable
 class EvalRuntime(Protocol):
     """What an evaluation needs from the composition root (ragchat.runtime.Runtime fits)."""
 
-    settings: Settings
+    @property
+    def settings(self) -> EvalSettings: ...
+
     pool: Pool
     llm: LLMProvider
 
@@ -82,18 +94,18 @@ async def run_generated(
     if not chunks:
         raise BadRequest("no ingested documents to generate questions from: add documents first")
     report({"stage": "generating", "done": 0, "total": len(chunks)})
-    settings = rt.settings
+    llm = rt.settings.llm
     generation = await generate_questions(
         rt.llm,
-        settings.chat_model,
+        llm.chat_model,
         chunks,
-        timeout_s=settings.llm_timeout_s,
-        concurrency=settings.rerank_concurrency,
+        timeout_s=llm.llm_timeout_s,
+        concurrency=rt.settings.retrieval.rerank_concurrency,
         on_progress=lambda done, total: report({"stage": "generating", "done": done, "total": total}),
     )
     if not generation.questions:
         raise ServiceUnavailable(
-            f"the LLM ({settings.chat_model}) gave no valid question for any of the {len(chunks)} sampled passages "
+            f"the LLM ({llm.chat_model}) gave no valid question for any of the {len(chunks)} sampled passages "
             "(after one retry each): check that the model is running and can answer in JSON"
         )
     queries = [
@@ -106,7 +118,11 @@ async def run_generated(
         )
         for q in generation.questions
     ]
-    chosen = list(configs) if configs is not None else configs_for(rt.searcher, rt.settings, spec.modes, spec.rerank)
+    chosen = (
+        list(configs)
+        if configs is not None
+        else configs_for(rt.searcher, rt.settings.retrieval, spec.modes, spec.rerank)
+    )
     measured = await measure(
         chosen,
         queries,

@@ -21,10 +21,10 @@ from ragchat.core.search import (
     ExpansionStatus,
     Location,
     RerankStatus,
+    SearchModeName,
     SearchResult,
     Timings,
 )
-from ragchat.settings import SearchModeName
 
 SNIPPET_CHARS = 200
 _SPACES = re.compile(r"\s+")

@@ -199,7 +199,7 @@ async def summarize_documents(
         answer = await rt.chat.answer(caller.principal, answer_request)
     except Exception as exc:
         raise as_http_error(exc) from exc
-    return ask_output(answer, rt.settings.rag_footnotes)
+    return ask_output(answer, rt.settings.llm.rag_footnotes)
 
 
 def ask_output(answer: Answer, with_footnotes: bool) -> AskOutput:
@@ -236,7 +236,7 @@ async def ask(
         search=Asked(mode=mode, rerank=rerank),
         document_ids=document_ids,
         collection_ids=collection_ids,
-        default_limit=rt.settings.chat_search_limit,
+        default_limit=rt.settings.llm.chat_search_limit,
     )
     request = AnswerRequest(
         question=text,
@@ -249,4 +249,4 @@ async def ask(
         answer = await rt.chat.answer(caller.principal, request)
     except Exception as exc:  # the LLM's or the search's failure, as the chat's message naming the fix
         raise as_http_error(exc) from exc
-    return ask_output(answer, rt.settings.rag_footnotes)
+    return ask_output(answer, rt.settings.llm.rag_footnotes)

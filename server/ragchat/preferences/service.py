@@ -15,7 +15,7 @@ from ragchat.core.principal import Principal
 from ragchat.db.pool import Pool
 from ragchat.preferences import repository as repo
 from ragchat.preferences.schemas import PreferencesPatch, PreferencesView, PreferenceValues
-from ragchat.settings import Settings
+from ragchat.settings import IngestionSettings, LLMSettings, RetrievalSettings
 
 log = logging.getLogger(__name__)
 
@@ -28,27 +28,33 @@ def _text(value: Any) -> str:
     return str(getattr(value, "value", value))
 
 
+def environment_defaults(
+    llm: LLMSettings, retrieval: RetrievalSettings, ingestion: IngestionSettings
+) -> PreferenceValues:
+    """What a user's preferences are until they change them: CHAT_MODEL, SEARCH_MODE, RERANK_ENABLED,
+    CHUNK_STRATEGY, METADATA_EXTRACTION, CHAT_DOCUMENTS_ONLY, and the system's theme."""
+    return PreferenceValues(
+        chat_model=llm.chat_model,
+        search_mode=_text(retrieval.search_mode),  # type: ignore[arg-type]  # validated by the model
+        rerank=retrieval.rerank_enabled,
+        chunk_strategy=ingestion.chunk_strategy,
+        metadata_extraction=ingestion.metadata_extraction,
+        theme="system",
+        documents_only=llm.chat_documents_only,
+    )
+
+
 class PreferencesService:
     """Reads and changes one user's settings; `effective` is what the chat, uploads and ingestion apply."""
 
-    def __init__(self, pool: Pool, settings: Settings, audit: AuditWriter) -> None:
+    def __init__(self, pool: Pool, defaults: PreferenceValues, audit: AuditWriter) -> None:
         self.pool = pool
-        self.settings = settings
+        self._defaults = defaults
         self.audit = audit
 
     def defaults(self) -> PreferenceValues:
-        """The environment's values (CHAT_MODEL, SEARCH_MODE, RERANK_ENABLED, CHUNK_STRATEGY,
-        METADATA_EXTRACTION, CHAT_DOCUMENTS_ONLY); the theme follows the system unless a user picks one."""
-        s = self.settings
-        return PreferenceValues(
-            chat_model=s.chat_model,
-            search_mode=_text(s.search_mode),  # type: ignore[arg-type]  # validated by the model
-            rerank=s.rerank_enabled,
-            chunk_strategy=_text(getattr(s, "chunk_strategy", "auto")),  # type: ignore[arg-type]
-            metadata_extraction=bool(getattr(s, "metadata_extraction", False)),
-            theme="system",
-            documents_only=s.chat_documents_only,
-        )
+        """The environment's values (`environment_defaults`); the theme follows the system unless a user picks one."""
+        return self._defaults.model_copy()
 
     def _apply(self, stored: dict[str, Any]) -> PreferenceValues:
         """Defaults overlaid with the stored keys; a stored value no longer valid is ignored (and logged)."""

@@ -36,11 +36,11 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
-from ragchat.core.search import ExpansionStatus
+from ragchat.core.search import ExpansionStatus, QueryExpansion
 from ragchat.providers.llm.base import LLMProvider
 from ragchat.providers.llm.replies import parse_reply
 from ragchat.retrieval.rerank import cap_text
-from ragchat.settings import QueryExpansion, Settings
+from ragchat.settings import RetrievalSettings
 
 log = logging.getLogger(__name__)
 
@@ -127,9 +127,12 @@ def vector_text(query: str, status: ExpansionStatus) -> str:
 class LLMExpander:
     """Expands queries with a chat model through any `LLMProvider` (the reranker's)."""
 
-    def __init__(self, llm: LLMProvider, settings: Settings, *, cache_size: int = DEFAULT_CACHE_SIZE) -> None:
+    def __init__(
+        self, llm: LLMProvider, settings: RetrievalSettings, model: str, *, cache_size: int = DEFAULT_CACHE_SIZE
+    ) -> None:
         self.llm = llm
         self.settings = settings
+        self.model = model  # RERANK_MODEL, else CHAT_MODEL
         self.cache_size = max(0, cache_size)
         self._cache: OrderedDict[tuple[str, str, str], ExpansionStatus] = OrderedDict()
 
@@ -137,7 +140,7 @@ class LLMExpander:
         """The expansion of `query` (status ok), or why there is none (never raises for the LLM's faults)."""
         if kind == "off" or not query.strip():
             return ExpansionStatus(requested=kind)
-        model = self.settings.effective_rerank_model
+        model = self.model
         key = (model, kind, query)
         cached = self._cache.get(key)
         if cached is not None:
@@ -192,7 +195,7 @@ class LLMExpander:
         return ExpansionStatus(requested=kind, status=why, warning=warning)  # type: ignore[arg-type]
 
 
-def _max_tokens(kind: QueryExpansion, settings: Settings) -> int:
+def _max_tokens(kind: QueryExpansion, settings: RetrievalSettings) -> int:
     """A bound on the reply: the terms' JSON, or the passage's characters (~3 per token) plus its JSON; a small
     model under a JSON grammar otherwise can write until the timeout (measured: 120 s for one `hyde` passage)."""
     if kind == "keywords":

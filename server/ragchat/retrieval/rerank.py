@@ -61,7 +61,7 @@ from ragchat.retrieval.rerank_graded import (
     yes_probability,
 )
 from ragchat.retrieval.rerank_listwise import score_listwise
-from ragchat.settings import Settings
+from ragchat.settings import RetrievalSettings
 
 log = logging.getLogger(__name__)
 
@@ -103,8 +103,9 @@ def _content_key(hit: ChunkHit) -> str:
 class BaseReranker:
     """Cache, ordering and status shared by the rerankers; subclasses score in `_score_all` (or `_score`)."""
 
-    def __init__(self, settings: Settings, *, cache_size: int = DEFAULT_CACHE_SIZE) -> None:
+    def __init__(self, settings: RetrievalSettings, model: str, *, cache_size: int = DEFAULT_CACHE_SIZE) -> None:
         self.settings = settings
+        self.model = model  # RERANK_MODEL, else CHAT_MODEL (LLMSettings.effective_rerank_model)
         self.cache_size = max(0, cache_size)
         self._cache: OrderedDict[CacheKey, float] = OrderedDict()
         self._semaphore: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
@@ -149,7 +150,7 @@ class BaseReranker:
     @property
     def model_name(self) -> str:
         """The model the calls name."""
-        return self.settings.effective_rerank_model
+        return self.model
 
     @property
     def cache_name(self) -> str:
@@ -207,8 +208,10 @@ def settled(keys: list[CacheKey], scores: dict[CacheKey, float], upto: int, limi
 class LLMReranker(BaseReranker):
     """Reranks search hits with a chat model through any `LLMProvider`."""
 
-    def __init__(self, llm: LLMProvider, settings: Settings, *, cache_size: int = DEFAULT_CACHE_SIZE) -> None:
-        super().__init__(settings, cache_size=cache_size)
+    def __init__(
+        self, llm: LLMProvider, settings: RetrievalSettings, model: str, *, cache_size: int = DEFAULT_CACHE_SIZE
+    ) -> None:
+        super().__init__(settings, model, cache_size=cache_size)
         self.llm = llm
         self._no_logprobs: dict[str, tuple[float, str]] = {}  # model -> (when found, why)
 

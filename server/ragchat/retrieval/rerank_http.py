@@ -17,7 +17,7 @@ import logging
 from ragchat.providers.llm.base import LLMProvider
 from ragchat.providers.rerank.http import HTTPRerankClient, RerankServerError
 from ragchat.retrieval.rerank import BaseReranker, CacheKey, LLMReranker, cap_text
-from ragchat.settings import Settings
+from ragchat.settings import RetrievalSettings
 
 log = logging.getLogger(__name__)
 
@@ -27,13 +27,13 @@ class HTTPReranker(BaseReranker):
 
     scorer = "the rerank server"
 
-    def __init__(self, client: HTTPRerankClient, settings: Settings) -> None:
-        super().__init__(settings)
+    def __init__(self, client: HTTPRerankClient, settings: RetrievalSettings) -> None:
+        super().__init__(settings, client.model or "")
         self.client = client
 
     @property
     def model_name(self) -> str:
-        return f"http:{self.settings.rerank_url}:{self.settings.rerank_model or ''}"
+        return f"http:{self.settings.rerank_url}:{self.model}"
 
     async def _score_all(self, model: str, query: str, todo: dict[CacheKey, str]) -> dict[CacheKey, float]:
         semaphore = self._get_semaphore()
@@ -84,12 +84,15 @@ class HTTPReranker(BaseReranker):
         await self.client.close()
 
 
-def build_reranker(llm: LLMProvider, settings: Settings) -> BaseReranker:
-    """The reranker `RERANK_PROVIDER` names: the LLM one (default) or a cross-encoder server over HTTP."""
+def build_reranker(
+    llm: LLMProvider, settings: RetrievalSettings, *, rerank_model: str | None, chat_model: str
+) -> BaseReranker:
+    """The reranker `RERANK_PROVIDER` names: the LLM one (default; RERANK_MODEL, else the chat model) or a
+    cross-encoder server over HTTP (RERANK_MODEL named to it when set)."""
     if settings.rerank_provider == "http":
         if not settings.rerank_url:
             raise ValueError("RERANK_PROVIDER=http needs RERANK_URL (e.g. http://127.0.0.1:8080)")
         key = settings.rerank_api_key.get_secret_value() if settings.rerank_api_key else None
-        client = HTTPRerankClient(settings.rerank_url, settings.rerank_api, model=settings.rerank_model, api_key=key)
+        client = HTTPRerankClient(settings.rerank_url, settings.rerank_api, model=rerank_model, api_key=key)
         return HTTPReranker(client, settings)
-    return LLMReranker(llm, settings)
+    return LLMReranker(llm, settings, rerank_model or chat_model)

@@ -20,11 +20,11 @@ from ragchat.chat.engine.loop import ChatContext, ChatEvent, Turn, initial_messa
 from ragchat.chat.engine.pipeline import run_answer, task_of
 from ragchat.chat.engine.replies import citation_report
 from ragchat.chat.engine.verify import Verification, numbered_sources
-from ragchat.core.options import options_of
+from ragchat.core.options import SearchDefaults, options_of
 from ragchat.core.principal import Principal
 from ragchat.core.search import SearchOptions, SearchService
 from ragchat.providers.llm.base import LLMProvider
-from ragchat.settings import Settings
+from ragchat.settings import LLMSettings
 
 
 @dataclass(frozen=True)
@@ -58,23 +58,26 @@ class Answer:
 async def answer_events(
     llm: LLMProvider,
     search: SearchService,
-    settings: Settings,
+    settings: LLMSettings,
     principal: Principal,
     req: AnswerRequest,
     context_tokens: int | None,
     turn: Turn,
     tools: DocumentTools | None = None,
     budget: MessageBudget | None = None,
+    *,
+    defaults: SearchDefaults,
 ) -> AsyncGenerator[ChatEvent, None]:
     """`tool_call`, `tool_result`, `token` and `retry` events (the same payloads as chat, no `thread`), with the
-    answer rules of the pipeline (pipeline.py); the caller verifies the answer and says `done`."""
+    answer rules of the pipeline (pipeline.py); the caller verifies the answer and says `done`. `defaults`: the
+    search options of a request that set none (the retrieval settings)."""
     task = req.task if tools is None else task_of(req.question, req.task, req.document_ids)
     ctx = ChatContext(
         llm=llm,
         search=search,
         settings=settings,
         principal=principal,
-        options=req.options or options_of(settings, default_limit=settings.chat_search_limit),
+        options=req.options or options_of(defaults, default_limit=settings.chat_search_limit),
         model=settings.chat_model,
         use_tools=settings.chat_use_tools and not req.retrieve_first,
         document_ids=req.document_ids,

@@ -13,7 +13,7 @@ from ragchat.documents.catalog.service import CatalogService
 from ragchat.documents.ingest.service import IngestService
 from ragchat.documents.metadata.extraction import MetadataExtractor
 from ragchat.documents.metadata.service import MetadataService
-from ragchat.settings import Settings
+from ragchat.settings import IngestionSettings
 from ragchat.vectors.registry import SpaceRegistry
 
 
@@ -24,22 +24,28 @@ class DocumentService:
     metadata: MetadataService
 
     @property
-    def settings(self) -> Settings:
+    def settings(self) -> IngestionSettings:
         return self.ingestion.settings
 
 
 def build_document_service(
     pool: Pool,
     spaces: SpaceRegistry,
-    settings: Settings,
+    settings: IngestionSettings,
     names: UserNames,
     extractor: MetadataExtractor | None = None,
     *,
+    embed_batch_size: int,
+    chat_model: str,
     audit: AuditWriter,
     reads: ReadRouter | None = None,
 ) -> DocumentService:
     """`names` names the documents' owners (the accounts domain's lookup, core/ownership.py); `reads`: where the
-    listings run (a read replica when one is usable); everything else is on `pool`."""
+    listings run (a read replica when one is usable); everything else is on `pool`. `embed_batch_size`
+    (EMBED_BATCH_SIZE) and `chat_model` (CHAT_MODEL, the semantic chunker's chooser): the models' settings
+    ingestion reads besides its own group."""
     metadata = MetadataService(pool, extractor)
-    ingestion = IngestService(pool, spaces, settings, metadata)
+    ingestion = IngestService(
+        pool, spaces, settings, metadata, embed_batch_size=embed_batch_size, chat_model=chat_model
+    )
     return DocumentService(CatalogService(pool, ingestion.wake, names, audit, reads), ingestion, metadata)

@@ -37,7 +37,7 @@ from psycopg_pool import PoolTimeout
 
 from ragchat.core.errors import DatabaseUnavailable, RagchatError
 from ragchat.db.pool import Pool
-from ragchat.documents.catalog import chunk_store
+from ragchat.documents.catalog import chunk_store, ocr_lines
 from ragchat.documents.catalog import repository as repo
 from ragchat.documents.catalog.shared import BEIR_RECORD_TYPE, DetectedLanguage, LeaseLost
 from ragchat.documents.chunking.llm import llm_chooser
@@ -47,10 +47,11 @@ from ragchat.documents.ingest import queue
 from ragchat.documents.ingest.language import LanguageDetection, detection_for
 from ragchat.documents.parsing.isolated import parse_in_child
 from ragchat.documents.parsing.limits import Cancelled, ParseLimits
+from ragchat.documents.parsing.ocr import PageLayout
 from ragchat.documents.parsing.parsers import ParsedDocument, ParseError, Section, parse
 from ragchat.observability import metrics, tracing
 from ragchat.providers.embeddings.base import EmbeddingProvider
-from ragchat.settings import Settings
+from ragchat.settings import IngestionSettings
 from ragchat.vectors import store as vectors
 from ragchat.vectors.registry import ActiveSpace, SpaceRegistry
 
@@ -73,6 +74,7 @@ class Prepared:
     chunking: dict[str, Any] | None = None  # the strategy used and why (documents.chunking)
     filled: int = 0  # rows of `vectors` set so far
     language: DetectedLanguage | None = None  # its text-search configuration (ingest/language.py)
+    ocr_pages: list[tuple[int, PageLayout]] = field(default_factory=list)  # OCR lines with boxes, per page
 
     def put(self, index: int, vector: np.ndarray) -> None:
         if self.vectors is None:
@@ -135,8 +137,10 @@ class IngestionPipeline:
         self,
         pool: Pool,
         spaces: SpaceRegistry,
-        settings: Settings,
+        settings: IngestionSettings,
         *,
+        embed_batch_size: int,
+        chat_model: str,
         on_progress: Callable[[Progress], None] | None = None,
         llm: Any | None = None,  # CHUNK_SEMANTIC_LLM: the semantic chunker asks it to choose among cuts
         wake: asyncio.Event | None = None,  # set when something is queued: looked at while heavy parses run
@@ -149,7 +153,9 @@ class IngestionPipeline:
         self.settings = settings
         self.on_progress = on_progress or (lambda _p: None)
         self.progress = Progress()
-        self.group_chunks = max(settings.embed_batch_size * 4, 64)
+        self.embed_batch_size = embed_batch_size  # EMBED_BATCH_SIZE
+        self.chat_model = chat_model  # CHAT_MODEL: the semantic chunker's chooser
+        self.group_chunks = max(embed_batch_size * 4, 64)
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.lease_s = settings.ingest_lease_s
         self.lost: set[UUID] = set()  # claimed, then cancelled, deleted or taken over: dropped, never stored
@@ -412,7 +418,7 @@ class IngestionPipeline:
             max_tokens=tokens,
             overlap=min(self.settings.chunk_overlap * tokens // self.settings.chunk_tokens, tokens - 1),
             max_chars=self.settings.chunk_max_chars,
-            choose=llm_chooser(self.llm, self.settings.chat_model, self.loop) if self.llm and self.loop else None,
+            choose=llm_chooser(self.llm, self.chat_model, self.loop) if self.llm and self.loop else None,
         )
         chunks = chunked.chunks
         if not chunks:
@@ -432,6 +438,7 @@ class IngestionPipeline:
             source_path=(row["metadata"] or {}).get("source_path"),
             chunking=chunked.record,
             language=self.languages.detect([c.content for c in chunks]) if self.languages else None,
+            ocr_pages=[(s.page, s.ocr) for s in parsed.sections if s.ocr is not None and s.page is not None],
         )
 
     def _noter(self, document_id: UUID) -> Callable[[str], None]:
@@ -493,7 +500,7 @@ class IngestionPipeline:
         todo = list(places)
         for h in todo:
             places[h][0][0].embedded += 1
-        step = self.settings.embed_batch_size  # progress after every batch: the page's bar and ETA move steadily
+        step = self.embed_batch_size  # progress after every batch: the page's bar and ETA move steadily
         for start in range(0, len(todo), step):
             if start and not await self._check_held(group):  # all cancelled or deleted: stop embedding
                 return []
@@ -525,7 +532,7 @@ class IngestionPipeline:
                 for doc in group:
                     with tracing.span("ingest.store", jobs=[doc.id], **{"ragchat.document_id": str(doc.id)}):
                         await self._store(doc)
-                    doc.chunks, doc.vectors = [], None  # memory goes back as each document is stored
+                    doc.chunks, doc.vectors, doc.ocr_pages = [], None, []  # memory goes back as each is stored
             finally:
                 self._landed()
 
@@ -551,6 +558,7 @@ class IngestionPipeline:
                     chunking=doc.chunking,
                     language=doc.language,
                 )
+                await ocr_lines.replace_lines(conn, doc.id, doc.ocr_pages)  # [] deletes what a re-ingest left
         except LeaseLost:
             log.info("document %s was cancelled, deleted or taken over before it was stored: dropped", doc.id)
             self.lost.add(doc.id)
@@ -604,11 +612,14 @@ class IngestionPipeline:
 async def run_worker(
     pool: Pool,
     spaces: SpaceRegistry,
-    settings: Settings,
+    settings: IngestionSettings,
     stop: asyncio.Event,
     wake: asyncio.Event | None = None,
     poll_s: float = 2.0,
     llm: Any | None = None,
+    *,
+    embed_batch_size: int,
+    chat_model: str,
 ) -> None:
     """Process queued documents until `stop` is set (`ragchat worker` and the server's in-process worker).
 
@@ -619,7 +630,10 @@ async def run_worker(
     while not stop.is_set():
         wake.clear()
         try:
-            progress = await IngestionPipeline(pool, spaces, settings, llm=llm, wake=wake).run()
+            pipeline = IngestionPipeline(
+                pool, spaces, settings, embed_batch_size=embed_batch_size, chat_model=chat_model, llm=llm, wake=wake
+            )
+            progress = await pipeline.run()
             if progress.documents_done or progress.documents_failed:
                 log.info("ingested %d documents (%d failed)", progress.documents_done, progress.documents_failed)
         except (DatabaseUnavailable, psycopg.OperationalError, PoolTimeout) as exc:

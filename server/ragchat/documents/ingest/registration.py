@@ -21,7 +21,7 @@ from ragchat.documents.ingest import queue
 from ragchat.documents.parsing.limits import ParseLimits
 from ragchat.documents.parsing.parsers import ParseError, iter_beir_jsonl
 from ragchat.observability import tracing
-from ragchat.settings import Settings
+from ragchat.settings import IngestionSettings
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +31,7 @@ async def register_bytes(
     owner: UUID,
     filename: str,
     data: bytes,
-    settings: Settings,
+    settings: IngestionSettings,
     *,
     source_path: str | None = None,
     check_size: bool = True,
@@ -120,7 +120,7 @@ async def register_paths(
     pool: Pool,
     owner: UUID,
     paths: Iterable[Path],
-    settings: Settings,
+    settings: IngestionSettings,
     *,
     retry_failed: bool = False,
     asked: Asked | None = None,

@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 from contextlib import suppress
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict
 from uuid import UUID
 
 from ragchat.core.errors import Conflict, Forbidden, NotFound
@@ -21,7 +21,7 @@ from ragchat.documents.ingest import queue
 from ragchat.documents.ingest.pipeline import IngestionPipeline, Progress, run_worker
 from ragchat.documents.ingest.registration import register_bytes, register_paths
 from ragchat.providers.llm.base import LLMProvider
-from ragchat.settings import Settings
+from ragchat.settings import IngestionSettings
 from ragchat.vectors.registry import SpaceRegistry
 
 
@@ -48,14 +48,33 @@ class Extraction(Protocol):
     def extract_wake(self) -> asyncio.Event: ...
 
 
+class _Models(TypedDict):
+    embed_batch_size: int
+    chat_model: str
+
+
 class IngestService:
-    def __init__(self, pool: Pool, spaces: SpaceRegistry, settings: Settings, metadata: Extraction) -> None:
+    def __init__(
+        self,
+        pool: Pool,
+        spaces: SpaceRegistry,
+        settings: IngestionSettings,
+        metadata: Extraction,
+        *,
+        embed_batch_size: int,
+        chat_model: str,
+    ) -> None:
         self.pool = pool
         self.spaces = spaces
         self.settings = settings
+        self.embed_batch_size = embed_batch_size  # EMBED_BATCH_SIZE
+        self.chat_model = chat_model  # CHAT_MODEL: the semantic chunker's chooser
         self.metadata = metadata  # its extractor runs after an ingest and beside the worker
         self.web = WebFetcher(settings)  # tests replace it with one that allows their local server
         self._wake = asyncio.Event()
+
+    def _models(self) -> _Models:
+        return {"embed_batch_size": self.embed_batch_size, "chat_model": self.chat_model}
 
     def wake(self) -> None:
         """Something was queued: the in-process worker looks now."""
@@ -128,7 +147,9 @@ class IngestService:
         METADATA_EXTRACTION on, extract their metadata (the CLI's ingest: no worker may be running)."""
         extractor = self.metadata.extractor
         llm = extractor.llm if extractor else None  # CHUNK_SEMANTIC_LLM's boundary choice
-        pipeline = IngestionPipeline(self.pool, self.spaces, self.settings, on_progress=on_progress, llm=llm)
+        pipeline = IngestionPipeline(
+            self.pool, self.spaces, self.settings, **self._models(), on_progress=on_progress, llm=llm
+        )
         progress = await pipeline.run(ids)
         if extractor is not None and self.settings.metadata_extraction:
             await extractor.run_pending(ids)
@@ -139,12 +160,12 @@ class IngestService:
         extractor's."""
         extractor = self.metadata.extractor
         if extractor is None:
-            await run_worker(self.pool, self.spaces, self.settings, stop, self._wake, poll_s)
+            await run_worker(self.pool, self.spaces, self.settings, stop, self._wake, poll_s, **self._models())
             return
         llm = extractor.llm  # CHUNK_SEMANTIC_LLM's boundary choice
         extraction = asyncio.create_task(extractor.run_worker(stop, self.metadata.extract_wake), name="metadata-worker")
         try:
-            await run_worker(self.pool, self.spaces, self.settings, stop, self._wake, poll_s, llm=llm)
+            await run_worker(self.pool, self.spaces, self.settings, stop, self._wake, poll_s, llm=llm, **self._models())
         finally:
             extraction.cancel()
             with suppress(asyncio.CancelledError, Exception):

@@ -21,7 +21,7 @@ from ragchat.db.pool import Pool
 from ragchat.documents.metadata import repository as repo
 from ragchat.providers.llm.base import LLMProvider
 from ragchat.providers.llm.replies import parse_reply
-from ragchat.settings import Settings
+from ragchat.settings import IngestionSettings
 
 log = logging.getLogger(__name__)
 
@@ -117,10 +117,13 @@ class ExtractionFailed(Exception):
 class MetadataExtractor:
     """Extracts metadata for documents queued for it (documents.metadata_status = pending)."""
 
-    def __init__(self, pool: Pool, llm: LLMProvider, settings: Settings, chose: ChoseMetadataExtraction) -> None:
+    def __init__(
+        self, pool: Pool, llm: LLMProvider, settings: IngestionSettings, chose: ChoseMetadataExtraction, *, model: str
+    ) -> None:
         self.pool = pool
         self.llm = llm
         self.settings = settings
+        self.model = model  # CHAT_MODEL
         self.chose = chose  # who chose otherwise than METADATA_EXTRACTION on their page (the preferences domain)
 
     async def ask(self, filename: str, text: str) -> ExtractedMetadata:
@@ -131,9 +134,7 @@ class MetadataExtractor:
         for _attempt in range(2):
             try:
                 reply = await asyncio.wait_for(
-                    self.llm.complete_json(
-                        model=self.settings.chat_model, messages=messages, schema=SCHEMA, timeout_s=timeout
-                    ),
+                    self.llm.complete_json(model=self.model, messages=messages, schema=SCHEMA, timeout_s=timeout),
                     timeout,
                 )
             except TimeoutError:

@@ -5,12 +5,15 @@ grouped under a heading path)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragchat.documents.parsing.limits import (
     ParseError,
 )
 from ragchat.documents.parsing.text import clean, one_line
+
+if TYPE_CHECKING:
+    from ragchat.documents.parsing.ocr import PageLayout
 
 
 class UnsupportedFormat(ParseError):
@@ -20,12 +23,14 @@ class UnsupportedFormat(ParseError):
 @dataclass(frozen=True)
 class Section:
     """A run of text sharing one page (PDF) or one heading path, and where it sits in its source (`location`:
-    a transcript's time span, a sheet's rows, a slide, a chapter; JSON-serializable)."""
+    a transcript's time span, a sheet's rows, a slide, a chapter; JSON-serializable). A page read by OCR
+    also carries its lines with their boxes (`ocr`: stored beside the chunks for the scan viewer, never in one)."""
 
     text: str
     page: int | None = None
     heading: str | None = None
     location: dict[str, Any] | None = None
+    ocr: PageLayout | None = None
 
 
 @dataclass(frozen=True)

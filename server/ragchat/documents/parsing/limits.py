@@ -12,7 +12,7 @@ from dataclasses import dataclass, fields
 from io import BytesIO
 from typing import IO, Any, Self
 
-from ragchat.settings import Settings
+from ragchat.settings import IngestionSettings
 
 MB = 1024 * 1024
 _RATIO_MIN_BYTES = MB  # members smaller than this inflated are never "too compressed"
@@ -28,7 +28,7 @@ class Cancelled(Exception):
 
 def _setting_default(name: str) -> Any:
     """The default of the setting of that name: the one place the limits' defaults are written."""
-    return Settings.model_fields[name].default
+    return IngestionSettings.model_fields[name].default
 
 
 @dataclass(frozen=True)
@@ -55,8 +55,10 @@ class ParseLimits:
     ocr_user_megapixels_left: float | None = None  # what the owner has left of it today (the worker fills it in)
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> Self:
-        return cls(**{f.name: getattr(settings, f.name) for f in fields(cls) if f.name in Settings.model_fields})
+    def from_settings(cls, settings: IngestionSettings) -> Self:
+        return cls(
+            **{f.name: getattr(settings, f.name) for f in fields(cls) if f.name in IngestionSettings.model_fields}
+        )
 
 
 class OverBudget(ParseError):

@@ -26,6 +26,7 @@ _REC_BATCH = 12  # lines recognised between two looks at the clock
 ENGINE_NAME = "RapidOCR 1.4.4 (PP-OCRv4, onnxruntime)"
 _BLANK_SIDE = 512  # a page is looked at this small to tell whether it is one colour
 _BLANK_RANGE = 16  # grey levels (0..255) a one-colour page may span (scanner and JPEG noise, averaged)
+MAX_LINES = 2000  # recognised lines kept with their boxes per page (the viewer's highlights); the text keeps all
 
 _lock = threading.Lock()
 _engine: Any = None
@@ -54,15 +55,39 @@ def _get_engine() -> Any:
 
 
 @dataclass(frozen=True)
+class OcrLine:
+    """One recognised line: its text, its box (pixels of the page image OCR read, origin top left) and its
+    confidence (0..1)."""
+
+    text: str
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+    confidence: float
+
+
+@dataclass(frozen=True)
+class PageLayout:
+    """Where OCR read what on one page: the page image's size (what the boxes are in: the image `fit` made,
+    the one the viewer is shown) and the lines in reading order (at most MAX_LINES)."""
+
+    width: int
+    height: int
+    lines: tuple[OcrLine, ...]
+
+
+@dataclass(frozen=True)
 class PageText:
     """What OCR read on one page: text in reading order, mean confidence (0..1, per character) of the lines
-    kept, and whether the time budget cut it short."""
+    kept, whether the time budget cut it short, and the lines with their boxes (`layout`)."""
 
     text: str
     confidence: float | None
     lines: int
     seconds: float
     cut_short: bool = False
+    layout: PageLayout | None = None
 
 
 @dataclass
@@ -122,8 +147,8 @@ def recognise(image: Any, budget_s: float) -> PageText:
     with _lock:
         engine = _get_engine()
         end = time.monotonic() + budget_s
-        img, _, _ = engine.preprocess(pixels)
-        img, _ = engine.maybe_add_letterbox(img, {})
+        img, ratio_h, ratio_w = engine.preprocess(pixels)
+        img, steps = engine.maybe_add_letterbox(img, {})
         boxes, _ = engine.auto_text_det(img)
         if boxes is None or len(boxes) == 0:
             return PageText("", None, 0, time.monotonic() - started)
@@ -148,8 +173,35 @@ def recognise(image: Any, budget_s: float) -> PageText:
         return PageText("", None, 0, seconds, cut)
     chars = sum(len(b.text) for b in kept)
     confidence = sum(b.score * len(b.text) for b in kept) / chars
-    text = "\n".join(" ".join(b.text for b in line) for line in reading_order(kept, img.shape[1]))
-    return PageText(text, round(confidence, 4), len(kept), seconds, cut)
+    ordered = reading_order(kept, img.shape[1])
+    text = "\n".join(" ".join(b.text for b in line) for line in ordered)
+    pad = steps.get("padding_1") or {}
+    layout = _layout(ordered, image.width, image.height, (ratio_w, ratio_h), (pad.get("left", 0), pad.get("top", 0)))
+    return PageText(text, round(confidence, 4), len(kept), seconds, cut, layout)
+
+
+def _layout(
+    ordered: list[list[_Box]], width: int, height: int, ratio: tuple[float, float], pad: tuple[float, float]
+) -> PageLayout:
+    """The boxes taken back from the engine's working image (padded on top, resized to multiples of 32) to the
+    page image's pixels, as RapidOCR's own `_get_origin_points` does; the first MAX_LINES in reading order."""
+
+    def px(value: float, offset: float, scale: float, limit: int) -> float:
+        return round(min(max((value - offset) * scale, 0.0), float(limit)), 1)
+
+    lines = [
+        OcrLine(
+            b.text,
+            px(b.x0, pad[0], ratio[0], width),
+            px(b.y0, pad[1], ratio[1], height),
+            px(b.x1, pad[0], ratio[0], width),
+            px(b.y1, pad[1], ratio[1], height),
+            round(b.score, 4),
+        )
+        for line in ordered
+        for b in line
+    ]
+    return PageLayout(width, height, tuple(lines[:MAX_LINES]))
 
 
 def _scale_for(boxes: Any) -> float:

@@ -132,6 +132,7 @@ def read_pages(
         report.read.append(number)
         assert page.confidence is not None
         report.confidences.append(page.confidence)
-        sections.append(Section(text=page.text, page=number, location={"ocr_confidence": page.confidence}))
+        location = {"ocr_confidence": page.confidence}
+        sections.append(Section(text=page.text, page=number, location=location, ocr=page.layout))
     report.seconds = time.monotonic() - started
     return sections, report

@@ -5,16 +5,19 @@ from __future__ import annotations
 import logging
 
 from ragchat.providers.embeddings.base import EmbeddingProvider
-from ragchat.settings import EmbedProvider, Settings
+from ragchat.settings import EmbeddingSettings, EmbedProvider, LLMSettings
 
 DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
 INT8_MODEL = f"{DEFAULT_LOCAL_MODEL}-onnx-int8"  # its own embedding space: int8 vectors are close, not identical
 log = logging.getLogger(__name__)
 
 
-def build_embedder(settings: Settings, provider: str | None = None, model: str | None = None) -> EmbeddingProvider:
-    """The provider for (`provider`, `model`), defaulting to EMBED_PROVIDER / EMBED_MODEL. Loads a local model
-    (seconds): call it off the event loop."""
+def build_embedder(
+    settings: EmbeddingSettings, servers: LLMSettings, provider: str | None = None, model: str | None = None
+) -> EmbeddingProvider:
+    """The provider for (`provider`, `model`), defaulting to EMBED_PROVIDER / EMBED_MODEL; a remote one at the
+    LLM's server (`servers`: OLLAMA_HOST, OPENAI_BASE_URL, OPENAI_API_KEY). Loads a local model (seconds): call it
+    off the event loop."""
     kind = EmbedProvider(provider or settings.embed_provider)
     name = model or settings.embed_model
     dim = settings.embed_dim if (provider is None and model is None) else None
@@ -22,7 +25,7 @@ def build_embedder(settings: Settings, provider: str | None = None, model: str |
         from ragchat.providers.embeddings.remote import OllamaEmbeddings
 
         return OllamaEmbeddings(
-            settings.ollama_host,
+            servers.ollama_host,
             name,
             dim=dim,
             batch_size=settings.embed_batch_size,
@@ -31,9 +34,9 @@ def build_embedder(settings: Settings, provider: str | None = None, model: str |
     if kind is EmbedProvider.openai:
         from ragchat.providers.embeddings.remote import OpenAIEmbeddings
 
-        key = settings.openai_key
+        key = servers.openai_key
         return OpenAIEmbeddings(
-            settings.openai_base_url,
+            servers.openai_base_url,
             key,
             name,
             dim=dim,
@@ -54,7 +57,7 @@ def build_embedder(settings: Settings, provider: str | None = None, model: str |
     return build_local(settings, name)
 
 
-def build_local(settings: Settings, name: str = DEFAULT_LOCAL_MODEL) -> EmbeddingProvider:
+def build_local(settings: EmbeddingSettings, name: str = DEFAULT_LOCAL_MODEL) -> EmbeddingProvider:
     """The bundled MiniLM on EMBED_BACKEND: ONNX Runtime int8 (default) or torch float32. int8 vectors form
     their own embedding space (model name `INT8_MODEL`: switching backends is a `ragchat reembed`). An ONNX
     backend that cannot be built (no onnxruntime, a failed export) falls back to torch with a warning."""
@@ -73,7 +76,7 @@ def build_local(settings: Settings, name: str = DEFAULT_LOCAL_MODEL) -> Embeddin
     )
 
 
-def _onnx(settings: Settings) -> EmbeddingProvider:
+def _onnx(settings: EmbeddingSettings) -> EmbeddingProvider:
     """The bundled MiniLM as ONNX Runtime int8 (raises ImportError/OSError/RuntimeError/ValueError if unusable)."""
     from ragchat.providers.embeddings.onnx import OnnxEmbedder
 

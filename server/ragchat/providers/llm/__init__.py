@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from ragchat.providers.llm.base import LLMProvider
 from ragchat.providers.llm.streaming import StreamLimits
-from ragchat.settings import LLMProviderName, Settings
+from ragchat.settings import LLMProviderName, LLMSettings
 
 
-def stream_limits(settings: Settings) -> StreamLimits:
+def stream_limits(settings: LLMSettings) -> StreamLimits:
     """The first-token, stall and overall limits of streamed calls (streaming.py) from the settings."""
     return StreamLimits(
         first_token_floor_s=settings.llm_timeout_s,
@@ -17,8 +17,9 @@ def stream_limits(settings: Settings) -> StreamLimits:
     )
 
 
-def build_llm(settings: Settings) -> LLMProvider:
-    """The chat model's provider: `LLM_PROVIDER=ollama` (native API) or `openai` (any compatible server)."""
+def build_llm(settings: LLMSettings, *, json_shards: int = 8) -> LLMProvider:
+    """The chat model's provider: `LLM_PROVIDER=ollama` (native API) or `openai` (any compatible server).
+    `json_shards`: small HTTP connection pools Ollama's parallel JSON calls are spread over (RERANK_CLIENT_SHARDS)."""
     if settings.llm_provider == LLMProviderName.openai:
         from ragchat.providers.llm.openai import OpenAIProvider
 
@@ -36,6 +37,6 @@ def build_llm(settings: Settings) -> LLMProvider:
         settings.ollama_host,
         timeout_s=settings.llm_timeout_s,
         connect_timeout_s=settings.llm_connect_timeout_s,
-        json_shards=settings.rerank_client_shards,
+        json_shards=json_shards,
         limits=stream_limits(settings),
     )
