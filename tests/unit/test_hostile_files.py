@@ -10,7 +10,7 @@ import pytest
 
 from ragchat.documents.parsing.limits import ParseLimits
 from ragchat.documents.parsing.parsers import ParseError, Section, iter_beir_jsonl, parse
-from ragchat.settings import Settings
+from ragchat.settings import IngestionSettings, Settings
 from tests.support.hostile_files import (
     MB,
     docx_with_body,
@@ -23,7 +23,7 @@ from tests.unit.test_parsers import make_docx, make_pdf
 
 
 def test_limits_defaults_are_the_settings_defaults() -> None:
-    fields = Settings.model_fields
+    fields = IngestionSettings.model_fields
     defaults = ParseLimits()
     per_job = {"ocr_user_megapixels_left"}  # not a setting: what the owner has left today, filled in per job
     for name in ParseLimits.__dataclass_fields__:
@@ -32,7 +32,7 @@ def test_limits_defaults_are_the_settings_defaults() -> None:
             continue
         assert getattr(defaults, name) == fields[name].default, name
     custom = Settings.model_validate({"max_pdf_pages": 7, "max_elements": 9})
-    assert ParseLimits.from_settings(custom) == ParseLimits(max_pdf_pages=7, max_elements=9)
+    assert ParseLimits.from_settings(custom.ingestion) == ParseLimits(max_pdf_pages=7, max_elements=9)
 
 
 # --------------------------------------------------------------------------- zip containers

@@ -17,7 +17,7 @@ import pytest
 from ragchat.core.errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
 from ragchat.documents.fetch.fetcher import FetchFailed, FetchTimeout, WebFetcher
 from ragchat.documents.fetch.urlguard import Refused, UrlGuard, ip_literal, system_resolver
-from ragchat.settings import Settings
+from ragchat.settings import IngestionSettings
 from tests.conftest import make_settings
 from tests.support.web_site import ARTICLE_FACT, BOILERPLATE, PDF_TEXT, Site, gzip_bomb, long_page, self_signed
 
@@ -37,8 +37,8 @@ def other_site() -> Iterator[Site]:
     s.close()
 
 
-def web_settings(tmp_path: Path, **overrides: Any) -> Settings:
-    return make_settings("postgresql://unused", tmp_path, **overrides)
+def web_settings(tmp_path: Path, **overrides: Any) -> IngestionSettings:
+    return make_settings("postgresql://unused", tmp_path, **overrides).ingestion
 
 
 class FakeDNS:
@@ -295,7 +295,7 @@ async def test_tls_is_verified_against_the_name_while_connecting_to_the_pinned_a
     try:
         settings = web_settings(tmp_path)
         dns = FakeDNS({"pinned.test": ["127.0.0.1"], "other.test": ["127.0.0.1"]})
-        fetcher = WebFetcher(settings.ingestion, allow={("127.0.0.1", site.port)}, resolver=dns, verify=client_tls)
+        fetcher = WebFetcher(settings, allow={("127.0.0.1", site.port)}, resolver=dns, verify=client_tls)
         page = await fetcher.fetch(f"https://pinned.test:{site.port}/article")
         assert ARTICLE_FACT in page.data.decode()
         assert site.sni == ["pinned.test"] and site.hosts == [f"pinned.test:{site.port}"]
