@@ -33,7 +33,7 @@ def test_sizes_are_parsed_or_refused_clearly() -> None:
             parse_size_mb(bad)
     with pytest.raises(ValidationError, match=r"512MB or 4GB"):
         Settings(_env_file=None, EMBEDDED_SHARED_BUFFERS="lots")  # type: ignore[call-arg]
-    assert Settings(_env_file=None, EMBEDDED_SHARED_BUFFERS="off").embedded_shared_buffers == "off"  # type: ignore[call-arg]
+    assert Settings(_env_file=None, EMBEDDED_SHARED_BUFFERS="off").database.embedded_shared_buffers == "off"  # type: ignore[call-arg]
 
 
 def test_a_cgroup_limit_below_physical_memory_counts(tmp_path: Path) -> None:

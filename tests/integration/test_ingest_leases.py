@@ -98,7 +98,7 @@ async def test_a_live_workers_lease_is_renewed_so_a_slow_document_is_processed_o
     took = time.monotonic() - started
     row = await state(pool, doc_id)
     assert row is not None
-    assert took > 2 * s.ingest_lease_s, f"the document took {took:.1f}s: not longer than the lease"
+    assert took > 2 * s.ingestion.ingest_lease_s, f"the document took {took:.1f}s: not longer than the lease"
     assert others == 0 and progress.documents_done == 1
     assert row["status"] == "ready" and row["attempts"] == 1 and row["worker_id"] is None
     assert len(slow.embedded) == row["chunks"] == len(set(slow.embedded))  # every chunk embedded exactly once
@@ -108,7 +108,7 @@ async def test_an_expired_lease_is_taken_by_another_worker(pool: Any, embedder: 
     s = quick(settings, ingest_lease_s=1.0)
     doc_id = await one(pool, s, "orphan.txt", b"A worker was killed while it held this note about basalt.")
     async with pool.connection() as conn:  # a worker claims it, then dies (no heartbeat)
-        [claimed] = await queue.claim(conn, limit=1, worker_id="dead-worker", lease_s=s.ingest_lease_s)
+        [claimed] = await queue.claim(conn, limit=1, worker_id="dead-worker", lease_s=s.ingestion.ingest_lease_s)
     assert claimed["id"] == doc_id
     killed_at = time.monotonic()
     early = await make_pipeline(pool, embedder, s).run()
@@ -118,10 +118,10 @@ async def test_an_expired_lease_is_taken_by_another_worker(pool: Any, embedder: 
             break
         await asyncio.sleep(0.1)
     reclaimed_after = time.monotonic() - killed_at
-    print(f"reclaimed and ingested {reclaimed_after:.2f}s after the worker died (lease {s.ingest_lease_s}s)")
+    print(f"reclaimed and ingested {reclaimed_after:.2f}s after the worker died (lease {s.ingestion.ingest_lease_s}s)")
     row = await state(pool, doc_id)
     assert row is not None and row["status"] == "ready" and row["attempts"] == 2 and row["chunks"] == 1
-    assert s.ingest_lease_s <= reclaimed_after < s.ingest_lease_s + 2
+    assert s.ingestion.ingest_lease_s <= reclaimed_after < s.ingestion.ingest_lease_s + 2
 
 
 async def test_a_document_whose_worker_dies_every_time_fails_after_the_attempts_cap(

@@ -262,7 +262,7 @@ def test_an_existing_database_upgrades_without_rewriting_english_chunks(pg_uri: 
             )
             old_rows = conn.execute(snapshot).fetchall()
             old_file = conn.execute("SELECT pg_relation_filenode('document_chunks') AS f").fetchone()
-        assert migrate(uri) == ["0029_text_search_languages.sql"]
+        assert migrate(uri)[:1] == ["0029_text_search_languages.sql"]  # and the ones after it
         with psycopg.connect(uri, row_factory=dict_row) as conn:
             assert conn.execute(snapshot).fetchall() == old_rows  # no row rewritten, same tsvectors
             assert conn.execute("SELECT pg_relation_filenode('document_chunks') AS f").fetchone() == old_file

@@ -25,7 +25,7 @@ async def test_parallel_rerank_is_spread_over_the_shards(
     fake_ollama.responder, fake_ollama.latency = by_number, 0.05
     settings = Settings(_env_file=None, ollama_host=fake_ollama.url, rerank_concurrency=concurrency,  # type: ignore[call-arg]
                         rerank_client_shards=shards)  # fmt: skip
-    provider = build_llm(settings.llm)
+    provider = build_llm(settings.llm, json_shards=settings.retrieval.rerank_client_shards)
     assert isinstance(provider, OllamaProvider)
     client = provider.json_client
     try:

@@ -62,9 +62,9 @@ def test_the_chain_is_read_from_the_right_through_trusted_hops() -> None:
 
 def test_trusted_proxies_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FORWARDED_ALLOW_IPS", "127.0.0.1, 10.0.0.0/8")
-    assert Settings().trusted_proxies == ["127.0.0.1", "10.0.0.0/8"]
+    assert Settings().server.trusted_proxies == ["127.0.0.1", "10.0.0.0/8"]
     monkeypatch.delenv("FORWARDED_ALLOW_IPS")
-    assert Settings().trusted_proxies == []
+    assert Settings().server.trusted_proxies == []
     monkeypatch.setenv("TRUSTED_PROXIES", "evil.example.com")
     with pytest.raises(ValidationError, match="not an address or a network"):
         Settings()

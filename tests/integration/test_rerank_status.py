@@ -114,10 +114,10 @@ async def test_the_deadline_passing_is_failed(
     corpus: Corpus, pool: Any, embedder: Any, on: Settings, fake_ollama: FakeOllama
 ) -> None:
     tight = on.model_copy(update={"rerank_timeout_s": 30.0, "rerank_deadline_s": 0.5})
-    provider = build_llm(tight)
+    provider = build_llm(tight.llm)
     try:
         fake_ollama.responder = slow
-        searcher = make_searcher(pool, embedder, tight, LLMReranker(provider, tight))
+        searcher = make_searcher(pool, embedder, tight, LLMReranker(provider, tight.retrieval, tight.llm.effective_rerank_model))
         plain, result, seconds = await plain_and_reranked(searcher)
     finally:
         await provider.close()
