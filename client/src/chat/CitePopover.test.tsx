@@ -1,4 +1,4 @@
-import { fireEvent, render, screen } from "@testing-library/react";
+import { act, fireEvent, render, screen } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
 import { describe, expect, it, vi } from "vitest";
 import { toolResult } from "../test/fixtures";
@@ -23,6 +23,9 @@ const show = () =>
       <MessageItem message={answer} canRetry={false} onRegenerate={vi.fn()} onContinue={vi.fn()} />
     </ol>,
   );
+
+/** A phone's screen: the preview is a sheet (CitePopover's SHEET_QUERY matches). */
+const phone = vi.fn((query: string) => ({ matches: query.includes("max-width"), media: query }) as MediaQueryList);
 
 describe("a pinned citation preview", () => {
   it("goes when Tab takes the focus past its last button (it would cover Regenerate)", async () => {
@@ -55,6 +58,47 @@ describe("a pinned citation preview", () => {
       expect((stop.mock.calls[0][0] as KeyboardEvent).defaultPrevented).toBe(true); // not also "stop the answer"
     } finally {
       window.removeEventListener("keydown", stop);
+    }
+  });
+
+  it("on a phone, opens no sheet before the tap is complete (it would take the tap's release and click)", () => {
+    vi.stubGlobal("matchMedia", phone);
+    try {
+      show();
+      const cite = screen.getByTestId("citation");
+      // A tap's first half: the mouse-down moves the pointer over [n] and focuses it, before the release.
+      fireEvent.mouseOver(cite);
+      act(() => cite.focus());
+      expect(screen.queryByTestId("cite-popover")).toBeNull(); // nothing lies over [n] for the release to hit
+      fireEvent.click(cite); // the tap's click reaches [n]: pinned, the focus in the sheet
+      expect(screen.getByTestId("cite-popover")).toHaveClass("cite-sheet");
+      expect(screen.getByTestId("cite-popover-open")).toHaveFocus();
+      fireEvent.keyDown(document.activeElement as Element, { key: "Escape" });
+      expect(screen.queryByTestId("cite-popover")).toBeNull();
+      expect(cite).toHaveFocus();
+    } finally {
+      vi.unstubAllGlobals();
+    }
+  });
+
+  it("on a phone, Enter on a focused [n] pins the sheet and Tab past its last button closes it", async () => {
+    vi.stubGlobal("matchMedia", phone);
+    const user = userEvent.setup();
+    try {
+      show();
+      const cite = screen.getByTestId("citation");
+      act(() => cite.focus());
+      expect(screen.queryByTestId("cite-popover")).toBeNull(); // focus alone: no sheet over the page
+      await user.keyboard("{Enter}");
+      expect(screen.getByTestId("cite-popover")).toHaveClass("cite-sheet");
+      expect(screen.getByTestId("cite-popover-open")).toHaveFocus();
+      await user.tab(); // Show in sources
+      await user.tab(); // Close
+      await user.tab(); // out
+      expect(screen.queryByTestId("cite-popover")).toBeNull();
+      expect(document.activeElement).not.toBe(document.body);
+    } finally {
+      vi.unstubAllGlobals();
     }
   });
 

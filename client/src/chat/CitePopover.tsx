@@ -43,7 +43,7 @@ function place(anchor: HTMLElement, container: HTMLElement, height: number) {
   return { top: (useAbove ? above : below) - c.top, left: Math.max(0, Math.min(a.left - c.left, c.width - width)) };
 }
 
-/** The cited passage, in place under (or over) its `[n]`; on a phone, a sheet at the bottom of the screen. */
+/** The cited passage, in place under (or over) its `[n]`; on a phone, once pinned, a sheet at the bottom of the screen. */
 export function CitePopover({ preview, chunk, container, onClose, onHover, onShowInSources }: Props) {
   const box = useRef<HTMLDivElement>(null);
   const title = chunk.title || chunk.filename;
@@ -79,6 +79,11 @@ export function CitePopover({ preview, chunk, container, onClose, onHover, onSho
       document.removeEventListener("keydown", onKey);
     };
   }, [preview, onClose]);
+
+  // On a phone only a tap (or Enter) shows the sheet. A hover or focus preview there would be a sheet over the
+  // [n] itself: the mouse-down of a tap focuses [n], its sheet opens under the finger, the release lands on the
+  // sheet, and the click goes to their common ancestor, so the preview was never pinned (issue 46).
+  if (sheet && !preview.pinned) return null;
 
   return (
     <div
