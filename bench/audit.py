@@ -204,7 +204,7 @@ async def main() -> None:
     load_start = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="ragchat-audit-bench-") as tmp:
         settings = bench_settings(Path(tmp))
-        database = await asyncio.to_thread(prepare_database, settings)
+        database = await asyncio.to_thread(prepare_database, settings.database)
         pool = make_pool(database.uri, min_size=2, max_size=10)
         await pool.open(wait=True)
         try:

@@ -146,7 +146,7 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="ragchat-bm25-writers-"))
     out: dict[str, Any] = {"cpu_start": cpu_context(), "chunks": sum(len(t) for _, t in docs), "runs": []}
     try:
-        database = prepare_database(bench_settings(tmp / "pg"))
+        database = prepare_database(bench_settings(tmp / "pg").database)
         try:
             variants = {
                 "before (0002: per-owner rows)": prepare(database.uri, "writers_before", "0017", tmp),

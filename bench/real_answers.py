@@ -88,7 +88,9 @@ async def chat_turn(rt: Any, principal: Principal, question: str, *, documents_o
     citations: dict[str, Any] | None = None
     done: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
-    options = options_of(rt.settings, mode="hybrid", rerank=False, default_limit=rt.settings.llm.chat_search_limit)
+    options = options_of(
+        rt.settings.retrieval, mode="hybrid", rerank=False, default_limit=rt.settings.llm.chat_search_limit
+    )
     request = ChatRequest(message=question, options=options, documents_only=documents_only)
     run = await rt.chat.start(principal, request)  # as POST /api/chat does
     async for _, event in run.follow(0):

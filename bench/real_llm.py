@@ -497,7 +497,9 @@ async def one_turn(rt: Any, principal: Principal, question: str, fact: list[str]
     done: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
     order: list[str] = []
-    options = options_of(rt.settings, mode="hybrid", rerank=False, default_limit=rt.settings.llm.chat_search_limit)
+    options = options_of(
+        rt.settings.retrieval, mode="hybrid", rerank=False, default_limit=rt.settings.llm.chat_search_limit
+    )
     run = await rt.chat.start(principal, ChatRequest(message=question, options=options))  # as POST /api/chat does
     async for _, event in run.follow(0):
         kind, data = event.event, event.data

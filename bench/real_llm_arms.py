@@ -253,7 +253,7 @@ async def one_arm(
     method = ARM_METHOD.get(arm)
     if method is not None:
         rt.searcher.reranker = rerankers[method]
-    options = options_of(rt.settings, mode="hybrid", limit=K, rerank=method is not None, expansion=expansion)
+    options = options_of(rt.settings.retrieval, mode="hybrid", limit=K, rerank=method is not None, expansion=expansion)
     mark = len(llm.calls)
     start = time.perf_counter()
     result = await rt.searcher.search(text, principal=principal, options=options)

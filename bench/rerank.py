@@ -161,11 +161,16 @@ def provider_settings(url: str, shards: int, concurrency: int = 4) -> Settings:
 async def measure(fake: FakeHandle, hits: list[ChunkHit], args: argparse.Namespace) -> dict[str, Any]:
     """Rows per shard setting: {shards: [row per concurrency]}."""
     widest = max(args.concurrency)
-    providers: dict[int, LLMProvider] = {s: build_llm(provider_settings(fake.url, s)) for s in args.shards}
+    providers: dict[int, LLMProvider] = {
+        s: build_llm(provider_settings(fake.url, s).llm, json_shards=s) for s in args.shards
+    }
     try:
         for shards, provider in providers.items():  # warm-up: open the keep-alive connections the widest run uses
             fake.fresh(0.0)
-            await LLMReranker(provider, provider_settings(fake.url, shards, widest)).rerank("warm-up", hits, len(hits))
+            warm = provider_settings(fake.url, shards, widest)
+            await LLMReranker(provider, warm.retrieval, warm.llm.effective_rerank_model).rerank(
+                "warm-up", hits, len(hits)
+            )
         rows: dict[int, list[dict[str, Any]]] = {s: [] for s in args.shards}
         for c in args.concurrency:
             walls: dict[int, list[float]] = {s: [] for s in args.shards}
@@ -173,7 +178,8 @@ async def measure(fake: FakeHandle, hits: list[ChunkHit], args: argparse.Namespa
             for _ in range(args.repeats):
                 for shards, provider in providers.items():
                     fake.fresh(args.latency)
-                    reranker = LLMReranker(provider, provider_settings(fake.url, shards, c))  # fresh cache
+                    s = provider_settings(fake.url, shards, c)
+                    reranker = LLMReranker(provider, s.retrieval, s.llm.effective_rerank_model)  # fresh cache
                     start = time.perf_counter()
                     result = await reranker.rerank(QUERY, hits, len(hits))
                     walls[shards].append(time.perf_counter() - start)

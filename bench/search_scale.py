@@ -216,9 +216,9 @@ async def filtered(
                 scope=scope,
                 n=n,
                 filters=filters,  # noqa: B023  # awaited inside this iteration of the loop
-                ef_search=settings.retrieval.hnsw_ef_search,
-                exact_max_rows=settings.retrieval.exact_scan_max_rows,
-                ef_growth=settings.retrieval.hnsw_ef_growth,
+                ef_search=settings.hnsw_ef_search,
+                exact_max_rows=settings.exact_scan_max_rows,
+                ef_growth=settings.hnsw_ef_growth,
                 filtered_ef_factor=factor,
             )
 
@@ -228,10 +228,10 @@ async def filtered(
                 other = await as_searched(q, 10, factor)
                 by_factor[factor] += len({i for i, _ in other} & {i for i, _ in truth})
             start = time.perf_counter()
-            got = await as_searched(q, 10, settings.retrieval.hnsw_filtered_ef_factor)
+            got = await as_searched(q, 10, settings.hnsw_filtered_ef_factor)
             lat10.append((time.perf_counter() - start) * 1000)
             start = time.perf_counter()
-            got50 = await as_searched(q, HYBRID_ARM_DEPTH, settings.retrieval.hnsw_filtered_ef_factor)
+            got50 = await as_searched(q, HYBRID_ARM_DEPTH, settings.hnsw_filtered_ef_factor)
             lat50.append((time.perf_counter() - start) * 1000)
             hits += len({i for i, _ in got} & {i for i, _ in truth})
             short10 += len(got) < min(10, len(truth))

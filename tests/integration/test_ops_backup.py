@@ -49,7 +49,7 @@ def new_db(pg_uri: str) -> Iterator[Any]:
 async def searches(settings: Settings, uri: str, embedder: Any) -> list[list[tuple[str, str, str]]]:
     """The real search (hybrid) of QUERIES over the database at `uri`: (chunk id, file, text) of the top 5."""
     async with open_runtime(settings.model_copy(update={"database_url": uri}), Overrides(embedder=embedder)) as rt:
-        options = options_of(rt.settings, limit=5)
+        options = options_of(rt.settings.retrieval, limit=5)
         results = [await rt.searcher.search(q, principal=local_principal(), options=options) for q in QUERIES]
     return [[(str(c.id), c.filename, c.content) for c in r.chunks] for r in results]
 

@@ -161,7 +161,7 @@ async def test_ingest_and_repeated_searches_work_through_the_pooler(
         searcher = make_searcher(pool, embedder, settings)
 
         async def ask(mode: str) -> str:
-            options = options_of(settings, mode=mode, limit=2)
+            options = options_of(settings.retrieval, mode=mode, limit=2)
             result = await searcher.search("what makes sourdough bread rise?", principal=LOCAL, options=options)
             return result.chunks[0].filename
 

@@ -101,7 +101,7 @@ async def ingest(rt: Runtime, docs: dict[str, str]) -> None:
 
 
 async def found(rt: Runtime, query: str, filename: str) -> bool:
-    options = options_of(rt.settings, mode="hybrid", limit=3)
+    options = options_of(rt.settings.retrieval, mode="hybrid", limit=3)
     result = await rt.searcher.search(query, principal=LOCAL, options=options)
     return any(hit.filename == filename for hit in result.chunks)
 

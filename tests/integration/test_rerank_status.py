@@ -117,7 +117,9 @@ async def test_the_deadline_passing_is_failed(
     provider = build_llm(tight.llm)
     try:
         fake_ollama.responder = slow
-        searcher = make_searcher(pool, embedder, tight, LLMReranker(provider, tight.retrieval, tight.llm.effective_rerank_model))
+        searcher = make_searcher(
+            pool, embedder, tight, LLMReranker(provider, tight.retrieval, tight.llm.effective_rerank_model)
+        )
         plain, result, seconds = await plain_and_reranked(searcher)
     finally:
         await provider.close()
