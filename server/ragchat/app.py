@@ -189,6 +189,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, overrides:
             "audit": Provide(lambda: current().audit, sync_to_thread=False),
             "user_preferences": Provide(lambda: current().preferences.effective, sync_to_thread=False),
             "user_names": Provide(lambda: current().accounts.names, sync_to_thread=False),
+            "chat_search_limit": Provide(lambda: current().settings.llm.chat_search_limit, sync_to_thread=False),
         },
         signature_namespace={
             "Runtime": Runtime,

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 from uuid import UUID
 
+import httpx
 import pytest
 
 from ragchat.providers.llm.base import ChatChunk, LLMProvider, LLMTimeout, LLMUnreachable
@@ -161,3 +162,26 @@ async def test_estimate_event_before_the_first_token(
     assert estimate["total_s"] == pytest.approx(estimate["first_token_s"] + 100 / 2.0)
     assert text_of(events) == "Employees get 25 days of paid holiday per year [1]."
     assert provider.speed.get(MODEL).samples == 2  # the call itself was measured too
+
+
+async def test_the_rerank_cost_follows_the_measured_speed(
+    corpus: dict[str, UUID], live_app: Callable[..., Any], llm: LLMFake
+) -> None:
+    """GET /api/search/rerank-cost (the settings page): the calls a chat search's rerank makes, and no seconds
+    until the model was measured; then the seconds at its measured speed (here 10 prompt and 2 answer tokens/s)."""
+    provider = provider_for(llm.provider, llm.fake.url, StreamLimits())
+    server = live_app(
+        llm=provider, chat_model=MODEL, chat_search_limit=4, rerank_candidates_factor=2, rerank_method="logprobs"
+    )
+    try:
+        async with httpx.AsyncClient(timeout=30) as client:
+            before = (await client.get(f"{server.url}/api/search/rerank-cost")).json()
+            provider.speed.record(MODEL, CallTiming(1000, 100.0, 100, 50.0))
+            after = (await client.get(f"{server.url}/api/search/rerank-cost")).json()
+    finally:
+        await provider.close()
+    assert (before["calls"], before["candidates"], before["method"], before["model"]) == (8, 8, "logprobs", MODEL)
+    assert before["seconds"] is None and before["measured_calls"] == 0 and before["provider"] == "llm"
+    per_call = (1000 / 3 + 24) / 10 + 1 / 2  # a passage cut to RERANK_PASSAGE_CHARS read, one token written
+    assert after["seconds"] == pytest.approx(8 * per_call, abs=0.1)
+    assert after["prompt_tokens_per_s"] == pytest.approx(10.0) and after["measured_calls"] == 1

@@ -784,6 +784,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/search/rerank-cost": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** GetRerankCost */
+        get: operations["ApiSearchRerankCostGetRerankCost"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/settings": {
         parameters: {
             query?: never;
@@ -2287,6 +2304,28 @@ export interface components {
             /** @description the model being built, e.g. `nomic-embed-text (ollama)` */
             target: string | null;
             total: number;
+        };
+        /** RerankCostOut */
+        RerankCostOut: {
+            /** @description LLM calls per chat search */
+            calls: number;
+            /** @description passages scored per chat search: CHAT_SEARCH_LIMIT × RERANK_CANDIDATES_FACTOR */
+            candidates: number;
+            /** @description the calls the speed was measured on (0: not yet) */
+            measured_calls: number;
+            /** @description RERANK_METHOD: json, logprobs or listwise */
+            method: string;
+            /** @description the model that would rerank (RERANK_MODEL, else CHAT_MODEL) */
+            model: string | null;
+            /** @description the model's measured prompt reading speed */
+            prompt_tokens_per_s: number | null;
+            /**
+             * @description RERANK_PROVIDER: the LLM, or a cross-encoder server
+             * @enum {string}
+             */
+            provider: "llm" | "http";
+            /** @description about this long per chat search at the model's measured speed, calls one after another as a CPU server with one slot runs them; null until the model has answered once in this process, or with a cross-encoder server */
+            seconds: number | null;
         };
         /**
          * RerankStatus
@@ -7817,6 +7856,71 @@ export interface operations {
             };
             /** @description Rate limited: retry after the Retry-After header's seconds */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A bug: logged on the server with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The database or the LLM server is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    ApiSearchRerankCostGetRerankCost: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Request fulfilled, document follows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RerankCostOut"];
+                };
+            };
+            /** @description Bad request: invalid parameters or body, a disallowed Host, a body nested too deeply */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not signed in, or the session or token no longer works */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not allowed: another user's resource, an admin-only route, or a cross-origin write */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

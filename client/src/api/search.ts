@@ -1,6 +1,9 @@
 // Search (GET /api/search): passages for a query, with the documents they come from and metadata facets.
 import { get } from "./client";
+import type { components } from "./schema";
 import type { MetadataFilters, SearchMode } from "./types";
+
+export type RerankCost = components["schemas"]["RerankCostOut"];
 
 export interface SearchParams {
   q: string;
@@ -16,6 +19,8 @@ export interface SearchParams {
 }
 
 export const searchApi = {
+  /** What LLM rerank costs a chat search at the model's measured speed (the settings page). */
+  rerankCost: (signal?: AbortSignal) => get("/api/search/rerank-cost", { signal }),
   search: (params: SearchParams, signal?: AbortSignal) => {
     const filter = Object.entries(params.filters ?? {}).flatMap(([key, values]) => values.map((v) => `${key}=${v}`));
     const query = {

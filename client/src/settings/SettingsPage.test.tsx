@@ -35,6 +35,18 @@ function server(models: "up" | "down" = "up") {
       values = next as unknown as UserSettings;
       return jsonResponse(view());
     }),
+    on("GET", "/api/search/rerank-cost", () =>
+      jsonResponse({
+        provider: "llm",
+        model: "llama3.2",
+        method: "json",
+        candidates: 18,
+        calls: 18,
+        seconds: models === "up" ? 41.6 : null,
+        prompt_tokens_per_s: models === "up" ? 95.2 : null,
+        measured_calls: models === "up" ? 3 : 0,
+      }),
+    ),
     on("GET", "/api/models", () =>
       models === "up"
         ? jsonResponse({ models: [{ name: "llama3.2" }, { name: "qwen3:4b" }], default: "llama3.2", provider: "ollama" })
@@ -44,6 +56,16 @@ function server(models: "up" | "down" = "up") {
 }
 
 describe("SettingsPage", () => {
+  it("says what rerank adds to a chat search at the model's measured speed, or that it is not measured yet", async () => {
+    server();
+    const { unmount } = render(<App />);
+    expect(await screen.findByText(/rerank adds about 42 s to a chat search \(18 LLM calls a chat search\)/)).toBeVisible();
+    unmount();
+    server("down");
+    render(<App />);
+    expect(await screen.findByText(/its time shows here once llama3\.2 has answered a question/)).toBeVisible();
+  }, 30_000);
+
   it("shows values and defaults, saves only what changed, names the page", async () => {
     const srv = server();
     render(<App />);

@@ -3,6 +3,7 @@ import { errorMessage } from "../api/client";
 import { Spinner } from "../components/Spinner";
 import { useTitle } from "../lib/useTitle";
 import { modelsApi, type ChatModels } from "../api/models";
+import { searchApi, type RerankCost } from "../api/search";
 import {
   preferencesApi,
   type ChunkStrategy,
@@ -46,12 +47,23 @@ const FORM_KEYS: (keyof FormValues)[] = ["chat_model", "search_mode", "rerank", 
 
 const shown = (value: unknown) => (typeof value === "boolean" ? (value ? "on" : "off") : String(value));
 
+/** What rerank costs a chat search on this server, from the model's measured speed (GET /api/search/rerank-cost). */
+export function rerankCostText(cost: RerankCost | null): string {
+  if (!cost) return "";
+  if (cost.provider === "http") return "A cross-encoder server reranks (RERANK_PROVIDER=http).";
+  const calls = `${cost.calls} LLM ${cost.calls === 1 ? "call" : "calls"} a chat search`;
+  if (cost.seconds == null) return `Rerank makes ${calls}; its time shows here once ${cost.model ?? "the model"} has answered a question.`;
+  const seconds = cost.seconds < 90 ? `${Math.max(1, Math.round(cost.seconds))} s` : `${Math.round(cost.seconds / 60)} min`;
+  return `At ${cost.model ?? "the model"}'s measured speed, rerank adds about ${seconds} to a chat search (${calls}).`;
+}
+
 export function SettingsPage() {
   useTitle("Settings");
   const [view, setView] = useState<SettingsView | null>(null);
   const [form, setForm] = useState<FormValues | null>(null);
   const [theme, setTheme] = useState<Theme>("system");
   const [models, setModels] = useState<ChatModels | null>(null);
+  const [rerankCost, setRerankCost] = useState<RerankCost | null>(null);
   const [modelsError, setModelsError] = useState<string | null>(null);
   const [loadError, setLoadError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
@@ -75,6 +87,10 @@ export function SettingsPage() {
       .list(ctl.signal)
       .then(setModels)
       .catch((e) => !ctl.signal.aborted && setModelsError(errorMessage(e)));
+    searchApi
+      .rerankCost(ctl.signal)
+      .then(setRerankCost)
+      .catch(() => undefined); // the hint then says only what was measured on the benchmarks
     return () => ctl.abort();
   }, []);
 
@@ -214,12 +230,12 @@ export function SettingsPage() {
         )}
         <Check
           id="set-rerank"
-          label="Rerank search results with the LLM (slow: about a minute a search with a small model on a CPU)"
+          label="Rerank search results with the LLM"
           checked={form.rerank}
           onChange={(v) => set("rerank", v)}
           hint={
-            `Default: ${shown(view.defaults.rerank)} (RERANK_ENABLED). Worth it with a GPU, a hosted model or a ` +
-            "cross-encoder server: a 1.5B model on 2 CPU cores mostly kept the search order."
+            `${rerankCostText(rerankCost)} Default: ${shown(view.defaults.rerank)} (RERANK_ENABLED). Worth it with a ` +
+            "GPU, a hosted model or a cross-encoder server: a 1.5B model on 2 CPU cores mostly kept the search order."
           }
         />
         {row(

@@ -18,8 +18,11 @@ from ragchat.core.search import SearchFilters, SearchOptions, SearchResult
 from ragchat.httpapi.http import error_responses
 from ragchat.httpapi.search import SearchResponse, search_response
 from ragchat.policy.request import Ask, RequestPolicy
+from ragchat.providers.llm.speed import ModelSpeed
 from ragchat.retrieval.facets import facet_counts
 from ragchat.retrieval.filters import parse_location_filters, parse_metadata_filters
+from ragchat.retrieval.rerank import LLMReranker
+from ragchat.retrieval.rerank_cost import RerankCostOut, rerank_cost
 from ragchat.retrieval.schemas import MAX_FACET_KEYS, MAX_TOP_K, SEARCH_BODY_BYTES, SearchBody, check_query
 from ragchat.retrieval.search import Searcher
 
@@ -146,5 +149,25 @@ def _private(body: SearchResponse) -> Response[SearchResponse]:
     return Response(body, headers={"Cache-Control": "private, no-store", "Vary": "Cookie, Authorization"})
 
 
+@get("/api/search/rerank-cost")
+async def get_rerank_cost(searcher: Searcher, principal: Principal, chat_search_limit: int) -> RerankCostOut:
+    """What LLM rerank would cost one chat search at the rerank model's measured speed (the settings page)."""
+    del principal  # any signed-in user may ask: it reveals only the server's speed
+    reranker = searcher.reranker
+    model = reranker.model if isinstance(reranker, LLMReranker) else None
+    speed = reranker.llm.speed.get(reranker.model) if isinstance(reranker, LLMReranker) else ModelSpeed()
+    cost = rerank_cost(speed, searcher.settings, chat_search_limit)
+    return RerankCostOut(
+        provider=searcher.settings.rerank_provider,
+        model=model,
+        method=cost.method,
+        candidates=cost.candidates,
+        calls=cost.calls,
+        seconds=cost.seconds,
+        prompt_tokens_per_s=round(speed.prompt_tps, 1) if speed.prompt_tps else None,
+        measured_calls=speed.samples,
+    )
+
+
 def search_handlers() -> list[Any]:
-    return [search, search_post]
+    return [search, search_post, get_rerank_cost]
