@@ -237,7 +237,9 @@ async def test_writers_add_their_own_documents_to_a_shared_collection(server: An
 
     # names come from the accounts domain (core/ownership.py): the owner first, then by name
     detail = (await c.get(f"/api/collections/{team}")).json()
-    assert detail["owner"]["username"] == "alice" and [d["owner"]["username"] for d in detail["documents"]] == ["bob"]
+    listed = (await c.get("/api/documents", params={"collection_id": team})).json()["documents"]
+    assert detail["owner"]["username"] == "alice" and [d["owner"]["username"] for d in listed] == ["bob"]
+    assert detail["document_count"] == 1 and "documents" not in detail  # the list pages them (issue 46)
     assert [(m["user"]["username"], m["role"]) for m in detail["members"]] == [
         ("alice", "owner"), ("bob", "write"), ("carol", "read"),
     ]  # fmt: skip

@@ -1367,7 +1367,6 @@ export interface components {
             created_at: string;
             description: string;
             document_count: number;
-            documents: components["schemas"]["CollectionDocument"][];
             /** Format: uuid */
             id: string;
             members: components["schemas"]["Member"][];
@@ -1380,16 +1379,6 @@ export interface components {
             role: "owner" | "write" | "read";
             /** Format: date-time */
             updated_at: string;
-        };
-        /** CollectionDocument */
-        CollectionDocument: {
-            filename: string;
-            /** Format: uuid */
-            id: string;
-            owner: components["schemas"]["Person"];
-            /** @enum {string} */
-            status: "queued" | "processing" | "ready" | "failed";
-            title: string;
         };
         /** CollectionList */
         CollectionList: {

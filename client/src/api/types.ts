@@ -111,7 +111,6 @@ export type Collection = Schemas["Collection"];
 export type CollectionList = Schemas["CollectionList"];
 /** The owner is listed too (first, role "owner"). */
 export type CollectionMember = Schemas["Member"];
-export type CollectionDocument = Schemas["CollectionDocument"];
 export type CollectionDetail = Schemas["CollectionDetail"];
 
 export type EvalRun = Schemas["EvalRun"];

@@ -23,52 +23,67 @@ const coll = (over: Partial<Collection> = {}): Collection => ({
 const doc = (id: string, title: string, over: Partial<Document> = {}): Document =>
   makeDocument({ id, filename: `${id}.md`, title, content_type: "text/markdown", byte_size: 10, chunks_total: 1, chunks_done: 1, page_count: null, owner: ALICE, ...over });
 
-/** A tiny stateful fake of the collection routes, as alice (or whoever `me` is, with `role`). */
-function server(role: Access = "owner") {
-  const detail: CollectionDetail = {
-    ...coll({ role, owner: role === "owner" ? ALICE : CAROL }),
+/** The documents in the fake collection (`n` more numbered ones, from carol, after alice's "Holidays"). */
+const inCollection = (n = 0): Document[] => [
+  doc("d1", "Holidays", { collection_ids: ["c1"] }),
+  ...Array.from({ length: n }, (_, i) => doc(`n${i + 1}`, `Note ${String(i + 1).padStart(3, "0")}`, { owner: CAROL, access: "read", collection_ids: ["c1"] })),
+];
+
+/** A tiny stateful fake of the collection routes, as alice (or whoever `me` is, with `role`); GET /api/documents
+ * pages the collection's documents like the server (q, limit, offset; total). */
+function server(role: Access = "owner", extra = 0) {
+  let inside = inCollection(extra);
+  let patched: Partial<Collection> = {};
+  const detail = (): CollectionDetail => ({
+    ...coll({ role, owner: role === "owner" ? ALICE : CAROL, document_count: inside.length, ...patched }),
     // Like the server: the owner first (role "owner"), then the members.
-    members: [
-      { user: role === "owner" ? ALICE : CAROL, role: "owner" },
-      { user: role === "owner" ? BOB : ALICE, role: role === "owner" ? "write" : role },
-    ],
-    documents: [{ id: "d1", filename: "d1.md", title: "Holidays", owner: ALICE, status: "ready" }],
-  };
+    members,
+  });
+  let members: CollectionDetail["members"] = [
+    { user: role === "owner" ? ALICE : CAROL, role: "owner" },
+    { user: role === "owner" ? BOB : ALICE, role: role === "owner" ? "write" : role },
+  ];
+  const mine = () => [doc("d2", "Expenses"), doc("d9", "Theirs", { access: "read", owner: CAROL })];
   const srv = mockServer(
     on("GET", "/api/auth/session", () => jsonResponse(session({ user: user({ ...ALICE, is_admin: false }) }))),
-    on("GET", "/api/collections", () => jsonResponse({ collections: [coll({ role, owner: detail.owner, document_count: detail.documents.length })] })),
+    on("GET", "/api/collections", () => jsonResponse({ collections: [coll({ role, owner: detail().owner, document_count: inside.length })] })),
     on("POST", "/api/collections", (c) => {
       const b = c.body as { name: string };
       return b.name === "Handbooks"
         ? apiError(409, "conflict", "you have a collection named 'Handbooks' already")
         : jsonResponse(coll({ id: "c2", name: b.name, document_count: 0 }), 201);
     }),
-    on("GET", "/api/collections/c1", () => jsonResponse(detail)),
+    on("GET", "/api/collections/c1", () => jsonResponse(detail())),
     on("GET", "/api/users", () => jsonResponse({ users: [ALICE, BOB, CAROL] })),
-    on("GET", "/api/documents", () =>
-      jsonResponse({ documents: [doc("d1", "Holidays"), doc("d2", "Expenses"), doc("d9", "Theirs", { access: "read", owner: CAROL })] }),
-    ),
+    on("GET", "/api/documents", (c) => {
+      const query = new URL(c.url, "http://x").searchParams;
+      if (query.get("collection_id") !== "c1") return jsonResponse({ documents: [...inside.slice(0, 1), ...mine()] });
+      const q = (query.get("q") ?? "").toLowerCase();
+      const found = inside.filter((d) => d.title.toLowerCase().includes(q));
+      const offset = Number(query.get("offset") ?? 0);
+      return jsonResponse({ documents: found.slice(offset, offset + Number(query.get("limit") ?? 50)), total: found.length });
+    }),
     on("PUT", /^\/api\/collections\/c1\/members\//, (c) => {
       const id = c.path.split("/").pop()!;
       const u = [ALICE, BOB, CAROL].find((x) => x.id === id)!;
-      detail.members = [...detail.members.filter((m) => m.user.id !== id), { user: u, role: (c.body as { role: "read" }).role }];
+      members = [...members.filter((m) => m.user.id !== id), { user: u, role: (c.body as { role: "read" }).role }];
       return noContent();
     }),
     on("DELETE", /^\/api\/collections\/c1\/members\//, (c) => {
-      detail.members = detail.members.filter((m) => m.user.id !== c.path.split("/").pop());
+      members = members.filter((m) => m.user.id !== c.path.split("/").pop());
       return noContent();
     }),
     on("PUT", "/api/collections/c1/documents/d2", () => {
-      detail.documents = [...detail.documents, { id: "d2", filename: "d2.md", title: "Expenses", owner: ALICE, status: "ready" }];
+      inside = [...inside, doc("d2", "Expenses", { collection_ids: ["c1"] })];
       return noContent();
     }),
-    on("DELETE", "/api/collections/c1/documents/d1", () => {
-      detail.documents = detail.documents.filter((d) => d.id !== "d1");
+    on("DELETE", /^\/api\/collections\/c1\/documents\//, (c) => {
+      inside = inside.filter((d) => d.id !== c.path.split("/").pop());
       return noContent();
     }),
     on("PATCH", "/api/collections/c1", (c) => {
-      Object.assign(detail, c.body);
-      return jsonResponse(detail);
+      patched = { ...patched, ...(c.body as Partial<Collection>) };
+      return jsonResponse(detail());
     }),
     on("DELETE", "/api/collections/c1", () => noContent()),
   );
@@ -156,6 +171,40 @@ describe("CollectionDetailPage", () => {
     const holidays = screen.getAllByTestId("collection-doc-row").find((r) => r.dataset.documentId === "d1")!;
     fireEvent.click(within(holidays).getByTestId("collection-doc-remove"));
     await waitFor(() => expect(screen.getAllByTestId("collection-doc-row")).toHaveLength(1));
+  });
+
+  it("pages, searches and sorts the collection's documents on the server", async () => {
+    const srv = server("owner", 119);
+    render(<App />);
+    await waitFor(() => expect(screen.getAllByTestId("collection-doc-row")).toHaveLength(50));
+    expect(screen.getByTestId("collection-doc-count")).toHaveTextContent("120 documents");
+    expect(screen.getByTestId("documents-range")).toHaveTextContent("1–50 of 120 · page 1 of 3");
+    expect(srv.find("GET", "/api/documents").at(-1)!.url).toContain("collection_id=c1");
+    expect(await axeViolations()).toEqual([]);
+
+    fireEvent.click(screen.getByTestId("documents-next"));
+    fireEvent.click(await screen.findByTestId("documents-next"));
+    await waitFor(() => expect(screen.getByTestId("documents-range")).toHaveTextContent("101–120 of 120 · page 3 of 3"));
+    expect(screen.getAllByTestId("collection-doc-row")).toHaveLength(20);
+    expect(srv.find("GET", "/api/documents").at(-1)!.url).toContain("offset=100");
+    // Another user's document shared through the collection: its owner is shown, and the owner may remove it.
+    const last = screen.getAllByTestId("collection-doc-row").at(-1)!;
+    expect(last).toHaveTextContent("Note 119");
+    expect(last).toHaveTextContent("from carol");
+    fireEvent.click(within(last).getByTestId("collection-doc-remove"));
+    await waitFor(() => expect(screen.getAllByTestId("collection-doc-row")).toHaveLength(19));
+    expect(srv.find("DELETE", "/api/collections/c1/documents/n119")).toHaveLength(1);
+    expect(screen.getByTestId("collection-doc-count")).toHaveTextContent("119 documents");
+
+    select("collection-doc-sort", "title:asc");
+    await waitFor(() => expect(srv.find("GET", "/api/documents").at(-1)!.url).toMatch(/sort=title&order=asc/));
+    expect(srv.find("GET", "/api/documents").at(-1)!.url).not.toContain("offset=");  // back to the first page
+
+    type("collection-doc-search", "note 11");
+    await waitFor(() => expect(screen.getByTestId("collection-doc-count")).toHaveTextContent(/^9 documents of 119 match “note 11”$/)); // 110–118: 119 was removed
+    expect(screen.queryByTestId("documents-pager")).toBeNull();
+    type("collection-doc-search", "zzz");
+    expect(await screen.findByTestId("collection-docs-empty")).toHaveTextContent("No document in this collection matches “zzz”");
   });
 
   it("the owner renames and deletes it", async () => {

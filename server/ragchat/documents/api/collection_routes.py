@@ -35,7 +35,7 @@ class CollectionController(Controller):
     async def get_collection(
         self, collection_id: UUID, collections: CollectionService, principal: Principal
     ) -> CollectionDetail:
-        """The collection with its members and documents."""
+        """The collection with its members and `document_count` (its documents: GET /api/documents?collection_id=)."""
         return CollectionDetail.of(await collections.detail(principal, collection_id))
 
     @patch("/{collection_id:uuid}", responses=error_responses(404, 409))

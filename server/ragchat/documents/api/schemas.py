@@ -235,33 +235,17 @@ class Member(BaseModel):
     role: Role
 
 
-class CollectionDocument(BaseModel):
-    id: UUID
-    filename: str
-    title: str
-    status: DocumentStatus
-    owner: Person
-
-
 class CollectionDetail(Collection):
+    """A collection with its members. Its documents (`document_count` of them) are listed a page at a time by
+    GET /api/documents?collection_id=…, with search, sort and the owner of each."""
+
     members: list[Member]
-    documents: list[CollectionDocument]
 
     @classmethod
     def of(cls, row: dict[str, Any]) -> CollectionDetail:
         return cls(
             **_collection_fields(row),
             members=[Member(user=Person.of(m["user_id"], m["username"]), role=m["role"]) for m in row["members"]],
-            documents=[
-                CollectionDocument(
-                    id=d["id"],
-                    filename=d["filename"],
-                    title=d["title"],
-                    status=d["status"],
-                    owner=Person.of(d["owner_id"], d["owner_name"]),
-                )
-                for d in row["documents"]
-            ],
         )
 
 

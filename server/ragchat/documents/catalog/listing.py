@@ -111,9 +111,14 @@ async def list_page(conn: Conn, reader: UUID, query: ListQuery) -> tuple[list[di
     clause = sql.SQL(" AND ").join([readable(scope, "d.owner_id", "d.id"), *where])
     params |= scope_params(scope) | {"limit": query.limit, "offset": query.offset}
     direction = sql.SQL("ASC" if query.order == "asc" else "DESC")
+    # The page's ids first, then their fields: the per-row columns of DOCUMENT_FIELDS (access, collection ids)
+    # are computed for the page only, not for every row an OFFSET skips (at 10,000 documents in a collection,
+    # the last page read 40k buffers instead of 510: tests/integration/test_collection_paging.py).
     page = sql.SQL(
-        """SELECT {fields} FROM documents d WHERE {clause} ORDER BY {key} {direction}, d.id {direction}
-        LIMIT %(limit)s OFFSET %(offset)s"""
+        """SELECT {fields} FROM documents d JOIN (
+               SELECT d.id FROM documents d WHERE {clause} ORDER BY {key} {direction}, d.id {direction}
+               LIMIT %(limit)s OFFSET %(offset)s) p ON p.id = d.id
+           ORDER BY {key} {direction}, d.id {direction}"""
     ).format(fields=DOCUMENT_FIELDS, clause=clause, key=_SORT_SQL[query.sort], direction=direction)
     rows = await (await conn.execute(page, params)).fetchall()
     count = sql.SQL("SELECT count(*) AS n FROM documents d WHERE {}").format(clause)

@@ -76,7 +76,8 @@ class CollectionService:
         return [{**r, into: names.get(r[key])} for r in rows]
 
     async def detail(self, principal: Principal, collection_id: UUID) -> dict[str, Any]:
-        """The collection with its members and documents."""
+        """The collection with its members and `document_count`; its documents are a page of
+        GET /api/documents?collection_id= (searched, sorted and paged there, at any size)."""
         async with self.pool.connection() as conn:
             row = await self._get(conn, principal, collection_id)
             members = await (
@@ -84,18 +85,10 @@ class CollectionService:
                     "SELECT m.user_id, m.role FROM collection_members m WHERE m.collection_id = %s", (collection_id,)
                 )
             ).fetchall()
-            documents = await (
-                await conn.execute(
-                    """SELECT d.id, d.filename, d.title, d.status, d.owner_id
-                       FROM document_collections dc JOIN documents d ON d.id = dc.document_id
-                       WHERE dc.collection_id = %s ORDER BY dc.created_at DESC""",
-                    (collection_id,),
-                )
-            ).fetchall()
         [row] = await self._named([row])
         members = await self._named(members, "user_id", "username")
         members.sort(key=lambda m: (m["role"] != "owner", (m["username"] or "").lower()))
-        return {**row, "members": members, "documents": await self._named(documents)}
+        return {**row, "members": members}
 
     async def create(self, principal: Principal, name: str, description: str = "") -> dict[str, Any]:
         name, description = clean_name(name), clean_description(description)
