@@ -21,6 +21,7 @@ from ragchat.accounts.service import AccountService
 from ragchat.audit.service import AuditLog
 from ragchat.chat.runs import RunRegistry
 from ragchat.chat.service import ChatService
+from ragchat.chat.store.speeds import SpeedKeeper
 from ragchat.db.capabilities import Capabilities, detect
 from ragchat.db.pool import Database, Pool, make_pool, prepare_database
 from ragchat.db.ratelimit import RateLimiter
@@ -255,6 +256,10 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
             capabilities=capabilities,
             reads=reads,
         )
+        speeds = SpeedKeeper(pool, llm.speed)  # the models' measured speeds, kept across restarts
+        await speeds.restore()
+        stack.push_async_callback(speeds.save)  # before the pool closes (the stack closes in reverse)
+        runtime.spawn(speeds.run, "llm-speeds")
         if watchdog is not None:
             runtime.spawn(watchdog.run, "db-watchdog")
         if reads.replicas:

@@ -25,6 +25,7 @@ OWNERS = {
     "threads": "chat",
     "messages": "chat",
     "message_feedback": "chat",
+    "llm_speeds": "chat",  # the chat models' measured speeds, kept across restarts (migration 0031)
     "documents": "documents",
     "document_blobs": "documents",
     "document_chunks": "documents",
