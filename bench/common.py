@@ -37,7 +37,8 @@ RESULTS = ROOT / "bench" / "results"
 
 def bench_settings(data_dir: Path, **overrides: Any) -> Settings:
     """Settings that ignore `.env` and the environment's DATABASE_URL: a private embedded server in data_dir."""
-    return Settings(_env_file=None, data_dir=data_dir, database_url=None, **overrides)  # type: ignore[call-arg]
+    values: dict[str, Any] = {"llm_warmup": False, **overrides}  # a bench's LLM calls are the ones it measures
+    return Settings(_env_file=None, data_dir=data_dir, database_url=None, **values)  # type: ignore[call-arg]
 
 
 @asynccontextmanager

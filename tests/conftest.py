@@ -121,6 +121,8 @@ def make_settings(uri: str, tmp_path: Path, **overrides: Any) -> Settings:
         # Replies are scripted for the tool loop (a search call, then the answer); the retrieve-first path of plain
         # lookups (CHAT_RETRIEVE_FIRST=auto, the default) has its own tests (tests/integration/test_answer_doors.py).
         "chat_retrieve_first": "never",
+        # A measured call at start would take a reply scripted for the test (tests/integration/test_llm_warmup.py)
+        "llm_warmup": False,
     }
     values.update(overrides)
     return Settings(_env_file=None, **values)  # type: ignore[call-arg]

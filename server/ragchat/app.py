@@ -42,6 +42,8 @@ from ragchat.observability import tracing
 from ragchat.observability.logs import bind
 from ragchat.preferences.routes import preferences_handlers
 from ragchat.preferences.service import PreferencesService
+from ragchat.providers.llm.warmup import TIMEOUT_S as WARMUP_TIMEOUT_S
+from ragchat.providers.llm.warmup import warm_up
 from ragchat.resources import client_dist
 from ragchat.retrieval.exhaustive_routes import exhaustive_handlers
 from ragchat.retrieval.routes import search_handlers
@@ -92,6 +94,8 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, overrides:
             await stack.enter_async_context(metrics_port(rt))  # METRICS_PORT, when set
             rt.llm_status.start()  # /api/health reads it from memory
             rt.spawn(rt.audit.run_retention, "audit-retention")  # AUDIT_RETENTION_DAYS
+            if rt.settings.llm.llm_warmup:  # a first measured call (LLM_WARMUP), unless the model has figures
+                rt.spawn(lambda: warm_up(rt.llm, rt.settings.llm.chat_model, timeout_s=WARMUP_TIMEOUT_S), "llm-warmup")
             if runtime is None:  # a real start: say what to fix before the first request needs it
                 for problem in await rt.startup_problems():
                     log.warning("%s", problem)

@@ -39,6 +39,9 @@ class LLMSettings(Group):
     llm_stall_timeout_s: float = Field(default=30.0, gt=0)
     llm_max_call_s: float = Field(default=3600.0, ge=0)  # 0: no cap
     llm_connect_timeout_s: float = 5.0
+    # One short measured call when the server starts, for a chat model with no measured speed yet: the first
+    # question then has its estimate and a first-token allowance that fits the model (providers/llm/warmup.py)
+    llm_warmup: bool = True
     chat_max_tool_rounds: int = 3
     chat_max_message_chars: int = 8000
     chat_history_messages: int = 20
