@@ -468,12 +468,13 @@ def _stats(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def report() -> tuple[str, dict[str, Any]]:
+def report(only: list[str] | None = None) -> tuple[str, dict[str, Any]]:
+    """The table over every arm with rows, or over `only` (pairing only the queries those arms finished)."""
     rows = read_lines(ARMS_LOG)
     by: dict[tuple[str, str], dict[str, dict[str, Any]]] = defaultdict(dict)
     for r in rows:
         by[(r["set"], r["qid"])][r["arm"]] = r
-    arms = [a for a in ARMS if any(r["arm"] == a for r in rows)]
+    arms = [a for a in ARMS if any(r["arm"] == a for r in rows) and (only is None or a in only)]
     out: dict[str, Any] = {"generated_at": datetime.now(UTC).isoformat(timespec="seconds"), "sets": {}}
     lines = [f"# Real LLM arms ({datetime.now(UTC):%Y-%m-%d %H:%M} UTC)", ""]
     loads = [r["loadavg"][0] for r in rows]
@@ -540,6 +541,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--call-timeout", type=float, default=120.0, help="RERANK_TIMEOUT_S and EXPANSION_TIMEOUT_S")
     p.add_argument("--listwise-size", type=int, default=10, help="RERANK_LISTWISE_SIZE for the listwise arm")
     p.add_argument("--no-early-stop", action="store_true", help="RERANK_EARLY_STOP=false")
+    p.add_argument(
+        "--report-arms", type=lambda s: s.split(","), default=None, help="the report's arms (default: all with rows)"
+    )
     args = p.parse_args(argv)
     if unknown := [a for a in args.arms if a not in ARMS] + [s for s in args.sets if s not in SETS]:
         p.error(f"unknown arms or sets: {unknown}")
@@ -552,7 +556,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         asyncio.run(reverify_answers({n: load_beir(data / f, split) for n, (f, split) in SETS.items()}))
     elif not args.report:
         asyncio.run(run(args))
-    text, out = report()
+    text, out = report(args.report_arms)
     print(text)
     print(json.dumps(out, indent=1))
     (args.results / "real_llm_arms.md").write_text(text, encoding="utf-8")
