@@ -18,6 +18,7 @@ import httpx
 import pytest
 from httpx_sse import aconnect_sse
 
+from ragchat.settings import LLMSettings
 from tests.real.model import RealLLM
 from tests.support.chat import chat, first, get_thread, names, text_of
 
@@ -179,3 +180,36 @@ async def test_stop_mid_answer_keeps_the_partial_answer(start: Callable[..., Any
         await asyncio.sleep(0.1)
     assistant = saved["messages"][1]
     assert assistant["status"] == "incomplete" and assistant["content"].strip()
+
+
+async def test_the_first_question_at_the_default_limits_shows_an_estimate_and_is_answered(
+    live_app: Callable[..., Any], real_llm: RealLLM
+) -> None:
+    """Issue 46: a fresh install (no speed measured yet) at the default limits (LLM_TIMEOUT_S, LLM_WARMUP, the
+    retrieve-first path of a plain lookup): the warm-up measures the model when the server starts, and the first
+    question then shows an estimate before its first token and is answered, not cut off."""
+    defaults = LLMSettings()
+    server = live_app(
+        llm_provider="openai",
+        openai_base_url=real_llm.base_url,
+        chat_model=real_llm.model,
+        ingest_workers=1,
+        llm_warmup=defaults.llm_warmup,
+        llm_timeout_s=defaults.llm_timeout_s,
+        chat_retrieve_first=defaults.chat_retrieve_first,
+    )
+    async with httpx.AsyncClient(base_url=server.url, timeout=60) as client:
+        for _ in range(600):  # the warm-up runs in the background of the start
+            if (await client.get("/api/search/rerank-cost")).json()["measured_calls"]:
+                break
+            await asyncio.sleep(1)
+        else:
+            raise AssertionError("the warm-up did not measure the model within 600 s")
+    await upload_all(server.url)
+    events = await chat(server.url, {"message": QUESTION}, read_timeout=600)
+    seq = names(events)
+    assert "error" not in seq and seq[-1] == "done", seq
+    assert "estimate" in seq and "token" in seq and seq.index("estimate") < seq.index("token"), seq
+    estimate = first(events, "estimate")
+    assert estimate["first_token_s"] is not None and estimate["samples"] >= 1, estimate
+    assert re.search(r"\b(3|three)\b", text_of(events), re.I), text_of(events)
