@@ -7,13 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
-import psycopg
 import pytest
 from playwright.sync_api import expect
 
-from ragchat.core.principal import LOCAL_OWNER_ID
 from tests.e2e.conftest import DESKTOP, Pages
 from tests.e2e.test_phone_and_documents import PHONE, axe_violations
+from tests.support.documents import seed_ready
 
 pytestmark = pytest.mark.e2e
 
@@ -21,14 +20,7 @@ N = 120
 
 
 def seed(db: str, url: str) -> str:
-    with psycopg.connect(db) as conn:
-        conn.execute(
-            """INSERT INTO documents (owner_id, filename, title, content_type, byte_size, sha256, status, created_at)
-               SELECT %s, 'paper-' || i || '.txt', 'paper ' || lpad(i::text, 3, '0'), 'text/plain', 10 + i,
-                      md5('paper' || i), 'ready', now() - make_interval(secs => i)
-               FROM generate_series(0, %s) i""",
-            (LOCAL_OWNER_ID, N - 1),
-        )
+    seed_ready(db, "paper", N)
     collection = httpx.post(f"{url}/api/collections", json={"name": "Papers"}).json()["id"]
     added = httpx.post(
         f"{url}/api/documents/bulk",

@@ -8,13 +8,12 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
-import psycopg
 import pytest
 from playwright.sync_api import expect
 
-from ragchat.core.principal import LOCAL_OWNER_ID
 from tests.e2e.conftest import DESKTOP, Pages
 from tests.e2e.test_phone_and_documents import PHONE, axe_violations
+from tests.support.documents import seed_ready
 
 pytestmark = pytest.mark.e2e
 
@@ -22,20 +21,8 @@ N = 60  # notes matching "note"; 5 other documents do not match
 
 
 def seed(db: str) -> None:
-    with psycopg.connect(db) as conn:
-        conn.execute(
-            """INSERT INTO documents (owner_id, filename, title, content_type, byte_size, sha256, status, created_at)
-               SELECT %s, 'note-' || i || '.txt', 'note ' || lpad(i::text, 2, '0'), 'text/plain', 10 + i,
-                      md5('note' || i), 'ready', now() - make_interval(secs => i)
-               FROM generate_series(0, %s) i""",
-            (LOCAL_OWNER_ID, N - 1),
-        )
-        conn.execute(
-            """INSERT INTO documents (owner_id, filename, title, content_type, byte_size, sha256, status)
-               SELECT %s, 'report-' || i || '.txt', 'report ' || i, 'text/plain', 10, md5('report' || i), 'ready'
-               FROM generate_series(1, 5) i""",
-            (LOCAL_OWNER_ID,),
-        )
+    seed_ready(db, "note", N, digits=2)
+    seed_ready(db, "report", 5)  # matches no "note"
 
 
 @pytest.mark.parametrize(("size", "scheme"), [(DESKTOP, "light"), (PHONE, "dark")], ids=["desktop-light", "phone-dark"])
