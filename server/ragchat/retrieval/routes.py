@@ -154,8 +154,11 @@ async def get_rerank_cost(searcher: Searcher, principal: Principal, chat_search_
     """What LLM rerank would cost one chat search at the rerank model's measured speed (the settings page)."""
     del principal  # any signed-in user may ask: it reveals only the server's speed
     reranker = searcher.reranker
-    model = reranker.model if isinstance(reranker, LLMReranker) else None
-    speed = reranker.llm.speed.get(reranker.model) if isinstance(reranker, LLMReranker) else ModelSpeed()
+    model, speed = (
+        (reranker.model, reranker.llm.speed.get(reranker.model))
+        if isinstance(reranker, LLMReranker)
+        else (None, ModelSpeed())
+    )
     cost = rerank_cost(speed, searcher.settings, chat_search_limit)
     return RerankCostOut(
         provider=searcher.settings.rerank_provider,
