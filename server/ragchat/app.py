@@ -93,6 +93,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, overrides:
             holder["runtime"] = rt
             await stack.enter_async_context(metrics_port(rt))  # METRICS_PORT, when set
             rt.llm_status.start()  # /api/health reads it from memory
+            rt.spawn(rt.spaces.warm, "embedder-warmup")  # the stored vectors' model, when it is not the configured
             rt.spawn(rt.audit.run_retention, "audit-retention")  # AUDIT_RETENTION_DAYS
             if rt.settings.llm.llm_warmup:  # a first measured call (LLM_WARMUP), unless the model has figures
                 rt.spawn(lambda: warm_up(rt.llm, rt.settings.llm.chat_model, timeout_s=WARMUP_TIMEOUT_S), "llm-warmup")

@@ -58,6 +58,8 @@ class Overrides:
     embedder: EmbeddingProvider | None = None
     llm: LLMProvider | None = None
     rerank_llm: LLMProvider | None = None
+    # embedders a stored space may name (tests: the bundled model, loaded once per process, under a remote one)
+    known_embedders: tuple[EmbeddingProvider, ...] = ()
 
 
 @dataclass
@@ -161,7 +163,13 @@ async def open_runtime(settings: Settings, overrides: Overrides | None = None) -
         def embedder_factory(provider: str, model: str) -> EmbeddingProvider:
             return build_embedder(settings.embeddings, settings.llm, provider, model)
 
-        spaces = SpaceRegistry(pool, embedder, embedder_factory, refresh_s=settings.embeddings.spaces_refresh_s)
+        spaces = SpaceRegistry(
+            pool,
+            embedder,
+            embedder_factory,
+            refresh_s=settings.embeddings.spaces_refresh_s,
+            known=given.known_embedders,
+        )
         stack.push_async_callback(spaces.close)
 
         llm = given.llm

@@ -192,7 +192,10 @@ def test_axe_on_every_page(live_app: Any, fake_llm: Any, pages: Pages, size: dic
             expect(page.get_by_test_id("collection-doc-picker-option")).to_have_count(1)
         for theme in ("light", "dark"):
             page.evaluate("t => { document.documentElement.dataset.theme = t }", theme)
+            # painted in the theme (two frames; on a busy machine 50 ms were not always enough), and still in it
+            page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
             page.wait_for_timeout(50)
+            assert page.evaluate("() => document.documentElement.dataset.theme") == theme
             violations = axe_violations(page)
             if violations:
                 found[f"{path} ({theme})"] = violations

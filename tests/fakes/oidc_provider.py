@@ -58,6 +58,7 @@ class FakeProvider:
     codes: dict[str, Issued] = field(default_factory=dict)
     token_requests: list[dict[str, Any]] = field(default_factory=list)
     jwks_fetches: int = 0
+    closing: threading.Event = field(default_factory=threading.Event)  # ends a delay when the fake stops
     access_tokens: set[str] = field(default_factory=set)  # live ones: /userinfo answers them, 401 otherwise
     userinfo_requests: int = 0
 
@@ -144,7 +145,7 @@ def _handler(provider: FakeProvider) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("content-length") or 0)
             form = {k: v[0] for k, v in parse_qs(self.rfile.read(length).decode()).items()}
             provider.token_requests.append({**form, "authorization": self.headers.get("authorization")})
-            time.sleep(provider.token_delay_s)
+            provider.closing.wait(provider.token_delay_s)
             if urlsplit(self.path).path != "/token":
                 self._json(404, {"error": "not_found"})
                 return
@@ -174,5 +175,6 @@ def fake_provider(**options: Any) -> Iterator[FakeProvider]:
     try:
         yield provider
     finally:
+        provider.closing.set()
         server.shutdown()
         server.server_close()

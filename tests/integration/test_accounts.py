@@ -208,7 +208,7 @@ def run_cli(*args: str, env: dict[str, str], stdin: str | None = None) -> subpro
         input=stdin,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,  # a hang; `--local` loads the embedding model, which beside a CPU hog took over 120 s
     )
 
 

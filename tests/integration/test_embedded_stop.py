@@ -74,12 +74,14 @@ def data_dir(tmp_path: Path) -> Iterator[Path]:
 #: postmaster, then it stops normally (not the last process on the directory: the server stays up)
 SECOND_PROCESS = textwrap.dedent(
     """
-    import asyncio, sys
+    import asyncio, faulthandler, signal, sys
     from pathlib import Path
     from ragchat.db.embedded import start_embedded
     from ragchat.db.migrate import ensure_vector_extension
     from ragchat.db.pool import make_pool
     from ragchat.db.watchdog import DatabaseWatchdog
+
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # the test asks for the stacks when it hangs
 
     async def main() -> None:
         embedded = start_embedded(Path(sys.argv[1]))
@@ -96,8 +98,11 @@ SECOND_PROCESS = textwrap.dedent(
         print("restarts", watchdog.restarts, flush=True)
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+        print("watchdog stopped", flush=True)
         await pool.close()
+        print("pool closed", flush=True)
         embedded.stop()
+        print("released", flush=True)
 
     asyncio.run(main())
     """
@@ -114,7 +119,12 @@ def test_a_postmaster_another_process_restarted_stops_with_the_last_one(data_dir
     try:
         assert second.stdout is not None and second.stdout.readline().strip() == "ready"
         old = kill_postmaster(pgdata)
-        out, _ = second.communicate(timeout=90)
+        try:
+            out, _ = second.communicate(timeout=90)
+        except subprocess.TimeoutExpired:
+            second.send_signal(signal.SIGUSR1)  # its threads' stacks, on its stderr (in the test's report)
+            time.sleep(2)
+            raise
     finally:
         second.kill()
     assert second.returncode == 0 and "restarts 1" in out, out

@@ -28,7 +28,7 @@ from tests.unit.test_parsers import make_pdf
 pytestmark = pytest.mark.slow  # minutes: `make test-slow` (CI runs it)
 
 PEAK_MB = 300
-SECONDS = 20
+SECONDS = 20  # of CPU time (the parse's work; a busy machine stretches its wall time, not its work)
 
 _MEASURE = """
 import json, sys, time
@@ -45,14 +45,16 @@ with open("/proc/self/clear_refs", "w") as f:
     f.write("5")  # resets VmHWM to the current resident size
 base = status("VmRSS")
 started = time.monotonic()
+cpu_started = time.process_time()
 try:
     doc = parse_document(content_type_for(path), path, data)
     result = f"ok: {len(doc.sections)} sections, {sum(len(s.text) for s in doc.sections):,} chars"
 except Exception as exc:
     result = f"{type(exc).__name__}: {exc}"
 seconds = time.monotonic() - started
+cpu = time.process_time() - cpu_started
 peak = status("VmHWM") - base
-print(json.dumps({"result": result, "peak_mb": peak, "seconds": seconds}))
+print(json.dumps({"result": result, "peak_mb": peak, "seconds": seconds, "cpu_s": cpu}))
 """
 
 
@@ -104,11 +106,11 @@ def test_hostile_files_parse_in_bounded_memory_and_time(tmp_path: Path) -> None:
         assert proc.returncode == 0, proc.stderr[-2000:]
         out = json.loads(proc.stdout.strip().splitlines()[-1])
         rows.append(
-            (f"{case.name} ({path.stat().st_size / MB:.2f} MB)", out["result"], out["peak_mb"], out["seconds"], built)
+            (f"{case.name} ({path.stat().st_size / MB:.2f} MB)", out["result"], out["peak_mb"], out["cpu_s"], built)
         )
-    print(f"\n{'file':34} {'peak MB':>8} {'parse s':>8} {'build s':>8}  result")
+    print(f"\n{'file':34} {'peak MB':>8} {'parse CPU s':>12} {'build s':>8}  result")
     for name, result, peak, seconds, built in rows:
-        print(f"{name:34} {peak:8.1f} {seconds:8.2f} {built:8.2f}  {result[:110]}")
+        print(f"{name:34} {peak:8.1f} {seconds:12.2f} {built:8.2f}  {result[:110]}")
     for case, (name, result, peak, seconds, _) in zip(CASES, rows, strict=True):
         assert case.expect in result, (name, result)
         assert peak < PEAK_MB, (name, peak)
@@ -130,7 +132,7 @@ def test_paragraph_bomb_streams_when_the_ratio_check_is_off(tmp_path: Path, name
     print(f"\n{name} with MAX_COMPRESSION_RATIO off: {out}")
     assert "MAX_ELEMENTS" in out["result"]
     assert out["peak_mb"] < 50
-    assert out["seconds"] < SECONDS
+    assert out["cpu_s"] < SECONDS
 
 
 # --------------------------------------------------------------------------- formats with locations (issue 17 item 5)
@@ -203,10 +205,10 @@ def test_new_formats_parse_in_bounded_memory_and_time(tmp_path: Path) -> None:
         )
         assert proc.returncode == 0, proc.stderr[-2000:]
         out = json.loads(proc.stdout.strip().splitlines()[-1])
-        rows.append((f"{case.name} ({path.stat().st_size / MB:.2f} MB)", out["result"], out["peak_mb"], out["seconds"]))
-    print(f"\n{'file':34} {'peak MB':>8} {'parse s':>8}  result")
+        rows.append((f"{case.name} ({path.stat().st_size / MB:.2f} MB)", out["result"], out["peak_mb"], out["cpu_s"]))
+    print(f"\n{'file':34} {'peak MB':>8} {'parse CPU s':>12}  result")
     for name, result, peak, seconds in rows:
-        print(f"{name:34} {peak:8.1f} {seconds:8.2f}  {result[:110]}")
+        print(f"{name:34} {peak:8.1f} {seconds:12.2f}  {result[:110]}")
     for case, (name, result, peak, seconds) in zip(FORMAT_CASES, rows, strict=True):
         assert case.expect in result, (name, result)
         assert peak < PEAK_MB, (name, peak)

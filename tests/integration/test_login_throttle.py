@@ -38,20 +38,25 @@ def proxied(live_app: Callable[..., Any], **overrides: Any) -> Any:
 
 
 async def test_ten_wrong_from_one_address_never_lock_out_the_owner(live_app: Callable[..., Any]) -> None:
-    server = proxied(live_app)
+    # the first wait 30 s instead of 1 s: on a busy machine one login can take longer than 1 s, and the burst
+    # below must still fall inside the wait
+    server = proxied(live_app, login_delay_base_s=30)
     await (await setup_admin(server.url)).aclose()
+    plain, first = await login(server.url, OWNER, PASSWORD)  # what a login costs on this machine right now
+    assert first.status_code == 200
     attempts = [await login(server.url, ATTACKER, "wrong guess!") for _ in range(10)]
     codes = [r.status_code for _, r in attempts]
-    # five free failures, the sixth earns a 1 s wait: the rest of the burst is refused before any password check
+    # five free failures, the sixth earns a wait: the rest of the burst is refused before any password check
     assert codes[:6] == [401] * 6 and set(codes[6:]) == {429}, codes
-    assert int(attempts[-1][1].headers["retry-after"]) >= 1
+    assert 1 <= int(attempts[-1][1].headers["retry-after"]) <= 30
     # inside its wait the attacker's address is refused whatever it sends, the right password included
     _, again = await login(server.url, ATTACKER, PASSWORD)
     assert again.status_code == 429 and again.json()["code"] == "rate_limited"
 
     elapsed, owner = await login(server.url, OWNER, PASSWORD)
     assert owner.status_code == 200, owner.text  # main: 429 with Retry-After 900
-    assert elapsed < 2.0 + 3.0  # at most the global hold (2 s) plus the password check
+    # at most the global hold (2 s) more than a plain login (measured above; doubled for a busy machine)
+    assert elapsed < 2.0 + 2 * plain + 1.0, (elapsed, plain)
 
 
 async def test_the_wait_of_one_address_doubles_and_a_success_clears_it(live_app: Callable[..., Any]) -> None:

@@ -11,7 +11,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -50,11 +50,15 @@ def ragchat(uri: str, tmp_path: Path, *args: str, wait: bool = True) -> Any:
     return subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
 
 
-def orphan_restores() -> list[psutil.Process]:
+def orphan_restores(work_dirs: Collection[Path]) -> list[psutil.Process]:
+    """The pg_restore processes reading a dump in one of `work_dirs`: this test's restores only (tests running
+    beside it restore too, and theirs are not orphans)."""
+    names = [str(work) for work in work_dirs]
     found = []
     for process in psutil.process_iter(["name", "cmdline"]):
         try:
-            if process.info["name"] == "pg_restore" and "ragchat-restore-" in " ".join(process.info["cmdline"] or []):
+            command = " ".join(process.info["cmdline"] or [])
+            if process.info["name"] == "pg_restore" and any(name in command for name in names):
                 found.append(process)
         except psutil.Error:
             continue
@@ -73,17 +77,19 @@ def work_dirs_of(pid: int) -> list[Path]:
     return found
 
 
-def orphans_gone(within_s: float) -> bool:
+def orphans_gone(work_dirs: Collection[Path], within_s: float) -> bool:
     deadline = time.monotonic() + within_s
-    while orphan_restores() and time.monotonic() < deadline:
+    while orphan_restores(work_dirs) and time.monotonic() < deadline:
         time.sleep(0.2)
-    return not orphan_restores()
+    return not orphan_restores(work_dirs)
 
 
 @pytest.fixture
-def no_orphans() -> Iterator[None]:
-    yield
-    for process in orphan_restores():  # a failed test leaves no pg_restore behind
+def no_orphans() -> Iterator[set[Path]]:
+    """The work directories of the restores a test killed: a failed test leaves no pg_restore of theirs behind."""
+    killed: set[Path] = set()
+    yield killed
+    for process in orphan_restores(killed):
         process.kill()
 
 
@@ -104,7 +110,7 @@ def wait_for_pg_restore(uri: str, restoring: subprocess.Popen[bytes], within_s: 
 
 
 async def test_a_restore_killed_halfway_leaves_the_target_serving(
-    db: str, pool: Any, embedder: Any, settings: Any, new_db: Any, tmp_path: Path, no_orphans: None
+    db: str, pool: Any, embedder: Any, settings: Any, new_db: Any, tmp_path: Path, no_orphans: set[Path]
 ) -> None:
     await ingest_corpus(pool, embedder, settings)
     small = tmp_path / "small.backup"
@@ -130,6 +136,7 @@ async def test_a_restore_killed_halfway_leaves_the_target_serving(
         restoring.wait(timeout=30)
     finally:
         restoring.kill()
+        no_orphans.update(work_dirs_of(restoring.pid))
     # the target still serves, as it was, while the orphaned pg_restore fills the new database
     assert table_counts(target) == before
     with psycopg.connect(target) as conn:
@@ -145,7 +152,7 @@ async def test_a_restore_killed_halfway_leaves_the_target_serving(
     assert leftovers(target) == ([], [])
     assert work_dirs_of(restoring.pid) == []
     assert table_counts(target) == before
-    assert orphans_gone(within_s=30)
+    assert orphans_gone(left, within_s=30)
 
 
 async def test_a_target_a_running_ragchat_uses_is_refused(db: str, new_db: Any, tmp_path: Path) -> None:

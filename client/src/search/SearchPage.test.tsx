@@ -69,7 +69,8 @@ describe("SearchPage", () => {
       expect(fetchMock.mock.calls.at(-1)![0]).toBe("/api/search?q=port&mode=keyword&rerank=true"),
     );
     expect(screen.getByTestId("search-mode-keyword")).toHaveAttribute("aria-checked", "true");
-    expect(screen.getByTestId("search-mode-badge")).toHaveTextContent("Keyword + Reranked");
+    // the refetch's answer renders after the request went out: wait for it, not for the request
+    await waitFor(() => expect(screen.getByTestId("search-mode-badge")).toHaveTextContent("Keyword + Reranked"));
   });
 
   it("says when there are no documents yet", async () => {

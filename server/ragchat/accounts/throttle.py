@@ -3,7 +3,8 @@
 Two counters per attempt, in Postgres (`login_failures`, shared by every server process):
 
 - per (username, client address): after `LOGIN_FREE_FAILURES` failures, each further failure makes that address
-  wait before it may try that name again: 1 s, 2 s, 4 s, ... up to `LOGIN_DELAY_MAX_S`. An attempt inside the
+  wait before it may try that name again: `LOGIN_DELAY_BASE_S` (1 s), then twice as long each time, up to
+  `LOGIN_DELAY_MAX_S`. An attempt inside the
   wait is a 429 with `Retry-After`, answered before the password is looked at. A success clears the pair.
 - per username, from every address: after the same number of failures, every attempt on that name (right or
   wrong, from anywhere) is held `0.25 s × 2^(n - free)`, at most `LOGIN_GLOBAL_DELAY_MAX_S` (a few seconds),
@@ -36,7 +37,7 @@ ON CONFLICT (key) DO UPDATE SET
     next_at = now() + make_interval(secs => least(%(max)s, CASE
         WHEN f.last_failure_at < now() - make_interval(secs => %(memory)s) THEN 0.0
         WHEN f.failures + 1 <= %(free)s THEN 0.0
-        ELSE power(2, least(f.failures + 1 - %(free)s - 1, 40)) END))
+        ELSE %(base)s * power(2, least(f.failures + 1 - %(free)s - 1, 40)) END))
 RETURNING failures
 """
 
@@ -58,6 +59,7 @@ class LoginThrottle:
     def __init__(self, pool: Pool, settings: AccountSettings) -> None:
         self.pool = pool
         self.free = settings.login_free_failures
+        self.base_s = settings.login_delay_base_s
         self.max_s = settings.login_delay_max_s
         self.global_max_s = settings.login_global_delay_max_s
         self.memory_s = settings.login_failure_memory_s
@@ -90,7 +92,7 @@ class LoginThrottle:
     async def failed(self, who: str, ip: str) -> None:
         if self.free <= 0:
             return
-        params = {"memory": self.memory_s, "max": self.max_s, "free": self.free}
+        params = {"memory": self.memory_s, "max": self.max_s, "free": self.free, "base": self.base_s}
         async with self.pool.connection() as conn:
             await conn.execute(_FAIL_SQL, {**params, "key": pair_key(who, ip)})
             # the name's row keeps only the count (its next_at is not used)

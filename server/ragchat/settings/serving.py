@@ -105,12 +105,14 @@ class AccountSettings(Group):
     auth: Literal["on", "off"] = "on"
     session_ttl_hours: float = 24 * 14  # a session ends after this long without a request
     # Failed logins never lock an account (server/ragchat/accounts/throttle.py). After this many failures of one
-    # username from one client address, that address waits 1 s, 2 s, 4 s... (up to LOGIN_DELAY_MAX_S) before
-    # each next try at that name; after this many from anywhere, every try at the name is held up to
-    # LOGIN_GLOBAL_DELAY_MAX_S. 0 turns both off. (LOGIN_LOCKOUT_FAILURES is the old name.)
+    # username from one client address, that address waits LOGIN_DELAY_BASE_S (1 s), then twice as long
+    # after each further failure (up to LOGIN_DELAY_MAX_S) before each next try at that name; after this many
+    # from anywhere, every try at the name is held up to LOGIN_GLOBAL_DELAY_MAX_S. 0 turns both off.
+    # (LOGIN_LOCKOUT_FAILURES is the old name.)
     login_free_failures: int = Field(
         default=5, ge=0, validation_alias=AliasChoices("login_free_failures", "login_lockout_failures")
     )
+    login_delay_base_s: float = Field(default=1.0, ge=0.1, le=60)
     login_delay_max_s: float = Field(default=900.0, ge=0)
     login_global_delay_max_s: float = Field(default=2.0, ge=0, le=10)
     login_failure_memory_s: int = Field(default=3600, ge=60)  # failures are forgotten this long after the last

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,12 +41,16 @@ class SpaceRegistry:
         factory: EmbedderFactory,
         *,
         refresh_s: float = 2.0,
+        known: Sequence[EmbeddingProvider] = (),
     ) -> None:
+        """`known`: embedders built elsewhere (not closed here) that a stored space may name."""
         self.pool = pool
         self.configured = configured
         self.factory = factory
         self.refresh_s = refresh_s
-        self._embedders: dict[tuple[str, str], EmbeddingProvider] = {self.identity(configured): configured}
+        self._embedders: dict[tuple[str, str], EmbeddingProvider] = {self.identity(e): e for e in known}
+        self._embedders[self.identity(configured)] = configured
+        self._building: dict[tuple[str, str], asyncio.Future[EmbeddingProvider]] = {}
         self._owned: list[EmbeddingProvider] = []
         self._active: Space | None = None
         self._read_at = float("-inf")
@@ -58,7 +62,10 @@ class SpaceRegistry:
 
     # ---- the active space -------------------------------------------------------------------------------
     async def active_space(self, *, fresh: bool = False) -> Space | None:
-        if fresh or time.monotonic() - self._read_at > self.refresh_s:
+        """The active space, read again every `refresh_s`; while there is none it is read every time, so the
+        first document another process (`ragchat worker`) embeds is searched by meaning at once."""
+        stale = time.monotonic() - self._read_at > self.refresh_s
+        if fresh or stale or self._active is None:
             async with self.pool.connection() as conn:
                 self._active = await store.space_in_state(conn, "active")
             self._read_at = time.monotonic()
@@ -96,20 +103,36 @@ class SpaceRegistry:
         so a model that cannot be built is their mistake (400), not a broken server (503)."""
         key = (provider, model)
         embedder = self._embedders.get(key)
-        if embedder is None:
-            try:
-                embedder = await asyncio.to_thread(self.factory, provider, model)
-            except Exception as exc:
-                if requested:
-                    raise BadRequest(f"{model} ({provider}) cannot be used here: {exc}") from exc
-                raise ServiceUnavailable(
-                    f"The stored vectors were made by {model} ({provider}), which cannot be loaded here ({exc}). "
-                    f"Configure that provider, or run `ragchat reembed` to switch to "
-                    f"{self.configured.model_name}."
-                ) from exc
-            self._embedders[key] = embedder
-            self._owned.append(embedder)
-        return embedder
+        if embedder is not None:
+            return embedder
+        building = self._building.get(key)
+        if building is None:  # the first caller builds it; callers meanwhile wait for that build (a model once)
+            building = self._building[key] = asyncio.ensure_future(asyncio.to_thread(self.factory, provider, model))
+            building.add_done_callback(lambda done: self._built(key, done))
+        try:
+            return await asyncio.shield(building)
+        except Exception as exc:
+            if requested:
+                raise BadRequest(f"{model} ({provider}) cannot be used here: {exc}") from exc
+            raise ServiceUnavailable(
+                f"The stored vectors were made by {model} ({provider}), which cannot be loaded here ({exc}). "
+                f"Configure that provider, or run `ragchat reembed` to switch to "
+                f"{self.configured.model_name}."
+            ) from exc
+
+    def _built(self, key: tuple[str, str], done: asyncio.Future[EmbeddingProvider]) -> None:
+        self._building.pop(key, None)
+        if not done.cancelled() and done.exception() is None:  # a failed build is tried again next time
+            self._embedders[key] = done.result()
+            self._owned.append(done.result())
+
+    async def warm(self) -> None:
+        """Build the active space's embedder now (a server start), so the first search does not wait for a
+        model load; what goes wrong is said by `status()` and by the search that needs it."""
+        try:
+            await self.active()
+        except Exception as exc:
+            log.warning("the stored vectors' embedding model could not be loaded: %s", exc)
 
     # ---- reporting --------------------------------------------------------------------------------------
     async def status(self) -> dict[str, Any]:
@@ -144,6 +167,8 @@ class SpaceRegistry:
         return out
 
     async def close(self) -> None:
+        for building in list(self._building.values()):
+            building.cancel()
         for embedder in self._owned:
             try:
                 await embedder.close()

@@ -11,7 +11,9 @@ counts sentences: "4 of 5 sentences supported by the cited passages".
   the claim). 0..1.
 - **similarity**: cosine between the sentence (without markers) and the passage, with the runtime's embedding
   model; every sentence and every cited passage go in one `embed_documents` call. None when the model
-  failed or took longer than `EMBED_TIMEOUT_S`: the verdict then rests on the lexical score.
+  failed, or (a remote model) took longer than `EMBED_TIMEOUT_S`: the verdict then rests on the lexical score.
+  The bundled in-process model has no time limit: its work is bounded (at most `MAX_CHECKS` pairs of capped
+  length), and a wall-clock limit only turned a busy machine's verdicts into lexical-only ones.
 
 Verdicts: `missing` (no passage n this turn), else `supported`, `weak` or `unsupported` by the thresholds
 below. Tuned with all-MiniLM-L6-v2 on the test corpus and a handful of real answers (values measured):
@@ -109,6 +111,9 @@ def _meta_terms() -> frozenset[str]:
 
 class Embedder(Protocol):
     async def embed_documents(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+LOCAL_PROVIDERS = frozenset({"sentence-transformers"})  # in this process: bounded by the work, never waiting
 
 
 @dataclass(frozen=True)
@@ -384,8 +389,10 @@ async def similarities(embedder: Embedder | None, pairs: list[tuple[str, str]], 
         return [None] * len(pairs)
     sentences = list(dict.fromkeys(s[:MAX_SENTENCE_CHARS] for s, _ in pairs))
     passages = list(dict.fromkeys(p[:MAX_PASSAGE_CHARS] for _, p in pairs))
+    local = getattr(embedder, "provider", "") in LOCAL_PROVIDERS
     try:
-        vectors = await asyncio.wait_for(embedder.embed_documents(sentences + passages), timeout_s)
+        work = embedder.embed_documents(sentences + passages)
+        vectors = await (work if local else asyncio.wait_for(work, timeout_s))
     except Exception as exc:  # the model away or slow: the lexical score decides
         log.warning("citation check: embeddings failed (%r); lexical scores only", exc)
         return [None] * len(pairs)

@@ -51,6 +51,8 @@ log = logging.getLogger(__name__)
 OLLAMA_DEFAULT_NUM_CTX = 4096
 # httpx allows 100 connections by default: more open chats than that would queue inside the client.
 CHAT_LIMITS = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
+# what a reused connection that the server had just closed raises before any byte of the answer
+STALE_CONNECTION = (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError)
 
 
 class OllamaShards:
@@ -204,6 +206,7 @@ class OllamaProvider:
         self, model: str, wire: list[dict[str, Any]], tools: list[dict[str, Any]] | None, temperature: float | None
     ) -> AsyncGenerator[ChatChunk, None]:
         calls = 0
+        redialled = False
         while True:
             think = model not in self._no_think
             started = False
@@ -236,6 +239,12 @@ class OllamaProvider:
             except (asyncio.CancelledError, GeneratorExit):
                 raise
             except Exception as exc:
+                if not started and not redialled and isinstance(exc, STALE_CONNECTION):
+                    # a kept-alive connection the server closed as the request went out (an idle timeout): nothing
+                    # was answered yet, so the request is sent once more, on a new connection
+                    redialled = True
+                    log.debug("Ollama dropped the connection before answering (%r): sending once more", exc)
+                    continue
                 if started or not think or not self._think_rejected(exc):
                     raise self.map_error(exc, model) from exc
             log.info("Ollama rejects `think` for %s: sending it no more", model)
