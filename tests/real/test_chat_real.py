@@ -209,7 +209,8 @@ async def test_the_first_question_at_the_default_limits_shows_an_estimate_and_is
     events = await chat(server.url, {"message": QUESTION}, read_timeout=600)
     seq = names(events)
     assert "error" not in seq and seq[-1] == "done", seq
-    assert "estimate" in seq and "token" in seq and seq.index("estimate") < seq.index("token"), seq
+    raw = [name for name, _ in events]  # names() leaves `estimate` out (a busy machine adds it anywhere)
+    assert "estimate" in raw and "token" in raw and raw.index("estimate") < raw.index("token"), raw
     estimate = first(events, "estimate")
     assert estimate["first_token_s"] is not None and estimate["samples"] >= 1, estimate
     assert re.search(r"\b(3|three)\b", text_of(events), re.I), text_of(events)
