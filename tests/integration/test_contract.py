@@ -15,6 +15,7 @@ from litestar import Litestar, get
 from litestar.testing import TestClient
 
 from ragchat.web.errors import error_response
+from tests.support.ratelimit import in_one_window
 
 KEYS = {"status_code", "code", "detail", "request_id"}
 
@@ -49,7 +50,11 @@ async def test_every_error_status_has_the_one_body(live_app: Any, closed_ollama_
         assert_error(await c.post("/api/chat", json={"message": "x" * 20_000}), 413, "payload_too_large")
         assert_error(await c.post("/api/chat", content="hello", headers={"Content-Type": "text/plain"}),
                      415, "unsupported_media_type")  # fmt: skip
-        limited = [await c.get("/api/search", params={"q": "tides"}) for _ in range(3)]
+
+        async def three_searches(_: int) -> list[httpx.Response]:
+            return [await c.get("/api/search", params={"q": "tides"}) for _ in range(3)]
+
+        _, limited = await in_one_window(three_searches)  # RATE_SEARCH_PER_MIN=2 counts per minute
         body = assert_error(limited[-1], 429, "rate_limited")
         assert body["extra"]["retry_after"] >= 1 and int(limited[-1].headers["retry-after"]) >= 1
         assert_error(await c.post("/api/rag", json={"query": "tides?"}), 503, "llm_unreachable")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -21,6 +20,7 @@ from tests.fakes.ollama_server import Reply
 from tests.fakes.plugin import LLMFake
 from tests.support.chat import chat, first
 from tests.support.corpus import Corpus, ingest_files
+from tests.support.ratelimit import a_fresh_window
 
 NAMES = [f"contract{i}.txt" for i in range(4)]
 ANSWER = "The contracts set delivery times and penalties [1]."
@@ -59,13 +59,6 @@ def kinds(llm: LLMFake) -> dict[str, int]:
         system = r.messages[0]["content"] if r.messages else ""
         out["map" if system == MAP_PROMPT else "reduce" if system == REDUCE_PROMPT else "other"] += 1
     return out
-
-
-async def fresh_minute() -> None:
-    """Start in a minute with time to spare: the per-minute counters are fixed windows."""
-    into = time.time() % 60
-    if into > 40:
-        await asyncio.sleep(60.5 - into)
 
 
 async def test_a_model_calling_summaries_four_times_a_round_is_bounded_and_the_answer_says_so(
@@ -111,7 +104,7 @@ async def test_a_model_calling_summaries_four_times_a_round_is_bounded_and_the_a
 async def test_the_rate_limit_counts_llm_calls_not_messages(
     corpus: Corpus, start: Callable[..., Any], llm: LLMFake
 ) -> None:
-    await fresh_minute()
+    await a_fresh_window()  # the per-minute counters are fixed windows
     server = start(rate_llm_calls_per_min=5, rate_chat_per_min=20)
     ids = [str(corpus[n]) for n in NAMES]
     llm.fake.responder = probe(ids)
