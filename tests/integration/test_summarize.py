@@ -22,7 +22,7 @@ from ragchat.settings import Settings
 from tests.fakes.ollama_server import Reply
 from tests.fakes.plugin import LLMFake
 from tests.support.chat import chat, first, make_pdf, names
-from tests.support.corpus import Corpus, ingest_once
+from tests.support.corpus import Corpus, ingest_files
 
 PAGES = 300
 WINDOW = 3072
@@ -34,22 +34,18 @@ def page_text(n: int) -> str:
     return f"Page {n}. Clause {n}: the supplier delivers lot {n} within {n % 30 + 1} days; penalty {n % 7}%. " * 4
 
 
-@pytest.fixture(scope="module")
-def ingested() -> dict[str, Any]:
-    return {}
+# one worker takes the module: its 300-page PDF is ingested once there (tests/support/corpus.py keeps the rows)
+pytestmark = pytest.mark.xdist_group("summarize")
 
 
 @pytest.fixture
-async def corpus(ingested: dict[str, Any], pool: Any, embedder: Any, settings: Settings) -> Corpus:
-    """The 300-page PDF is read once per module (per xdist worker), its rows put back for each later test."""
-    if ingested:
-        return await ingest_once(ingested, pool, embedder, settings, {})
+async def corpus(pool: Any, embedder: Any, settings: Settings) -> Corpus:
     files: dict[str, bytes | str] = {
         "report.pdf": make_pdf([page_text(n) for n in range(1, PAGES + 1)]),
         "v1.txt": "Contract v1. Delivery within 30 days. Penalty 2% per week.",
         "v2.txt": "Contract v2. Delivery within 20 days. Penalty 5% per week.",
     }
-    return await ingest_once(ingested, pool, embedder, settings, files)
+    return await ingest_files(pool, embedder, settings, files)
 
 
 def responder(body: dict[str, Any]) -> Reply:

@@ -27,7 +27,7 @@ def make_pdf(pages: list[str]) -> bytes:
     from reportlab.pdfgen import canvas
 
     buf = io.BytesIO()
-    pdf = canvas.Canvas(buf, pagesize=letter)
+    pdf = canvas.Canvas(buf, pagesize=letter, invariant=True)  # the same bytes each time (no timestamp, no id)
     for text in pages:
         pdf.drawString(72, 740, text)
         pdf.showPage()
