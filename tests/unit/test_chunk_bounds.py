@@ -32,11 +32,13 @@ def _sentence(words: int) -> str:
 _CJK = "我们的研究表明蛋白质水平在治疗后显著下降。这是一个重要的发现！是吗？"
 HOSTILE = {
     "60-word sentences": " ".join(_sentence(60) for _ in range(60)),
-    "unpunctuated": " ".join(_RNG.choice(_VOCAB) for _ in range(4000)),
-    "one-word lines": "\n".join(_RNG.choice(_VOCAB) for _ in range(4000)),
+    # ~1,500 tokens each: several pieces of MAX_TOKENS (the semantic strategy embeds every unit: 4,000 one-word
+    # lines took 45 s of the suite's time)
+    "unpunctuated": " ".join(_RNG.choice(_VOCAB) for _ in range(1500)),
+    "one-word lines": "\n".join(_RNG.choice(_VOCAB) for _ in range(1500)),
     "a short sentence before each long one": " ".join("Ok. " + _sentence(150) for _ in range(30)),
     "CJK without spaces": "".join(
-        _RNG.choice("我们的研究表明蛋白质水平在治疗后显著下降。这是一个重要的发现！是吗？") for _ in range(8000)
+        _RNG.choice("我们的研究表明蛋白质水平在治疗后显著下降。这是一个重要的发现！是吗？") for _ in range(3000)
     ),
 }
 
