@@ -11,9 +11,10 @@ CLIENT_STAMP := client/node_modules/.installed
 TORCH_VERSION ?= 2.13.0
 TORCH_SPEC    ?= torch==$(TORCH_VERSION)+cpu
 TORCH_INDEX   ?= https://download.pytorch.org/whl/cpu
-# $(call install_torch,PIP): install TORCH_SPEC with that pip, falling back to TORCH_INDEX
-install_torch = $(1) install --quiet '$(TORCH_SPEC)' 2>/dev/null || { \
-	echo "$(TORCH_SPEC) is not on the configured package indexes: torch==$(TORCH_VERSION) from $(TORCH_INDEX)"; \
+# $(call install_torch,PIP): install TORCH_SPEC with that pip (twice: a connection reset mid-download is not a
+# missing wheel), falling back to TORCH_INDEX
+install_torch = $(1) install --quiet '$(TORCH_SPEC)' 2>/dev/null || $(1) install --quiet '$(TORCH_SPEC)' || { \
+	echo "$(TORCH_SPEC) could not be installed from the configured package indexes: torch==$(TORCH_VERSION) from $(TORCH_INDEX)"; \
 	$(1) install --quiet --index-url $(TORCH_INDEX) 'torch==$(TORCH_VERSION)'; }
 WHEEL_DIR  ?= dist
 WHEEL_VENV ?= $(or $(TMPDIR),/tmp)/ragchat-wheel-venv
