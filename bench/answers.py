@@ -90,11 +90,21 @@ def load(data: Path, lang: str) -> list[dict[str, Any]]:
     return json.loads((data / f"xquad.{lang}.json").read_text(encoding="utf-8"))["data"]
 
 
+def _content_digest(data: Path) -> str:
+    digest = hashlib.sha256()
+    for f in sorted(data.glob("xquad.*.json")):
+        digest.update(f.name.encode() + b"\0" + f.read_bytes())
+    return digest.hexdigest()[:8]
+
+
 def data_tag(data: Path) -> str:
-    """A short name for the split: its folder's name, plus a digest of its path when it is not the default."""
-    if data.resolve() == XQUAD.resolve():
-        return data.name
-    return f"{data.name}-{hashlib.sha256(str(data.resolve()).encode()).hexdigest()[:8]}"
+    """A short name for the split in the checkpoints: its folder's name, plus a digest of its files when they are
+    not the default split's. It depends on the files only, not on where the checkout or the split lies, so a run
+    resumes from any clone (until session 20 a digest of the path was used: session 15's lines carry
+    `xquad-dev-1c7117eb`, the default split under another checkout; `--tag` resumes such a run)."""
+    if data.resolve() == XQUAD.resolve() or (XQUAD.is_dir() and _content_digest(data) == _content_digest(XQUAD)):
+        return XQUAD.name
+    return f"{data.name}-{_content_digest(data)}"
 
 
 def plan(data: Path, lang: str, args: argparse.Namespace) -> tuple[list[Doc], list[Question], list[str]]:
@@ -358,7 +368,7 @@ async def ask(
 
 
 async def run_lang(lang: str, args: argparse.Namespace, real: Any) -> None:
-    tag = data_tag(args.data)
+    tag = args.tag or data_tag(args.data)
     docs, questions, held = plan(args.data, lang, args)
     print(f"[{lang}] {len(docs)} documents, {len(questions)} questions; held out: {', '.join(held)}", flush=True)
     done = {
@@ -427,13 +437,15 @@ async def run(args: argparse.Namespace) -> None:
 def _settings_changes(text: str) -> dict[str, Any]:
     """`--variant`: settings field names and values, validated as Settings reads them."""
     from ragchat.settings import Settings
+    from ragchat.settings.layout import WHERE
 
     pairs = dict(item.split("=", 1) for item in text.split(",") if item.strip())
-    unknown = [k for k in pairs if k not in Settings.model_fields]
+    where = {field: group for group, field in WHERE.values()}  # flat name → its group
+    unknown = [k for k in pairs if k not in where]
     if unknown:
         raise argparse.ArgumentTypeError(f"not settings: {unknown}")
     checked = Settings(_env_file=None, **pairs)  # type: ignore[arg-type]
-    return {k: getattr(checked, k) for k in pairs}
+    return {k: getattr(getattr(checked, where[k]), k) for k in pairs}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -446,6 +458,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--holdout", type=int, default=4, help="articles left out of the corpus (at least)")
     p.add_argument("--data", type=Path, default=XQUAD, help="a split directory of xquad.<lang>.json files")
     p.add_argument("--seed", type=int, default=41)
+    p.add_argument("--tag", help="the checkpoints' name for this split (default: data_tag); resumes a run recorded "
+                   "under another name, e.g. xquad-dev-1c7117eb (session 15)")  # fmt: skip
     p.add_argument(
         "--variant",
         type=_settings_changes,
@@ -461,7 +475,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     global LOG
     LOG = args.results / LOG.name
     if args.fresh and not args.report:
-        keep = [r for r in sc.read_lines(LOG) if r.get("data") != data_tag(args.data) or r.get("lang") not in args.lang]
+        tag = args.tag or data_tag(args.data)
+        keep = [r for r in sc.read_lines(LOG) if r.get("data") != tag or r.get("lang") not in args.lang]
         LOG.parent.mkdir(parents=True, exist_ok=True)
         LOG.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in keep), encoding="utf-8")
     if not args.report:
