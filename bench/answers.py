@@ -30,7 +30,7 @@ completes, with `os.getloadavg()`; a rerun skips what is there (`--fresh` starts
 
     PYTHONPATH=server .venv/bin/python bench/answers.py [--lang en,de,es] [--answerable 100] [--unanswerable 30]
         [--arms ragchat,openwebui,model-alone,ragchat-rag,ragchat-variant] [--variant KEY=VALUE,...]
-        [--data DIR] [--seed 41] [--fresh]
+        [--data DIR] [--seed 41] [--tag NAME] [--fresh]
     PYTHONPATH=server .venv/bin/python bench/answers.py --report   # the table; writes bench/results/answers.json
 """
 
@@ -100,7 +100,7 @@ def _content_digest(data: Path) -> str:
 def data_tag(data: Path) -> str:
     """A short name for the split in the checkpoints: its folder's name, plus a digest of its files when they are
     not the default split's. It depends on the files only, not on where the checkout or the split lies, so a run
-    resumes from any clone (until session 20 a digest of the path was used: session 15's lines carry
+    resumes from any clone (before session 21 a digest of the path was used: session 15's lines carry
     `xquad-dev-1c7117eb`, the default split under another checkout; `--tag` resumes such a run)."""
     if data.resolve() == XQUAD.resolve() or (XQUAD.is_dir() and _content_digest(data) == _content_digest(XQUAD)):
         return XQUAD.name
