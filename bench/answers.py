@@ -440,12 +440,11 @@ def _settings_changes(text: str) -> dict[str, Any]:
     from ragchat.settings.layout import WHERE
 
     pairs = dict(item.split("=", 1) for item in text.split(",") if item.strip())
-    where = {field: group for group, field in WHERE.values()}  # flat name → its group
-    unknown = [k for k in pairs if k not in where]
+    unknown = [k for k in pairs if k.upper() not in WHERE]
     if unknown:
         raise argparse.ArgumentTypeError(f"not settings: {unknown}")
     checked = Settings(_env_file=None, **pairs)  # type: ignore[arg-type]
-    return {k: getattr(getattr(checked, where[k]), k) for k in pairs}
+    return {k: getattr(getattr(checked, WHERE[k.upper()][0]), WHERE[k.upper()][1]) for k in pairs}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
