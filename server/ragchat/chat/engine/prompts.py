@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,24 @@ sentence with the number of the passage it comes from in square brackets, like [
 sentences about the passages themselves (such as "This is stated in passage [2]").
 - If the passages do not contain the answer, or they are marked insufficient_confidence: true, say plainly \
 that the documents don't say. Do not guess and do not use outside knowledge.
-- Be concise. Use Markdown when it helps."""
+- Be concise. Use Markdown when it helps.
+
+For example, with these passages:
+[1] handbook.pdf, page 2
+Every employee gets 25 days of paid leave a year. Unused days carry over until March.
+[2] minutes.docx
+The board meets on the first Monday of each month.
+the question "How much paid leave do staff get?" is answered:
+Staff get 25 days of paid leave a year [1]."""
+
+#: The user message's instruction, ahead of its passages: with the system prompt it is the part of every
+#: retrieve-first prompt that never changes, which llama.cpp's prompt cache restores only when it is at least a
+#: quarter of the prompt it cached (docs/BENCHMARKS.md, session 22); the question ends with a short reminder.
+FALLBACK_INSTRUCTION = (
+    "Answer my question, which comes after the passages, in one or two sentences using only the facts in the "
+    "passages, and end each sentence with the number of the passage it used in square brackets, such as [1]. "
+    "If the passages don't answer it, say the documents don't say."
+)
 
 
 def thread_title(message: str, limit: int = TITLE_MAX_CHARS) -> str:
@@ -105,11 +123,31 @@ def trim_passage(content: str, query: str, sentences: int) -> str:
     return ("… " if lo > 0 else "") + text + (" …" if hi < len(spans) - 1 else "")
 
 
-def format_passages(hits: Iterable[ChunkHit], start: int, *, query: str = "", sentences: int = 0) -> str:
-    """Passages numbered from `start`, each with its document and page, separated by blank lines; with
-    `sentences`, each cut to that many sentences around its best match with `query` (CHAT_PASSAGE_SENTENCES)."""
+@dataclass(frozen=True)
+class PassageTrim:
+    """How much of each passage the model reads: `sentences` around the best match (0: whole), and after a
+    search's first `tail_after` passages, `tail_sentences` (CHAT_PASSAGE_SENTENCES, CHAT_PASSAGE_TAIL_*)."""
+
+    sentences: int = 0
+    tail_after: int = 0
+    tail_sentences: int = 0
+
+    def window(self, rank: int) -> int:
+        """The sentences kept of a search's passage at `rank` (0 first)."""
+        if self.tail_after and rank >= self.tail_after and self.tail_sentences:
+            return min(self.tail_sentences, self.sentences) if self.sentences else self.tail_sentences
+        return self.sentences
+
+
+WHOLE = PassageTrim()
+
+
+def format_passages(hits: Iterable[ChunkHit], start: int, *, query: str = "", trim: PassageTrim = WHOLE) -> str:
+    """Passages numbered from `start`, each with its document and page, separated by blank lines, each cut
+    as `trim` says around its best match with `query`."""
     return "\n\n".join(
-        f"{_source_line(n, hit)}\n{trim_passage(hit.content, query, sentences)}" for n, hit in enumerate(hits, start)
+        f"{_source_line(start + rank, hit)}\n{trim_passage(hit.content, query, trim.window(rank))}"
+        for rank, hit in enumerate(hits)
     )
 
 
@@ -122,7 +160,7 @@ def _confidence_note(result: SearchResult) -> str:
     return f"confidence: {result.confidence.label}."
 
 
-def tool_message(result: SearchResult, start: int, *, sentences: int = 0) -> str:
+def tool_message(result: SearchResult, start: int, *, trim: PassageTrim = WHOLE) -> str:
     """The tool message for one search: a header, a confidence note, then the numbered passages."""
     if not result.chunks:
         if not result.has_embeddings:
@@ -135,7 +173,7 @@ def tool_message(result: SearchResult, start: int, *, sentences: int = 0) -> str
     return (
         f'Results for "{result.query}" ({result.mode} search): passages [{start}] to [{end}]. '
         f"{_confidence_note(result)}\n\n"
-        f"{format_passages(result.chunks, start, query=result.query, sentences=sentences)}"
+        f"{format_passages(result.chunks, start, query=result.query, trim=trim)}"
         f"{CITE_TRAILER.format(n=start)}"
     )
 
@@ -147,18 +185,18 @@ CITE_TRAILER = (
 )
 
 
-def fallback_user_message(question: str, result: SearchResult, start: int, *, sentences: int = 0) -> str:
-    """Retrieve-then-answer for models without tool support: the passages travel in the user message."""
+def fallback_user_message(question: str, result: SearchResult, start: int, *, trim: PassageTrim = WHOLE) -> str:
+    """Retrieve-then-answer for models without tool support: the passages travel in the user message, after
+    the instruction (fixed, so cached) and before the question."""
     if result.chunks:
-        passages = format_passages(result.chunks, start, query=question, sentences=sentences)
+        passages = format_passages(result.chunks, start, query=question, trim=trim)
         context = f"{_confidence_note(result)}\n\n{passages}"
     else:
         context = "No passages matched. insufficient_confidence: true."
     return (
-        f"Passages from my documents:\n\n{context}\n\n---\nQuestion: {question}\n\n"
-        "Answer in one or two sentences using only the facts in the passages above, and end each sentence with "
-        "the number of the passage it used in square brackets, such as [1]. If the passages don't answer it, say "
-        "the documents don't say."
+        f"{FALLBACK_INSTRUCTION}\n\nPassages from my documents:\n\n{context}\n\n---\nQuestion: {question}\n\n"
+        "Answer in one or two sentences from the passages, ending each with its passage number, such as [1]; "
+        "if they don't answer it, say the documents don't say."
     )
 
 
