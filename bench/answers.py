@@ -32,6 +32,7 @@ completes, with `os.getloadavg()`; a rerun skips what is there (`--fresh` starts
         [--arms ragchat,openwebui,model-alone,ragchat-rag,ragchat-variant] [--variant KEY=VALUE,...]
         [--data DIR] [--seed 41] [--tag NAME] [--fresh]
     PYTHONPATH=server .venv/bin/python bench/answers.py --report   # the table; writes bench/results/answers.json
+        [--pair xquad-dev-s22/en/ragchat,xquad-dev-1c7117eb/en/ragchat]   # on the questions both answered
 """
 
 from __future__ import annotations
@@ -468,6 +469,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     p.add_argument("--fresh", action="store_true", help="drop the checkpoints of this data split first")
     p.add_argument("--results", type=Path, default=RESULTS)
+    p.add_argument(
+        "--pair",
+        type=lambda s: s.split(","),
+        default=[],
+        help="with --report: data/lang/arm,data/lang/arm[,...] compared on the questions all of them answered",
+    )
     args = p.parse_args(argv)
     if unknown := [a for a in args.arms if a not in ARMS]:
         p.error(f"unknown arms: {unknown}")
@@ -483,6 +490,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = [{**r, "scores": sc.score(r, r["lang"])} for r in sc.read_lines(LOG)]  # today's scoring code
     text, summary = sc.report(rows)
     print(text)
+    if args.pair:
+        print(sc.paired(rows, args.pair))
     write_json(args.results / "answers.json", summary)
     return 0
 

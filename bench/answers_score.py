@@ -316,3 +316,17 @@ def report(rows: Sequence[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
     signals = {k: s["not_in_documents_signal"] for k, s in summary.items()}
     lines += ["", '"Not in your documents": ' + "; ".join(f"{k}: {v}" for k, v in signals.items())]
     return "\n".join(lines) + "\n", {"generated_at": datetime.now(UTC).isoformat(timespec="seconds"), "arms": summary}
+
+
+def paired(rows: Sequence[dict[str, Any]], keys: Sequence[str]) -> str:
+    """The table of `report` for two or more "data/lang/arm" groups, on the questions every one of them
+    answered without an error (a paired comparison: runs of different sessions asked the same seeded ids)."""
+    groups = {k: [r for r in rows if f"{r['data']}/{r['lang']}/{r['arm']}" == k] for k in keys}
+    if missing := [k for k, g in groups.items() if not g]:
+        raise ValueError(f"no lines for {', '.join(missing)}")
+    common = set.intersection(*({r["qid"] for r in g if not r.get("error")} for g in groups.values()))
+    summary = {k: summarize([r for r in g if r["qid"] in common]) for k, g in groups.items()}
+    lines = [f"Paired: the {len(common)} questions all of these answered", ""]
+    lines += ["| data / lang / arm | " + " | ".join(h for _, h in COLUMNS) + " |", "|" + "---|" * (len(COLUMNS) + 1)]
+    lines += [f"| {key} | " + " | ".join(_cell(s[c]) for c, _ in COLUMNS) + " |" for key, s in summary.items()]
+    return "\n".join(lines) + "\n"

@@ -163,3 +163,24 @@ def test_score_and_summary_of_lines() -> None:
     assert s["citation_precision"] == {"k": 2, "n": 3, "value": 0.6667}
     assert s["not_in_documents_precision"]["value"] == 1.0 and s["not_in_documents_recall"]["value"] == 1.0
     assert s["warned_right"]["value"] == 0.0 and s["warned_wrong"] == {"k": 1, "n": 1, "value": 1.0}
+
+
+def test_paired_compares_groups_on_the_questions_all_answered() -> None:
+    from bench.answers_score import paired, score
+
+    def line(data: str, qid: str, answer: str, error: str | None = None) -> dict[str, Any]:
+        r = _row("answerable", answer, data=data, lang="en", qid=qid, error=error, verifier=None, not_covered=False)
+        return {**r, "scores": score(r)}
+
+    rows = [
+        line("s1", "q1", "The Broncos won [1]."),
+        line("s1", "q2", "The Panthers won [2]."),
+        line("s1", "q3", "The Broncos won [1]."),  # s2 never asked q3
+        line("s2", "q1", "The Panthers won [2]."),
+        line("s2", "q2", "", error="timeout"),  # an error leaves q2 out of both
+    ]
+    text = paired(rows, ["s1/en/ragchat", "s2/en/ragchat"])
+    assert text.startswith("Paired: the 1 questions all of these answered")
+    assert "| s1/en/ragchat | 1 | 1.00 (1/1) |" in text and "| s2/en/ragchat | 1 | 0.00 (0/1) |" in text
+    with pytest.raises(ValueError, match="no lines for s3/en/ragchat"):
+        paired(rows, ["s1/en/ragchat", "s3/en/ragchat"])
