@@ -63,3 +63,18 @@ async def test_an_answer_about_something_else_is_not_in_your_documents() -> None
     assert on_topic.supported and not on_topic.not_covered  # about what was asked: supported, no flag
     strong = await verify_answer(text, results(forest), None, question=question)
     assert not strong.not_covered  # a search that matched well: never flagged
+
+
+async def test_a_sentence_citing_a_passage_that_does_not_exist_gets_the_one_that_supports_it() -> None:
+    """The model cited [21] (a passage's text held "[21st] century"); passage [2] says it: re-cited, no warning."""
+    text = "Independent schools in South Africa are classified under the South African Schools Act of 1996 [21]."
+    v = await verify_answer(text, results(MEDICINE, SCHOOLS, BREAD), None)
+    assert (
+        v.text == "Independent schools in South Africa are classified under the South African Schools Act of 1996. [2]"
+    )
+    assert v.repaired == 1 and v.supported and v.warnings == 0
+    over = await verify_answer(f"{MEDICINE} [1][9]", results(MEDICINE, SCHOOLS), None)
+    assert over.text == f"{MEDICINE} [1]" and over.warnings == 0  # the missing number dropped, the right one kept
+    nothing = "Parking is free for visitors [7]."  # no passage says so: left as written, reported missing
+    v = await verify_answer(nothing, results(MEDICINE, SCHOOLS), None)
+    assert v.text == nothing and v.repaired == 0 and [c.verdict for c in v.report.citations] == ["missing"]

@@ -166,9 +166,11 @@ async def _recitations(
 ) -> list[tuple[int, int, tuple[int, ...]]]:
     """(start, end, numbers) for each cited sentence whose markers are wrong: it cites passages that do not
     support it while one of the turn's passages does. Over-cited ("… [2][3][4]", only 3 supports it): it keeps the
-    supporting ones; mis-cited (none of its numbers supports it): it gets the passage that supports it best."""
-    # a number past the passages is reported as "missing" (the model cited what it never saw): left as it is
-    cited = [c for c in find_claims(text) if c.numbers and max(c.numbers) <= len(passages)][:MAX_CHECKS]
+    supporting ones; mis-cited (none of its numbers supports it): it gets the passage that supports it best. A
+    number past the passages counts as one that does not support it (seen with the 1.5B model on xquad-dev: "…
+    (BAU) scenario [21]." after a passage holding "[21st] century"); a sentence no passage supports keeps it, and
+    the check reports it "missing"."""
+    cited = [c for c in find_claims(text) if c.numbers][:MAX_CHECKS]
     if not cited or not passages:
         return []
     pairs = [(c.sentence, p) for c in cited for p in passages]
