@@ -14,9 +14,7 @@ from pydantic import BaseModel
 
 from ragchat.chat.engine.faults import describe_failure
 from ragchat.chat.engine.prompts import (
-    CITE_TRAILER,
     FALLBACK_INSTRUCTION,
-    PassageTrim,
     fallback_user_message,
     history_messages,
     thread_title,
@@ -121,26 +119,14 @@ def test_passages_cut_to_the_sentences_around_the_hit() -> None:
     assert trim_passage(LONG, "holidays", 3).startswith("… Visitors sign in at the desk. Paid holidays")
     assert trim_passage(LONG, "parking", 2) == "… Unused days carry over until March. Parking is free for staff."
     assert trim_passage(LONG, "holidays", 9) == LONG  # shorter than the window: whole
-    cut = tool_message(result([hit(1, content=LONG)]), 1, trim=PassageTrim(1))
+    cut = tool_message(result([hit(1, content=LONG)]), 1, sentences=1)
     assert (
         "[1] doc1.pdf, page 1\n… Visitors" not in cut
         and "\n… Paid holidays: every employee gets 25 days a year. …" in cut
     )
     assert "Paid holidays" in fallback_user_message(
-        "How many holidays?", result([hit(1, content=LONG)]), 1, trim=PassageTrim(1)
+        "How many holidays?", result([hit(1, content=LONG)]), 1, sentences=1
     )
-
-
-def test_passages_after_the_first_few_are_cut_to_their_best_sentence() -> None:
-    """CHAT_PASSAGE_TAIL_AFTER / _SENTENCES: the top passages keep their window, the rest their best match."""
-    trim = PassageTrim(sentences=2, tail_after=1, tail_sentences=1)
-    assert [trim.window(rank) for rank in range(3)] == [2, 1, 1]
-    assert [PassageTrim(3).window(rank) for rank in range(5)] == [3] * 5  # no tail
-    assert PassageTrim(0, 2, 1).window(4) == 1 and PassageTrim(1, 2, 3).window(4) == 1  # never wider than the top
-    text = tool_message(result([hit(1, content=LONG), hit(2, content=LONG)]), 1, trim=trim)
-    top, tail = text.split("\n\n[2] ")
-    assert "Paid holidays: every employee gets 25 days a year. Unused days" in top
-    assert tail.endswith("\n… Paid holidays: every employee gets 25 days a year. …" + CITE_TRAILER.format(n=1))
 
 
 def test_the_retrieve_first_prompt_starts_with_what_never_changes() -> None:

@@ -52,10 +52,6 @@ class LLMSettings(Group):
     # model, bench/answers.py: 3 against whole passages, first token 38 s against 67 s at the same load, gold
     # answers 19/23 against 19/24; bench/answers_trim.py: 3 kept 23 of the 24 gold spans the passages held)
     chat_passage_sentences: int = Field(default=3, ge=0, le=50)
-    # Passages after a search's first CHAT_PASSAGE_TAIL_AFTER are cut to CHAT_PASSAGE_TAIL_SENTENCES sentences (their
-    # best match only, by default): the top passages keep their context, the prompt reads fewer tokens (0: off)
-    chat_passage_tail_after: int = Field(default=3, ge=0, le=50)
-    chat_passage_tail_sentences: int = Field(default=1, ge=0, le=50)
     # The first model call of a turn must search (OpenAI-compatible `tool_choice: required`; Ollama has no such
     # option). Small local models otherwise answer from memory with invented citations.
     chat_search_first: bool = True

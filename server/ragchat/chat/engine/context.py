@@ -9,7 +9,6 @@ from uuid import UUID
 
 from ragchat.chat.engine.document_tools import DocumentTools
 from ragchat.chat.engine.llm_budget import MessageBudget
-from ragchat.chat.engine.prompts import PassageTrim
 from ragchat.core.principal import Principal
 from ragchat.core.search import SearchOptions, SearchService
 from ragchat.providers.llm.base import ChatChunk, LLMProvider
@@ -73,9 +72,3 @@ class ChatContext:
     documents: DocumentTools | None = None  # find_documents (chat/engine/document_tools.py); None: search only
     task: str = "answer"  # summarize | compare: summarize_documents over `document_ids`, then the answer
     budget: MessageBudget | None = None  # the LLM work this message may do (llm_budget.py); None: unbounded
-
-    @property
-    def passage_trim(self) -> PassageTrim:
-        """How much of each passage the model reads (CHAT_PASSAGE_SENTENCES, CHAT_PASSAGE_TAIL_*)."""
-        s = self.settings
-        return PassageTrim(s.chat_passage_sentences, s.chat_passage_tail_after, s.chat_passage_tail_sentences)

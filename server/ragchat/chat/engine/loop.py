@@ -256,7 +256,7 @@ async def _retrieve_then_answer(
     def feed(result: SearchResult, start: int) -> None:
         messages[0] = {"role": "system", "content": FALLBACK_SYSTEM_PROMPT}
         last_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
-        content = fallback_user_message(question, result, start, trim=ctx.passage_trim)
+        content = fallback_user_message(question, result, start, sentences=ctx.settings.chat_passage_sentences)
         messages[last_user] = {"role": "user", "content": content}
 
     arguments: dict[str, Any] = {"query": question}

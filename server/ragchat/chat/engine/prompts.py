@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -123,31 +122,11 @@ def trim_passage(content: str, query: str, sentences: int) -> str:
     return ("… " if lo > 0 else "") + text + (" …" if hi < len(spans) - 1 else "")
 
 
-@dataclass(frozen=True)
-class PassageTrim:
-    """How much of each passage the model reads: `sentences` around the best match (0: whole), and after a
-    search's first `tail_after` passages, `tail_sentences` (CHAT_PASSAGE_SENTENCES, CHAT_PASSAGE_TAIL_*)."""
-
-    sentences: int = 0
-    tail_after: int = 0
-    tail_sentences: int = 0
-
-    def window(self, rank: int) -> int:
-        """The sentences kept of a search's passage at `rank` (0 first)."""
-        if self.tail_after and rank >= self.tail_after and self.tail_sentences:
-            return min(self.tail_sentences, self.sentences) if self.sentences else self.tail_sentences
-        return self.sentences
-
-
-WHOLE = PassageTrim()
-
-
-def format_passages(hits: Iterable[ChunkHit], start: int, *, query: str = "", trim: PassageTrim = WHOLE) -> str:
-    """Passages numbered from `start`, each with its document and page, separated by blank lines, each cut
-    as `trim` says around its best match with `query`."""
+def format_passages(hits: Iterable[ChunkHit], start: int, *, query: str = "", sentences: int = 0) -> str:
+    """Passages numbered from `start`, each with its document and page, separated by blank lines; with
+    `sentences`, each cut to that many sentences around its best match with `query` (CHAT_PASSAGE_SENTENCES)."""
     return "\n\n".join(
-        f"{_source_line(start + rank, hit)}\n{trim_passage(hit.content, query, trim.window(rank))}"
-        for rank, hit in enumerate(hits)
+        f"{_source_line(n, hit)}\n{trim_passage(hit.content, query, sentences)}" for n, hit in enumerate(hits, start)
     )
 
 
@@ -160,7 +139,7 @@ def _confidence_note(result: SearchResult) -> str:
     return f"confidence: {result.confidence.label}."
 
 
-def tool_message(result: SearchResult, start: int, *, trim: PassageTrim = WHOLE) -> str:
+def tool_message(result: SearchResult, start: int, *, sentences: int = 0) -> str:
     """The tool message for one search: a header, a confidence note, then the numbered passages."""
     if not result.chunks:
         if not result.has_embeddings:
@@ -173,7 +152,7 @@ def tool_message(result: SearchResult, start: int, *, trim: PassageTrim = WHOLE)
     return (
         f'Results for "{result.query}" ({result.mode} search): passages [{start}] to [{end}]. '
         f"{_confidence_note(result)}\n\n"
-        f"{format_passages(result.chunks, start, query=result.query, trim=trim)}"
+        f"{format_passages(result.chunks, start, query=result.query, sentences=sentences)}"
         f"{CITE_TRAILER.format(n=start)}"
     )
 
@@ -185,11 +164,11 @@ CITE_TRAILER = (
 )
 
 
-def fallback_user_message(question: str, result: SearchResult, start: int, *, trim: PassageTrim = WHOLE) -> str:
+def fallback_user_message(question: str, result: SearchResult, start: int, *, sentences: int = 0) -> str:
     """Retrieve-then-answer for models without tool support: the passages travel in the user message, after
     the instruction (fixed, so cached) and before the question."""
     if result.chunks:
-        passages = format_passages(result.chunks, start, query=question, trim=trim)
+        passages = format_passages(result.chunks, start, query=question, sentences=sentences)
         context = f"{_confidence_note(result)}\n\n{passages}"
     else:
         context = "No passages matched. insufficient_confidence: true."

@@ -86,7 +86,8 @@ class SearchTool:
 
         def feed(result: SearchResult, start: int) -> None:
             turn.searched[_search_key(parsed.query, parsed.document_ids)] = (start, start + len(result.chunks) - 1)
-            messages.append(tool_reply(call, tool_message(result, start, trim=ctx.passage_trim)))
+            window = ctx.settings.chat_passage_sentences
+            messages.append(tool_reply(call, tool_message(result, start, sentences=window)))
 
         arguments = dict(call.arguments) if isinstance(call.arguments, dict) else {"query": parsed.query}
         search = search_events(ctx, arguments, parsed.query, parsed.document_ids, turn, feed, parsed.metadata)
