@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gzip
 import hashlib
 import json
 import logging
@@ -98,10 +99,12 @@ LOCKS = (Path("/tmp/quiet.lock"), Path("/tmp/real_llm.pause"))
 
 # ---- checkpoints and the pause ------------------------------------------------------------------------------
 def read_lines(path: Path) -> list[dict[str, Any]]:
+    """The JSON lines of `path` (gzip-compressed when it ends in .gz); none when it does not exist."""
     if not path.exists():
         return []
+    data = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
     rows = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in data.decode("utf-8").splitlines():
         try:
             rows.append(json.loads(line))
         except ValueError:  # a line cut by a kill: ignored (and redone)

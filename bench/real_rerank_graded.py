@@ -3,18 +3,20 @@
 bench/real_llm_arms.py measures every arm through `Searcher.search` over both dev sets ingested whole; ingesting
 them (8,816 documents) needs about 20 minutes of both cores, which a shared machine at load 10-18 does not give.
 This bench measures the rerank itself on what session 12's run saved: for the same seeded queries (`--seed 34`),
-the hybrid arm's ranked corpus ids (bench/results/real_llm_arms.jsonl, top 10 chunks deduplicated to documents:
-3-10 per query) are the candidates, each passage the document's title and text from corpus.jsonl, in that order.
+the hybrid arm's ranked corpus ids (docs/benchmarks/results/real_llm_arms_s12.jsonl.gz, kept in the tree; top 10
+chunks deduplicated to documents: 3-10 per query) are the candidates, each passage the document's title and text
+from corpus.jsonl, in that order.
 Each arm reranks them with the product's `LLMReranker` (RERANK_METHOD json / logprobs / listwise; the product's
 prompts, trimming, prompt cache and early stop) against the real model (`RealLLM`, llama.cpp, 2 threads, one
 slot, RERANK_CONCURRENCY=1), and nDCG@10 / recall@10 are computed on the new order. So this is "rerank the top
 10" (RERANK_CANDIDATES_FACTOR=1), which can only reorder: recall@10 stays.
 
 Rows go to `--results`/real_llm_arms.jsonl in real_llm_arms.py's format (its `--report --results DIR` makes the
-table); a rerun skips what is there.
+table); a rerun skips what is there. Those rows are not in the tree: copy them to docs/benchmarks/results/ (gzip)
+when a run ends, or a fresh clone starts over (session 16's 30 queries per set were lost that way).
 
     PYTHONPATH=server .venv/bin/python bench/real_rerank_graded.py [--queries 10] [--arms hybrid,graded,rerank,listwise]
-        [--results bench/results/graded] [--saved bench/results/real_llm_arms.jsonl]
+        [--results bench/results/graded] [--saved docs/benchmarks/results/real_llm_arms_s12.jsonl.gz]
 """
 
 from __future__ import annotations
@@ -42,6 +44,9 @@ from tests.real.model import MODEL_ALIAS, RealLLM, ensure_model, ensure_runtime,
 
 METHOD = {"rerank": "json", "graded": "logprobs", "listwise": "listwise"}
 K = 10
+#: Session 12's rows of bench/real_llm_arms.py (60 seeded queries per set; the hybrid arm's rankings are the
+#: candidates, its `rerank` arm the JSON method on the top 20), kept in the tree so that a fresh clone can run this
+SAVED = ROOT / "docs" / "benchmarks" / "results" / "real_llm_arms_s12.jsonl.gz"
 
 
 def hits_for(ids: list[str], texts: dict[str, str]) -> list[ChunkHit]:
@@ -161,7 +166,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--queries", type=int, default=10, help="queries per set (the saved run's first N)")
     p.add_argument("--arms", type=lambda s: s.split(","), default=["hybrid", "graded", "rerank", "listwise"])
     p.add_argument("--results", type=Path, default=RESULTS / "graded")
-    p.add_argument("--saved", type=Path, default=RESULTS / "real_llm_arms.jsonl")
+    p.add_argument("--saved", type=Path, default=SAVED, help="session 12's rows (its hybrid arm's rankings)")
     p.add_argument("--call-timeout", type=float, default=120.0)
     p.add_argument("--listwise-size", type=int, default=10)
     p.add_argument("--no-early-stop", action="store_true")
