@@ -172,6 +172,25 @@ async def test_model_without_tools_falls_back_to_retrieve_then_answer(
     assert saved["messages"][0]["content"] == question  # the stored question is not the augmented prompt
 
 
+async def test_passages_far_below_the_best_are_neither_sent_nor_shown(
+    corpus: dict[str, UUID], start: Callable[..., Any], llm: LLMFake
+) -> None:
+    """CHAT_PASSAGE_MIN_RATIO=1: only the best passage reaches the model, the page and the saved thread."""
+    question = "When does the office open?"
+    llm.fake.enqueue(Reply.no_tools(), Reply.text("The office opens at 8 am [1]."))
+    whole = first(await chat(start().url, {"message": question}), "tool_result")
+    assert len(whole["chunks"]) > 1
+    server = start(chat_passage_min_ratio=1.0)
+    llm.fake.enqueue(Reply.no_tools(), Reply.text("The office opens at 8 am [1]."))
+    events = await chat(server.url, {"message": question})
+    result = first(events, "tool_result")
+    assert [c["id"] for c in result["chunks"]] == [whole["chunks"][0]["id"]]
+    prompt = llm.fake.chat_requests[-1].messages[-1]["content"]
+    assert "[1] handbook.pdf, page 2\n" in prompt and "[2] " not in prompt
+    saved = await get_thread(server.url, first(events, "thread")["thread_id"])
+    assert saved["messages"][1]["tool_results"] == [result]
+
+
 async def test_history_is_sent_on_the_next_turn_and_bounded(
     corpus: dict[str, UUID], start: Callable[..., Any], llm: LLMFake
 ) -> None:

@@ -21,6 +21,7 @@ from ragchat.chat.engine.prompts import (
     tool_message,
     trim_passage,
 )
+from ragchat.chat.engine.toolbox import close_to_best
 from ragchat.chat.engine.tools import SEARCH_TOOL, ToolArgumentError, parse_search_args, tool_result_payload
 from ragchat.core.search import ChunkHit, SearchResult, Timings
 from ragchat.providers.llm.base import LLMError, ToolsUnsupported
@@ -127,6 +128,16 @@ def test_passages_cut_to_the_sentences_around_the_hit() -> None:
     assert "Paid holidays" in fallback_user_message(
         "How many holidays?", result([hit(1, content=LONG)]), 1, sentences=1
     )
+
+
+def test_passages_far_below_the_best_are_left_out_when_asked() -> None:
+    """CHAT_PASSAGE_MIN_RATIO: passages scoring under R × the best one's score are not sent, shown or numbered."""
+    found = result([hit(1, score=0.8), hit(2, score=0.41), hit(3, score=0.39), hit(4, score=0.1)])
+    assert [h.id for h in close_to_best(found, 0.5).chunks] == [1, 2]
+    assert close_to_best(found, 0.0) is found and close_to_best(found, 0.1) is found  # off / nothing below
+    assert [h.id for h in close_to_best(found, 1.0).chunks] == [1]  # the best passage always stays
+    flat = result([hit(1, score=0.0), hit(2, score=0.0)])
+    assert close_to_best(flat, 0.5) is flat and close_to_best(result([]), 0.5).chunks == []
 
 
 def test_the_retrieve_first_prompt_starts_with_what_never_changes() -> None:

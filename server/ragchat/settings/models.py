@@ -52,6 +52,9 @@ class LLMSettings(Group):
     # model, bench/answers.py: 3 against whole passages, first token 38 s against 67 s at the same load, gold
     # answers 19/23 against 19/24; bench/answers_trim.py: 3 kept 23 of the 24 gold spans the passages held)
     chat_passage_sentences: int = Field(default=3, ge=0, le=50)
+    # 0: every passage a search returns goes to the model; R: only those scoring at least R × the best one's score
+    # (a lookup whose best passage stands out reads fewer passages: a smaller prompt, fewer to cite wrongly)
+    chat_passage_min_ratio: float = Field(default=0.0, ge=0.0, le=1.0)
     # The first model call of a turn must search (OpenAI-compatible `tool_choice: required`; Ollama has no such
     # option). Small local models otherwise answer from memory with invented citations.
     chat_search_first: bool = True

@@ -185,12 +185,24 @@ async def search_events(
     result = await search(narrow_metadata(ctx.metadata, asked))
     if asked and not result.chunks:  # filters the model made up found nothing: the request's own scope instead
         result = await search(ctx.metadata)
+    result = close_to_best(result, ctx.settings.chat_passage_min_ratio)
     payload = tool_result_payload(call_id, result)
     turn.tool_results.append(payload)
     start = turn.passages + 1
     turn.passages += len(result.chunks)
     on_result(result, start)
     yield ChatEvent("tool_result", payload)
+
+
+def close_to_best(result: SearchResult, ratio: float) -> SearchResult:
+    """`result` with only the passages scoring at least `ratio` × the best one's score (CHAT_PASSAGE_MIN_RATIO):
+    what the model reads, the page shows and the checks number. Unchanged when `ratio` is 0 or the best score is
+    not positive."""
+    if ratio <= 0 or not result.chunks or result.chunks[0].score <= 0:
+        return result
+    best = max(hit.score for hit in result.chunks)
+    kept = [hit for hit in result.chunks if hit.score >= ratio * best]
+    return result if len(kept) == len(result.chunks) else result.model_copy(update={"chunks": kept})
 
 
 def _search_key(query: str, document_ids: list[UUID] | None) -> tuple[str, tuple[str, ...]]:
