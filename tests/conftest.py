@@ -128,6 +128,10 @@ def make_settings(uri: str, tmp_path: Path, **overrides: Any) -> Settings:
         "chat_retrieve_first": "never",
         # A measured call at start would take a reply scripted for the test (tests/integration/test_llm_warmup.py)
         "llm_warmup": False,
+        # Every passage of a search reaches the model: tests assert on the passages their corpus gives. The default
+        # (CHAT_PASSAGE_MIN_RATIO=0.5) has its own tests (tests/integration/test_chat.py, tests/unit/test_chat.py)
+        # and the real-model tier's fresh-install test runs with it (tests/real/test_chat_real.py).
+        "chat_passage_min_ratio": 0.0,
     }
     values.update(overrides)
     return Settings(_env_file=None, **values)  # type: ignore[call-arg]

@@ -175,10 +175,10 @@ async def test_model_without_tools_falls_back_to_retrieve_then_answer(
 async def test_passages_far_below_the_best_are_neither_sent_nor_shown(
     corpus: dict[str, UUID], start: Callable[..., Any], llm: LLMFake
 ) -> None:
-    """CHAT_PASSAGE_MIN_RATIO=1: only the best passage reaches the model, the page and the saved thread."""
+    """CHAT_PASSAGE_MIN_RATIO=1: only the best passage reaches the model, the page and the saved thread (0: all)."""
     question = "When does the office open?"
     llm.fake.enqueue(Reply.no_tools(), Reply.text("The office opens at 8 am [1]."))
-    whole = first(await chat(start().url, {"message": question}), "tool_result")
+    whole = first(await chat(start(chat_passage_min_ratio=0.0).url, {"message": question}), "tool_result")
     assert len(whole["chunks"]) > 1
     server = start(chat_passage_min_ratio=1.0)
     llm.fake.enqueue(Reply.no_tools(), Reply.text("The office opens at 8 am [1]."))

@@ -108,11 +108,15 @@ async def test_invented_document_ids_are_ignored(
 async def test_citations_beyond_the_passages_are_reported(
     corpus: dict[str, UUID], start: Callable[..., Any], llm: LLMFake
 ) -> None:
+    """A number past the passages stays, and is reported, on a sentence no passage supports (one that a passage
+    supports is re-cited to it: tests/unit/test_verify_recite.py)."""
     server = start(chat_search_limit=2)
-    llm.fake.enqueue(Reply.tool_call("search_documents", HOLIDAYS), Reply.text("25 days [1], see also [2] and [9]."))
+    answer = "Employees get 25 days of paid holiday per calendar year [1][2]. Parking is free for visitors [9]."
+    llm.fake.enqueue(Reply.tool_call("search_documents", HOLIDAYS), Reply.text(answer))
     events = await chat(server.url, {"message": "How many holiday days do I get?"})
     done = first(events, "done")
-    assert done["citations"] == {"cited": [1, 2, 9], "invalid": [9]}
+    assert done["citations"] == {"cited": [1, 9], "invalid": [9]}
+    assert [c["verdict"] for c in first(events, "citations")["citations"]][-1] == "missing"
 
 
 async def test_the_first_call_must_search_where_the_protocol_can_say_so(
