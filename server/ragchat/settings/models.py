@@ -54,8 +54,8 @@ class LLMSettings(Group):
     chat_passage_sentences: int = Field(default=3, ge=0, le=50)
     # 0: every passage a search returns goes to the model; R: only those scoring at least R × the best one's score
     # (a lookup whose best passage stands out reads fewer passages: a smaller prompt, fewer to cite wrongly). 0.5
-    # from bench/answers.py with the real 1.5B model (docs/BENCHMARKS.md, session 22): first token 0.99× Open
-    # WebUI's where all 6 passages took 1.79×; citation precision 0.95 against 0.88 on the same 49 questions
+    # from bench/answers.py with the real 1.5B model (docs/BENCHMARKS.md, session 22): first token 0.92× Open
+    # WebUI's where all 6 passages took 1.79×; citation precision 0.96 against 0.89 on the same 58 questions
     chat_passage_min_ratio: float = Field(default=0.5, ge=0.0, le=1.0)
     # The first model call of a turn must search (OpenAI-compatible `tool_choice: required`; Ollama has no such
     # option). Small local models otherwise answer from memory with invented citations.
