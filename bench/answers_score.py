@@ -292,15 +292,20 @@ CHECKS = [
 ]
 
 
+def _table(summary: dict[str, dict[str, Any]]) -> list[str]:
+    """The main table's lines: a row per "data/lang/arm" of `summary`, a column per COLUMNS."""
+    head = "| data / lang / arm | " + " | ".join(h for _, h in COLUMNS) + " |"
+    lines = [head, "|" + "---|" * (len(COLUMNS) + 1)]
+    return lines + [f"| {key} | " + " | ".join(_cell(s[c]) for c, _ in COLUMNS) + " |" for key, s in summary.items()]
+
+
 def report(rows: Sequence[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
     """The markdown tables (one row per data split, language and arm) and the JSON summary."""
     groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
     for r in rows:
         groups.setdefault((r["data"], r["lang"], r["arm"]), []).append(r)
     summary = {f"{d}/{lang}/{arm}": summarize(g) for (d, lang, arm), g in sorted(groups.items())}
-    head = "| data / lang / arm | " + " | ".join(h for _, h in COLUMNS) + " |"
-    lines = [head, "|" + "---|" * (len(COLUMNS) + 1)]
-    lines += [f"| {key} | " + " | ".join(_cell(s[c]) for c, _ in COLUMNS) + " |" for key, s in summary.items()]
+    lines = _table(summary)
     checked = {k: s for k, s in summary.items() if s["warned_right"] is not None or s["warned_wrong"] is not None}
     if checked:
         lines += [
@@ -326,7 +331,5 @@ def paired(rows: Sequence[dict[str, Any]], keys: Sequence[str]) -> str:
         raise ValueError(f"no lines for {', '.join(missing)}")
     common = set.intersection(*({r["qid"] for r in g if not r.get("error")} for g in groups.values()))
     summary = {k: summarize([r for r in g if r["qid"] in common]) for k, g in groups.items()}
-    lines = [f"Paired: the {len(common)} questions all of these answered", ""]
-    lines += ["| data / lang / arm | " + " | ".join(h for _, h in COLUMNS) + " |", "|" + "---|" * (len(COLUMNS) + 1)]
-    lines += [f"| {key} | " + " | ".join(_cell(s[c]) for c, _ in COLUMNS) + " |" for key, s in summary.items()]
+    lines = [f"Paired: the {len(common)} questions all of these answered", "", *_table(summary)]
     return "\n".join(lines) + "\n"

@@ -198,9 +198,9 @@ def close_to_best(result: SearchResult, ratio: float) -> SearchResult:
     """`result` with only the passages scoring at least `ratio` × the best one's score (CHAT_PASSAGE_MIN_RATIO):
     what the model reads, the page shows and the checks number. Unchanged when `ratio` is 0 or the best score is
     not positive."""
-    if ratio <= 0 or not result.chunks or result.chunks[0].score <= 0:
+    best = max((hit.score for hit in result.chunks), default=0.0)
+    if ratio <= 0 or best <= 0:
         return result
-    best = max(hit.score for hit in result.chunks)
     kept = [hit for hit in result.chunks if hit.score >= ratio * best]
     return result if len(kept) == len(result.chunks) else result.model_copy(update={"chunks": kept})
 
