@@ -77,7 +77,7 @@ async def test_the_verification_says_it_may_not_answer_what_was_asked() -> None:
     assert v.warnings == 1  # the page shows no clean ✓
     out = v.to_json()
     assert out["off_question"] is True and out["warnings"] == 1
-    assert "may not answer what was asked" in footnotes(out)
+    assert "may not answer what was asked" in footnotes(out) and "✓" not in footnotes(out)
     right = await verify_answer(
         "Independent schools were recognized under the South African Schools Act. [1]",
         results(SCHOOLS),
@@ -86,6 +86,22 @@ async def test_the_verification_says_it_may_not_answer_what_was_asked() -> None:
     )
     assert right.supported and not right.off_question and right.warnings == 0
     assert "may not answer" not in footnotes(right.to_json())
+
+
+async def test_an_unrelated_supported_answer_to_an_uncovered_question_gets_no_clean_mark() -> None:
+    """Two of xquad-dev's unanswerable questions, answered from an unrelated passage the weak search returned:
+    "Not in your documents" is right, and no door draws a ✓ beside it."""
+    question = "What types of responsibilities might a pharmacy technician have?"
+    text = "The average household size was 3.07 and the average family size was 3.62 [1]."
+    weak = [{**results(FAMILY)[0], "confidence": {"insufficient": True}}]
+    v = await verify_answer(text, weak, None, question=question)
+    assert v.supported and v.not_covered
+    notes = footnotes(v.to_json())
+    assert notes.startswith("Not in your documents") and "✓" not in notes, notes
+    on_topic = await verify_answer(
+        "The average family size was 3.62 [1].", weak, None, question="What was the average family size?"
+    )
+    assert on_topic.supported and not on_topic.not_covered and "✓" in footnotes(on_topic.to_json())
 
 
 class Judge:

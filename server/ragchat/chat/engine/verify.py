@@ -283,6 +283,19 @@ def restates_question(text: str, question: str) -> bool:
     return not (said - asked - META_TERMS)
 
 
+def clean(verification: Mapping[str, Any]) -> bool:
+    """Does the answer earn a clean ✓ (the page's `CitationSummary` draws the same): every sentence supported,
+    and no other mark under it. An answer its passages support but that is about something else than the
+    question (an unanswerable question answered from an unrelated passage, seen on xquad-dev) shows "Not in
+    your documents" or "may not answer what was asked" beside its count, never a ✓."""
+    return bool(
+        verification.get("all_supported")
+        and not verification.get("not_covered")
+        and not verification.get("off_question")
+        and verification.get("searched", True)
+    )
+
+
 def footnotes(verification: Mapping[str, Any] | None) -> str:
     """The verification as plain text under an answer (RAG_FOOTNOTES, the CLI, MCP): the summary line and each
     sentence that is not supported, e.g. "⚠ not supported by [2]: The office opens at 8."."""
@@ -296,8 +309,7 @@ def footnotes(verification: Mapping[str, Any] | None) -> str:
     elif not verification.get("searched", True) and verification.get("sentences"):
         lines.append("Not from your documents: no search was made for this answer.")
     if verification.get("summary"):
-        mark = "✓" if verification.get("all_supported") else "⚠"
-        lines.append(f"{mark} {verification['summary']}.")
+        lines.append(f"{'✓' if clean(verification) else '⚠'} {verification['summary']}.")
     words = {"unsupported": "not supported by", "weak": "only partly supported by", "missing": "cites a missing"}
     for check in verification.get("citations") or []:
         verdict = check.get("verdict")
