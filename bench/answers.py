@@ -30,7 +30,7 @@ completes, with `os.getloadavg()`; a rerun skips what is there (`--fresh` starts
 
     PYTHONPATH=server .venv/bin/python bench/answers.py [--lang en,de,es] [--answerable 100] [--unanswerable 30]
         [--arms ragchat,openwebui,model-alone,ragchat-rag,ragchat-variant] [--variant KEY=VALUE,...]
-        [--data DIR] [--seed 41] [--tag NAME] [--fresh]
+        [--data DIR] [--seed 41] [--tag NAME] [--only unanswerable] [--fresh]
     PYTHONPATH=server .venv/bin/python bench/answers.py --report   # the table; writes bench/results/answers.json
         [--pair xquad-dev-s22/en/ragchat,xquad-dev-1c7117eb/en/ragchat]   # on the questions both answered
 """
@@ -375,7 +375,8 @@ async def run_lang(lang: str, args: argparse.Namespace, real: Any) -> None:
     done = {
         (r["arm"], r["qid"]) for r in sc.read_lines(LOG) if (r["data"], r["lang"], r["seed"]) == (tag, lang, args.seed)
     }
-    todo = [q for q in questions if any((a, q.qid) not in done for a in args.arms)]
+    kinds = args.only or ["answerable", "unanswerable"]
+    todo = [q for q in questions if q.kind in kinds and any((a, q.qid) not in done for a in args.arms)]
     if not todo:
         return
     work = DATA_DIR / f"{tag}-{lang}"
@@ -402,7 +403,7 @@ async def run_lang(lang: str, args: argparse.Namespace, real: Any) -> None:
         llm = await stack.enter_async_context(httpx.AsyncClient(base_url=real.base_url, timeout=600))
         for i, q in enumerate(questions):
             for arm in args.arms:
-                if (arm, q.qid) in done:
+                if (arm, q.qid) in done or q.kind not in kinds:
                     continue
                 await wait_quiet()
                 try:
@@ -467,6 +468,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the ragchat-variant arm's settings: "
         "KEY=VALUE[,KEY=VALUE] (Settings field names, e.g. chat_passage_sentences=3)",
     )
+    p.add_argument(
+        "--only",
+        type=lambda s: s.split(","),
+        default=[],
+        help="answerable and/or unanswerable: ask only those of the planned questions (the same ones, in the same "
+        "order, as a run of the same counts; e.g. a change that acts only when the search matches nothing)",
+    )
     p.add_argument("--fresh", action="store_true", help="drop the checkpoints of this data split first")
     p.add_argument("--results", type=Path, default=RESULTS)
     p.add_argument(
@@ -476,6 +484,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="with --report: data/lang/arm,data/lang/arm[,...] compared on the questions all of them answered",
     )
     args = p.parse_args(argv)
+    if odd := [k for k in args.only if k not in ("answerable", "unanswerable")]:
+        p.error(f"unknown kinds: {odd}")
     if unknown := [a for a in args.arms if a not in ARMS]:
         p.error(f"unknown arms: {unknown}")
     global LOG

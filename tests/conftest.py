@@ -132,6 +132,9 @@ def make_settings(uri: str, tmp_path: Path, **overrides: Any) -> Settings:
         # (CHAT_PASSAGE_MIN_RATIO=0.5) has its own tests (tests/integration/test_chat.py, tests/unit/test_chat.py)
         # and the real-model tier's fresh-install test runs with it (tests/real/test_chat_real.py).
         "chat_passage_min_ratio": 0.0,
+        # and every passage of a search that matches nothing (CHAT_WEAK_SEARCH_PASSAGES=2 by default: its own
+        # tests in tests/unit/test_chat.py and tests/integration/test_not_covered.py)
+        "chat_weak_search_passages": 0,
     }
     values.update(overrides)
     return Settings(_env_file=None, **values)  # type: ignore[call-arg]

@@ -35,6 +35,29 @@ async def test_nothing_matches_the_model_is_told_and_the_turn_says_so(
     assert "insufficient_confidence: true" in told and "documents don't say" in told
 
 
+async def test_a_search_that_matches_nothing_sends_only_its_best_passages(
+    corpus: dict[str, UUID], start: Callable[..., Any], llm: LLMFake
+) -> None:
+    """CHAT_WEAK_SEARCH_PASSAGES=2: a search whose confidence is insufficient gives the model, the page and the
+    saved thread its two best passages (0: all of them); a search that matches keeps its passages."""
+    llm.fake.enqueue(OFF_TOPIC, "Your documents don't cover export tariffs.")
+    whole = first(await chat(start(chat_weak_search_passages=0).url, {"message": QUESTION}), "tool_result")
+    assert whole["confidence"]["insufficient"] is True and len(whole["chunks"]) > 2
+    server = start(chat_weak_search_passages=2)
+    llm.fake.enqueue(OFF_TOPIC, "Your documents don't cover export tariffs.")
+    events = await chat(server.url, {"message": QUESTION})
+    result = first(events, "tool_result")
+    best = sorted(whole["chunks"], key=lambda c: c["score"], reverse=True)[:2]
+    assert {c["id"] for c in result["chunks"]} == {c["id"] for c in best}
+    told = llm.fake.chat_requests[-1].tool_messages[-1]["content"]
+    assert "[1] " in told and "[2] " in told and "[3] " not in told
+    saved = await get_thread(server.url, first(events, "thread")["thread_id"])
+    assert saved["messages"][1]["tool_results"] == [result]
+    llm.fake.enqueue(ON_TOPIC, "Lava flows from the crater [1].")
+    covered = first(await chat(server.url, {"message": "What comes out of a volcano?"}), "tool_result")
+    assert covered["confidence"]["insufficient"] is False and len(covered["chunks"]) > 2
+
+
 async def test_documents_only_refuses_without_asking_the_model_again(
     corpus: dict[str, UUID], start: Callable[..., Any], llm: LLMFake
 ) -> None:

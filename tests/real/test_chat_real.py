@@ -198,6 +198,7 @@ async def test_the_first_question_at_the_default_limits_shows_an_estimate_and_is
         llm_timeout_s=defaults.llm_timeout_s,
         chat_retrieve_first=defaults.chat_retrieve_first,
         chat_passage_min_ratio=defaults.chat_passage_min_ratio,
+        chat_weak_search_passages=defaults.chat_weak_search_passages,
     )
     async with httpx.AsyncClient(base_url=server.url, timeout=60) as client:
         for _ in range(600):  # the warm-up runs in the background of the start

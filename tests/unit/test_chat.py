@@ -21,7 +21,7 @@ from ragchat.chat.engine.prompts import (
     tool_message,
     trim_passage,
 )
-from ragchat.chat.engine.toolbox import close_to_best
+from ragchat.chat.engine.toolbox import close_to_best, fewer_when_weak
 from ragchat.chat.engine.tools import SEARCH_TOOL, ToolArgumentError, parse_search_args, tool_result_payload
 from ragchat.core.search import ChunkHit, SearchResult, Timings
 from ragchat.providers.llm.base import LLMError, ToolsUnsupported
@@ -138,6 +138,19 @@ def test_passages_far_below_the_best_are_left_out_when_asked() -> None:
     assert [h.id for h in close_to_best(found, 1.0).chunks] == [1]  # the best passage always stays
     flat = result([hit(1, score=0.0), hit(2, score=0.0)])
     assert close_to_best(flat, 0.5) is flat and close_to_best(result([]), 0.5).chunks == []
+
+
+def test_a_weak_search_gives_the_model_only_its_best_passages() -> None:
+    """CHAT_WEAK_SEARCH_PASSAGES: when confidence is insufficient, at most N passages (the best, in the search's
+    order); a search that matched, a cap of 0 and a result already that short stay as they are."""
+    hits = [hit(1, score=0.3), hit(2, score=0.2), hit(3, score=0.33), hit(4, score=0.1)]
+    weak = result(hits, insufficient=True)
+    assert [h.id for h in fewer_when_weak(weak, 2).chunks] == [1, 3]
+    assert [h.id for h in fewer_when_weak(weak, 1).chunks] == [3]
+    assert fewer_when_weak(weak, 0) is weak and fewer_when_weak(weak, 4) is weak
+    strong = result(hits)
+    assert fewer_when_weak(strong, 2) is strong
+    assert fewer_when_weak(result([], insufficient=True), 2).chunks == []
 
 
 def test_the_retrieve_first_prompt_starts_with_what_never_changes() -> None:

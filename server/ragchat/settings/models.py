@@ -57,6 +57,11 @@ class LLMSettings(Group):
     # from bench/answers.py with the real 1.5B model (docs/BENCHMARKS.md, session 22): first token 0.92× Open
     # WebUI's where all 6 passages took 1.79×; citation precision 0.96 against 0.89 on the same 58 questions
     chat_passage_min_ratio: float = Field(default=0.5, ge=0.0, le=1.0)
+    # When no passage matches closely (the search's confidence is insufficient: the documents likely lack the
+    # answer), at most this many of its best passages go to the model, which is asked to say so (0: no cap).
+    # On xquad-dev the gold paragraph of an answerable question with such a search was its best passage 5 of 5
+    # times; the other passages only slowed "not in your documents" (docs/BENCHMARKS.md, session 23)
+    chat_weak_search_passages: int = Field(default=2, ge=0, le=50)
     # The first model call of a turn must search (OpenAI-compatible `tool_choice: required`; Ollama has no such
     # option). Small local models otherwise answer from memory with invented citations.
     chat_search_first: bool = True

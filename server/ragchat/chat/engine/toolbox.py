@@ -186,6 +186,7 @@ async def search_events(
     if asked and not result.chunks:  # filters the model made up found nothing: the request's own scope instead
         result = await search(ctx.metadata)
     result = close_to_best(result, ctx.settings.chat_passage_min_ratio)
+    result = fewer_when_weak(result, ctx.settings.chat_weak_search_passages)
     payload = tool_result_payload(call_id, result)
     turn.tool_results.append(payload)
     start = turn.passages + 1
@@ -203,6 +204,18 @@ def close_to_best(result: SearchResult, ratio: float) -> SearchResult:
         return result
     kept = [hit for hit in result.chunks if hit.score >= ratio * best]
     return result if len(kept) == len(result.chunks) else result.model_copy(update={"chunks": kept})
+
+
+def fewer_when_weak(result: SearchResult, limit: int) -> SearchResult:
+    """`result` with at most its `limit` best passages when no passage matches the question closely (confidence
+    insufficient, CHAT_WEAK_SEARCH_PASSAGES): the model is then asked to say the documents do not cover the
+    question, and six passages that all match poorly only make that answer slower and give it more to answer
+    something else from. Unchanged when `limit` is 0 or the search matched well."""
+    if limit <= 0 or not result.confidence.insufficient or len(result.chunks) <= limit:
+        return result
+    best = sorted(result.chunks, key=lambda hit: hit.score, reverse=True)[:limit]
+    kept = [hit for hit in result.chunks if any(hit is b for b in best)]  # in the search's order
+    return result.model_copy(update={"chunks": kept})
 
 
 def _search_key(query: str, document_ids: list[UUID] | None) -> tuple[str, tuple[str, ...]]:
