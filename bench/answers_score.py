@@ -173,9 +173,16 @@ def score(row: dict[str, Any], lang: str = "en") -> dict[str, Any]:
     }
     if row.get("not_covered") is not None:
         out["not_covered"] = bool(row["not_covered"])
-    verdicts = Counter(c.get("verdict") for c in ((row.get("verifier") or {}).get("citations") or []))
+    verifier = row.get("verifier") or {}
+    verdicts = Counter(c.get("verdict") for c in (verifier.get("citations") or []))
     if row.get("verifier") is not None or "not_covered" in out:
         kinds = [v for v in WARNING_VERDICTS if verdicts.get(v)] + (["not_covered"] if out.get("not_covered") else [])
+        # the page's other doubtful marks (Citations.tsx `CitationSummary`): "it may not answer what was asked" and
+        # "no search of your documents was made"; each draws ⚠ instead of a clean ✓
+        if verifier.get("off_question") and not out.get("not_covered"):
+            kinds.append("off_question")
+        if verifier.get("searched") is False and verifier.get("sentences"):
+            kinds.append("unsearched")
         out |= {"verdicts": dict(verdicts), "warning": bool(kinds), "warning_kinds": kinds}
     if row["kind"] == "unanswerable":
         out["asserts"] = asserts_answer(text)

@@ -165,6 +165,24 @@ def test_score_and_summary_of_lines() -> None:
     assert s["warned_right"]["value"] == 0.0 and s["warned_wrong"] == {"k": 1, "n": 1, "value": 1.0}
 
 
+def test_every_mark_the_page_draws_counts_as_a_warning() -> None:
+    """ "It may not answer what was asked" and "no search was made" draw ⚠ on the page (Citations.tsx), so they
+    are warnings here too; "may not answer" under "Not in your documents" is that one mark."""
+    from bench.answers_score import score
+
+    supported = {"citations": [{"verdict": "supported"}], "sentences": 1, "searched": True}
+    restated = _row("answerable", "The Panthers won [1].", verifier={**supported, "off_question": True},
+                    not_covered=False)  # fmt: skip
+    assert score(restated)["warning_kinds"] == ["off_question"]
+    unsearched = _row("answerable", "The Broncos won.", verifier={**supported, "searched": False}, not_covered=False)
+    assert score(unsearched)["warning_kinds"] == ["unsearched"]
+    elsewhere = _row("unanswerable", "The Panthers won [1].", verifier={**supported, "off_question": True},
+                     not_covered=True)  # fmt: skip
+    assert score(elsewhere)["warning_kinds"] == ["not_covered"]
+    clean = _row("answerable", "The Broncos won [1].", verifier=supported, not_covered=False)
+    assert score(clean)["warning"] is False
+
+
 def test_paired_compares_groups_on_the_questions_all_answered() -> None:
     from bench.answers_score import paired, score
 
