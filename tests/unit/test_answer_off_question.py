@@ -10,7 +10,7 @@ from typing import Any
 
 from ragchat.chat.engine.citations import check_citations, contradicted
 from ragchat.chat.engine.judge import judge_messages
-from ragchat.chat.engine.verify import footnotes, restates_question, verify_answer
+from ragchat.chat.engine.verify import footnotes, no_time_given, restates_question, verify_answer
 
 DEAL = (
     "BSkyB has an agreement with Virgin Media. Currently there is no indication as to whether the new deal "
@@ -67,6 +67,36 @@ def test_an_answer_that_only_says_the_question_back() -> None:
     assert not restates_question("Independent schools were recognized under the Act, beside public ones [1].", question)
     assert not restates_question("Yes. [1]", "Does the Act recognize public schools?")  # yes/no is an answer
     assert not restates_question("", question) and not restates_question("Public schools. [1]", "")
+
+
+EDICT = "The Edict of Fontainebleau was declared by Louis XIV in 1685, revoking the Edict of Nantes."
+
+
+def test_a_when_question_answered_with_no_time() -> None:
+    """Seen on xquad-dev: "When was this edict declared?" answered "The Edict of Fontainebleau was declared."."""
+    assert no_time_given("The Edict of Fontainebleau was declared. [1]", "When was this edict declared?")
+    assert no_time_given("Das Edikt wurde erklärt [1].", "Wann wurde das Edikt erklärt?")
+    assert no_time_given("El edicto fue declarado [1].", "¿Cuándo se declaró el edicto?")
+    assert no_time_given("Louis XIV declared it. [1]", "In what year was the edict declared?")
+    for answer in (
+        "The edict was declared in 1685 [1].",
+        "It was declared after the Edict of Nantes was revoked [1].",
+        "It was declared in the seventeenth century [1].",
+        "Das Edikt wurde im Oktober erklärt [1].",
+        "El edicto fue declarado durante el reinado de Luis XIV [1].",
+        "The documents don't say.",
+    ):
+        assert not no_time_given(answer, "When was this edict declared?"), answer
+    # other questions need no time: "who", or "when" inside the question
+    assert not no_time_given("Louis XIV declared it. [1]", "Who declared the edict when Nantes was revoked?")
+
+
+async def test_a_when_answer_without_a_time_may_not_answer_what_was_asked() -> None:
+    question = "When was this edict declared?"
+    v = await verify_answer("The Edict of Fontainebleau was declared. [1]", results(EDICT), None, question=question)
+    assert v.supported and v.off_question and v.warnings == 1
+    right = await verify_answer("The edict was declared in 1685 [1].", results(EDICT), None, question=question)
+    assert right.supported and not right.off_question and right.warnings == 0
 
 
 async def test_the_verification_says_it_may_not_answer_what_was_asked() -> None:

@@ -253,7 +253,8 @@ async def verify_answer(
     )
     verification = Verification(text, report, repaired, not_covered=False, searched=bool(tool_results))
     verification.off_question = bool(question) and (
-        report.answers_question is False or (report.answers_question is None and restates_question(text, question))
+        report.answers_question is False
+        or (report.answers_question is None and (restates_question(text, question) or no_time_given(text, question)))
     )
     refused = finish_reason == NOT_COVERED
     weak_search = not_covered(tool_results)
@@ -268,6 +269,37 @@ def answers_something_else(text: str, question: str) -> bool:
     then support the text, but the text is not about what was asked."""
     asked = {t for t in content_terms(question) if len(t) > 2 and t not in _QUESTION_WORDS}
     return bool(asked) and not asked & set(content_terms(text))
+
+
+_WHEN = re.compile(
+    r"^\W*(?:when|(?:in |by )?(?:what|which) (?:year|century|decade|month|date)|wann"
+    r"|(?:in |im )?welche[mn]? (?:jahr|jahrhundert|monat)|cuándo|(?:en )?qué (?:año|siglo|fecha|mes))\b",
+    re.IGNORECASE,
+)
+# a time in an answer: a figure, or a word that places it in time (English, German, Spanish)
+_TIMES = frozenset(
+    "january february march april may june july august september october november december spring summer autumn "
+    "fall winter century centuries decade decades year years month months week weeks day days ago bc ad bce ce "
+    "during after before until since age era period reign war dynasty today now then later earlier early late mid "
+    "once times morning evening night first second third fourth fifth sixth seventh eighth ninth tenth eleventh "
+    "twelfth thirteenth fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth twentieth "
+    "januar februar märz mai juni juli oktober dezember frühling sommer herbst jahrhundert jahrhunderts jahr jahre "
+    "jahren monat tag tagen während nach vor bis seit krieg zeit zeitalter heute damals später früher anfang ende "
+    "mitte enero febrero marzo abril mayo junio julio agosto septiembre octubre noviembre diciembre siglo siglos "
+    "año años mes día días durante después antes hasta desde guerra época hoy entonces principios finales "
+    "mediados".split()
+)
+
+
+def no_time_given(text: str, question: str) -> bool:
+    """Is it a "when" question ("When was this edict declared?", "In what year …", "Wann …", "¿Cuándo …") whose
+    answer states something but names no time, no figure and no word placing it in time ("The Edict of
+    Fontainebleau was declared.", xquad-dev)? Such an answer does not give what was asked, however well its
+    passage supports it."""
+    if not _WHEN.match(question) or not find_claims(text, uncited=True):
+        return False
+    said = _MARKERS.sub(" ", text)
+    return not re.search(r"\d", said) and not _TIMES & set(re.findall(r"\w+", said.lower()))
 
 
 def restates_question(text: str, question: str) -> bool:
