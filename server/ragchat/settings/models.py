@@ -59,8 +59,9 @@ class LLMSettings(Group):
     chat_passage_min_ratio: float = Field(default=0.5, ge=0.0, le=1.0)
     # When no passage matches closely (the search's confidence is insufficient: the documents likely lack the
     # answer), at most this many of its best passages go to the model, which is asked to say so (0: no cap).
-    # On xquad-dev the gold paragraph of an answerable question with such a search was its best passage 5 of 5
-    # times; the other passages only slowed "not in your documents" (docs/BENCHMARKS.md, session 23)
+    # With the real 1.5B model on xquad-dev's 30 unanswerable questions (bench/answers.py, docs/BENCHMARKS.md,
+    # session 23): first token 7.2 s against 19.8 s with every passage (Open WebUI 12.4 s), "not in your documents"
+    # 30/30; an answerable question's gold paragraph was among such a search's 2 best passages 9 of 9 times
     chat_weak_search_passages: int = Field(default=2, ge=0, le=50)
     # The first model call of a turn must search (OpenAI-compatible `tool_choice: required`; Ollama has no such
     # option). Small local models otherwise answer from memory with invented citations.
