@@ -213,9 +213,9 @@ def fewer_when_weak(result: SearchResult, limit: int) -> SearchResult:
     something else from. Unchanged when `limit` is 0 or the search matched well."""
     if limit <= 0 or not result.confidence.insufficient or len(result.chunks) <= limit:
         return result
-    best = sorted(result.chunks, key=lambda hit: hit.score, reverse=True)[:limit]
-    kept = [hit for hit in result.chunks if any(hit is b for b in best)]  # in the search's order
-    return result.model_copy(update={"chunks": kept})
+    chunks = result.chunks
+    best = set(sorted(range(len(chunks)), key=lambda i: chunks[i].score, reverse=True)[:limit])
+    return result.model_copy(update={"chunks": [hit for i, hit in enumerate(chunks) if i in best]})  # search order
 
 
 def _search_key(query: str, document_ids: list[UUID] | None) -> tuple[str, tuple[str, ...]]:
