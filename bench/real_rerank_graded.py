@@ -17,12 +17,18 @@ when a run ends, or a fresh clone starts over (session 16's 30 queries per set w
 
     PYTHONPATH=server .venv/bin/python bench/real_rerank_graded.py [--queries 10] [--arms hybrid,graded,rerank,listwise]
         [--results bench/results/graded] [--saved docs/benchmarks/results/real_llm_arms_s12.jsonl.gz]
+
+`--blend 0,0.1,...` makes no call: for each RERANK_RETRIEVAL_WEIGHT it orders every recorded query of `--arm`
+(default graded) by the product's `blend` of the recorded scores with the hybrid position, as the reranker
+would (the scores are the model's, deterministic at temperature 0, so this is the order a live run at that
+weight gives), and prints nDCG@10 Δ vs hybrid ± s.e. and W/T/L per set, JSON to `--results`/blend.json.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import sys
 import time
 import uuid
@@ -39,7 +45,7 @@ from ragchat.core.search import ChunkHit, Trace
 from ragchat.evaluation.beir import iter_corpus, load_beir
 from ragchat.evaluation.metrics import ndcg_at_k, recall_at_k
 from ragchat.providers.llm import build_llm
-from ragchat.retrieval.rerank import LLMReranker
+from ragchat.retrieval.rerank import LLMReranker, blend
 from tests.real.model import MODEL_ALIAS, RealLLM, ensure_model, ensure_runtime, free_port
 
 METHOD = {"rerank": "json", "graded": "logprobs", "listwise": "listwise"}
@@ -87,6 +93,8 @@ async def run(args: argparse.Namespace) -> None:
         rerank_concurrency=1,
         rerank_listwise_size=args.listwise_size,
         rerank_early_stop=not args.no_early_stop,
+        rerank_retrieval_weight=0.0,  # the scorer's own order is recorded; --blend reorders it offline
+        **({} if args.passage_chars is None else {"rerank_passage_chars": args.passage_chars}),
     )
     llm = build_llm(settings.llm)
     replay = arms.ReplayLLM(llm)
@@ -161,6 +169,46 @@ async def one(
     }
 
 
+def blend_table(weights: list[float], arm: str, results: Path) -> str:
+    """nDCG@10 of `arm`'s recorded scores blended with the hybrid order at each weight (see the docstring)."""
+    data = ROOT.parent / "shared" / "data"
+    qrels = {n: load_beir(data / folder, split).qrels for n, (folder, split) in arms.SETS.items()}
+    by: dict[tuple[str, str], dict[str, dict[str, Any]]] = defaultdict(dict)
+    for r in arms.read_lines(arms.ARMS_LOG):
+        by[(r["set"], r["qid"])][r["arm"]] = r
+    lines = [
+        f"| RERANK_RETRIEVAL_WEIGHT | {' | '.join(f'{n}: Δ nDCG@10 ± s.e. (W/T/L)' for n in arms.SETS)} |",
+        "|---|" + "---|" * len(arms.SETS),
+    ]
+    out: dict[str, Any] = {"arm": arm, "weights": {}}
+    for w in weights:
+        cells = []
+        for name in arms.SETS:
+            deltas = []
+            for (s, qid), got in by.items():
+                if s != name or "hybrid" not in got or arm not in got:
+                    continue
+                order, rec = got["hybrid"]["ranked"], got[arm]
+                score = dict(zip(rec["ranked"], rec["rerank_scores"], strict=False))
+                if any(d not in score for d in order):
+                    continue  # a partial rerank: not comparable
+                keyed = sorted(enumerate(order), key=lambda p: -blend(score[p[1]], p[0], len(order), w))
+                new = [d for _, d in keyed]
+                rels = qrels[name][qid]
+                deltas.append(ndcg_at_k(new, rels, K) - ndcg_at_k(order, rels, K))
+            n = len(deltas)
+            mean = sum(deltas) / n if n else 0.0
+            se = (sum((d - mean) ** 2 for d in deltas) / (n - 1)) ** 0.5 / n**0.5 if n > 1 else 0.0
+            wtl = (sum(d > 1e-9 for d in deltas), sum(abs(d) <= 1e-9 for d in deltas), sum(d < -1e-9 for d in deltas))
+            out["weights"][str(w)] = out["weights"].get(str(w), {}) | {
+                name: {"n": n, "delta": round(mean, 4), "se": round(se, 4), "wtl": wtl}
+            }
+            cells.append(f"{mean:+.3f} ± {se:.3f} ({wtl[0]}/{wtl[1]}/{wtl[2]}, n {n})")
+        lines.append(f"| {w:g} | {' | '.join(cells)} |")
+    (results / "blend.json").write_text(json.dumps(out, indent=2) + "\n")
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     p.add_argument("--queries", type=int, default=10, help="queries per set (the saved run's first N)")
@@ -170,8 +218,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--call-timeout", type=float, default=120.0)
     p.add_argument("--listwise-size", type=int, default=10)
     p.add_argument("--no-early-stop", action="store_true")
+    p.add_argument("--passage-chars", type=int, default=None, help="RERANK_PASSAGE_CHARS (default: the setting's)")
+    p.add_argument("--blend", type=lambda s: [float(x) for x in s.split(",")], default=None)
+    p.add_argument("--arm", default="graded", help="the arm whose recorded scores --blend reorders")
     args = p.parse_args(argv)
     arms.ARMS_LOG = args.results / arms.ARMS_LOG.name
+    if args.blend is not None:
+        print(blend_table(args.blend, args.arm, args.results))
+        return 0
     asyncio.run(run(args))
     return 0
 

@@ -9,12 +9,19 @@ chunking, embedding and BM25 triggers) under an owner of its own, into a private
 `--cache/data-<label>` (a fresh one per label, so an "after" run ingests with the code of that moment). Every
 question is then searched through the product's `Searcher` in each mode (vector, keyword, hybrid) with the
 environment's defaults, and scored by `ragchat.evaluation` (nDCG@10, recall@5) with a standard error over queries.
+
+`--confidence`: "not in your documents" without a judge. Each question is searched (hybrid, the defaults) twice:
+over every paragraph (answerable: its own is there) and restricted by a document filter to the other articles'
+paragraphs (unanswerable: its article is out). Per language: the share of each flagged insufficient by the
+product's confidence (false flags / recall), and the keyword coverage (`keyword_arm`, the product's) over
+CONFIDENCE_KEYWORD_FLOOR values, which decides the flag where the embedding model does not cover the language.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import math
 import sys
@@ -27,10 +34,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import RESULTS, ROOT, bench_runtime, bench_settings, cpu_context, write_json
 from ragchat.core.options import options_of
 from ragchat.core.principal import Principal
+from ragchat.core.search import SearchFilters
 from ragchat.evaluation.beir import BeirDataset, load_beir
 from ragchat.evaluation.metrics import dedup_keep_first
 from ragchat.evaluation.runner import DEPTH, ensure_corpus, eval_owner, source_document
 from ragchat.evaluation.scoring import per_query_scores
+from ragchat.readscope.sql import read_chunk_scope
+from ragchat.retrieval.keyword import keyword_arm
 
 DATA = ROOT.parent / "shared" / "data" / "xquad-dev"
 MODES = ("vector", "keyword", "hybrid")
@@ -64,6 +74,47 @@ def _mean_se(values: list[float]) -> tuple[float, float]:
     mean = sum(values) / n
     var = sum((v - mean) ** 2 for v in values) / (n - 1) if n > 1 else 0.0
     return mean, math.sqrt(var / n)
+
+
+async def measure_confidence(rt: Any, dataset: BeirDataset, limit: int | None, floors: list[float]) -> dict[str, Any]:
+    """The `--confidence` figures for one ingested language (module docstring)."""
+    owner = eval_owner(dataset)
+    async with rt.pool.connection() as conn:
+        rows = await (
+            await conn.execute("SELECT id, metadata->>'source_id' AS doc FROM documents WHERE owner_id = %s", (owner,))
+        ).fetchall()
+        scope = await read_chunk_scope(conn, owner)
+    article = lambda doc: doc.split("p")[0]  # noqa: E731  a<article>p<paragraph>
+    docs = [(r["id"], str(r["doc"])) for r in rows]
+    principal = Principal(owner, "eval", False)
+    options = options_of(rt.settings.retrieval, mode="hybrid", rerank=False, limit=DEPTH)
+    s = rt.settings.retrieval
+    got: dict[str, list[tuple[bool, float | None]]] = {"answerable": [], "unanswerable": []}
+    for qid, text in list(dataset.queries.items())[:limit]:
+        own = article(next(iter(dataset.qrels[qid])))
+        others = SearchFilters(document_ids=[i for i, d in docs if article(d) != own])
+        for kind, filters in (("answerable", None), ("unanswerable", others)):
+            opts = options if filters is None else dataclasses.replace(options, filters=filters)
+            result = await rt.searcher.search(text, principal=principal, options=opts)
+            async with rt.pool.connection() as conn:
+                found = await keyword_arm(
+                    conn, text, scope=scope, n=DEPTH, filters=filters, k1=s.bm25_k1, b=s.bm25_b,
+                    candidates=s.keyword_candidates,
+                )  # fmt: skip
+            got[kind].append((result.confidence.insufficient, found.coverage))
+    share = lambda xs: round(sum(xs) / len(xs), 4) if xs else None  # noqa: E731
+    out: dict[str, Any] = {
+        "questions": len(got["answerable"]),
+        "flagged_answerable": share([f for f, _ in got["answerable"]]),
+        "flagged_unanswerable": share([f for f, _ in got["unanswerable"]]),
+        "floor": s.confidence_keyword_floor,
+        "coverage_floors": {},
+    }
+    for floor in floors:
+        out["coverage_floors"][str(floor)] = {
+            kind: share([c is not None and c < floor for _, c in pairs]) for kind, pairs in got.items()
+        }
+    return out
 
 
 async def measure_language(
@@ -110,6 +161,23 @@ async def measure_language(
         row["p50_ms"] = round(latencies[len(latencies) // 2], 1)
         out["modes"][mode] = row
     return out
+
+
+def confidence_markdown(result: dict[str, Any]) -> str:
+    """The `--confidence` table: flagged shares at the run's settings, then per coverage floor."""
+    lines = [
+        "| language | questions | flagged: answerable (false) / unanswerable (recall) | coverage floor → same |",
+        "|---|---|---|---|",
+    ]
+    for lang, r in result["languages"].items():
+        c = r.get("confidence")
+        if not c:
+            continue
+        sweep = "; ".join(f"{f}: {v['answerable']} / {v['unanswerable']}" for f, v in c["coverage_floors"].items())
+        lines.append(
+            f"| {lang} | {c['questions']} | {c['flagged_answerable']} / {c['flagged_unanswerable']} | {sweep} |"
+        )
+    return "\n".join(lines)
 
 
 def markdown(result: dict[str, Any]) -> str:
@@ -161,6 +229,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             r = await measure_language(rt, dataset, args.limit, tuple(args.modes.split(",")))
             result["languages"][lang] = r
             print(f"{lang}: {json.dumps(r['modes'])}", file=sys.stderr)
+            if args.confidence:
+                floors = [float(x) for x in args.confidence.split(",")]
+                r["confidence"] = await measure_confidence(rt, dataset, args.limit, floors)
+                print(f"{lang} confidence: {json.dumps(r['confidence'])}", file=sys.stderr)
     result["context_after"] = cpu_context()
     return result
 
@@ -176,11 +248,16 @@ def main() -> None:
     parser.add_argument("--sweep", default=None, help="e.g. 0.2,0.3,0.5: hybrid only, at each other-language weight")
     parser.add_argument("--limit", type=int, default=None, help="only the first N questions of each language")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument(
+        "--confidence", default=None, help="e.g. 0.3,0.4,0.5: also 'not in your documents' (CONFIDENCE_KEYWORD_FLOOR)"
+    )
     args = parser.parse_args()
     result = asyncio.run(run(args))
     path = args.json or RESULTS / f"xquad_{args.label}.json"
     write_json(path, result)
     print(markdown(result))
+    if args.confidence:
+        print(confidence_markdown(result))
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ import pytest
 from ragchat.core.search import ChunkHit, Trace
 from ragchat.providers.llm.ollama import OllamaProvider
 from ragchat.providers.llm.replies import clean_reply
-from ragchat.retrieval.rerank import RERANK_SCHEMA, LLMReranker, RerankScore, cap_text, parse_score
+from ragchat.retrieval.rerank import RERANK_SCHEMA, LLMReranker, RerankScore, blend, cap_text, parse_score
 from ragchat.settings import Settings
 from tests.fakes.ollama_server import FakeOllama, Reply
 
@@ -28,6 +28,7 @@ def make_settings(**overrides: Any) -> Settings:
     # limits far above a fake's answer time, even on a busy machine (a 5 s limit left all three unscored beside
     # stress-ng); the tests of the limits set their own
     values: dict[str, Any] = {"rerank_concurrency": 4, "rerank_timeout_s": 60.0, "rerank_deadline_s": 120.0}
+    values["rerank_retrieval_weight"] = 0.0  # these tests read the scorer's order; the blend has its own
     values.update(overrides)
     return Settings(_env_file=None, **values)  # type: ignore[call-arg]
 
@@ -165,6 +166,28 @@ async def test_sorts_by_score_descending_and_keeps_the_trace(fake_ollama: FakeOl
         assert h.content == original.content
     assert candidates == originals  # the input is not modified
     assert len(fake_ollama.chat_requests) == 5
+
+
+def test_blend_weighs_the_retrieval_position_against_the_score() -> None:
+    assert blend(0.7, 0, 4, 0.0) == 0.7  # weight 0: the score alone
+    assert blend(0.7, 3, 4, 1.0) == 0.25  # weight 1: the position alone (1, 0.75, 0.5, 0.25 over a limit of 4)
+    assert blend(0.7, 0, 4, 0.3) == pytest.approx(0.79)
+    assert blend(0.95, 3, 4, 0.3) == pytest.approx(0.74)
+    assert blend(0.95, 4, 4, 0.3) == blend(0.95, 9, 4, 0.3) == pytest.approx(0.665)  # below the limit: no prior
+    assert blend(0.5, 0, 0, 0.5) == 0.75  # a limit of 0 is read as 1, never a division by zero
+    assert all(blend(1.0, i, 5, 0.4) >= blend(1.0, i + 1, 5, 0.4) for i in range(8))  # never rises: early stop
+
+
+async def test_the_retrieval_order_breaks_near_ties(fake_ollama: FakeOllama, client: OllamaProvider) -> None:
+    fake_ollama.responder = scorer()
+    candidates = hits("a [score=0.7]", "b [score=0.75]", "c [score=0.2]", "d [score=0.95]")
+    result = await rr(client, make_settings(rerank_retrieval_weight=0.3)).rerank("which letter?", candidates, 4)
+    # blends 0.79, 0.75, 0.29, 0.74: a's lead in retrieval outweighs b's 0.05, not d's 0.25 (it falls to third)
+    assert ids(result) == [1, 2, 4, 3]
+    assert [h.score for h in result] == pytest.approx([0.79, 0.75, 0.74, 0.29])
+    assert [h.trace.rerank_score for h in result] == [0.7, 0.75, 0.95, 0.2]  # the scorer's own figure is kept
+    alone = await rr(client, make_settings(rerank_retrieval_weight=0.0)).rerank("which letter?", candidates, 4)
+    assert ids(alone) == [4, 2, 1, 3]
 
 
 async def test_limit_is_respected(fake_ollama: FakeOllama, client: OllamaProvider) -> None:

@@ -181,8 +181,16 @@ def vector_weight(s: RetrievalSettings, configs: Sequence[str]) -> float | None:
     it in a language the embedding model covers (EMBED_LANGUAGES; `simple`, the unknown language, decides
     nothing): the model's vectors of text it does not understand rank worse than the keyword arm."""
     other = s.fusion_vector_weight_other_languages
-    covered = {c.strip() for c in s.embed_languages.split(",") if c.strip()}
-    if other is None or "*" in covered:
+    if other is None:
         return s.fusion_vector_weight
+    return other if other_languages(s, configs) else s.fusion_vector_weight
+
+
+def other_languages(s: RetrievalSettings, configs: Sequence[str]) -> bool:
+    """Is the scope's text (chunks analysed with `configs`) in some language, none of it in a language the
+    embedding model covers (EMBED_LANGUAGES; `*`: any; `simple`, the unknown language, decides nothing)?"""
+    covered = {c.strip() for c in s.embed_languages.split(",") if c.strip()}
+    if "*" in covered:
+        return False
     known = set(configs) - {"simple"}
-    return other if known and not known & covered else s.fusion_vector_weight
+    return bool(known) and not known & covered

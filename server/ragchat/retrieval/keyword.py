@@ -13,13 +13,20 @@ chunk's length counts its own analysis.
 Candidates: rare query terms are matched exhaustively while their posting lists fit in `candidates`; common
 terms (small idf) then only add to the score of those candidates, like MaxScore's non-essential lists. A
 query made only of very common words takes chunks matching all of its rarest terms first.
+
+Coverage (`KeywordHits.coverage`): the largest share of the query's term weight one returned chunk holds,
+under the chunk's own analysis: the idf of the query lexemes it contains over the idf of all the query's
+lexemes in that configuration, a lexeme found nowhere in the scope weighing the most (df 0). A question about
+something the documents never mention leaves its rare words unmatched, whatever the language; the search
+reads it as its confidence where the embedding model does not understand the text (`Searcher`).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Literal
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from psycopg import sql
 
@@ -49,12 +56,14 @@ class QueryAnalysis:
     n_chunks: int
     avgdl: float
     configs: tuple[str, ...]  # the text-search configurations the query was analysed with (the scope's)
+    weight: dict[str, float] = field(default_factory=dict)  # per configuration: the idf sum of its query lexemes
 
 
 @dataclass(frozen=True)
 class KeywordHits:
     hits: list[tuple[int, float]]
     configs: tuple[str, ...]
+    coverage: float | None = None  # best share of the query's term weight in one hit; None: nothing to weigh
 
 
 def quote_lexeme(lexeme: str) -> str:
@@ -102,8 +111,13 @@ async def analyse_query(conn: Conn, query: str, scope: ReadScope) -> QueryAnalys
         return QueryAnalysis([], 0, 0.0, configs)
     params["configs"] = list(configs)
     rows = await (await conn.execute(terms_sql, params)).fetchall()
-    ranked = sorted((int(r["df"]), r["term"]) for r in rows)[:MAX_QUERY_TERMS]
-    return QueryAnalysis([TermStat(t, d, bm25_idf(n, d)) for d, t in ranked], n, max(total / n, 1.0), configs)
+    weight: dict[str, float] = {}
+    for r in rows:
+        weight[r["cfg"]] = weight.get(r["cfg"], 0.0) + bm25_idf(n, int(r["df"]))
+    present = {(int(r["df"]), r["term"]) for r in rows if int(r["df"]) > 0}
+    ranked = sorted(present)[:MAX_QUERY_TERMS]
+    terms = [TermStat(t, d, bm25_idf(n, d)) for d, t in ranked]
+    return QueryAnalysis(terms, n, max(total / n, 1.0), configs, weight)
 
 
 #: The reader's own documents only (`ReadScope.shared` False: nothing of another owner is shared with them).
@@ -129,16 +143,19 @@ SELECT coalesce(sum(s.n_chunks), 0) AS n, coalesce(sum(s.total_len), 0) AS len,
 FROM bm25_group_stats s WHERE s.group_id IN (SELECT id FROM grp)
 """)
 
+#: Every (configuration, query lexeme) with the lexeme's df in the scope (0: found nowhere in it).
 _TERMS_SQL = sql.SQL("""
 WITH q AS (
-    SELECT DISTINCT v.lexeme
+    SELECT DISTINCT c.cfg::text AS cfg, v.lexeme
     FROM unnest(%(configs)s::regconfig[]) AS c(cfg) CROSS JOIN LATERAL unnest(to_tsvector(c.cfg, %(query)s)) v
-    ORDER BY v.lexeme LIMIT %(max_lexemes)s
+    ORDER BY v.lexeme, cfg LIMIT %(max_lexemes)s
+), f AS (
+    SELECT t.term, sum(t.df) AS df
+    FROM bm25_group_terms t
+    WHERE t.group_id IN ({groups}) AND t.term IN (SELECT lexeme FROM q)
+    GROUP BY t.term HAVING sum(t.df) > 0
 )
-SELECT t.term, sum(t.df) AS df
-FROM bm25_group_terms t
-WHERE t.group_id IN ({groups}) AND t.term IN (SELECT lexeme FROM q)
-GROUP BY t.term HAVING sum(t.df) > 0
+SELECT q.cfg, q.lexeme AS term, coalesce(f.df, 0) AS df FROM q LEFT JOIN f ON f.term = q.lexeme
 """)
 
 
@@ -156,12 +173,13 @@ def candidate_terms(terms: list[TermStat], budget: int) -> list[TermStat]:
 
 _BM25_SQL = sql.SQL("""
 WITH cand AS (
-    SELECT c.id, c.search_vector, c.doc_len FROM document_chunks c
+    SELECT c.id, c.search_vector, c.doc_len, c.text_search_config::text AS cfg FROM document_chunks c
     WHERE {where} AND c.search_vector @@ %(tsq)s::tsquery
     LIMIT %(cap)s
 )
 SELECT cand.id,
-       sum(w.idf * t.tf * (%(k1)s + 1) / (t.tf + %(k1)s * (1 - %(b)s + %(b)s * cand.doc_len / %(avgdl)s))) AS score
+       sum(w.idf * t.tf * (%(k1)s + 1) / (t.tf + %(k1)s * (1 - %(b)s + %(b)s * cand.doc_len / %(avgdl)s))) AS score,
+       sum(w.idf) AS matched, cand.cfg
 FROM cand
 CROSS JOIN LATERAL (
     -- only the query's lexemes: setweight marks them 'A', ts_filter drops the rest before unnest
@@ -169,7 +187,7 @@ CROSS JOIN LATERAL (
     FROM unnest(ts_filter(setweight(cand.search_vector, 'A', %(terms)s::text[]), '{{a}}')) v
 ) t
 JOIN unnest(%(terms)s::text[], %(idfs)s::float8[]) AS w(term, idf) ON w.term = t.lexeme
-GROUP BY cand.id
+GROUP BY cand.id, cand.cfg
 ORDER BY score DESC, cand.id
 LIMIT %(n)s
 """)
@@ -220,7 +238,7 @@ async def keyword_arm(
     a = await analyse_query(conn, query, scope)
     terms, avgdl = a.terms, a.avgdl
     if not terms:
-        return KeywordHits([], a.configs)
+        return KeywordHits([], a.configs, 0.0 if any(a.weight.values()) else None)
     where, params = filter_sql(scope, filters)
     ranked = (_BM25_SQL if scorer == "bm25" else _TS_RANK_SQL).format(where=where)
     params.update(
@@ -238,6 +256,17 @@ async def keyword_arm(
         # Only common words: prefer chunks that contain all of the rarest few, then fill up.
         rows = await (await conn.execute(ranked, {**params, "tsq": and_query([t.term for t in terms[:4]])})).fetchall()
         if len(rows) >= n:
-            return KeywordHits([(int(r["id"]), float(r["score"])) for r in rows], a.configs)
+            return _hits(rows, a, scorer)
     rows = await (await conn.execute(ranked, {**params, "tsq": or_query([t.term for t in chosen])})).fetchall()
-    return KeywordHits([(int(r["id"]), float(r["score"])) for r in rows], a.configs)
+    return _hits(rows, a, scorer)
+
+
+def _hits(rows: Sequence[Mapping[str, Any]], a: QueryAnalysis, scorer: Scorer) -> KeywordHits:
+    """The ranked rows, and (BM25) the best coverage among them (module docstring)."""
+    hits = [(int(r["id"]), float(r["score"])) for r in rows]
+    if scorer != "bm25":
+        return KeywordHits(hits, a.configs)
+    shares = [
+        min(1.0, float(r["matched"]) / a.weight[str(r["cfg"])]) for r in rows if a.weight.get(str(r["cfg"]), 0.0) > 0
+    ]
+    return KeywordHits(hits, a.configs, max(shares, default=0.0))

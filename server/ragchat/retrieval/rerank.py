@@ -26,7 +26,8 @@ rest are not scored (`skipped`) and follow in retrieval order.
 
 Failures and time limits: a call that fails or gets no reply within `RERANK_TIMEOUT_S` leaves its candidate
 unscored, as does the whole rerank's deadline `RERANK_DEADLINE_S` (pending calls are cancelled). The scored
-candidates come first, by score (stable: ties keep the retrieval order); the unscored and skipped ones follow
+candidates come first, by their score blended with their retrieval position (`RERANK_RETRIEVAL_WEIGHT`, `blend`;
+stable: ties keep the retrieval order); the unscored and skipped ones follow
 in retrieval order with their retrieval score (never a made-up 0 % relevance). `rerank_with_status` says how
 many were scored and skipped; the Searcher turns that into the response's `rerank` status (ok / partial /
 failed, with a warning).
@@ -135,11 +136,16 @@ class BaseReranker:
             outcome = await self._score(self.model_name, query, todo, keys, dict(scores), limit, texts)
             scores.update(outcome.scores)
 
-        scored = [(scores[k], hit) for k, hit in zip(keys, candidates, strict=True) if k in scores]
-        scored.sort(key=lambda pair: -pair[0])  # stable: ties keep the retrieval order
+        weight = self.settings.rerank_retrieval_weight
+        scored = [
+            (blend(scores[k], i, limit, weight), scores[k], hit)
+            for i, (k, hit) in enumerate(zip(keys, candidates, strict=True))
+            if k in scores
+        ]
+        scored.sort(key=lambda row: -row[0])  # stable: ties keep the retrieval order
         out = [
-            hit.model_copy(update={"score": s, "trace": hit.trace.model_copy(update={"rerank_score": s})})
-            for s, hit in scored
+            hit.model_copy(update={"score": b, "trace": hit.trace.model_copy(update={"rerank_score": s})})
+            for b, s, hit in scored
         ]
         out.extend(hit for k, hit in zip(keys, candidates, strict=True) if k not in scores)
         skipped = sum(1 for k in keys if k in outcome.skipped and k not in scores)
@@ -197,6 +203,16 @@ class BaseReranker:
         self._cache.move_to_end(key)
         while len(self._cache) > self.cache_size:
             self._cache.popitem(last=False)
+
+
+def blend(score: float, position: int, limit: int, weight: float) -> float:
+    """The order's key: (1 − weight) × the rerank score + weight × the retrieval position's prior, which falls
+    linearly from 1 (the first candidate) to 0 at position `limit` and stays 0 below it. So the retrieval order
+    breaks the scorer's near-ties among the top, and a later candidate needs a clearly higher score to pass an
+    earlier one; weight 0 is the scorer's order alone. The prior never rises down the list, so the early stop
+    stays sound."""
+    prior = max(0.0, 1.0 - position / max(1, limit))
+    return round((1.0 - weight) * score + weight * prior, 6)
 
 
 def settled(keys: list[CacheKey], scores: dict[CacheKey, float], upto: int, limit: int) -> bool:

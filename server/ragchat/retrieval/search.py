@@ -37,7 +37,7 @@ from ragchat.providers.embeddings.base import EmbeddingError
 from ragchat.readscope.sql import ReadScope, read_chunk_scope, readable_chunks, scope_params
 from ragchat.retrieval.exhaustive import find_documents
 from ragchat.retrieval.expansion import NO_EXPANDER, Expander, keyword_text, vector_text
-from ragchat.retrieval.fusion import Fused, fuse, keyword_only, vector_only, vector_weight
+from ragchat.retrieval.fusion import Fused, fuse, keyword_only, other_languages, vector_only, vector_weight
 from ragchat.retrieval.keyword import KeywordHits, keyword_arm
 from ragchat.retrieval.rerank import Reranked
 from ragchat.retrieval.vector import vector_search
@@ -57,8 +57,9 @@ _QUERY_CACHE_SIZE = 512
 
 class Reranker(Protocol):
     async def rerank_with_status(self, query: str, candidates: list[ChunkHit], limit: int) -> Reranked:
-        """Hits sorted by `trace.rerank_score` (and `score` set to it), at most `limit`, and how many the LLM
-        scored (the unscored ones follow in retrieval order; none scored: the retrieval order)."""
+        """Hits sorted by `score`: `trace.rerank_score` blended with the retrieval position
+        (RERANK_RETRIEVAL_WEIGHT), at most `limit`, and how many the LLM scored (the unscored ones follow in
+        retrieval order; none scored: the retrieval order)."""
         ...
 
 
@@ -219,7 +220,12 @@ class Searcher:
             status = RerankStatus(requested=True, warning=NO_RERANKER)
         hits = monotone(hits[:limit])
         has_embeddings = True if hits else await self._has_embeddings(pool, active, scope)
-        return self._result(text, search_mode, hits, timings, started, has_embeddings, status, expansion)
+        # where the embedding model does not understand the scope's language, its similarities say little
+        # (Spanish text sits 0.4-0.6 from any Spanish question): the question's words found decide too
+        coverage = found.coverage if other_languages(s, found.configs) else None
+        return self._result(
+            text, search_mode, hits, timings, started, has_embeddings, status, expansion, coverage=coverage
+        )
 
     async def _expand(self, text: str, options: SearchOptions, timings: Timings) -> ExpansionStatus:
         """The query expansion asked for (an honest status when it failed or nothing can expand)."""
@@ -389,14 +395,18 @@ class Searcher:
             row = await (await conn.execute(query, scope_params(scope))).fetchone()
         return bool(row and row["e"])
 
-    def confidence(self, hits: list[ChunkHit]) -> Confidence:
+    def confidence(self, hits: list[ChunkHit], coverage: float | None = None) -> Confidence:
+        """The best similarity's tier; insufficient too when `coverage` (the keyword arm's, for a scope in
+        languages the embedding model does not cover) is below CONFIDENCE_KEYWORD_FLOOR."""
         sims = [h.similarity for h in hits if h.similarity is not None]
         s = self.settings
+        low_coverage = coverage is not None and coverage < s.confidence_keyword_floor
         return confidence_of(
             max(sims) if sims else None,
             high=s.confidence_high,
             moderate=s.confidence_moderate,
             floor=s.confidence_floor,
+            uncovered=coverage if low_coverage else None,
         )
 
     def _result(
@@ -409,6 +419,8 @@ class Searcher:
         has_embeddings: bool,
         rerank: RerankStatus | None = None,
         expansion: ExpansionStatus | None = None,
+        *,
+        coverage: float | None = None,
     ) -> SearchResult:
         rerank = rerank or RerankStatus()
         timings.total_ms = _ms(started)
@@ -423,6 +435,6 @@ class Searcher:
             expansion=expansion or ExpansionStatus(),
             chunks=hits,
             timings=timings,
-            confidence=self.confidence(hits),
+            confidence=self.confidence(hits, coverage),
             has_embeddings=has_embeddings,
         )

@@ -9,18 +9,26 @@ INSUFFICIENT_MESSAGE = "No passage matches this question well; try other words o
 LOW_MESSAGE = "Only weak matches: check the passages before relying on them."
 
 
-def confidence_of(best: float | None, *, high: float, moderate: float, floor: float) -> Confidence:
+def confidence_of(
+    best: float | None, *, high: float, moderate: float, floor: float, uncovered: float | None = None
+) -> Confidence:
     """The tier of a best similarity (None: no passage, or none with a vector):
-    high ≥ CONFIDENCE_HIGH > moderate ≥ CONFIDENCE_MODERATE > low ≥ CONFIDENCE_FLOOR > insufficient."""
-    if best is None or best < floor:
+    high ≥ CONFIDENCE_HIGH > moderate ≥ CONFIDENCE_MODERATE > low ≥ CONFIDENCE_FLOOR > insufficient.
+    `uncovered`: the search found no passage holding enough of the question's words (their share, shown as the
+    percentage), whatever the similarity (`Searcher.confidence`)."""
+    shown = best
+    if uncovered is not None:
+        shown = uncovered if best is None else min(best, uncovered)
         label: ConfidenceLabel = "insufficient"
+    elif best is None or best < floor:
+        label = "insufficient"
     elif best < moderate:
         label = "low"
     elif best < high:
         label = "moderate"
     else:
         label = "high"
-    percent = 0 if best is None else round(min(1.0, max(0.0, best)) * 100)
+    percent = 0 if shown is None else round(min(1.0, max(0.0, shown)) * 100)
     insufficient = label == "insufficient"
     return Confidence(
         label=label,

@@ -161,6 +161,10 @@ class RetrievalSettings(Group):
     confidence_high: float = 0.60
     confidence_moderate: float = 0.45
     confidence_floor: float = 0.35  # below: "insufficient"
+    # for a scope in languages the embedding model does not cover (EMBED_LANGUAGES): "insufficient" too when no
+    # keyword hit holds this share of the question's term weight (idf; retrieval/keyword.py); 0 = off. Tuned on
+    # xquad-dev German and Spanish (bench/xquad.py --confidence, docs/BENCHMARKS.md)
+    confidence_keyword_floor: float = Field(default=0.4, ge=0, le=1)
     bm25_k1: float = 0.9
     bm25_b: float = 0.4
     rerank_enabled: bool = False
@@ -174,6 +178,9 @@ class RetrievalSettings(Group):
     # over the top RERANK_LISTWISE_SIZE passages, read from the label probabilities (a JSON ranking without them)
     rerank_method: Literal["json", "logprobs", "listwise"] = "json"
     rerank_listwise_size: int = Field(default=10, ge=2, le=20)
+    # how much the retrieval order counts against the rerank score (retrieval/rerank.py `blend`): 0 = the
+    # scorer's order alone; tuned on both dev sets with the real 1.5B model's graded scores (docs/BENCHMARKS.md)
+    rerank_retrieval_weight: float = Field(default=0.0, ge=0, le=1)
     rerank_early_stop: bool = True  # stop scoring lower ranks once the top `limit` all hold the best score
     rerank_client_shards: int = 8  # small HTTP connection pools the parallel rerank calls are spread over
     rerank_provider: Literal["llm", "http"] = "llm"  # http: a cross-encoder server at rerank_url
