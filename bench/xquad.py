@@ -40,6 +40,7 @@ from ragchat.evaluation.metrics import dedup_keep_first
 from ragchat.evaluation.runner import DEPTH, ensure_corpus, eval_owner, source_document
 from ragchat.evaluation.scoring import per_query_scores
 from ragchat.readscope.sql import read_chunk_scope
+from ragchat.retrieval.fusion import other_languages
 from ragchat.retrieval.keyword import keyword_arm
 
 DATA = ROOT.parent / "shared" / "data" / "xquad-dev"
@@ -89,7 +90,15 @@ async def measure_confidence(rt: Any, dataset: BeirDataset, limit: int | None, f
     principal = Principal(owner, "eval", False)
     options = options_of(rt.settings.retrieval, mode="hybrid", rerank=False, limit=DEPTH)
     s = rt.settings.retrieval
-    got: dict[str, list[tuple[bool, float | None]]] = {"answerable": [], "unanswerable": []}
+    got: dict[str, list[tuple[bool, float | None, bool]]] = {"answerable": [], "unanswerable": []}
+    async with rt.pool.connection() as conn:
+        found_cfgs = await (
+            await conn.execute(
+                "SELECT DISTINCT text_search_config::text AS c FROM documents WHERE owner_id = %s", (owner,)
+            )
+        ).fetchall()
+    cfgs = {str(r["c"]) for r in found_cfgs}
+    uses_coverage = other_languages(s, sorted(cfgs))
     for qid, text in list(dataset.queries.items())[:limit]:
         own = article(next(iter(dataset.qrels[qid])))
         others = SearchFilters(document_ids=[i for i, d in docs if article(d) != own])
@@ -101,18 +110,25 @@ async def measure_confidence(rt: Any, dataset: BeirDataset, limit: int | None, f
                     conn, text, scope=scope, n=DEPTH, filters=filters, k1=s.bm25_k1, b=s.bm25_b,
                     candidates=s.keyword_candidates,
                 )  # fmt: skip
-            got[kind].append((result.confidence.insufficient, found.coverage))
+            best = result.confidence.best_similarity
+            got[kind].append(
+                (result.confidence.insufficient, found.coverage, best is None or best < s.confidence_floor)
+            )
     share = lambda xs: round(sum(xs) / len(xs), 4) if xs else None  # noqa: E731
     out: dict[str, Any] = {
         "questions": len(got["answerable"]),
-        "flagged_answerable": share([f for f, _ in got["answerable"]]),
-        "flagged_unanswerable": share([f for f, _ in got["unanswerable"]]),
+        "flagged_answerable": share([f for f, _, _ in got["answerable"]]),
+        "flagged_unanswerable": share([f for f, _, _ in got["unanswerable"]]),
         "floor": s.confidence_keyword_floor,
-        "coverage_floors": {},
+        "uses_coverage": uses_coverage,
+        "similarity_only": {kind: share([sim for _, _, sim in pairs]) for kind, pairs in got.items()},
+        "coverage_floors": {},  # the product's flag at each floor: similarity below its floor, or coverage below
+        "per_question": {kind: [[f, c] for f, c, _ in pairs] for kind, pairs in got.items()},
     }
     for floor in floors:
         out["coverage_floors"][str(floor)] = {
-            kind: share([c is not None and c < floor for _, c in pairs]) for kind, pairs in got.items()
+            kind: share([sim or (uses_coverage and c is not None and c < floor) for _, c, sim in pairs])
+            for kind, pairs in got.items()
         }
     return out
 
@@ -166,8 +182,9 @@ async def measure_language(
 def confidence_markdown(result: dict[str, Any]) -> str:
     """The `--confidence` table: flagged shares at the run's settings, then per coverage floor."""
     lines = [
-        "| language | questions | flagged: answerable (false) / unanswerable (recall) | coverage floor → same |",
-        "|---|---|---|---|",
+        "| language | questions | flagged: answerable (false) / unanswerable (recall) | similarity alone "
+        "| CONFIDENCE_KEYWORD_FLOOR → flagged |",
+        "|---|---|---|---|---|",
     ]
     for lang, r in result["languages"].items():
         c = r.get("confidence")

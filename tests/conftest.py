@@ -135,6 +135,9 @@ def make_settings(uri: str, tmp_path: Path, **overrides: Any) -> Settings:
         # and every passage of a search that matches nothing (CHAT_WEAK_SEARCH_PASSAGES=2 by default: its own
         # tests in tests/unit/test_chat.py and tests/integration/test_not_covered.py)
         "chat_weak_search_passages": 0,
+        # Rerank tests assert the scorer's order; the blend with the retrieval position (RERANK_RETRIEVAL_WEIGHT,
+        # 0.35 by default) has its own (tests/unit/test_rerank.py, tests/integration/test_rerank_graded.py)
+        "rerank_retrieval_weight": 0.0,
     }
     values.update(overrides)
     return Settings(_env_file=None, **values)  # type: ignore[call-arg]

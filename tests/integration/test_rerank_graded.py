@@ -16,10 +16,10 @@ from ragchat.core.options import options_of
 from ragchat.core.search import ChunkHit, SearchResult
 from ragchat.providers.llm import build_llm
 from ragchat.providers.llm.base import LLMProvider
-from ragchat.retrieval.rerank import LLMReranker
+from ragchat.retrieval.rerank import LLMReranker, blend
 from ragchat.retrieval.rerank_graded import YES_NO_SYSTEM, listwise_budget, trim_passage
 from ragchat.retrieval.search import Searcher
-from ragchat.settings import Settings
+from ragchat.settings import RetrievalSettings, Settings
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.plugin import LLMFake
 from tests.fakes.script import Reply
@@ -134,6 +134,26 @@ async def test_logprobs_give_graded_scores_in_their_order(
         # the shared prefix first: the same instructions, then the query, then the passage
         assert r.body["messages"][0]["content"] == YES_NO_SYSTEM
         assert r.body["messages"][1]["content"].startswith(f"Query: {QUERY}\n\nPassage:")
+
+
+async def test_the_default_blends_the_scores_with_the_search_order(
+    corpus: Corpus, pool: Any, embedder: Any, settings: Settings, llm: LLMFake, provider: LLMProvider
+) -> None:
+    llm.fake.responder = graded
+    default = RetrievalSettings.model_fields["rerank_retrieval_weight"].default
+    assert 0 < default < 1
+    on = tuned(settings, llm, rerank_retrieval_weight=default, rerank_candidates_factor=1)
+    plain = names(await search(make_searcher(pool, embedder, settings), rerank=False))
+    searcher = make_searcher(pool, embedder, on, LLMReranker(provider, on.retrieval, on.llm.effective_rerank_model))
+    result = await search(searcher)
+    p_yes = {c.filename: word_of(c.content, P_YES) for c in result.chunks}
+    expected = sorted(plain, key=lambda n: -blend(p_yes[n], plain.index(n), len(plain), default))
+    assert names(result) == expected
+    assert expected != sorted(plain, key=lambda n: -p_yes[n])  # the search order changed what P(yes) alone says
+    assert [c.score for c in result.chunks] == pytest.approx(
+        [blend(p_yes[n], plain.index(n), len(plain), default) for n in expected]
+    )
+    assert [c.trace.rerank_score for c in result.chunks] == pytest.approx([p_yes[n] for n in expected])
 
 
 async def test_llamacpp_is_asked_to_cache_the_prompt(

@@ -212,7 +212,7 @@ def blend(score: float, position: int, limit: int, weight: float) -> float:
     earlier one; weight 0 is the scorer's order alone. The prior never rises down the list, so the early stop
     stays sound."""
     prior = max(0.0, 1.0 - position / max(1, limit))
-    return round((1.0 - weight) * score + weight * prior, 6)
+    return score if weight == 0 else (1.0 - weight) * score + weight * prior
 
 
 def settled(keys: list[CacheKey], scores: dict[CacheKey, float], upto: int, limit: int) -> bool:

@@ -180,7 +180,7 @@ class RetrievalSettings(Group):
     rerank_listwise_size: int = Field(default=10, ge=2, le=20)
     # how much the retrieval order counts against the rerank score (retrieval/rerank.py `blend`): 0 = the
     # scorer's order alone; tuned on both dev sets with the real 1.5B model's graded scores (docs/BENCHMARKS.md)
-    rerank_retrieval_weight: float = Field(default=0.0, ge=0, le=1)
+    rerank_retrieval_weight: float = Field(default=0.35, ge=0, le=1)
     rerank_early_stop: bool = True  # stop scoring lower ranks once the top `limit` all hold the best score
     rerank_client_shards: int = 8  # small HTTP connection pools the parallel rerank calls are spread over
     rerank_provider: Literal["llm", "http"] = "llm"  # http: a cross-encoder server at rerank_url
