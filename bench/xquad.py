@@ -191,9 +191,9 @@ def confidence_markdown(result: dict[str, Any]) -> str:
         if not c:
             continue
         sweep = "; ".join(f"{f}: {v['answerable']} / {v['unanswerable']}" for f, v in c["coverage_floors"].items())
-        lines.append(
-            f"| {lang} | {c['questions']} | {c['flagged_answerable']} / {c['flagged_unanswerable']} | {sweep} |"
-        )
+        flagged = f"{c['flagged_answerable']} / {c['flagged_unanswerable']}"
+        alone = f"{c['similarity_only']['answerable']} / {c['similarity_only']['unanswerable']}"
+        lines.append(f"| {lang} | {c['questions']} | {flagged} | {alone} | {sweep} |")
     return "\n".join(lines)
 
 
@@ -249,7 +249,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             if args.confidence:
                 floors = [float(x) for x in args.confidence.split(",")]
                 r["confidence"] = await measure_confidence(rt, dataset, args.limit, floors)
-                print(f"{lang} confidence: {json.dumps(r['confidence'])}", file=sys.stderr)
+                brief = {k: v for k, v in r["confidence"].items() if k != "per_question"}
+                print(f"{lang} confidence: {json.dumps(brief)}", file=sys.stderr)
     result["context_after"] = cpu_context()
     return result
 

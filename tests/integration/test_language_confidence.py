@@ -1,5 +1,5 @@
-""""Not in your documents" in languages the embedding model does not cover (issue 42): the bundled English model
-puts any Spanish or German text 0.4-0.6 from any question in that language, above CONFIDENCE_FLOOR, so a
+"""The "not in your documents" flag in languages the embedding model does not cover (issue 42): the bundled
+English model puts any Spanish or German text 0.4-0.6 from any question in that language, above CONFIDENCE_FLOOR, so a
 question the documents never mention looked answerable. In a scope whose documents are all in such languages, a
 search whose keyword hits hold less than CONFIDENCE_KEYWORD_FLOOR of the question's term weight is insufficient
 too. Real Postgres, the real embedding model, the product's Searcher."""

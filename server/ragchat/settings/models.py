@@ -164,7 +164,7 @@ class RetrievalSettings(Group):
     # for a scope in languages the embedding model does not cover (EMBED_LANGUAGES): "insufficient" too when no
     # keyword hit holds this share of the question's term weight (idf; retrieval/keyword.py); 0 = off. Tuned on
     # xquad-dev German and Spanish (bench/xquad.py --confidence, docs/BENCHMARKS.md)
-    confidence_keyword_floor: float = Field(default=0.4, ge=0, le=1)
+    confidence_keyword_floor: float = Field(default=0.3, ge=0, le=1)
     bm25_k1: float = 0.9
     bm25_b: float = 0.4
     rerank_enabled: bool = False
