@@ -1432,7 +1432,7 @@ export interface components {
         Confidence: {
             /** @description the best cosine similarity, 4 decimals (older field) */
             best_similarity: number | null;
-            /** @description true below CONFIDENCE_FLOOR: the documents likely lack the answer */
+            /** @description true below CONFIDENCE_FLOOR, or below CONFIDENCE_KEYWORD_FLOOR of the question's words in a language the embedding model does not cover: the documents likely lack the answer */
             insufficient: boolean;
             /** @description the same as `insufficient` (older field) */
             insufficient_confidence: boolean;
@@ -1440,7 +1440,7 @@ export interface components {
             label: "high" | "moderate" | "low" | "insufficient";
             /** @description what to do about a low or insufficient result */
             message?: string | null;
-            /** @description the best passage's cosine similarity × 100 (0: none) */
+            /** @description the best passage's cosine similarity × 100 (0: none); when the question's words decided insufficient, the share of them the best passage holds, if lower */
             percent: number;
             /** @description for people: "High confidence (82%)" */
             text: string;

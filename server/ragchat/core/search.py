@@ -209,13 +209,22 @@ ConfidenceLabel = Literal["high", "moderate", "low", "insufficient"]
 
 class Confidence(BaseModel):
     """How well the best passage matches the question, from its cosine similarity (whatever the ranking):
-    high ≥ CONFIDENCE_HIGH > moderate ≥ CONFIDENCE_MODERATE > low ≥ CONFIDENCE_FLOOR > insufficient. Retrieval
-    decides and words it (retrieval/wording.py)."""
+    high ≥ CONFIDENCE_HIGH > moderate ≥ CONFIDENCE_MODERATE > low ≥ CONFIDENCE_FLOOR > insufficient; where the
+    embedding model does not cover the documents' language, also insufficient when no passage holds
+    CONFIDENCE_KEYWORD_FLOOR of the question's term weight. Retrieval decides and words it (retrieval/wording.py)."""
 
     label: ConfidenceLabel
-    percent: int = Field(ge=0, le=100, description="the best passage's cosine similarity × 100 (0: none)")
+    percent: int = Field(
+        ge=0,
+        le=100,
+        description="the best passage's cosine similarity × 100 (0: none); when the question's words decided "
+        "insufficient, the share of them the best passage holds, if lower",
+    )
     text: str = Field(description='for people: "High confidence (82%)"')
-    insufficient: bool = Field(description="true below CONFIDENCE_FLOOR: the documents likely lack the answer")
+    insufficient: bool = Field(
+        description="true below CONFIDENCE_FLOOR, or below CONFIDENCE_KEYWORD_FLOOR of the question's words in "
+        "a language the embedding model does not cover: the documents likely lack the answer"
+    )
     message: str | None = Field(default=None, description="what to do about a low or insufficient result")
     best_similarity: float | None = Field(description="the best cosine similarity, 4 decimals (older field)")
     insufficient_confidence: bool = Field(description="the same as `insufficient` (older field)")
