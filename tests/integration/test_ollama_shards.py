@@ -23,8 +23,9 @@ async def test_parallel_rerank_is_spread_over_the_shards(
     fake_ollama: FakeOllama, concurrency: int, shards: int
 ) -> None:
     fake_ollama.responder, fake_ollama.latency = by_number, 0.05
+    # the scorer's order alone (RERANK_RETRIEVAL_WEIGHT=0): scores 0.01 apart, the blend would keep the search's
     settings = Settings(_env_file=None, ollama_host=fake_ollama.url, rerank_concurrency=concurrency,  # type: ignore[call-arg]
-                        rerank_client_shards=shards)  # fmt: skip
+                        rerank_client_shards=shards, rerank_retrieval_weight=0.0)  # fmt: skip
     provider = build_llm(settings.llm, json_shards=settings.retrieval.rerank_client_shards)
     assert isinstance(provider, OllamaProvider)
     client = provider.json_client
