@@ -82,7 +82,11 @@ async def measure_confidence(rt: Any, dataset: BeirDataset, limit: int | None, f
     owner = eval_owner(dataset)
     async with rt.pool.connection() as conn:
         rows = await (
-            await conn.execute("SELECT id, metadata->>'source_id' AS doc FROM documents WHERE owner_id = %s", (owner,))
+            await conn.execute(
+                "SELECT id, metadata->>'source_id' AS doc, text_search_config::text AS cfg FROM documents "
+                "WHERE owner_id = %s",
+                (owner,),
+            )
         ).fetchall()
         scope = await read_chunk_scope(conn, owner)
     article = lambda doc: doc.split("p")[0]  # noqa: E731  a<article>p<paragraph>
@@ -91,14 +95,7 @@ async def measure_confidence(rt: Any, dataset: BeirDataset, limit: int | None, f
     options = options_of(rt.settings.retrieval, mode="hybrid", rerank=False, limit=DEPTH)
     s = rt.settings.retrieval
     got: dict[str, list[tuple[bool, float | None, bool]]] = {"answerable": [], "unanswerable": []}
-    async with rt.pool.connection() as conn:
-        found_cfgs = await (
-            await conn.execute(
-                "SELECT DISTINCT text_search_config::text AS c FROM documents WHERE owner_id = %s", (owner,)
-            )
-        ).fetchall()
-    cfgs = {str(r["c"]) for r in found_cfgs}
-    uses_coverage = other_languages(s, sorted(cfgs))
+    uses_coverage = other_languages(s, sorted({str(r["cfg"]) for r in rows}))
     for qid, text in list(dataset.queries.items())[:limit]:
         own = article(next(iter(dataset.qrels[qid])))
         others = SearchFilters(document_ids=[i for i, d in docs if article(d) != own])
