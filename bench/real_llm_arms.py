@@ -76,7 +76,7 @@ from ragchat.providers.llm.base import (
 from ragchat.providers.llm.replies import parse_reply
 from ragchat.retrieval.expansion import ExpansionTerms, HydePassage, LLMExpander
 from ragchat.retrieval.rerank import LLMReranker, RerankScore
-from ragchat.retrieval.rerank_graded import yes_probability
+from ragchat.retrieval.rerank_graded import LABELS, LISTWISE_SYSTEM, label_probabilities, yes_probability
 from ragchat.runtime import Overrides, open_runtime
 from tests.real.model import MODEL_ALIAS, RealLLM, ensure_model, ensure_runtime, free_port
 
@@ -233,9 +233,10 @@ class ReplayLLM:
         if reply.tokens is None:
             record["outcome"] = "no-logprobs"
         else:
-            first = reply.tokens[0].top if reply.tokens else ()
-            listwise = any(len(t.strip()) == 1 and t.strip().isupper() for t, _ in first[:3])
-            ok = yes_probability(reply.tokens) is not None or listwise
+            # the product's own readings: the labels' shares for a listwise call, P(yes) for a pointwise one
+            listwise = any(m.get("content") == LISTWISE_SYSTEM for m in messages)
+            read = label_probabilities(reply.tokens, LABELS) if listwise else yes_probability(reply.tokens)
+            ok = read is not None
             record["outcome"] = "valid" if ok else "invalid"
         self._done[key] = {**record, "reply": reply}
         return reply
