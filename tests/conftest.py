@@ -179,7 +179,11 @@ class LiveServer:
     def __init__(self, app: Any) -> None:
         import uvicorn
 
-        self.port = free_port()
+        # bound here and handed to uvicorn, so no other process can take the port between choosing and binding
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.port = int(self.sock.getsockname()[1])
         self.url = f"http://127.0.0.1:{self.port}"
         from ragchat.cli.common import uvicorn_options
 
@@ -187,7 +191,7 @@ class LiveServer:
         options = uvicorn_options(host="127.0.0.1", port=self.port, log_level="warning")
         config = uvicorn.Config(app, **options, lifespan="on")
         self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
 
     def __enter__(self) -> LiveServer:
         self.thread.start()
@@ -204,6 +208,7 @@ class LiveServer:
         if self.thread.is_alive():  # a stalled shutdown: drop the connections, the lifespan still closes
             self.server.force_exit = True
             self.thread.join(timeout=30)
+        self.sock.close()
 
 
 @pytest.fixture
